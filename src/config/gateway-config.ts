@@ -1,0 +1,106 @@
+/**
+ * The validated configuration, as the code sees it: YAML keys in camelCase, durations in milliseconds,
+ * sizes in bytes. The YAML/env form (kebab-case keys, `8h`, `1mb`) is documented in config/default.yaml.
+ */
+export interface GatewayConfig {
+  server: {
+    /** `server.port` / `PORT`: proxy and /iam. */
+    port: number;
+    /** `server.management-port` / `MANAGEMENT_PORT`: health, readiness, metrics. */
+    managementPort: number;
+    /** `server.host`: listen address. */
+    host: string;
+    /** `server.request-timeout`: a client must send its whole request within this (slowloris guard). */
+    requestTimeoutMs: number;
+    /** `server.headers-timeout`: a client must send its headers within this. */
+    headersTimeoutMs: number;
+    /** `server.keep-alive-timeout`: idle client connections are closed after this. */
+    keepAliveTimeoutMs: number;
+    /** `server.max-header-size`: bytes of request headers, 431 above. */
+    maxHeaderSize: number;
+    /** `server.max-url-length`: bytes of request target, 414 above. */
+    maxUrlLength: number;
+    /** `server.iam-body-limit`: bytes of a JSON body sent to /iam, 413 above. */
+    iamBodyLimit: number;
+    /** `server.shutdown-timeout`: in-flight requests get this long after SIGTERM. */
+    shutdownTimeoutMs: number;
+  };
+  upstream: {
+    /** `upstream.url` / `UPSTREAM_URL`: the host behind the gateway. */
+    url: string;
+    connectTimeoutMs: number;
+    /** `upstream.response-timeout`: time to the host's response headers, 504 above. */
+    responseTimeoutMs: number;
+    /** `upstream.body-timeout`: max silence while streaming a body either way. */
+    bodyTimeoutMs: number;
+    /** `upstream.connections`: keep-alive pool size. */
+    connections: number;
+  };
+  database: {
+    /** `database.url` / `DATABASE_URL`; null → embedded PGlite. */
+    url: string | null;
+    /** `database.embedded-dir`: PGlite data directory; `memory://` keeps nothing. */
+    embeddedDir: string;
+    poolSize: number;
+  };
+  redis: {
+    /** `redis.url` / `REDIS_URL`; null → in-process token store (single instance only). */
+    url: string | null;
+  };
+  log: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
+  iam: {
+    enabled: boolean;
+    token: {
+      storePrefix: string;
+      ttlMs: number;
+      /** 0 = off. */
+      idleTimeoutMs: number;
+      cache: { enabled: boolean; maxEntries: number };
+    };
+    schema: { historyTable: string };
+    clientTypes: string[];
+    login: { rateLimit: { maxFailures: number; windowMs: number } };
+    authenticator: {
+      type: 'users-file' | 'http' | 'module';
+      path: string | null;
+      url: string | null;
+      module: string | null;
+      timeoutMs: number;
+    };
+    provision: { file: string | null };
+    policy: {
+      /** `iam.policy.dir` / `IAM_POLICIES_DIR`. */
+      dir: string;
+      /** Periodic checksum check; 0 = off. */
+      pollIntervalMs: number;
+      /** Quiet time after a file event before reloading. */
+      debounceMs: number;
+    };
+    authz: {
+      /** Bound of the in-process ability cache (LRU). */
+      abilityCacheSize: number;
+      /** Default timeout of resource resolvers without their own. */
+      resolverTimeoutMs: number;
+    };
+    gateway: {
+      /** Accept `;` path parameters (refused by default, design.md §7). */
+      allowPathParameters: boolean;
+    };
+    forward: {
+      /** Addresses or CIDRs whose X-Forwarded-* / Forwarded headers are kept. */
+      trustedProxies: string[];
+      assertion: { enabled: boolean; ttlMs: number; issuer: string; audience: string | null };
+    };
+    cors: {
+      enabled: boolean;
+      origins: string[];
+      methods: string[];
+      headers: string[];
+      maxAgeSeconds: number;
+      credentials: boolean;
+    };
+    audit: { flushIntervalMs: number };
+  };
+  /** Absolute path of the file the configuration came from (for resolving relative paths). */
+  source: { file: string; directory: string };
+}

@@ -1,0 +1,75 @@
+import type {
+  AuditEventRecord,
+  IdentityRecord,
+  ProfileRecord,
+  ProvisioningDocument,
+  ProvisioningSummary,
+  SessionRecord,
+  TemplateRecord,
+  UserRecord,
+} from './records';
+
+/**
+ * Everything the gateway reads from or writes to PostgreSQL. Never called on the per-request proxy path
+ * with a warm cache. Every method rejects with `DatabaseUnavailableError` when the database cannot be reached.
+ */
+export interface IamRepository {
+  /**
+   * Makes sure the user and identity exist (hosts do not migrate their users: the first login creates
+   * them) and returns the user. An existing user's enabled flag and authorization version are kept;
+   * a display name is filled in if the user has none.
+   */
+  ensurePrincipal(input: { userId: string; identityId: string; identityDomain: string; displayName?: string }): Promise<{
+    user: UserRecord;
+    identity: IdentityRecord;
+  }>;
+  getUser(userId: string): Promise<UserRecord | null>;
+  getIdentity(identityId: string): Promise<IdentityRecord | null>;
+  /** Every profile of the user (enabled or not), with scopes, ordered by profileId. */
+  listProfiles(userId: string): Promise<ProfileRecord[]>;
+  getProfile(profileId: string): Promise<ProfileRecord | null>;
+  getTemplate(versionId: string): Promise<TemplateRecord | null>;
+  listTemplates(): Promise<TemplateRecord[]>;
+
+  insertSession(session: SessionRecord): Promise<void>;
+  getSession(sessionId: string): Promise<SessionRecord | null>;
+  /** The user's sessions, newest first. */
+  listSessions(userId: string): Promise<SessionRecord[]>;
+  updateSession(
+    sessionId: string,
+    patch: Partial<Pick<SessionRecord, 'lastSeenAt' | 'revokedAt' | 'logoutAt' | 'revokeReason'>>,
+  ): Promise<void>;
+  /** Marks every still-active session of a user (except `exceptSessionId`) revoked; returns the ones changed. */
+  revokeUserSessions(userId: string, reason: string, at: Date, exceptSessionId?: string): Promise<SessionRecord[]>;
+
+  insertAudit(events: AuditEventRecord[]): Promise<void>;
+  findAuditByDecisionId(decisionId: string): Promise<AuditEventRecord | null>;
+
+  /**
+   * Applies a provisioning document idempotently in one transaction: a second run with the same
+   * document changes nothing and reports `unchanged` only. Referential errors (unknown template)
+   * reject with a `ProvisioningError` and change nothing.
+   */
+  applyProvisioning(document: ProvisioningDocument): Promise<ProvisioningSummary>;
+
+  /** Resolves when the database answers a trivial query. */
+  ping(): Promise<void>;
+}
+
+export class DatabaseUnavailableError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'DatabaseUnavailableError';
+  }
+}
+
+export class ProvisioningError extends Error {
+  constructor(
+    message: string,
+    /** JSON pointers into the document with what is wrong there. */
+    readonly problems: Array<{ pointer: string; message: string }>,
+  ) {
+    super(message);
+    this.name = 'ProvisioningError';
+  }
+}

@@ -1,0 +1,114 @@
+/** Plain records the persistence layer hands to the rest of the gateway (no ORM entities leak out). */
+
+export type AccessMode = 'READ' | 'WRITE';
+
+export interface UserRecord {
+  userId: string;
+  displayName: string | null;
+  enabled: boolean;
+  authorizationVersion: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface IdentityRecord {
+  identityId: string;
+  userId: string;
+  identityDomain: string;
+  enabled: boolean;
+}
+
+export interface TemplateRecord {
+  versionId: string;
+  name: string;
+  description: string | null;
+  /** Permission codes `<resource>:<action>`, `<resource>:*`, `*:*`. */
+  permissions: string[];
+}
+
+export interface ScopeRecord {
+  scopeType: string;
+  scopeRefId: string;
+  accessMode: AccessMode;
+}
+
+export interface ProfileRecord {
+  profileId: string;
+  userId: string;
+  profileName: string;
+  templateVersionId: string;
+  clientTypes: string[];
+  enabled: boolean;
+  revoked: boolean;
+  scopes: ScopeRecord[];
+  /** Optimistic-lock version, raised on every change. */
+  version: number;
+}
+
+export type SessionState = 'active' | 'revoked' | 'logged_out' | 'expired';
+
+export interface SessionRecord {
+  sessionId: string;
+  userId: string;
+  identityId: string;
+  clientType: string;
+  activeProfileId: string | null;
+  /** sha256 of the token, hex: lets a revocation find the token-store key. */
+  tokenHash: string;
+  createdAt: Date;
+  expiresAt: Date;
+  lastSeenAt: Date | null;
+  revokedAt: Date | null;
+  logoutAt: Date | null;
+  revokeReason: string | null;
+  clientAddress: string | null;
+  userAgent: string | null;
+}
+
+export interface AuditEventRecord {
+  /** Assigned by the database when omitted. */
+  id?: string;
+  occurredAt: Date;
+  /** The acting user (null for anonymous, e.g. a failed login). */
+  actorUserId: string | null;
+  /** e.g. `auth.login`, `auth.login.failed`, `session.revoke`, `authz.deny`, `admin.profile.update`. */
+  action: string;
+  targetType: string | null;
+  targetId: string | null;
+  outcome: 'success' | 'failure' | 'denied' | 'shadow_denied';
+  requestId: string | null;
+  decisionId: string | null;
+  clientAddress: string | null;
+  /** Free-form JSON: the decision, a before/after summary, the failure reason. */
+  details: Record<string, unknown> | null;
+}
+
+/** The provisioning file of design.md §6.1 (also the shape of the admin API bodies). */
+export interface ProvisioningDocument {
+  templates?: Array<{ versionId: string; name: string; description?: string; permissions: string[] }>;
+  users?: Array<{
+    userId: string;
+    displayName?: string;
+    enabled?: boolean;
+    identities?: Array<{ identityId: string; identityDomain: string; enabled?: boolean }>;
+    profiles?: Array<{
+      profileId: string;
+      profileName: string;
+      templateVersionId: string;
+      clientTypes: string[];
+      enabled?: boolean;
+      revoked?: boolean;
+      scopes?: ScopeRecord[];
+    }>;
+  }>;
+}
+
+export interface ProvisioningSummary {
+  created: number;
+  updated: number;
+  unchanged: number;
+  /** One line per created/updated object, e.g. `profile p-alice-reader: updated`. */
+  changes: string[];
+  /** Users whose authorization changed (their sessions need fresh permissions). */
+  affectedUserIds: string[];
+}

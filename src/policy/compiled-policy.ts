@@ -1,0 +1,83 @@
+/** The compiled, immutable form of all policy files of a directory (design.md §5). */
+
+export type AccessMode = 'READ' | 'WRITE';
+export type DefaultAction = 'deny' | 'authenticated' | 'allow';
+
+/** Where a policy element was written: shown in errors, lint, diagnostics and decisions. */
+export interface SourceLocation {
+  /** Path relative to the policies directory, e.g. `projects.yaml`. */
+  file: string;
+  /** 1-based line of the route entry. */
+  line: number;
+}
+
+export interface RouteResource {
+  /** Resource type, e.g. `PROJECT`; a key of `resources` or not (then only scopes by id apply). */
+  type: string;
+  /** Name of the path parameter holding the resource id. */
+  idParam: string;
+  access: AccessMode;
+  /** `required`: a resolver must exist for the type (500 IAM_RESOURCE_RESOLUTION_UNAVAILABLE otherwise). */
+  resolve: 'optional' | 'required';
+}
+
+/** One effective route after group defaults are applied. */
+export interface CompiledRoute {
+  /** Stable id: `file:line`. */
+  id: string;
+  source: SourceLocation;
+  /** Upper-case methods; `['*']` means every method. */
+  methods: string[];
+  /** The full path pattern, e.g. `/api/projects/:projectId` or `/api/admin/**`. */
+  pattern: string;
+  public: boolean;
+  permission: string | null;
+  resource: RouteResource | null;
+  /** `shadow`: decide and log, but let the request through. */
+  mode: 'enforce' | 'shadow';
+}
+
+export interface RouteMatch {
+  route: CompiledRoute;
+  /** Values of the `:param` segments (already decoded by normalization). */
+  params: Record<string, string>;
+}
+
+export interface ResourceResolverConfig {
+  /** URL template with `{id}`, e.g. `http://127.0.0.1:3000/internal/resources/projects/{id}`. */
+  url: string;
+  timeoutMs: number;
+}
+
+export interface CompiledPolicy {
+  /** sha256 over the sorted file names and contents: changes exactly when the policy does. */
+  hash: string;
+  loadedAt: Date;
+  defaultAction: DefaultAction;
+  resources: Record<string, { resolver: ResourceResolverConfig | null }>;
+  routes: CompiledRoute[];
+  files: string[];
+  /**
+   * The most specific route for a method and a normalized path (static > `:param` > `**`, segment by
+   * segment; `GET` routes also match `HEAD`), or null. Cost depends on the path's depth, not on the
+   * number of routes.
+   */
+  match(method: string, path: string): RouteMatch | null;
+}
+
+/** A problem found while loading or linting a policy directory. */
+export interface PolicyIssue {
+  severity: 'error' | 'warning';
+  /** Stable kind, e.g. `parse`, `schema`, `conflict`, `shadowed`, `unreachable`, `no-resolver`, `unknown-permission`. */
+  kind: string;
+  message: string;
+  source: SourceLocation | null;
+  /** The second location for conflicts and shadowing. */
+  related?: SourceLocation;
+}
+
+export interface PolicyLoadResult {
+  /** Present only when there is no error-severity issue. */
+  policy: CompiledPolicy | null;
+  issues: PolicyIssue[];
+}

@@ -1,0 +1,25 @@
+import type { IamPrincipal } from '../auth/principal';
+
+/**
+ * What the token store keeps under `{prefix}:token:{sha256(token)}` (specification §2 TokenRecord).
+ * The raw token is never stored.
+ */
+export interface TokenRecord {
+  sessionId: string;
+  principal: IamPrincipal;
+  clientType: string;
+  /** ISO 8601 UTC. */
+  createdAt: string;
+  /** ISO 8601 UTC: the absolute end of the session (`iam.token.ttl`). */
+  expiresAt: string;
+  /** Sliding idle timeout in ms for this session, 0 = off (`iam.token.idle-timeout` at issue time). */
+  idleTimeoutMs: number;
+}
+
+/** Messages on the `{prefix}:events` channel, shared by every gateway instance. */
+export type StoreEvent =
+  | { type: 'session-ended'; sessionId: string; tokenHash: string; userId: string; reason: string }
+  | { type: 'user-sessions-ended'; userId: string; reason: string }
+  | { type: 'authorization-changed'; userId: string; authorizationVersion?: number }
+  | { type: 'profile-changed'; profileId: string; userId: string }
+  | { type: 'template-changed'; versionId: string };

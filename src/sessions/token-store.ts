@@ -1,0 +1,58 @@
+import type { StoreEvent, TokenRecord } from './token-record';
+
+/** A live subscription to the events channel. */
+export interface EventSubscription {
+  /** True while the channel is connected and subscribed; caches must not be trusted while false. */
+  readonly connected: boolean;
+  close(): Promise<void>;
+}
+
+/**
+ * The shared token store (design.md §6): Redis when `REDIS_URL` is set, in-process otherwise.
+ * Keys (all under the configured prefix):
+ *  - `{prefix}:token:{tokenHash}` → TokenRecord (JSON), TTL = time to `expiresAt` (or the idle window, whichever is shorter)
+ *  - `{prefix}:user:{userId}:sessions` → sessionId → tokenHash of that user's live tokens
+ *  - `{prefix}:ratelimit:{key}` → counters for the login rate limit
+ *  - channel `{prefix}:events` → JSON StoreEvent
+ * Every method rejects with a `StoreUnavailableError` when the store cannot be reached.
+ */
+export interface TokenStore {
+  readonly kind: 'redis' | 'memory';
+  readonly prefix: string;
+  /**
+   * The record for a token hash, or null when absent or expired. One round trip. When the record has an
+   * idle timeout, the same round trip slides its expiry to min(idle window, absolute expiry).
+   */
+  getToken(tokenHash: string): Promise<TokenRecord | null>;
+  /** Stores a record with TTL until `expiresAt` (or the idle window) and indexes it under its user. */
+  putToken(tokenHash: string, record: TokenRecord): Promise<void>;
+  /** Deletes a token and its index entry; resolves true when it existed. */
+  deleteToken(tokenHash: string, userId: string, sessionId: string): Promise<boolean>;
+  /** sessionId → tokenHash of a user's live tokens (entries whose token expired are pruned). */
+  listUserTokens(userId: string): Promise<Map<string, string>>;
+  /** Publishes an event to every instance (this one included). */
+  publish(event: StoreEvent): Promise<void>;
+  /** Subscribes to events; `onConnectionChange` is called whenever the channel drops or comes back. */
+  subscribe(onEvent: (event: StoreEvent) => void, onConnectionChange?: (connected: boolean) => void): Promise<EventSubscription>;
+  /**
+   * Fixed-window counter for rate limiting: increments `{prefix}:ratelimit:{key}` and returns the count and
+   * the ms left in the window (the window starts at the first increment).
+   */
+  hit(key: string, windowMs: number): Promise<{ count: number; resetInMs: number }>;
+  /** The current count of a counter without changing it. */
+  peek(key: string): Promise<{ count: number; resetInMs: number }>;
+  resetCounter(key: string): Promise<void>;
+  /** Deletes every key under the prefix (the specification's rollback step); resolves the number deleted. */
+  purge(): Promise<number>;
+  /** Resolves when the store answers. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** The store could not be reached or answered with an error: callers fail closed (503). */
+export class StoreUnavailableError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'StoreUnavailableError';
+  }
+}
