@@ -24,7 +24,6 @@ export const PROBLEM_CATALOG = {
   IAM_INTERNAL_ERROR: { status: 500, title: 'Internal error' },
   IAM_UPSTREAM_UNAVAILABLE: { status: 502, title: 'Upstream unavailable' },
   IAM_AUTHENTICATOR_UNAVAILABLE: { status: 502, title: 'Authenticator unavailable' },
-  IAM_RESOLVER_UNAVAILABLE: { status: 502, title: 'Resource resolver unavailable' },
   IAM_STORE_UNAVAILABLE: { status: 503, title: 'Token store unavailable' },
   IAM_DATABASE_UNAVAILABLE: { status: 503, title: 'Database unavailable' },
   IAM_UPSTREAM_TIMEOUT: { status: 504, title: 'Upstream timeout' },

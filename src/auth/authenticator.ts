@@ -1,0 +1,35 @@
+import type { ProvisioningDocument } from '../persistence/records';
+
+/** The login body (specification §2 LoginRequest). */
+export interface LoginRequest {
+  username: string;
+  password: string;
+  clientType: string;
+}
+
+/** Profiles a host may project at login (design.md §6: `http` authenticator `profiles`). */
+export type ProjectedProfiles = NonNullable<NonNullable<ProvisioningDocument['users']>[number]['profiles']>;
+
+/** Who the host says the user is. */
+export interface AuthenticatedIdentity {
+  userId: string;
+  identityId: string;
+  identityDomain: string;
+  displayName?: string;
+  profiles?: ProjectedProfiles;
+}
+
+export type AuthenticationOutcome =
+  | { kind: 'accepted'; identity: AuthenticatedIdentity }
+  | { kind: 'rejected'; reason: 'invalid-credentials' | 'disabled' };
+
+/**
+ * The specification's `IdentityAuthenticator` seam: maps the host's existing login to a principal.
+ * Implementations must take about the same time for unknown users, wrong passwords and disabled users.
+ * They throw a ProblemError `IAM_AUTHENTICATOR_UNAVAILABLE` when the host cannot answer.
+ */
+export interface IdentityAuthenticator {
+  readonly type: 'users-file' | 'http' | 'module';
+  authenticate(request: LoginRequest): Promise<AuthenticationOutcome>;
+  close?(): Promise<void>;
+}

@@ -1,0 +1,68 @@
+import Ajv from 'ajv';
+import type { AuthenticatedIdentity } from './authenticator';
+
+/**
+ * Identifiers travel to the host in headers (design.md §4.3): they must be visible ASCII so that no
+ * authenticator answer can inject a header line or a control character.
+ */
+export const IDENTIFIER_PATTERN = '^[\\x21-\\x7E]{1,200}$';
+
+const scopeSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['scopeType', 'scopeRefId', 'accessMode'],
+  properties: {
+    scopeType: { type: 'string', pattern: IDENTIFIER_PATTERN },
+    scopeRefId: { type: 'string', pattern: IDENTIFIER_PATTERN },
+    accessMode: { enum: ['READ', 'WRITE'] },
+  },
+} as const;
+
+export const projectedProfileSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['profileId', 'profileName', 'templateVersionId', 'clientTypes'],
+  properties: {
+    profileId: { type: 'string', pattern: IDENTIFIER_PATTERN },
+    profileName: { type: 'string', minLength: 1, maxLength: 200 },
+    templateVersionId: { type: 'string', pattern: IDENTIFIER_PATTERN },
+    clientTypes: { type: 'array', items: { type: 'string', minLength: 1 }, uniqueItems: true },
+    enabled: { type: 'boolean' },
+    revoked: { type: 'boolean' },
+    scopes: { type: 'array', items: scopeSchema },
+  },
+} as const;
+
+export const authenticatedIdentitySchema = {
+  type: 'object',
+  additionalProperties: true,
+  required: ['userId', 'identityId', 'identityDomain'],
+  properties: {
+    userId: { type: 'string', pattern: IDENTIFIER_PATTERN },
+    identityId: { type: 'string', pattern: IDENTIFIER_PATTERN },
+    identityDomain: { type: 'string', pattern: IDENTIFIER_PATTERN },
+    displayName: { type: 'string', maxLength: 200 },
+    profiles: { type: 'array', items: projectedProfileSchema },
+  },
+} as const;
+
+const ajv = new Ajv({ allErrors: true });
+const validateIdentity = ajv.compile(authenticatedIdentitySchema);
+
+/** The identity an authenticator returned, checked; null when it is not usable. */
+export function checkAuthenticatedIdentity(value: unknown): { identity: AuthenticatedIdentity } | { error: string } {
+  if (!validateIdentity(value)) {
+    const first = validateIdentity.errors?.[0];
+    return { error: `authenticator answer ${first?.instancePath || '/'} ${first?.message ?? 'is invalid'}` };
+  }
+  const v = value as unknown as AuthenticatedIdentity;
+  return {
+    identity: {
+      userId: v.userId,
+      identityId: v.identityId,
+      identityDomain: v.identityDomain,
+      ...(v.displayName !== undefined ? { displayName: v.displayName } : {}),
+      ...(v.profiles !== undefined ? { profiles: v.profiles } : {}),
+    },
+  };
+}

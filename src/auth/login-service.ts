@@ -1,0 +1,140 @@
+import type { AuditTrail } from '../audit/audit-trail';
+import type { Logger } from '../observability/logger';
+import type { IamRepository } from '../persistence/iam-repository';
+import type { ProfileRecord } from '../persistence/records';
+import { ProblemError, problems } from '../problem';
+import type { AuthenticationResult, RequestFacts, SessionService, VerifiedSession } from '../sessions/session-service';
+import type { TokenStore } from '../sessions/token-store';
+import type { IdentityAuthenticator, LoginRequest } from './authenticator';
+import type { LoginRateLimiter } from './login-rate-limiter';
+import type { IamPrincipal } from './principal';
+
+export interface LoginServiceDeps {
+  authenticator: IdentityAuthenticator;
+  repository: IamRepository;
+  sessions: SessionService;
+  rateLimiter: LoginRateLimiter;
+  store: TokenStore;
+  audit: AuditTrail;
+  logger: Logger;
+}
+
+/**
+ * `POST /iam/auth/login` and profile switch: the host's authenticator decides who the user is, the
+ * gateway's own records decide which profile is active, and the session service issues the token.
+ */
+export class LoginService {
+  constructor(private readonly deps: LoginServiceDeps) {}
+
+  async login(request: LoginRequest, facts: RequestFacts): Promise<AuthenticationResult> {
+    const address = facts.clientAddress ?? 'unknown';
+    await this.deps.rateLimiter.check(request.username, address);
+    const outcome = await this.deps.authenticator.authenticate(request);
+    if (outcome.kind === 'rejected') return this.fail(request, facts, outcome.reason, null);
+
+    const identity = outcome.identity;
+    const { user, identity: storedIdentity } = await this.deps.repository.ensurePrincipal(identity);
+    if (!user.enabled) return this.fail(request, facts, 'user-disabled', identity.userId);
+    if (!storedIdentity.enabled || storedIdentity.userId !== identity.userId) return this.fail(request, facts, 'identity-disabled', identity.userId);
+
+    let authorizationVersion = user.authorizationVersion;
+    if (identity.profiles && identity.profiles.length > 0) {
+      // The host projects its profiles and scopes into the gateway (design.md §6).
+      const summary = await this.deps.repository.applyProvisioning({ users: [{ userId: identity.userId, profiles: identity.profiles }] });
+      if (summary.affectedUserIds.includes(identity.userId)) {
+        authorizationVersion = (await this.deps.repository.getUser(identity.userId))?.authorizationVersion ?? authorizationVersion;
+        await this.deps.store.publish({ type: 'authorization-changed', userId: identity.userId, authorizationVersion });
+      }
+    }
+
+    const profiles = await this.deps.repository.listProfiles(identity.userId);
+    const principal: IamPrincipal = {
+      userId: identity.userId,
+      identityId: identity.identityId,
+      identityDomain: identity.identityDomain,
+      activeProfileId: selectActiveProfile(profiles, request.clientType)?.profileId ?? null,
+      ...(identity.displayName ?? user.displayName ? { displayName: identity.displayName ?? user.displayName ?? undefined } : {}),
+      authorizationVersion,
+    };
+    const result = await this.deps.sessions.issue(principal, request.clientType, facts);
+    await this.deps.rateLimiter.recordSuccess(request.username, address);
+    this.deps.audit.record({
+      action: 'auth.login',
+      actorUserId: principal.userId,
+      targetType: 'session',
+      targetId: result.sessionId,
+      outcome: 'success',
+      requestId: facts.requestId,
+      clientAddress: facts.clientAddress,
+      details: { clientType: request.clientType, activeProfileId: principal.activeProfileId, authenticator: this.deps.authenticator.type },
+    });
+    return result;
+  }
+
+  /** The caller's enabled, non-revoked profiles (design.md §4.1). */
+  async availableProfiles(userId: string): Promise<ProfileRecord[]> {
+    return (await this.deps.repository.listProfiles(userId)).filter(isAvailable);
+  }
+
+  /**
+   * Issues a new token and session for another of the caller's profiles; the caller's own token keeps its
+   * profile, unchanged (specification §3).
+   */
+  async switchProfile(caller: VerifiedSession, profileId: string, facts: RequestFacts): Promise<AuthenticationResult> {
+    const current = caller.record.principal;
+    const profile = await this.deps.repository.getProfile(profileId);
+    if (!profile || profile.userId !== current.userId || !isAvailable(profile)) {
+      throw new ProblemError('IAM_PROFILE_NOT_FOUND', `No profile "${profileId}" is available to you.`);
+    }
+    const user = await this.deps.repository.getUser(current.userId);
+    const principal: IamPrincipal = {
+      ...current,
+      activeProfileId: profile.profileId,
+      authorizationVersion: user?.authorizationVersion ?? current.authorizationVersion,
+    };
+    const result = await this.deps.sessions.issue(principal, caller.record.clientType, facts);
+    this.deps.audit.record({
+      action: 'auth.profile.switch',
+      actorUserId: current.userId,
+      targetType: 'session',
+      targetId: result.sessionId,
+      outcome: 'success',
+      requestId: facts.requestId,
+      clientAddress: facts.clientAddress,
+      details: { fromSessionId: caller.record.sessionId, fromProfileId: current.activeProfileId, toProfileId: profile.profileId },
+    });
+    return result;
+  }
+
+  private async fail(request: LoginRequest, facts: RequestFacts, reason: string, userId: string | null): Promise<never> {
+    await this.deps.rateLimiter.recordFailure(request.username, facts.clientAddress ?? 'unknown');
+    this.deps.audit.record({
+      action: 'auth.login.failed',
+      actorUserId: userId,
+      targetType: 'user',
+      targetId: userId,
+      outcome: 'failure',
+      requestId: facts.requestId,
+      clientAddress: facts.clientAddress,
+      details: { reason, clientType: request.clientType, username: request.username.slice(0, 200) },
+    });
+    throw problems.invalidCredentials();
+  }
+}
+
+function isAvailable(profile: ProfileRecord): boolean {
+  return profile.enabled && !profile.revoked;
+}
+
+/**
+ * design.md §4.1: the user's first enabled, non-revoked profile whose client types include the login's
+ * client type, lowest profileId first (code-unit order, independent of database collation).
+ */
+export function selectActiveProfile(profiles: ProfileRecord[], clientType: string): ProfileRecord | null {
+  let best: ProfileRecord | null = null;
+  for (const profile of profiles) {
+    if (!isAvailable(profile) || !profile.clientTypes.includes(clientType)) continue;
+    if (best === null || profile.profileId < best.profileId) best = profile;
+  }
+  return best;
+}

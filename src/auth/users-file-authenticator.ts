@@ -1,0 +1,92 @@
+import Ajv from 'ajv';
+import { readFileSync } from 'node:fs';
+import { parse } from 'yaml';
+import type { AuthenticationOutcome, IdentityAuthenticator, LoginRequest } from './authenticator';
+import { IDENTIFIER_PATTERN } from './identity-validation';
+import { dummyPasswordHash, verifyPassword } from './password-hash';
+
+interface UsersFileEntry {
+  username: string;
+  passwordHash: string;
+  userId: string;
+  identityId: string;
+  identityDomain: string;
+  displayName?: string;
+  enabled?: boolean;
+}
+
+const usersFileSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['users'],
+  properties: {
+    users: {
+      type: 'array',
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['username', 'passwordHash', 'userId', 'identityId', 'identityDomain'],
+        properties: {
+          username: { type: 'string', minLength: 1, maxLength: 200 },
+          passwordHash: { type: 'string', pattern: '^\\$argon2id\\$' },
+          userId: { type: 'string', pattern: IDENTIFIER_PATTERN },
+          identityId: { type: 'string', pattern: IDENTIFIER_PATTERN },
+          identityDomain: { type: 'string', pattern: IDENTIFIER_PATTERN },
+          displayName: { type: 'string', maxLength: 200 },
+          enabled: { type: 'boolean' },
+        },
+      },
+    },
+  },
+} as const;
+
+/** Reads and validates a users file; throws an Error naming the file and the problem. */
+export function readUsersFile(path: string): Map<string, UsersFileEntry> {
+  let document: unknown;
+  try {
+    document = parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    throw new Error(`users file ${path}: ${(error as Error).message}`);
+  }
+  const validate = new Ajv({ allErrors: true }).compile(usersFileSchema);
+  if (!validate(document)) {
+    const problems = (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message}`).join('; ');
+    throw new Error(`users file ${path}: ${problems}`);
+  }
+  const users = new Map<string, UsersFileEntry>();
+  for (const entry of (document as { users: UsersFileEntry[] }).users) {
+    const key = entry.username.toLowerCase();
+    if (users.has(key)) throw new Error(`users file ${path}: username "${entry.username}" appears twice`);
+    users.set(key, entry);
+  }
+  return users;
+}
+
+/**
+ * `users-file` authenticator (design.md §6.1): YAML users with argon2id hashes, for demos and small setups.
+ * Every path verifies one argon2id hash, so unknown, disabled and wrong-password logins take the same time.
+ */
+export class UsersFileAuthenticator implements IdentityAuthenticator {
+  readonly type = 'users-file' as const;
+  private readonly users: Map<string, UsersFileEntry>;
+
+  constructor(path: string) {
+    this.users = readUsersFile(path);
+  }
+
+  async authenticate(request: LoginRequest): Promise<AuthenticationOutcome> {
+    const entry = this.users.get(request.username.toLowerCase());
+    const passwordMatches = await verifyPassword(entry?.passwordHash ?? (await dummyPasswordHash()), request.password);
+    if (!entry || !passwordMatches) return { kind: 'rejected', reason: 'invalid-credentials' };
+    if (entry.enabled === false) return { kind: 'rejected', reason: 'disabled' };
+    return {
+      kind: 'accepted',
+      identity: {
+        userId: entry.userId,
+        identityId: entry.identityId,
+        identityDomain: entry.identityDomain,
+        ...(entry.displayName !== undefined ? { displayName: entry.displayName } : {}),
+      },
+    };
+  }
+}

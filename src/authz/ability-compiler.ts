@@ -1,0 +1,136 @@
+/**
+ * Compiles a profile + its template + its scopes into a CASL ability, once per grant (design.md §5.2,
+ * §5.3). Permission codes become rules `(action, subject)`; scopes become rule conditions over the
+ * resource instance `{ scopeRefs: [{type, id}], access }` the decision engine checks.
+ */
+import type * as Casl from '@casl/ability/dist/types';
+import type { ProfileRecord, ScopeRecord, TemplateRecord } from '../persistence/records';
+import { ANY, parsePermissionCode } from './permission-code';
+
+type MongoAbility = Casl.MongoAbility;
+type RawRuleOf<T extends Casl.AnyAbility> = Casl.RawRuleOf<T>;
+
+/**
+ * The tsconfig's `moduleResolution: node` ignores package.json `exports`, which is the only place
+ * @casl/ability 7 declares its types: types come from their file, values through `require` (same module).
+ */
+const casl = require('@casl/ability') as typeof Casl;
+
+/** CASL's `subject()` helper: tags a plain object with its subject type for conditions checks. */
+export const caslSubject = casl.subject;
+
+/**
+ * CASL's wildcards are `manage` / `all` by default, but both are valid names in our codes: a template granting
+ * `project:manage` or `all:read` must not turn into "every action" / "every resource". `*` cannot appear in
+ * a name, so it is the only safe wildcard.
+ */
+const CASL_OPTIONS = { anyAction: ANY, anySubjectType: ANY } as const;
+
+/** The instance the scope step checks: the resolved scope refs of a resource and the access asked for. */
+export interface ScopeSubject {
+  scopeRefs: Array<{ type: string; id: string }>;
+  access: 'READ' | 'WRITE';
+}
+
+/** Everything a decision needs about one user's active profile; immutable once compiled. */
+export interface CompiledGrant {
+  userId: string;
+  profileId: string;
+  templateVersionId: string;
+  authorizationVersion: number;
+  clientTypes: string[];
+  /** The template's valid permission codes (malformed ones are left out and never grant anything). */
+  permissions: string[];
+  scopes: ScopeRecord[];
+  /** True when the profile has at least one scope: every rule then carries scope conditions. */
+  scoped: boolean;
+  ability: MongoAbility;
+}
+
+/** Accesses a scope's `accessMode` covers: `WRITE` covers `READ` (design.md §5.2). */
+function coveredAccesses(mode: ScopeRecord['accessMode']): string[] {
+  return mode === 'WRITE' ? ['READ', 'WRITE'] : ['READ'];
+}
+
+interface ScopeGroup {
+  type: string;
+  mode: ScopeRecord['accessMode'];
+  ids: string[];
+  wildcard: boolean;
+}
+
+/** Scopes grouped by (type, accessMode): one condition alternative per group, ids merged into `$in`. */
+function groupScopes(scopes: ScopeRecord[]): ScopeGroup[] {
+  const groups = new Map<string, ScopeGroup>();
+  for (const scope of scopes) {
+    const key = `${scope.scopeType}\u0000${scope.accessMode}`;
+    let group = groups.get(key);
+    if (!group) {
+      group = { type: scope.scopeType, mode: scope.accessMode, ids: [], wildcard: false };
+      groups.set(key, group);
+    }
+    if (scope.scopeRefId === ANY) group.wildcard = true;
+    else if (!group.ids.includes(scope.scopeRefId)) group.ids.push(scope.scopeRefId);
+  }
+  return [...groups.values()];
+}
+
+/**
+ * Mongo-style conditions for one scope group. CASL's default matcher has no top-level `$or`, so the
+ * alternatives are separate rules (CASL ORs rules with the same action and subject).
+ */
+function scopeConditions(group: ScopeGroup): { conditions: Record<string, unknown>; description: string } {
+  const elem: Record<string, unknown> = { type: group.type };
+  if (!group.wildcard) elem.id = { $in: group.ids };
+  const ids = group.wildcard ? '*' : group.ids.join(', ');
+  return {
+    conditions: { scopeRefs: { $elemMatch: elem }, access: { $in: coveredAccesses(group.mode) } },
+    description: `scope ${group.type} ${ids} (${group.mode})`,
+  };
+}
+
+/**
+ * Compiles a grant. Unscoped profiles get plain rules (their permissions apply to every resource);
+ * scoped profiles get one rule per (permission, scope group), each with conditions, and the rule's
+ * `reason` names the scope so a decision can say which scope let it through.
+ */
+export function compileGrant(input: {
+  userId: string;
+  authorizationVersion: number;
+  profile: ProfileRecord;
+  template: TemplateRecord;
+}): CompiledGrant {
+  const { profile, template } = input;
+  const permissions: string[] = [];
+  const subjects: Array<{ action: string; subject: string }> = [];
+  for (const code of template.permissions) {
+    const parsed = parsePermissionCode(code);
+    if (!parsed || permissions.includes(code)) continue;
+    permissions.push(code);
+    subjects.push({ action: parsed.action, subject: parsed.resource });
+  }
+
+  const scopes = profile.scopes.map((scope) => ({ ...scope }));
+  const scoped = scopes.length > 0;
+  const rules: RawRuleOf<MongoAbility>[] = [];
+  if (!scoped) {
+    for (const { action, subject } of subjects) rules.push({ action, subject, reason: 'unscoped profile' });
+  } else {
+    const alternatives = groupScopes(scopes).map(scopeConditions);
+    for (const { action, subject } of subjects) {
+      for (const { conditions, description } of alternatives) rules.push({ action, subject, conditions, reason: description });
+    }
+  }
+
+  return {
+    userId: input.userId,
+    profileId: profile.profileId,
+    templateVersionId: template.versionId,
+    authorizationVersion: input.authorizationVersion,
+    clientTypes: [...profile.clientTypes],
+    permissions,
+    scopes,
+    scoped,
+    ability: casl.createMongoAbility(rules, CASL_OPTIONS),
+  };
+}

@@ -1,0 +1,308 @@
+/**
+ * THE decision engine (design.md §1, §4.1, §5; conventions "one engine, many views"): the proxy,
+ * forward-auth, diagnostics and `policy test` all call it, and every explanation is a view of the
+ * decision it returns. Steps run in a fixed order and stop at the first failure; the permission step runs
+ * before any resolver call, so a caller without the permission cannot probe which resources exist.
+ * Hot path: with a cached grant and no resolver, one route match, one or two CASL checks, a few small objects.
+ */
+import { randomUUID } from 'node:crypto';
+import type { IamPrincipal } from '../auth/principal';
+import type { CompiledPolicy, CompiledRoute } from '../policy/compiled-policy';
+import { ProblemError, problems, type ProblemCode } from '../problem';
+import { caslSubject, type CompiledGrant } from './ability-compiler';
+import type { AuthorizationDecision, DecisionRoute, FailedStepCode, PassedStepCode } from './decision';
+import { parsePermissionCode } from './permission-code';
+import { decodeResourceId, type ResourceResolverClient, type ScopeRef } from './resource-resolver';
+
+/** Who is asking: the session's principal and the client type it logged in with. */
+export interface DecisionSubject {
+  principal: IamPrincipal;
+  clientType: string;
+}
+
+/** The resource a permission is checked on; `id` as it appears in the normalized path. */
+export interface DecisionResourceInput {
+  type: string;
+  id: string;
+  access: 'READ' | 'WRITE';
+  resolve: 'optional' | 'required';
+}
+
+/** Input of {@link DecisionEngine.decide}: the specification's `AuthorizationEngine.decide()`. */
+export interface DecideInput {
+  subject: DecisionSubject;
+  permissionCode: string;
+  resource: DecisionResourceInput | null;
+  /** Diagnostics `domain`: the principal's identity domain must equal it. */
+  expectedDomain?: string;
+  /** Diagnostics `clientType`: checked against the profile instead of the session's own. */
+  expectedClientType?: string;
+  resources: CompiledPolicy['resources'];
+  route?: AuthorizationDecision['route'];
+}
+
+/** Input of {@link DecisionEngine.decideRequest}: a host request as the proxy sees it. */
+export interface DecideRequestInput {
+  method: string;
+  /** The normalized path (design.md §7). */
+  path: string;
+  policy: CompiledPolicy;
+  /** Null when the request carries no valid session. */
+  subject: DecisionSubject | null;
+}
+
+export interface DecisionEngineDeps {
+  grants: { getGrant(principal: IamPrincipal): Promise<CompiledGrant | null> };
+  resolvers: Pick<ResourceResolverClient, 'resolve'>;
+}
+
+type DecisionFailure = { status: number; problemCode: ProblemCode };
+const ACCESS_DENIED: DecisionFailure = { status: 403, problemCode: 'IAM_ACCESS_DENIED' };
+const UNAUTHENTICATED: DecisionFailure = { status: 401, problemCode: 'IAM_UNAUTHENTICATED' };
+const NOT_FOUND: DecisionFailure = { status: 404, problemCode: 'IAM_RESOURCE_NOT_FOUND' };
+const NO_RESOLVER: DecisionFailure = { status: 500, problemCode: 'IAM_RESOURCE_RESOLUTION_UNAVAILABLE' };
+const RESOLVER_DOWN: DecisionFailure = { status: 502, problemCode: 'IAM_UPSTREAM_UNAVAILABLE' };
+
+function newDecision(
+  subject: DecisionSubject | null,
+  permissionCode: string | null,
+  route: AuthorizationDecision['route'],
+): AuthorizationDecision {
+  return {
+    decisionId: randomUUID(),
+    allowed: true,
+    permissionCode,
+    profileId: subject?.principal.activeProfileId ?? null,
+    userId: subject?.principal.userId ?? null,
+    route,
+    steps: [],
+    status: 200,
+    problemCode: null,
+    failedStep: null,
+    shadowed: false,
+    evaluatedAt: new Date().toISOString(),
+  };
+}
+
+function pass(decision: AuthorizationDecision, code: PassedStepCode, reason: string): void {
+  decision.steps.push({ code, passed: true, reason });
+}
+
+function fail(decision: AuthorizationDecision, code: FailedStepCode, reason: string, failure: DecisionFailure): AuthorizationDecision {
+  decision.steps.push({ code, passed: false, reason });
+  decision.allowed = false;
+  decision.failedStep = code;
+  decision.status = failure.status;
+  decision.problemCode = failure.problemCode;
+  return decision;
+}
+
+function describeRefs(refs: ScopeRef[]): string {
+  return refs.map((ref) => `${ref.type} ${ref.id}`).join(', ');
+}
+
+function authenticatedReason(principal: IamPrincipal): string {
+  return `user ${principal.userId} is authenticated as ${principal.identityId} (${principal.identityDomain})`;
+}
+
+/** The route as decisions show it; cached per compiled route (routes are immutable). */
+const routeViews = new WeakMap<CompiledRoute, DecisionRoute>();
+function routeView(route: CompiledRoute): DecisionRoute {
+  let view = routeViews.get(route);
+  if (!view) {
+    view = { id: route.id, pattern: route.pattern, file: route.source.file, line: route.source.line, mode: route.mode, public: route.public };
+    routeViews.set(route, view);
+  }
+  return view;
+}
+
+export class DecisionEngine {
+  private readonly grants: DecisionEngineDeps['grants'];
+  private readonly resolvers: DecisionEngineDeps['resolvers'];
+
+  constructor(deps: DecisionEngineDeps) {
+    this.grants = deps.grants;
+    this.resolvers = deps.resolvers;
+  }
+
+  /**
+   * Decides a host request exactly as the proxy enforces it: route match, then `default` for unmatched
+   * requests, public routes, authentication, and {@link decide} for routes with a permission. A denial on a
+   * shadow route comes back `allowed: true, shadowed: true` with the would-be failure kept in the object.
+   */
+  async decideRequest(input: DecideRequestInput): Promise<AuthorizationDecision> {
+    const { policy, subject } = input;
+    const match = policy.match(input.method, input.path);
+    if (match === null) return this.decideUndeclared(input);
+
+    const route = match.route;
+    const view = routeView(route);
+    let decision: AuthorizationDecision;
+    if (route.public) {
+      decision = newDecision(subject, route.permission, view);
+    } else if (subject === null) {
+      decision = fail(newDecision(null, route.permission, view), 'UNAUTHENTICATED', 'the route needs a valid session and none was presented', UNAUTHENTICATED);
+    } else if (route.permission === null) {
+      decision = newDecision(subject, null, view);
+      pass(decision, 'AUTHENTICATED', authenticatedReason(subject.principal));
+    } else {
+      const declared = route.resource;
+      const id = declared === null ? undefined : match.params[declared.idParam];
+      if (declared !== null && id === undefined) {
+        // The policy compiler rejects such routes; fail closed if one slips through.
+        decision = newDecision(subject, route.permission, view);
+        pass(decision, 'AUTHENTICATED', authenticatedReason(subject.principal));
+        fail(decision, 'RESOURCE_RESOLUTION_UNAVAILABLE', `route ${route.id} has no path parameter :${declared.idParam}`, NO_RESOLVER);
+      } else {
+        decision = await this.decide({
+          subject,
+          permissionCode: route.permission,
+          resource: declared === null ? null : { type: declared.type, id: id as string, access: declared.access, resolve: declared.resolve },
+          resources: policy.resources,
+          route: view,
+        });
+      }
+    }
+    if (route.mode === 'shadow' && !decision.allowed) {
+      decision.allowed = true;
+      decision.shadowed = true;
+    }
+    return decision;
+  }
+
+  /**
+   * The specification's `AuthorizationEngine.decide()`: AUTHENTICATED → domain → active profile → client
+   * type → PROFILE_ACTIVE → permission → resource resolution → scope, stopping at the first failure.
+   * Rejects only when the grant cannot be loaded (e.g. `DatabaseUnavailableError`).
+   */
+  async decide(input: DecideInput): Promise<AuthorizationDecision> {
+    const { subject, permissionCode } = input;
+    const principal = subject.principal;
+    const decision = newDecision(subject, permissionCode, input.route ?? null);
+    pass(decision, 'AUTHENTICATED', authenticatedReason(principal));
+
+    if (input.expectedDomain !== undefined && input.expectedDomain !== principal.identityDomain) {
+      return fail(decision, 'DOMAIN_MISMATCH', `identity domain ${principal.identityDomain} is not ${input.expectedDomain}`, ACCESS_DENIED);
+    }
+
+    const grant = await this.grants.getGrant(principal);
+    if (grant === null) {
+      const reason =
+        principal.activeProfileId === null
+          ? 'the session has no active profile'
+          : `profile ${principal.activeProfileId} is not available (missing, disabled, revoked or not the user's)`;
+      return fail(decision, 'NO_ACTIVE_PROFILE', reason, ACCESS_DENIED);
+    }
+    const profileId = grant.profileId;
+    const clientType = input.expectedClientType ?? subject.clientType;
+    if (!grant.clientTypes.includes(clientType)) {
+      return fail(
+        decision,
+        'CLIENT_TYPE_MISMATCH',
+        `profile ${profileId} does not apply to client type ${clientType} (only ${grant.clientTypes.join(', ') || 'none'})`,
+        ACCESS_DENIED,
+      );
+    }
+    pass(decision, 'PROFILE_ACTIVE', `profile ${profileId} is active for client type ${clientType}`);
+
+    // Permission before any resolver call: no existence oracle for callers without the permission.
+    const parsed = parsePermissionCode(permissionCode);
+    if (parsed === null) {
+      return fail(decision, 'PERMISSION_DENIED', `${permissionCode} is not a valid permission code`, ACCESS_DENIED);
+    }
+    // On a bare subject type CASL answers from the rules alone, ignoring their (scope) conditions.
+    const permissionRule = grant.ability.relevantRuleFor(parsed.action, parsed.resource);
+    if (permissionRule === null || permissionRule.inverted) {
+      return fail(decision, 'PERMISSION_DENIED', `profile ${profileId} does not grant ${permissionCode}`, ACCESS_DENIED);
+    }
+    const via = `${String(permissionRule.subject)}:${String(permissionRule.action)}`;
+    pass(decision, 'PERMISSION_GRANTED', via === permissionCode ? `profile ${profileId} grants ${permissionCode}` : `profile ${profileId} grants ${permissionCode} through ${via}`);
+
+    const resource = input.resource;
+    if (resource === null) return decision;
+    const resourceId = decodeResourceId(resource.id);
+    const shown = { type: resource.type, id: resourceId, access: resource.access } as NonNullable<AuthorizationDecision['resource']>;
+    decision.resource = shown;
+
+    const resolver = input.resources[resource.type]?.resolver ?? null;
+    let scopeRefs: ScopeRef[];
+    if (resolver !== null) {
+      const result = await this.resolvers.resolve(resolver, resource.type, resource.id).catch((error: unknown) => ({
+        kind: 'unavailable' as const,
+        reason: `resolver for ${resource.type} failed (${(error as Error)?.name ?? 'error'})`,
+      }));
+      if (result.kind === 'not-found') {
+        return fail(decision, 'RESOURCE_NOT_FOUND', `the resolver for ${resource.type} knows no ${resource.type} ${resourceId}`, NOT_FOUND);
+      }
+      if (result.kind === 'unavailable') return fail(decision, 'RESOURCE_RESOLUTION_UNAVAILABLE', result.reason, RESOLVER_DOWN);
+      scopeRefs = result.scopeRefs;
+      pass(decision, 'RESOURCE_RESOLVED', `${resource.type} ${resourceId} resolved to ${describeRefs(scopeRefs)}`);
+    } else if (resource.resolve === 'required') {
+      return fail(
+        decision,
+        'RESOURCE_RESOLUTION_UNAVAILABLE',
+        `${resource.type} ${resourceId} needs resolution but no resolver is configured for ${resource.type}`,
+        NO_RESOLVER,
+      );
+    } else {
+      scopeRefs = [{ type: resource.type, id: resourceId }];
+      pass(decision, 'RESOURCE_RESOLVED', `${resource.type} has no resolver: ${resource.type} ${resourceId} is checked as its own scope`);
+    }
+    shown.scopeRefs = scopeRefs;
+
+    const scopeRule = grant.ability.relevantRuleFor(parsed.action, caslSubject(parsed.resource, { scopeRefs, access: resource.access }));
+    if (scopeRule === null || scopeRule.inverted) {
+      return fail(decision, 'SCOPE_DENIED', `profile ${profileId} has no scope covering ${describeRefs(scopeRefs)} for ${resource.access}`, ACCESS_DENIED);
+    }
+    pass(
+      decision,
+      'SCOPE_GRANTED',
+      grant.scoped
+        ? `${scopeRule.reason} of profile ${profileId} covers ${describeRefs(scopeRefs)} for ${resource.access}`
+        : `profile ${profileId} is unscoped: ${permissionCode} applies to every resource`,
+    );
+    return decision;
+  }
+
+  /** A request no route declares: the policy's `default` decides (design.md §5, §7: deny out of the box). */
+  private decideUndeclared(input: DecideRequestInput): AuthorizationDecision {
+    const { subject } = input;
+    const decision = newDecision(subject, null, null);
+    switch (input.policy.defaultAction) {
+      case 'allow':
+        return decision;
+      case 'authenticated':
+        if (subject === null) return fail(decision, 'UNAUTHENTICATED', 'undeclared routes need a valid session and none was presented', UNAUTHENTICATED);
+        pass(decision, 'AUTHENTICATED', authenticatedReason(subject.principal));
+        return decision;
+      case 'deny':
+      default:
+        return fail(decision, 'ROUTE_NOT_DECLARED', `no policy route declares ${input.method} ${input.path} and the default is deny`, ACCESS_DENIED);
+    }
+  }
+}
+
+/** Safe `detail` for 5xx answers: the step reason may name hosts or error codes only the log should see. */
+const SERVER_SIDE_DETAIL: Partial<Record<ProblemCode, string>> = {
+  IAM_RESOURCE_RESOLUTION_UNAVAILABLE: 'This route needs resource resolution, but no resolver is configured for its resource type.',
+  IAM_UPSTREAM_UNAVAILABLE: 'The host could not resolve the resource; try again shortly.',
+};
+
+/**
+ * The problem an enforcement point answers for a decision that denies (shadowed ones included: the proxy
+ * logs it instead of sending it). Carries `decisionId` and the failed step (design.md §9). `tokenSent`
+ * picks the RFC 6750 §3.1 `invalid_token` challenge on a 401.
+ */
+export function problemFromDecision(decision: AuthorizationDecision, options: { tokenSent?: boolean } = {}): ProblemError {
+  if (decision.problemCode === null || decision.failedStep === null) {
+    throw new TypeError(`decision ${decision.decisionId} allows the request: there is no problem to answer`);
+  }
+  const failed = decision.steps[decision.steps.length - 1];
+  const extensions = { decisionId: decision.decisionId, step: decision.failedStep };
+  const detail = SERVER_SIDE_DETAIL[decision.problemCode] ?? failed?.reason ?? 'Access denied.';
+  if (decision.problemCode === 'IAM_UNAUTHENTICATED') {
+    const challenge = problems.unauthenticated(detail, options.tokenSent ?? false);
+    return new ProblemError('IAM_UNAUTHENTICATED', detail, { extensions, headers: challenge.headers });
+  }
+  return new ProblemError(decision.problemCode, detail, { extensions });
+}

@@ -1,0 +1,71 @@
+/**
+ * The authorization decision every enforcement point shares (design.md §4.1, §9; specification §2
+ * AuthorizationDecision). The proxy, forward-auth, diagnostics and `policy test` all read this one
+ * object: diagnostics is a view of it, never a second evaluator.
+ */
+import type { ProblemCode } from '../problem';
+
+/** Steps that passed, in evaluation order. */
+export type PassedStepCode = 'AUTHENTICATED' | 'PROFILE_ACTIVE' | 'PERMISSION_GRANTED' | 'RESOURCE_RESOLVED' | 'SCOPE_GRANTED';
+
+/** The step that stopped an evaluation (design.md §4.1); `UNAUTHENTICATED` only on the proxy path. */
+export type FailedStepCode =
+  | 'UNAUTHENTICATED'
+  | 'NO_ACTIVE_PROFILE'
+  | 'DOMAIN_MISMATCH'
+  | 'CLIENT_TYPE_MISMATCH'
+  | 'PERMISSION_DENIED'
+  | 'RESOURCE_NOT_FOUND'
+  | 'RESOURCE_RESOLUTION_UNAVAILABLE'
+  | 'SCOPE_DENIED'
+  | 'ROUTE_NOT_DECLARED';
+
+export interface DecisionStep {
+  code: PassedStepCode | FailedStepCode;
+  passed: boolean;
+  /** A short human sentence naming the permission, profile and scope involved. */
+  reason: string;
+}
+
+/** The matched policy route as a decision shows it (file:line, so a denial points at its rule). */
+export interface DecisionRoute {
+  id: string;
+  pattern: string;
+  file: string;
+  line: number;
+  mode: 'enforce' | 'shadow';
+  public: boolean;
+}
+
+/** The resource a decision was about, with the scope refs it resolved to (when resolution ran). */
+export interface DecisionResource {
+  type: string;
+  id: string;
+  access: 'READ' | 'WRITE';
+  scopeRefs?: Array<{ type: string; id: string }>;
+}
+
+export interface AuthorizationDecision {
+  /** `crypto.randomUUID()`: the 403 body and the audit trail carry it (design.md §9). */
+  decisionId: string;
+  allowed: boolean;
+  permissionCode: string | null;
+  profileId: string | null;
+  userId: string | null;
+  route?: DecisionRoute | null;
+  resource?: DecisionResource | null;
+  /** Ordered; evaluation stops at the first failed step. */
+  steps: DecisionStep[];
+  /** What enforcement answers: 200 when allowed; else 401/403/404/500/502 and the problem code. */
+  status: number;
+  /**
+   * IAM_UNAUTHENTICATED | IAM_ACCESS_DENIED | IAM_RESOURCE_NOT_FOUND | IAM_RESOURCE_RESOLUTION_UNAVAILABLE |
+   * IAM_UPSTREAM_UNAVAILABLE (resolver down or failing); null when allowed without a shadowed denial.
+   */
+  problemCode: ProblemCode | null;
+  failedStep: FailedStepCode | null;
+  /** True when the route is in shadow mode and the decision would deny: enforcement lets it through. */
+  shadowed: boolean;
+  /** ISO 8601 UTC. */
+  evaluatedAt: string;
+}

@@ -1,0 +1,143 @@
+/**
+ * Loads, compiles and caches the grant of a principal's active profile (design.md §10: "ability cache").
+ * With a warm cache a decision touches no database. Correctness over multiple instances comes from the
+ * events channel: every event that can change a grant drops the affected entries, and while the channel
+ * is down (`trustCache()` false) the cache is bypassed, since events may be missed.
+ */
+import type { IamPrincipal } from '../auth/principal';
+import type { IamRepository } from '../persistence/iam-repository';
+import type { StoreEvent } from '../sessions/token-record';
+import { compileGrant, type CompiledGrant } from './ability-compiler';
+import { GrantCache } from './grant-cache';
+
+export interface GrantProviderOptions {
+  repository: Pick<IamRepository, 'getProfile' | 'getTemplate' | 'getUser'>;
+  /** Bound of the LRU cache (`iam.authz.ability-cache-size`). */
+  maxEntries: number;
+  /** False while the events channel is down: then every call loads from the repository. */
+  trustCache: () => boolean;
+}
+
+/** A cache entry; `grant` null caches "this profile grants nothing" so refused sessions do not hit the database. */
+interface CachedGrant {
+  userId: string;
+  profileId: string;
+  templateVersionId: string | null;
+  grant: CompiledGrant | null;
+}
+
+interface InFlightLoad {
+  generation: number;
+  promise: Promise<CachedGrant>;
+}
+
+export class GrantProvider {
+  private readonly repository: GrantProviderOptions['repository'];
+  private readonly trustCache: () => boolean;
+  private readonly cache: GrantCache<CachedGrant>;
+  private readonly inFlight = new Map<string, InFlightLoad>();
+  /**
+   * Raised by every invalidation. A load that started in an older generation may have read data the
+   * invalidation replaced, so its result is neither cached nor shared with later callers.
+   */
+  private generation = 0;
+  private hits = 0;
+  private misses = 0;
+
+  constructor(options: GrantProviderOptions) {
+    this.repository = options.repository;
+    this.trustCache = options.trustCache;
+    this.cache = new GrantCache(options.maxEntries);
+  }
+
+  /**
+   * The compiled grant of the principal's active profile, or null when there is no active profile or it is
+   * missing, not the user's, disabled or revoked (or the user is missing or disabled). Repository errors
+   * (`DatabaseUnavailableError`) propagate.
+   */
+  async getGrant(principal: IamPrincipal): Promise<CompiledGrant | null> {
+    const profileId = principal.activeProfileId;
+    if (profileId === null) return null;
+    const key = `${principal.userId}|${profileId}`;
+
+    if (!this.trustCache()) {
+      // Events may have been missed: whatever is cached now may be stale, also after the channel returns.
+      this.clear();
+      this.misses++;
+      return (await this.load(principal.userId, profileId)).grant;
+    }
+
+    const cached = this.cache.get(key);
+    if (cached !== undefined) {
+      this.hits++;
+      return cached.grant;
+    }
+    this.misses++;
+
+    const current = this.inFlight.get(key);
+    if (current !== undefined && current.generation === this.generation) return (await current.promise).grant;
+
+    const generation = this.generation;
+    const promise = this.load(principal.userId, profileId);
+    const flight: InFlightLoad = { generation, promise };
+    this.inFlight.set(key, flight);
+    try {
+      const loaded = await promise;
+      if (generation === this.generation && this.trustCache()) this.cache.set(key, loaded);
+      return loaded.grant;
+    } finally {
+      if (this.inFlight.get(key) === flight) this.inFlight.delete(key);
+    }
+  }
+
+  /** Applies an event from the `{prefix}:events` channel (design.md §6). */
+  handleEvent(event: StoreEvent): void {
+    switch (event.type) {
+      case 'authorization-changed':
+        this.invalidate((entry) => entry.userId === event.userId);
+        break;
+      case 'profile-changed':
+        this.invalidate((entry) => entry.profileId === event.profileId);
+        break;
+      case 'template-changed':
+        this.invalidate((entry) => entry.templateVersionId === event.versionId);
+        break;
+      case 'session-ended':
+      case 'user-sessions-ended':
+        // Sessions ending do not change what a profile grants.
+        break;
+    }
+  }
+
+  /** Drops everything; call when the events channel reconnects (events may have been missed meanwhile). */
+  clear(): void {
+    this.generation++;
+    this.cache.clear();
+  }
+
+  stats(): { size: number; hits: number; misses: number } {
+    return { size: this.cache.size, hits: this.hits, misses: this.misses };
+  }
+
+  private invalidate(predicate: (entry: CachedGrant) => boolean): void {
+    this.generation++;
+    this.cache.deleteWhere(predicate);
+  }
+
+  private async load(userId: string, profileId: string): Promise<CachedGrant> {
+    const refused: CachedGrant = { userId, profileId, templateVersionId: null, grant: null };
+    const [profile, user] = await Promise.all([this.repository.getProfile(profileId), this.repository.getUser(userId)]);
+    if (!profile || !user || !user.enabled) return refused;
+    if (profile.userId !== userId || !profile.enabled || profile.revoked) return refused;
+
+    const template = await this.repository.getTemplate(profile.templateVersionId);
+    // A profile whose template is gone grants nothing, but is still a profile: PERMISSION_DENIED, not NO_ACTIVE_PROFILE.
+    const grant = compileGrant({
+      userId,
+      authorizationVersion: user.authorizationVersion,
+      profile,
+      template: template ?? { versionId: profile.templateVersionId, name: '', description: null, permissions: [] },
+    });
+    return { userId, profileId, templateVersionId: profile.templateVersionId, grant };
+  }
+}

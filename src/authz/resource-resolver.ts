@@ -1,0 +1,145 @@
+/**
+ * Asks the host which scopes a resource belongs to (design.md §5, §5.2): `GET` the resolver URL with the
+ * resource id; 200 `{scopes?: [{type, id}]}` (none → the resource itself), 404 → not found, anything else
+ * → unavailable. Answers never throw: the decision engine turns them into steps.
+ */
+import { Agent, request } from 'undici';
+import type { ResourceResolverConfig } from '../policy/compiled-policy';
+
+export type ScopeRef = { type: string; id: string };
+
+export type ResolveResult =
+  | { kind: 'found'; scopeRefs: ScopeRef[] }
+  | { kind: 'not-found' }
+  | { kind: 'unavailable'; reason: string };
+
+/** A resolver answer is a small JSON document; anything larger is a misbehaving host, not a scope list. */
+const MAX_BODY_BYTES = 256 * 1024;
+
+const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT']);
+
+/**
+ * Path parameters keep every percent-escape except those of unreserved characters (design.md §7), so an
+ * id must be decoded once before it is re-encoded for the resolver URL and compared with `scopeRefId`s.
+ * Normalization refuses malformed escapes; if one slips through, the raw text is used (never a throw).
+ */
+export function decodeResourceId(id: string): string {
+  if (id.indexOf('%') === -1) return id;
+  try {
+    return decodeURIComponent(id);
+  } catch {
+    return id;
+  }
+}
+
+/** Parses a 200 body; null when it is not `{scopes?: [{type: string, id: string|number}]}`. */
+function parseScopes(text: string, type: string, id: string): ScopeRef[] | null {
+  let body: unknown;
+  try {
+    body = text.length === 0 ? {} : JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return null;
+  const scopes = (body as { scopes?: unknown }).scopes;
+  if (scopes === undefined || scopes === null) return [{ type, id }];
+  if (!Array.isArray(scopes)) return null;
+  if (scopes.length === 0) return [{ type, id }];
+  const refs: ScopeRef[] = [];
+  for (const entry of scopes) {
+    if (entry === null || typeof entry !== 'object') return null;
+    const { type: refType, id: refId } = entry as { type?: unknown; id?: unknown };
+    if (typeof refType !== 'string' || refType.length === 0) return null;
+    if (typeof refId !== 'string' && typeof refId !== 'number') return null;
+    refs.push({ type: refType, id: String(refId) });
+  }
+  return refs;
+}
+
+/** A short, safe description of a transport failure (no URLs: reasons reach diagnostics). */
+function describeFailure(error: unknown, timeoutMs: number): string {
+  const err = error as { name?: string; code?: string; cause?: { code?: string } } | null;
+  if (err?.name === 'TimeoutError' || (err?.code !== undefined && TIMEOUT_CODES.has(err.code))) {
+    return `timed out after ${timeoutMs} ms`;
+  }
+  const code = err?.code ?? err?.cause?.code;
+  return code ? `unreachable (${code})` : 'unreachable';
+}
+
+/**
+ * Releases a body we do not want: `dump()` drains a small remainder so the keep-alive socket can be reused
+ * and destroys larger ones, with its own error listener (a bare `destroy()` emits an unhandled abort error).
+ */
+async function release(body: { dump(options?: { limit: number }): Promise<unknown> }): Promise<void> {
+  await body.dump({ limit: 64 * 1024 }).catch(() => undefined);
+}
+
+/** Reads at most MAX_BODY_BYTES of a body as UTF-8; null when it is larger. */
+async function readSmallBody(body: AsyncIterable<Buffer>): Promise<string | null> {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for await (const chunk of body) {
+    total += chunk.length;
+    if (total > MAX_BODY_BYTES) return null;
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** The HTTP client for every resolver of a policy; owns one keep-alive connection pool per origin. */
+export class ResourceResolverClient {
+  private readonly agent: Agent;
+
+  constructor(options: { connections?: number } = {}) {
+    this.agent = new Agent({ connections: options.connections ?? 32, keepAliveTimeout: 10_000 });
+  }
+
+  /** Resolves the scope refs of resource `type`/`id` (`id` as it appears in the normalized path). */
+  async resolve(config: ResourceResolverConfig, type: string, id: string): Promise<ResolveResult> {
+    const decodedId = decodeResourceId(id);
+    const url = config.url.replaceAll('{id}', encodeURIComponent(decodedId));
+    const timeoutMs = config.timeoutMs;
+    let response: Awaited<ReturnType<typeof request>>;
+    try {
+      response = await request(url, {
+        method: 'GET',
+        dispatcher: this.agent,
+        headers: { accept: 'application/json' },
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
+        // headers/body timeouts bound silence; this bounds the whole exchange, connect included.
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+    } catch (error) {
+      return { kind: 'unavailable', reason: `resolver for ${type} ${describeFailure(error, timeoutMs)}` };
+    }
+
+    const { statusCode, body } = response;
+    if (statusCode !== 200) {
+      // Always consume the body: an unread one keeps the socket busy (undici README, "Garbage Collection").
+      await release(body);
+      if (statusCode === 404) return { kind: 'not-found' };
+      return { kind: 'unavailable', reason: `resolver for ${type} answered HTTP ${statusCode}` };
+    }
+
+    let text: string | null;
+    try {
+      text = await readSmallBody(body);
+    } catch (error) {
+      await release(body);
+      return { kind: 'unavailable', reason: `resolver for ${type} ${describeFailure(error, timeoutMs)}` };
+    }
+    if (text === null) {
+      await release(body);
+      return { kind: 'unavailable', reason: `resolver for ${type} answered more than ${MAX_BODY_BYTES} bytes` };
+    }
+    const scopeRefs = parseScopes(text, type, decodedId);
+    if (scopeRefs === null) return { kind: 'unavailable', reason: `resolver for ${type} answered a malformed body` };
+    return { kind: 'found', scopeRefs };
+  }
+
+  /** Closes the connection pool; pending resolutions finish first. */
+  async close(): Promise<void> {
+    await this.agent.close();
+  }
+}

@@ -1,0 +1,374 @@
+import { isIP } from 'node:net';
+import type { JSONSchemaType } from 'ajv';
+import { DURATION_EXAMPLES, SIZE_EXAMPLES, tryParseByteSize, tryParseDuration } from './durations';
+
+/**
+ * The YAML/environment form of the configuration after defaults are applied: kebab-case keys,
+ * durations and sizes as written (`8h`, `16kb` or numbers). The schema below is typed against this
+ * interface (ajv `JSONSchemaType`), so the two cannot drift; `load-config.ts` turns it into `GatewayConfig`.
+ * Nullable keys are optional here only because `JSONSchemaType` requires it; defaults always set them.
+ */
+export interface RawConfig {
+  server: {
+    port: number;
+    'management-port': number;
+    host: string;
+    'request-timeout': Duration;
+    'headers-timeout': Duration;
+    'keep-alive-timeout': Duration;
+    'max-header-size': ByteSize;
+    'max-url-length': ByteSize;
+    'iam-body-limit': ByteSize;
+    'shutdown-timeout': Duration;
+  };
+  upstream: {
+    url: string;
+    'connect-timeout': Duration;
+    'response-timeout': Duration;
+    'body-timeout': Duration;
+    connections: number;
+  };
+  database: { url?: string | null; 'embedded-dir': string; 'pool-size': number };
+  redis: { url?: string | null };
+  log: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
+  iam: {
+    enabled: boolean;
+    token: {
+      'store-prefix': string;
+      ttl: Duration;
+      'idle-timeout': Duration;
+      cache: { enabled: boolean; 'max-entries': number };
+    };
+    schema: { 'history-table': string };
+    'client-types': string[];
+    login: { 'rate-limit': { 'max-failures': number; window: Duration } };
+    authenticator: {
+      type: 'users-file' | 'http' | 'module';
+      path?: string | null;
+      url?: string | null;
+      module?: string | null;
+      timeout: Duration;
+    };
+    provision: { file?: string | null };
+    policy: { dir: string; 'poll-interval': Duration; debounce: Duration };
+    authz: { 'ability-cache-size': number; 'resolver-timeout': Duration };
+    gateway: { 'allow-path-parameters': boolean };
+    forward: {
+      'trusted-proxies': string[];
+      assertion: { enabled: boolean; ttl: Duration; issuer: string; audience?: string | null };
+    };
+    cors: {
+      enabled: boolean;
+      origins: string[];
+      methods: string[];
+      headers: string[];
+      'max-age': number;
+      credentials: boolean;
+    };
+    audit: { 'flush-interval': Duration };
+  };
+}
+
+type Duration = string | number;
+type ByteSize = string | number;
+
+/** A string format of the schema: how to check it and how to say what was expected. */
+export interface ConfigFormat {
+  validate: (value: string) => boolean;
+  /** Completes "expected …" / "is not …" in error messages. */
+  expected: string;
+  /** False for values that may carry credentials (database and Redis URLs): never echoed in errors. */
+  echo: boolean;
+}
+
+const urlWithProtocol =
+  (...protocols: string[]) =>
+  (value: string): boolean => {
+    if (!URL.canParse(value)) return false;
+    const url = new URL(value);
+    return protocols.includes(url.protocol) && url.host !== '';
+  };
+
+/** A single address or a CIDR range: what `net.BlockList` accepts (`10.0.0.0/8`, `::1`, `fd00::/8`). */
+function isAddressOrRange(value: string): boolean {
+  const slash = value.indexOf('/');
+  if (slash === -1) return isIP(value) !== 0;
+  const family = isIP(value.slice(0, slash));
+  const prefix = value.slice(slash + 1);
+  if (family === 0 || !/^\d{1,3}$/.test(prefix)) return false;
+  return Number(prefix) <= (family === 4 ? 32 : 128);
+}
+
+/** Every custom `format` the schema uses; `load-config.ts` registers them with ajv. */
+export const CONFIG_FORMATS: Readonly<Record<string, ConfigFormat>> = {
+  duration: { validate: (v) => tryParseDuration(v) !== undefined, expected: `a duration (${DURATION_EXAMPLES})`, echo: true },
+  'positive-duration': {
+    validate: (v) => (tryParseDuration(v) ?? 0) > 0,
+    expected: `a duration above zero (${DURATION_EXAMPLES})`,
+    echo: true,
+  },
+  'byte-size': { validate: (v) => (tryParseByteSize(v) ?? 0) > 0, expected: `a size above zero (${SIZE_EXAMPLES})`, echo: true },
+  'http-url': { validate: urlWithProtocol('http:', 'https:'), expected: 'an http:// or https:// URL', echo: true },
+  'postgres-url': {
+    validate: urlWithProtocol('postgres:', 'postgresql:'),
+    expected: 'a postgres:// or postgresql:// URL',
+    echo: false,
+  },
+  'redis-url': { validate: urlWithProtocol('redis:', 'rediss:'), expected: 'a redis:// or rediss:// URL', echo: false },
+  'ip-or-cidr': { validate: isAddressOrRange, expected: 'an IP address or CIDR range (10.0.0.0/8, ::1)', echo: true },
+  // No glob characters: `tokens purge` deletes `<prefix>:*` with SCAN MATCH, so `*`, `?`, `[` would widen it.
+  'store-prefix': {
+    validate: (v) => /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/.test(v),
+    expected: 'a key prefix of letters, digits, `_`, `.`, `-` (at most 64, no glob characters)',
+    echo: true,
+  },
+  // Unquoted PostgreSQL identifier, at most NAMEDATALEN - 1 = 63 bytes.
+  'sql-identifier': {
+    validate: (v) => /^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(v),
+    expected: 'an SQL identifier (letters, digits, `_`, at most 63)',
+    echo: true,
+  },
+  'client-type': { validate: (v) => /^[A-Z][A-Z0-9_]{0,31}$/.test(v), expected: 'an upper-case identifier such as WEB or API', echo: true },
+  'cors-origin': {
+    validate: (v) => v === '*' || (URL.canParse(v) && new URL(v).origin === v),
+    expected: 'an origin such as https://app.example.com (scheme, host, optional port; no path) or *',
+    echo: true,
+  },
+  // RFC 9110 §9.1: method names are case-sensitive tokens; the standard ones are upper-case.
+  'http-method': { validate: (v) => /^[A-Z]{1,20}$/.test(v), expected: 'an upper-case HTTP method', echo: true },
+  // RFC 9110 §5.1: a field name is a token.
+  'header-name': {
+    validate: (v) => /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,100}$/.test(v),
+    expected: 'an HTTP header name',
+    echo: true,
+  },
+};
+
+const duration = (fallback: Duration, description: string, positive = false) => ({
+  type: ['string', 'integer'] as Array<'string' | 'integer'>,
+  format: positive ? 'positive-duration' : 'duration',
+  minimum: positive ? 1 : 0,
+  default: fallback,
+  description,
+});
+const byteSize = (fallback: ByteSize, description: string) => ({
+  type: ['string', 'integer'] as Array<'string' | 'integer'>,
+  format: 'byte-size',
+  minimum: 1,
+  default: fallback,
+  description,
+});
+const integer = (fallback: number, minimum: number, maximum: number, description: string) => ({
+  type: 'integer' as const,
+  minimum,
+  maximum,
+  default: fallback,
+  description,
+});
+const port = (fallback: number, description: string) => integer(fallback, 0, 65535, description);
+const flag = (fallback: boolean, description: string) => ({ type: 'boolean' as const, default: fallback, description });
+const text = (fallback: string, description: string, format?: string) => ({
+  type: 'string' as const,
+  minLength: 1,
+  ...(format === undefined ? {} : { format }),
+  default: fallback,
+  description,
+});
+const nullableText = (description: string, format?: string, fallback: string | null = null) => ({
+  type: 'string' as const,
+  nullable: true as const,
+  minLength: 1,
+  ...(format === undefined ? {} : { format }),
+  default: fallback,
+  description,
+});
+const list = (fallback: string[], format: string, description: string) => ({
+  type: 'array' as const,
+  items: { type: 'string' as const, format },
+  uniqueItems: true as const,
+  default: fallback,
+  description,
+});
+/** The members of a section that are not nullable (ajv's `JSONSchemaType` wants exactly those as `required`). */
+type RequiredMember<P> = { [K in keyof P]: P[K] extends { nullable: true } ? never : K }[keyof P] & string;
+
+/** A section: every non-nullable member is required once defaults are in, and nothing else is allowed. */
+const section = <P extends Record<string, unknown>>(properties: P) => ({
+  type: 'object' as const,
+  additionalProperties: false as const,
+  required: Object.keys(properties).filter(
+    (name) => (properties[name] as { nullable?: boolean }).nullable !== true,
+  ) as Array<RequiredMember<P>>,
+  properties,
+});
+
+const MAX = Number.MAX_SAFE_INTEGER;
+
+/**
+ * JSON Schema (draft-07, ajv 8) of the configuration file. The `default`s here are the only defaults;
+ * config/default.yaml repeats them as documentation (a test checks the two agree).
+ */
+export const configSchema = section({
+  server: section({
+    port: port(8080, 'proxy and /iam listen port (0 = any free port)'),
+    'management-port': port(9090, 'health, readiness and metrics listen port'),
+    host: text('0.0.0.0', 'listen address of both ports'),
+    'request-timeout': duration('30s', 'a client must send its whole request within this (slowloris guard); 0 = off'),
+    'headers-timeout': duration('10s', 'a client must send its request headers within this'),
+    'keep-alive-timeout': duration('5s', 'idle client connections are closed after this'),
+    'max-header-size': byteSize('16kb', 'bytes of request headers, 431 above'),
+    'max-url-length': byteSize('8kb', 'bytes of request target, 414 above'),
+    'iam-body-limit': byteSize('64kb', 'bytes of a JSON body sent to /iam, 413 above'),
+    'shutdown-timeout': duration('10s', 'in-flight requests get this long after SIGTERM'),
+  }),
+  upstream: section({
+    url: text('http://127.0.0.1:3000', 'the host application behind the gateway', 'http-url'),
+    'connect-timeout': duration('5s', 'time to open a connection to the host, 502 above'),
+    'response-timeout': duration('30s', "time to the host's response headers, 504 above"),
+    'body-timeout': duration('30s', 'longest silence while streaming a body either way'),
+    connections: integer(128, 1, 65536, 'keep-alive connection pool size to the host'),
+  }),
+  database: section({
+    url: nullableText('PostgreSQL URL; null = embedded PGlite', 'postgres-url'),
+    'embedded-dir': text('.data/pglite', 'PGlite data directory (relative to the working directory); memory:// keeps nothing'),
+    'pool-size': integer(10, 1, 1000, 'PostgreSQL connection pool size'),
+  }),
+  redis: section({
+    url: nullableText('Redis URL for the token store; null = in-process store (single instance only)', 'redis-url'),
+  }),
+  log: section({
+    level: {
+      type: 'string' as const,
+      enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as RawConfig['log']['level'][],
+      default: 'info' as const,
+      description: 'log level (pino)',
+    },
+  }),
+  iam: section({
+    enabled: flag(true, 'false = transparent proxy, no authorization (takes effect on restart)'),
+    token: section({
+      'store-prefix': text('iam', 'prefix of every token-store key', 'store-prefix'),
+      ttl: duration('8h', 'absolute session lifetime', true),
+      'idle-timeout': duration(0, 'sliding idle timeout; 0 = off'),
+      cache: section({
+        enabled: flag(true, 'cache token lookups in process (bounded by max-entries)'),
+        'max-entries': integer(10000, 1, MAX, 'bound of the token lookup cache'),
+      }),
+    }),
+    schema: section({
+      'history-table': text('iam_mikro_orm_schema_history', 'migration history table', 'sql-identifier'),
+    }),
+    'client-types': {
+      ...list(['WEB', 'MOBILE', 'DESKTOP', 'API'], 'client-type', 'allowed clientType values; others get 400'),
+      minItems: 1,
+    },
+    login: section({
+      'rate-limit': section({
+        'max-failures': integer(10, 1, MAX, 'failed logins per username+IP within the window, then 429'),
+        window: duration('15m', 'window of the login rate limit', true),
+      }),
+    }),
+    authenticator: section({
+      type: {
+        type: 'string' as const,
+        enum: ['users-file', 'http', 'module'] as RawConfig['iam']['authenticator']['type'][],
+        default: 'users-file' as const,
+        description: 'how passwords are checked: users-file | http | module',
+      },
+      path: nullableText('users file (type users-file), relative to the working directory', undefined, 'config/users.example.yaml'),
+      url: nullableText('login endpoint of the host (type http)', 'http-url'),
+      module: nullableText('JavaScript module exporting authenticate() (type module)'),
+      timeout: duration('5s', 'timeout of one authenticator call'),
+    }),
+    provision: section({
+      file: nullableText('provisioning file applied idempotently at start; null = none', undefined, 'config/provision.example.yaml'),
+    }),
+    policy: section({
+      dir: text('policies', 'policy directory, relative to the working directory'),
+      'poll-interval': duration('5s', 'periodic checksum check of the policy files; 0 = off'),
+      debounce: duration('200ms', 'quiet time after a file event before reloading'),
+    }),
+    authz: section({
+      'ability-cache-size': integer(10000, 1, MAX, 'bound of the in-process ability cache (LRU)'),
+      'resolver-timeout': duration('2s', 'default timeout of resource resolvers without their own'),
+    }),
+    gateway: section({
+      'allow-path-parameters': flag(false, 'accept `;` path parameters (refused by default)'),
+    }),
+    forward: section({
+      'trusted-proxies': list([], 'ip-or-cidr', 'addresses or CIDRs whose X-Forwarded-*/Forwarded headers are kept'),
+      assertion: section({
+        enabled: flag(false, 'send a signed JWT in X-IAM-Assertion'),
+        ttl: duration('60s', 'lifetime of the assertion JWT', true),
+        issuer: text('iam-gateway', '`iss` of the assertion JWT'),
+        audience: nullableText('`aud` of the assertion JWT; null = none'),
+      }),
+    }),
+    cors: section({
+      enabled: flag(false, 'answer CORS preflights and add CORS headers'),
+      origins: list([], 'cors-origin', 'allowed origins'),
+      methods: list(['GET', 'POST', 'PUT', 'PATCH', 'DELETE'], 'http-method', 'allowed methods'),
+      headers: list(['Authorization', 'Content-Type'], 'header-name', 'allowed request headers'),
+      'max-age': integer(600, 0, 86400, 'seconds a browser may cache a preflight answer'),
+      credentials: flag(false, 'Access-Control-Allow-Credentials: true'),
+    }),
+    audit: section({
+      'flush-interval': duration('1s', 'audit events are written in batches this often', true),
+    }),
+  }),
+}) satisfies JSONSchemaType<RawConfig>;
+
+/** Conventional environment names (design.md §2–3). The generic name of the same key wins when both are set. */
+export const CONVENTIONAL_ENV: Readonly<Record<string, string>> = {
+  'server.port': 'PORT',
+  'server.management-port': 'MANAGEMENT_PORT',
+  'database.url': 'DATABASE_URL',
+  'redis.url': 'REDIS_URL',
+  'upstream.url': 'UPSTREAM_URL',
+  'iam.policy.dir': 'IAM_POLICIES_DIR',
+};
+
+/** The generic environment name of a dotted key: `iam.token.store-prefix` → `IAM_TOKEN_STORE_PREFIX`. */
+export const envNameOf = (key: string): string => key.toUpperCase().replace(/[.-]/g, '_');
+
+/** The schema of one configurable value (anything that is not a section). */
+export interface LeafSchema {
+  type: string | string[];
+  format?: string;
+  nullable?: boolean;
+  default: unknown;
+  description: string;
+  items?: { type: string; format?: string };
+}
+
+/** One configurable value: its dotted key, environment names and schema. */
+export interface ConfigKey {
+  key: string;
+  env: string;
+  /** The conventional name (`PORT`), when there is one and it differs from `env`. */
+  alias?: string;
+  schema: LeafSchema;
+}
+
+interface SectionSchema {
+  type: 'object';
+  properties: Record<string, SectionSchema | LeafSchema>;
+}
+
+/** Every configurable value, in schema order (for env overrides, documentation and tests). */
+export function listConfigKeys(): ConfigKey[] {
+  const keys: ConfigKey[] = [];
+  const walk = (node: SectionSchema, prefix: string): void => {
+    for (const [name, child] of Object.entries(node.properties)) {
+      const key = prefix === '' ? name : `${prefix}.${name}`;
+      if (child.type === 'object') walk(child as SectionSchema, key);
+      else {
+        const env = envNameOf(key);
+        const alias = CONVENTIONAL_ENV[key];
+        keys.push({ key, env, ...(alias !== undefined && alias !== env ? { alias } : {}), schema: child as LeafSchema });
+      }
+    }
+  };
+  walk(configSchema as unknown as SectionSchema, '');
+  return keys;
+}

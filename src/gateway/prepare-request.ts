@@ -1,0 +1,47 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { ProblemError, problems } from '../problem';
+import { inspectRequestHeaders } from './inbound-headers';
+import { normalizeRequestTarget } from './normalize-target';
+
+/** A request the gateway agreed to interpret: everything after this step sees only these values. */
+export interface PreparedRequest {
+  requestId: string;
+  method: string;
+  /** Normalized path (design.md §7): what is matched, authorized and forwarded. */
+  path: string;
+  /** Original query with its `?`, or ''. */
+  search: string;
+  /** The single Authorization header, if any. */
+  authorization: string | null;
+}
+
+export interface PrepareOptions {
+  allowPathParameters: boolean;
+  maxUrlLength: number;
+}
+
+/**
+ * The first step of every request, `/iam` and proxied alike: refuse what cannot be interpreted safely
+ * (400 IAM_BAD_REQUEST, 414), then normalize the target once.
+ */
+export function prepareRequest(req: IncomingMessage, options: PrepareOptions): { ok: true; request: PreparedRequest } | { ok: false; problem: ProblemError; requestId: string } {
+  const requestId = randomUUID();
+  const rawTarget = req.url ?? '';
+  if (rawTarget.length > options.maxUrlLength) {
+    return { ok: false, requestId, problem: new ProblemError('IAM_URI_TOO_LONG', `The request target is longer than ${options.maxUrlLength} bytes.`) };
+  }
+  const inspected = inspectRequestHeaders(req.rawHeaders);
+  if (!inspected.ok) return { ok: false, requestId, problem: problems.badRequest(inspected.reason) };
+  const target = normalizeRequestTarget(rawTarget, { allowPathParameters: options.allowPathParameters, host: req.headers.host });
+  if (!target.ok) return { ok: false, requestId, problem: problems.badRequest(target.reason) };
+  return {
+    ok: true,
+    request: { requestId, method: req.method ?? 'GET', path: target.path, search: target.search, authorization: inspected.authorization },
+  };
+}
+
+/** True when a normalized path belongs to the gateway's own endpoints. */
+export function isIamPath(path: string): boolean {
+  return path === '/iam' || path.startsWith('/iam/');
+}

@@ -1,0 +1,165 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AuditTrail } from '../audit/audit-trail';
+import type { AuthorizationDecision } from '../authz/decision';
+import type { DecisionEngine } from '../authz/decision-engine';
+import { problemFromDecision } from '../authz/decision-engine';
+import type { Logger } from '../observability/logger';
+import type { GatewayMetrics } from '../observability/metrics';
+import type { CompiledPolicy } from '../policy/compiled-policy';
+import { ProblemError, problems, toProblem } from '../problem';
+import type { SessionService, VerifiedSession } from '../sessions/session-service';
+import { StoreUnavailableError } from '../sessions/token-store';
+import { identityHeaders } from './identity-headers';
+import { parseBearerToken } from './inbound-headers';
+import type { PreparedRequest } from './prepare-request';
+import { sendProblem } from './problem-response';
+import { buildUpstreamHeaders } from './upstream-headers';
+import type { UpstreamForwarder } from './upstream-forwarder';
+
+export interface ProxyHandlerDeps {
+  /** The policy snapshot to use for a new request (hot reload swaps what this returns). */
+  policy: () => CompiledPolicy;
+  sessions: Pick<SessionService, 'verify'>;
+  engine: Pick<DecisionEngine, 'decideRequest'>;
+  forwarder: UpstreamForwarder;
+  audit: AuditTrail;
+  metrics: GatewayMetrics;
+  logger: Logger;
+  isTrustedProxy: (address: string | undefined) => boolean;
+  /** Signs the optional X-IAM-Assertion (design.md §4.3); null when off. */
+  signAssertion: ((decision: AuthorizationDecision, session: VerifiedSession) => string) | null;
+}
+
+/** The outcome of authorizing a request, shared by the proxy, WebSocket upgrades and forward-auth. */
+export type Authorization =
+  | { allowed: true; decision: AuthorizationDecision | null; session: VerifiedSession | null; bearerSent: boolean }
+  | { allowed: false; problem: ProblemError };
+
+/**
+ * The per-request pipeline of design.md §10: match → authenticate → authorize → mutate headers → forward.
+ * No database access; at most one token-store round trip (none on a warm session cache).
+ */
+export class ProxyHandler {
+  constructor(private readonly deps: ProxyHandlerDeps) {}
+
+  /** Authorizes a prepared request exactly as the proxy enforces it. Never throws. */
+  async authorize(request: PreparedRequest, clientAddress: string | undefined): Promise<Authorization> {
+    const policy = this.deps.policy();
+    const match = policy.match(request.method, request.path);
+    const bearer = parseBearerToken(request.authorization);
+    const bearerSent = bearer.kind === 'bearer' || bearer.kind === 'malformed';
+    const needsSubject = match ? !match.route.public : policy.defaultAction === 'authenticated';
+    let session: VerifiedSession | null = null;
+    try {
+      if (needsSubject) {
+        if (bearer.kind === 'malformed') return { allowed: false, problem: problems.unauthenticated('The bearer token is malformed.', true) };
+        if (bearer.kind === 'bearer') {
+          session = await this.deps.sessions.verify(bearer.token);
+          if (!session) return { allowed: false, problem: problems.unauthenticated('The access token is invalid, expired or revoked.', true) };
+        }
+      }
+      const subject = session ? { principal: session.record.principal, clientType: session.record.clientType } : null;
+      const decision = await this.deps.engine.decideRequest({ method: request.method, path: request.path, policy, subject });
+      if (decision.shadowed) this.recordShadow(decision, request, clientAddress);
+      if (!decision.allowed) {
+        this.deps.metrics.decisions.inc({ result: 'deny', step: decision.failedStep ?? 'unknown' });
+        if (decision.status === 401) return { allowed: false, problem: problems.unauthenticated('Authentication is required.', bearerSent) };
+        this.recordDenial(decision, request, clientAddress);
+        return { allowed: false, problem: problemFromDecision(decision) };
+      }
+      return { allowed: true, decision, session, bearerSent: bearer.kind === 'bearer' };
+    } catch (error) {
+      if (error instanceof StoreUnavailableError) return { allowed: false, problem: problems.storeUnavailable(error) };
+      const problem = toProblem(error);
+      if (problem.status >= 500) this.deps.logger.error({ err: error, requestId: request.requestId }, 'proxy: authorization failed');
+      return { allowed: false, problem };
+    }
+  }
+
+  /** Handles a request that is not for `/iam`. */
+  async handle(req: IncomingMessage, res: ServerResponse, request: PreparedRequest, expectContinue = false): Promise<void> {
+    const outcome = await this.authorize(request, req.socket.remoteAddress);
+    if (!outcome.allowed) {
+      this.deps.metrics.requests.inc({ outcome: outcome.problem.status === 401 ? 'unauthenticated' : 'denied' });
+      sendProblem(res, outcome.problem, request.path, request.requestId);
+      return;
+    }
+    if (expectContinue) res.writeContinue();
+    this.forward(req, res, request, outcome);
+  }
+
+  /** The headers the host receives for an authorized request. */
+  upstreamHeaders(req: IncomingMessage, request: PreparedRequest, outcome: Extract<Authorization, { allowed: true }>, keepUpgrade = false): string[] {
+    const { session, decision } = outcome;
+    const identity = session
+      ? identityHeaders(
+          session.record.principal,
+          session.record.sessionId,
+          decision?.permissionCode ?? null,
+          this.deps.signAssertion && decision ? this.deps.signAssertion(decision, session) : null,
+        )
+      : null;
+    return buildUpstreamHeaders(
+      {
+        rawHeaders: req.rawHeaders,
+        remoteAddress: req.socket.remoteAddress ?? '',
+        trustedProxy: this.deps.isTrustedProxy(req.socket.remoteAddress),
+        protocol: 'encrypted' in req.socket && req.socket.encrypted ? 'https' : 'http',
+        host: req.headers.host,
+        requestId: request.requestId,
+        stripAuthorization: outcome.bearerSent,
+        identity,
+      },
+      { keepUpgrade },
+    );
+  }
+
+  private forward(req: IncomingMessage, res: ServerResponse, request: PreparedRequest, outcome: Extract<Authorization, { allowed: true }>): void {
+    const started = process.hrtime.bigint();
+    this.deps.forwarder.forward(req, res, {
+      method: request.method,
+      path: request.path + request.search,
+      headers: this.upstreamHeaders(req, request, outcome),
+      requestId: request.requestId,
+      onResponse: (statusCode) => {
+        this.deps.metrics.requests.inc({ outcome: 'forwarded' });
+        this.deps.metrics.upstreamDuration.observe({ status_class: `${Math.floor(statusCode / 100)}xx` }, Number(process.hrtime.bigint() - started) / 1e9);
+      },
+      onProblem: (problem) => {
+        this.deps.metrics.requests.inc({ outcome: 'error' });
+        this.deps.logger.warn({ err: problem.cause, requestId: request.requestId, code: problem.code }, 'proxy: upstream failed');
+        sendProblem(res, problem, request.path, request.requestId);
+      },
+    });
+  }
+
+  private recordDenial(decision: AuthorizationDecision, request: PreparedRequest, clientAddress: string | undefined): void {
+    this.deps.audit.record({
+      action: 'authz.deny',
+      actorUserId: decision.userId,
+      targetType: 'route',
+      targetId: `${request.method} ${request.path}`,
+      outcome: 'denied',
+      requestId: request.requestId,
+      decisionId: decision.decisionId,
+      clientAddress: clientAddress ?? null,
+      details: { decision },
+    });
+  }
+
+  private recordShadow(decision: AuthorizationDecision, request: PreparedRequest, clientAddress: string | undefined): void {
+    this.deps.metrics.decisions.inc({ result: 'shadow_deny', step: decision.failedStep ?? 'unknown' });
+    this.deps.logger.info({ requestId: request.requestId, decisionId: decision.decisionId, route: decision.route?.id, step: decision.failedStep }, 'policy: shadow route would deny');
+    this.deps.audit.record({
+      action: 'authz.shadow_deny',
+      actorUserId: decision.userId,
+      targetType: 'route',
+      targetId: `${request.method} ${request.path}`,
+      outcome: 'shadow_denied',
+      requestId: request.requestId,
+      decisionId: decision.decisionId,
+      clientAddress: clientAddress ?? null,
+      details: { decision },
+    });
+  }
+}

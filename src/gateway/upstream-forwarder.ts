@@ -1,0 +1,123 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Pool, type Dispatcher } from 'undici';
+import { ProblemError } from '../problem';
+
+export interface ForwarderOptions {
+  url: string;
+  connections: number;
+  connectTimeoutMs: number;
+  responseTimeoutMs: number;
+  bodyTimeoutMs: number;
+}
+
+export interface ForwardRequest {
+  method: string;
+  /** Normalized path plus the original query: exactly what was authorized. */
+  path: string;
+  /** Flat `[name, value, ...]` list built by buildUpstreamHeaders. */
+  headers: string[];
+  /** Echoed to the client as X-Request-Id. */
+  requestId: string;
+  /** Called once the upstream's answer starts (for metrics). */
+  onResponse?: (statusCode: number) => void;
+  /** Called when the exchange fails before a response started: the caller answers with the problem. */
+  onProblem: (problem: ProblemError) => void;
+}
+
+/** RFC 9110 §7.6.1: connection-specific response headers a proxy must not forward. */
+const HOP_BY_HOP_RESPONSE = new Set(['connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-authenticate']);
+
+/**
+ * Forwards authorized requests to the host over a keep-alive undici Pool, streaming both bodies with
+ * back-pressure. Requests are never retried (a non-idempotent request must reach the host at most once).
+ */
+export class UpstreamForwarder {
+  private readonly pool: Pool;
+  readonly origin: string;
+
+  constructor(private readonly options: ForwarderOptions) {
+    const url = new URL(options.url);
+    this.origin = url.origin;
+    this.pool = new Pool(url.origin, {
+      connections: options.connections,
+      connectTimeout: options.connectTimeoutMs,
+      headersTimeout: options.responseTimeoutMs,
+      bodyTimeout: options.bodyTimeoutMs,
+      keepAliveTimeout: 4_000,
+      pipelining: 1,
+    });
+  }
+
+  forward(req: IncomingMessage, res: ServerResponse, request: ForwardRequest): void {
+    const hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
+    let controller: Dispatcher.DispatchController | null = null;
+    let finished = false;
+    const onClientGone = (): void => {
+      if (!finished) controller?.abort(new Error('client went away'));
+    };
+    res.once('close', onClientGone);
+    const handler: Dispatcher.DispatchHandler = {
+      onRequestStart(ctrl) {
+        controller = ctrl;
+      },
+      onResponseStart(ctrl, statusCode, headers, statusMessage) {
+        request.onResponse?.(statusCode);
+        const out: Array<[string, string | string[]]> = [];
+        const connectionTokens = headerTokens(headers.connection);
+        for (const name in headers) {
+          const value = headers[name];
+          if (value === undefined || HOP_BY_HOP_RESPONSE.has(name) || connectionTokens?.has(name)) continue;
+          out.push([name, value]);
+        }
+        out.push(['x-request-id', request.requestId]);
+        res.writeHead(statusCode, statusMessage || undefined, out.flat() as unknown as string[]);
+        res.on('drain', () => ctrl.resume());
+      },
+      onResponseData(ctrl, chunk) {
+        if (!res.write(chunk)) ctrl.pause();
+      },
+      onResponseEnd() {
+        finished = true;
+        res.end();
+      },
+      onResponseError(_ctrl, error) {
+        finished = true;
+        if (!res.headersSent) request.onProblem(upstreamProblem(error));
+        else res.destroy(error);
+      },
+    };
+    this.pool.dispatch(
+      {
+        method: request.method as Dispatcher.HttpMethod,
+        path: request.path,
+        headers: request.headers,
+        body: hasBody ? req : null,
+        idempotent: false,
+      },
+      handler,
+    );
+  }
+
+  async close(): Promise<void> {
+    await this.pool.close();
+  }
+
+  async destroy(): Promise<void> {
+    await this.pool.destroy();
+  }
+}
+
+function headerTokens(value: string | string[] | undefined): Set<string> | null {
+  if (value === undefined) return null;
+  const joined = Array.isArray(value) ? value.join(',') : value;
+  return new Set(joined.split(',').map((token) => token.trim().toLowerCase()).filter(Boolean));
+}
+
+/** Maps a transport failure to the problem the client sees (design.md §4.2). */
+export function upstreamProblem(error: Error & { code?: string }): ProblemError {
+  const code = error.code ?? '';
+  if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
+    return new ProblemError('IAM_UPSTREAM_TIMEOUT', 'The host did not answer in time.', { cause: error });
+  }
+  return new ProblemError('IAM_UPSTREAM_UNAVAILABLE', 'The host cannot be reached.', { cause: error });
+}

@@ -1,0 +1,43 @@
+import type { Middleware } from 'koa';
+import type { Logger } from '../observability/logger';
+import { ProblemError, toProblem } from '../problem';
+import { DatabaseUnavailableError } from '../persistence/iam-repository';
+import { problems } from '../problem';
+import { StoreUnavailableError } from '../sessions/token-store';
+import { stateOf } from './iam-context';
+
+/**
+ * Every error of the /iam app becomes `application/problem+json` (design.md §4.2): problems as they are,
+ * body-parser errors mapped to stable codes, store/database outages to 503, anything else a bare 500.
+ */
+export function problemMiddleware(logger: Logger): Middleware {
+  return async (ctx, next) => {
+    try {
+      await next();
+      if (ctx.status === 404 && ctx.body === undefined) throw new ProblemError('IAM_NOT_FOUND', `No endpoint ${ctx.method} ${ctx.path}.`);
+    } catch (error) {
+      const problem = mapError(error);
+      if (problem.status >= 500) logger.error({ err: error, requestId: stateOf(ctx).prepared?.requestId }, 'iam: request failed');
+      ctx.status = problem.status;
+      ctx.set('Cache-Control', 'no-store');
+      for (const [name, value] of Object.entries(problem.headers)) ctx.set(name, value);
+      ctx.body = problem.toBody(ctx.path, stateOf(ctx).prepared?.requestId ?? '');
+      ctx.type = 'application/problem+json';
+    }
+  };
+}
+
+function mapError(error: unknown): ProblemError {
+  if (error instanceof ProblemError) return error;
+  if (error instanceof StoreUnavailableError) return problems.storeUnavailable(error);
+  if (error instanceof DatabaseUnavailableError) return problems.databaseUnavailable(error);
+  const status = (error as { status?: unknown }).status;
+  const type = (error as { type?: unknown }).type;
+  if (status === 413 || type === 'entity.too.large') return new ProblemError('IAM_PAYLOAD_TOO_LARGE', 'The request body is too large.');
+  if (status === 415) return new ProblemError('IAM_UNSUPPORTED_MEDIA_TYPE', 'The request body must be application/json.');
+  if (status === 400 || type === 'entity.parse.failed') {
+    return problems.validation([{ pointer: '/', message: 'is not valid JSON' }], 'The request body is not valid JSON.');
+  }
+  if (status === 405) return new ProblemError('IAM_METHOD_NOT_ALLOWED', 'Method not allowed on this endpoint.');
+  return toProblem(error);
+}

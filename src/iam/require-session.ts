@@ -1,0 +1,37 @@
+import type { Middleware } from 'koa';
+import type { DecisionEngine } from '../authz/decision-engine';
+import { problemFromDecision } from '../authz/decision-engine';
+import { parseBearerToken } from '../gateway/inbound-headers';
+import { problems } from '../problem';
+import type { SessionService } from '../sessions/session-service';
+import { callerOf, stateOf } from './iam-context';
+
+/**
+ * Protected /iam endpoints (specification §5.2): a valid bearer token from the Authorization header only
+ * (never the query string), else 401 IAM_UNAUTHENTICATED with a Bearer challenge.
+ */
+export function requireSession(sessions: Pick<SessionService, 'verify'>): Middleware {
+  return async (ctx, next) => {
+    const bearer = parseBearerToken(stateOf(ctx).prepared.authorization);
+    if (bearer.kind !== 'bearer') throw problems.unauthenticated('A bearer access token is required.', bearer.kind === 'malformed');
+    const session = await sessions.verify(bearer.token);
+    if (!session) throw problems.unauthenticated('The access token is invalid, expired or revoked.', true);
+    stateOf(ctx).session = session;
+    await next();
+  };
+}
+
+/** Admin endpoints: the caller's active profile must grant `permissionCode` (design.md §4.1), else 403. */
+export function requirePermission(engine: Pick<DecisionEngine, 'decide'>, permissionCode: string): Middleware {
+  return async (ctx, next) => {
+    const caller = callerOf(ctx);
+    const decision = await engine.decide({
+      subject: { principal: caller.record.principal, clientType: caller.record.clientType },
+      permissionCode,
+      resource: null,
+      resources: {},
+    });
+    if (!decision.allowed) throw problemFromDecision(decision);
+    await next();
+  };
+}

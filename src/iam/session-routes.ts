@@ -1,0 +1,22 @@
+import type Router from '@koa/router';
+import type { Middleware } from 'koa';
+import type { SessionService } from '../sessions/session-service';
+import { callerOf, factsOf } from './iam-context';
+
+/** Specification §4.1: the caller's own sessions. */
+export function registerSessionRoutes(router: Router, deps: { sessions: SessionService; requireSession: Middleware }): void {
+  router.get('/sessions', deps.requireSession, async (ctx) => {
+    ctx.body = await deps.sessions.list(callerOf(ctx));
+  });
+
+  router.post('/sessions/revoke-others', deps.requireSession, async (ctx) => {
+    const caller = callerOf(ctx);
+    await deps.sessions.revokeUser(caller.record.principal.userId, 'revoked_by_user', caller.record.principal.userId, factsOf(ctx), caller.record.sessionId);
+    ctx.status = 204;
+  });
+
+  router.post('/sessions/:sessionId/revoke', deps.requireSession, async (ctx) => {
+    await deps.sessions.revokeOwn(callerOf(ctx), ctx.params.sessionId ?? '', factsOf(ctx));
+    ctx.status = 204;
+  });
+}

@@ -1,0 +1,159 @@
+import { readFileSync } from 'node:fs';
+import { ProvisioningFileError, readProvisioningFile } from './admin/provisioning-file';
+import { hashPassword } from './auth/password-hash';
+import { ConfigError, loadConfig } from './config';
+import type { GatewayConfig } from './config/gateway-config';
+import { createOrm } from './persistence/orm';
+import { startEmbeddedDatabase } from './persistence/embedded-database';
+import { migrateDown, migrateUp, migrationStatus } from './persistence/migrator';
+import { openDatabase } from './persistence/database';
+import { ProvisioningError } from './persistence/iam-repository';
+import { startGateway } from './server/gateway';
+import { MemoryTokenStore } from './sessions/memory-token-store';
+import { RedisTokenStore } from './sessions/redis-token-store';
+
+const USAGE = `usage: iam-gateway <command>
+
+  serve                       start the gateway (proxy on PORT, management on MANAGEMENT_PORT)
+  migrate up|down|status      apply, roll back (one step) or list database migrations
+  provision FILE              apply a provisioning file (templates, users, identities, profiles, scopes)
+  tokens purge                delete every token-store key under iam.token.store-prefix
+  hash-password [PASSWORD]    print an argon2id hash for a users file (reads stdin when no argument)
+
+Configuration: IAM_CONFIG (default config/default.yaml) plus environment overrides; see README.`;
+
+/** The CLI; resolves the process exit code. */
+export async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  try {
+    switch (command) {
+      case 'serve':
+        return await serve();
+      case 'migrate':
+        return await migrate(rest[0]);
+      case 'provision':
+        return await provision(rest[0]);
+      case 'tokens':
+        return await tokens(rest[0]);
+      case 'hash-password':
+        process.stdout.write(`${await hashPassword(rest[0] ?? readFileSync(0, 'utf8').replace(/\r?\n$/, ''))}\n`);
+        return 0;
+      case undefined:
+      case 'help':
+      case '--help':
+      case '-h':
+        process.stdout.write(`${USAGE}\n`);
+        return command === undefined ? 2 : 0;
+      default:
+        process.stderr.write(`iam-gateway: unknown command "${command}"\n\n${USAGE}\n`);
+        return 2;
+    }
+  } catch (error) {
+    if (error instanceof ConfigError || error instanceof ProvisioningFileError || error instanceof ProvisioningError) {
+      process.stderr.write(`iam-gateway: ${error.message}\n`);
+      return 1;
+    }
+    process.stderr.write(`iam-gateway: ${(error as Error).message}\n`);
+    return 1;
+  }
+}
+
+async function serve(): Promise<number> {
+  const config = loadConfig();
+  const gateway = await startGateway(config);
+  await new Promise<void>((resolve) => {
+    const stop = (signal: string): void => {
+      gateway.logger.info({ signal }, 'stopping');
+      void gateway.close().then(resolve);
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+  return 0;
+}
+
+async function migrate(action: string | undefined): Promise<number> {
+  if (action !== 'up' && action !== 'down' && action !== 'status') {
+    process.stderr.write('usage: iam-gateway migrate up|down|status\n');
+    return 2;
+  }
+  const config = loadConfig();
+  return withOrm(config, async (orm) => {
+    if (action === 'up') {
+      const applied = await migrateUp(orm);
+      process.stdout.write(applied.length === 0 ? 'migrate: nothing to apply, the schema is up to date\n' : applied.map((name) => `migrate: applied ${name}\n`).join(''));
+    } else if (action === 'down') {
+      const reverted = await migrateDown(orm, { step: 1 });
+      process.stdout.write(reverted.length === 0 ? 'migrate: nothing to roll back\n' : reverted.map((name) => `migrate: rolled back ${name}\n`).join(''));
+    } else {
+      const status = await migrationStatus(orm);
+      process.stdout.write(`history table: ${config.iam.schema.historyTable}\n`);
+      for (const name of status.executed) process.stdout.write(`  executed  ${name}\n`);
+      for (const name of status.pending) process.stdout.write(`  pending   ${name}\n`);
+    }
+    return 0;
+  });
+}
+
+async function provision(file: string | undefined): Promise<number> {
+  if (!file) {
+    process.stderr.write('usage: iam-gateway provision FILE\n');
+    return 2;
+  }
+  const document = readProvisioningFile(file);
+  const config = loadConfig();
+  const database = await openDatabase(config);
+  try {
+    const summary = await database.repository.applyProvisioning(document);
+    if (summary.created + summary.updated === 0) process.stdout.write(`provision: nothing changed (${summary.unchanged} objects already as described)\n`);
+    else process.stdout.write(summary.changes.map((line: string) => `provision: ${line}\n`).join('') + `provision: ${summary.created} created, ${summary.updated} updated, ${summary.unchanged} unchanged\n`);
+    if (summary.affectedUserIds.length > 0 && config.redis.url) {
+      const store = await RedisTokenStore.connect({ url: config.redis.url, prefix: config.iam.token.storePrefix });
+      for (const userId of summary.affectedUserIds) await store.publish({ type: 'authorization-changed', userId });
+      await store.close();
+    }
+    return 0;
+  } finally {
+    await database.close();
+  }
+}
+
+async function tokens(action: string | undefined): Promise<number> {
+  if (action !== 'purge') {
+    process.stderr.write('usage: iam-gateway tokens purge\n');
+    return 2;
+  }
+  const config = loadConfig();
+  const store = config.redis.url
+    ? await RedisTokenStore.connect({ url: config.redis.url, prefix: config.iam.token.storePrefix })
+    : new MemoryTokenStore({ prefix: config.iam.token.storePrefix });
+  try {
+    const deleted = await store.purge();
+    process.stdout.write(`tokens: deleted ${deleted} keys under "${config.iam.token.storePrefix}:"${store.kind === 'memory' ? ' (in-process store: nothing persists between runs)' : ''}\n`);
+    return 0;
+  } finally {
+    await store.close();
+  }
+}
+
+async function withOrm(config: GatewayConfig, work: (orm: Awaited<ReturnType<typeof createOrm>>) => Promise<number>): Promise<number> {
+  const embedded = config.database.url ? null : await startEmbeddedDatabase(config.database.embeddedDir);
+  const orm = await createOrm({
+    url: config.database.url ?? embedded!.url,
+    poolSize: config.database.url ? config.database.poolSize : 1,
+    historyTable: config.iam.schema.historyTable,
+    embedded: embedded !== null,
+  });
+  try {
+    return await work(orm);
+  } finally {
+    await orm.close(true);
+    await embedded?.stop();
+  }
+}
+
+if (require.main === module) {
+  void main(process.argv.slice(2)).then((code) => {
+    process.exitCode = code;
+  });
+}

@@ -1,0 +1,55 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** The gateway's Prometheus metrics, one registry per gateway instance (no global state). */
+export interface GatewayMetrics {
+  registry: Registry;
+  requests: Counter<'outcome'>;
+  decisions: Counter<'result' | 'step'>;
+  upstreamDuration: Histogram<'status_class'>;
+  logins: Counter<'result'>;
+  policyReloads: Counter<'result'>;
+  policyRoutes: Gauge;
+  sessionCacheEntries: Gauge;
+  storeChannelConnected: Gauge;
+}
+
+export function createMetrics(options: { collectDefaults?: boolean } = {}): GatewayMetrics {
+  const registry = new Registry();
+  if (options.collectDefaults !== false) collectDefaultMetrics({ register: registry, prefix: 'iam_' });
+  return {
+    registry,
+    requests: new Counter({
+      name: 'iam_proxy_requests_total',
+      help: 'Requests handled by the proxy, by outcome (forwarded, denied, unauthenticated, refused, error).',
+      labelNames: ['outcome'],
+      registers: [registry],
+    }),
+    decisions: new Counter({
+      name: 'iam_decisions_total',
+      help: 'Authorization decisions, by result (allow, deny, shadow_deny) and failed step.',
+      labelNames: ['result', 'step'],
+      registers: [registry],
+    }),
+    upstreamDuration: new Histogram({
+      name: 'iam_upstream_duration_seconds',
+      help: 'Time to the upstream response headers.',
+      labelNames: ['status_class'],
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [registry],
+    }),
+    logins: new Counter({ name: 'iam_logins_total', help: 'Login attempts by result.', labelNames: ['result'], registers: [registry] }),
+    policyReloads: new Counter({
+      name: 'iam_policy_reloads_total',
+      help: 'Policy loads and reloads by result (success, failure).',
+      labelNames: ['result'],
+      registers: [registry],
+    }),
+    policyRoutes: new Gauge({ name: 'iam_policy_routes', help: 'Routes in the serving policy.', registers: [registry] }),
+    sessionCacheEntries: new Gauge({ name: 'iam_session_cache_entries', help: 'Entries in the local session cache.', registers: [registry] }),
+    storeChannelConnected: new Gauge({
+      name: 'iam_store_events_connected',
+      help: '1 while the revocation channel is connected (local caches are trusted only then).',
+      registers: [registry],
+    }),
+  };
+}

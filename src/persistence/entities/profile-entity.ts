@@ -1,0 +1,41 @@
+import { ArrayType, Collection, EntitySchema, OptionalProps, PrimaryKeyProp } from '@mikro-orm/core';
+import { PermissionTemplateEntity } from './permission-template-entity';
+import { ResourceScopeEntity } from './resource-scope-entity';
+import { UserEntity } from './user-entity';
+
+/** Row of `iam_profiles`: an authorization profile of a user (template + client types + scopes + flags). */
+export class ProfileEntity {
+  [PrimaryKeyProp]?: 'profileId';
+  [OptionalProps]?: 'enabled' | 'revoked' | 'createdAt' | 'updatedAt' | 'version';
+  profileId!: string;
+  user!: UserEntity;
+  profileName!: string;
+  template!: PermissionTemplateEntity;
+  clientTypes!: string[];
+  enabled = true;
+  revoked = false;
+  scopes = new Collection<ResourceScopeEntity>(this);
+  createdAt: Date = new Date();
+  updatedAt: Date = new Date();
+  /** Optimistic lock, raised on every change (also when only the scopes change: `updatedAt` moves then). */
+  version!: number;
+}
+
+export const ProfileSchema = new EntitySchema<ProfileEntity>({
+  class: ProfileEntity,
+  tableName: 'iam_profiles',
+  properties: {
+    profileId: { type: 'string', columnType: 'text', primary: true },
+    user: { kind: 'm:1', entity: () => UserEntity, fieldName: 'user_id', index: true },
+    profileName: { type: 'string', columnType: 'text' },
+    template: { kind: 'm:1', entity: () => PermissionTemplateEntity, fieldName: 'template_version_id', index: true },
+    clientTypes: { type: ArrayType, columnType: 'text[]' },
+    enabled: { type: 'boolean' },
+    revoked: { type: 'boolean' },
+    // Scopes are replaced as a set: one dropped from the collection is deleted on flush.
+    scopes: { kind: '1:m', entity: () => ResourceScopeEntity, mappedBy: 'profile', orphanRemoval: true },
+    createdAt: { type: 'datetime', columnType: 'timestamptz' },
+    updatedAt: { type: 'datetime', columnType: 'timestamptz', onUpdate: () => new Date() },
+    version: { type: 'integer', version: true },
+  },
+});

@@ -1,0 +1,12 @@
+import type { MigrationObject } from '@mikro-orm/core';
+import { Migration20261122000001_initial } from '../../migrations/Migration20261122000001_initial';
+
+/**
+ * Every migration, oldest first, handed to MikroORM as `migrations.migrationsList`. Listing them
+ * explicitly (instead of globbing `migrations/`) makes the same code work under ts-jest and from the
+ * compiled `dist/`. A new migration is added here; names are never changed once released, because the
+ * history table stores them.
+ */
+export const IAM_MIGRATIONS: MigrationObject[] = [
+  { name: 'Migration20261122000001_initial', class: Migration20261122000001_initial },
+];

@@ -1,0 +1,43 @@
+import type { MikroORM } from '@mikro-orm/postgresql';
+
+/** Applied and not-yet-applied migrations, by name, oldest first. */
+export interface MigrationStatus {
+  executed: string[];
+  pending: string[];
+}
+
+/**
+ * Applies every pending migration and returns the names applied (empty when the schema is current, so
+ * the CLI can say "nothing to apply"). All pending migrations run in one transaction.
+ */
+export async function migrateUp(orm: MikroORM): Promise<string[]> {
+  const applied = await orm.getMigrator().up();
+  return applied.map((migration) => migration.name);
+}
+
+/**
+ * Reverts migrations and returns the names reverted, newest first. Without options it reverts the
+ * latest one; `step` reverts that many; `to` reverts down to (excluding) the named migration, and
+ * `to: '0'` reverts everything.
+ */
+export async function migrateDown(orm: MikroORM, options: { to?: string; step?: number } = {}): Promise<string[]> {
+  const migrator = orm.getMigrator();
+  let reverted;
+  if (options.to !== undefined) {
+    reverted = await migrator.down({ to: options.to === '0' ? 0 : options.to });
+  } else if (options.step !== undefined) {
+    // umzug's `step` option; MikroORM passes unknown options through.
+    reverted = await migrator.down({ step: options.step } as Parameters<typeof migrator.down>[0]);
+  } else {
+    reverted = await migrator.down();
+  }
+  return reverted.map((migration) => migration.name);
+}
+
+/** What the history table says was applied, and what the migration list still holds. */
+export async function migrationStatus(orm: MikroORM): Promise<MigrationStatus> {
+  const migrator = orm.getMigrator();
+  const executed = await migrator.getExecutedMigrations();
+  const pending = await migrator.getPendingMigrations();
+  return { executed: executed.map((row) => row.name), pending: pending.map((migration) => migration.name) };
+}

@@ -1,0 +1,34 @@
+/** The policy module's public API: load and compile policy files, match routes (design.md §5). */
+export type {
+  AccessMode,
+  CompiledPolicy,
+  CompiledRoute,
+  DefaultAction,
+  PolicyIssue,
+  PolicyLoadResult,
+  ResourceResolverConfig,
+  RouteMatch,
+  RouteResource,
+  SourceLocation,
+} from './compiled-policy';
+export {
+  compilePolicyFiles,
+  hashPolicyFiles,
+  loadPolicyDirectory,
+  readPolicyDirectory,
+  type PolicyFileText,
+  type PolicyLoadOptions,
+} from './load-policy-directory';
+export { compilePolicy, type CompileContext } from './policy-compiler';
+export { parsePolicyFile, type ParsedPolicyFile } from './policy-parser';
+export {
+  POLICY_METHODS,
+  policyFileSchema,
+  policyFileValidator,
+  type PolicyFileDocument,
+  type PolicyResourceDeclaration,
+  type PolicyResolverDeclaration,
+  type PolicyRouteEntry,
+  type PolicyRouteResource,
+} from './policy-schema';
+export { parseRoutePattern, RouteTree, type MatchCounter, type ParsedPattern, type PatternSegment } from './route-tree';

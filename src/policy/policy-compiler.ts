@@ -1,0 +1,264 @@
+import type {
+  AccessMode,
+  CompiledPolicy,
+  CompiledRoute,
+  DefaultAction,
+  PolicyIssue,
+  PolicyLoadResult,
+  ResourceResolverConfig,
+  SourceLocation,
+} from './compiled-policy';
+import type { ParsedPolicyFile } from './policy-parser';
+import type { PolicyRouteEntry, PolicyRouteResource } from './policy-schema';
+import { parseRoutePattern, RouteTree, type PatternSegment } from './route-tree';
+
+/** What {@link compilePolicy} needs besides the parsed files. */
+export interface CompileContext {
+  /** {@link CompiledPolicy.hash} of the files being compiled. */
+  hash: string;
+  /** Timeout of resolvers that set none (`iam.authz.resolver-timeout`). */
+  defaultResolverTimeoutMs: number;
+}
+
+/** A leaf route with what conflict detection and the tree need. */
+interface Leaf {
+  route: CompiledRoute;
+  segments: PatternSegment[];
+  /** `static/:/**` shape: two routes with the same shape match exactly the same paths. */
+  shape: string;
+  /** Comparable outcome: public, permission, resource (id by param position), mode. */
+  outcome: string;
+}
+
+/** Effective defaults a group hands to its routes; `*Depth` says which nesting level set a value. */
+interface Inherited {
+  path: string;
+  permission: string | null;
+  permissionDepth: number;
+  isPublic: boolean;
+  publicDepth: number;
+  resource: { value: PolicyRouteResource; source: SourceLocation; depth: number } | null;
+  mode: 'enforce' | 'shadow';
+}
+
+const ROOT: Inherited = { path: '', permission: null, permissionDepth: -1, isPublic: false, publicDepth: -1, resource: null, mode: 'enforce' };
+const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/**
+ * Compiles parsed policy files (in the order given) into one {@link CompiledPolicy}: flattens groups,
+ * applies defaults, checks paths, resource ids and permissions, finds conflicting and duplicate routes
+ * across all files, and builds the route tree. Every problem is collected; the policy is returned only
+ * when no issue has severity `error` (design.md §5, §9: all-or-nothing).
+ */
+export function compilePolicy(files: readonly ParsedPolicyFile[], context: CompileContext): PolicyLoadResult {
+  const issues: PolicyIssue[] = files.flatMap((file) => file.issues);
+  const error = (kind: string, message: string, source: SourceLocation | null, related?: SourceLocation): void => {
+    issues.push({ severity: 'error', kind, message, source, ...(related ? { related } : {}) });
+  };
+  const warn = (kind: string, message: string, source: SourceLocation | null, related?: SourceLocation): void => {
+    issues.push({ severity: 'warning', kind, message, source, ...(related ? { related } : {}) });
+  };
+
+  let defaultAction: { value: DefaultAction; source: SourceLocation } | null = null;
+  const resources = new Map<string, { resolver: ResourceResolverConfig | null; source: SourceLocation }>();
+  const leaves: Leaf[] = [];
+
+  for (const parsed of files) {
+    const doc = parsed.document;
+    if (!doc) continue;
+    const at = (path: ReadonlyArray<string | number>): SourceLocation => ({ file: parsed.file, line: parsed.lineOf(path) });
+
+    if (doc.default != null) {
+      const source = at(['default']);
+      if (!defaultAction) defaultAction = { value: doc.default, source };
+      else if (defaultAction.value !== doc.default) {
+        error('default-mismatch', `"default" is "${doc.default}" in ${parsed.file} but "${defaultAction.value}" in ${defaultAction.source.file}`, source, defaultAction.source);
+      }
+    }
+
+    for (const [type, declaration] of Object.entries(doc.resources ?? {})) {
+      const source = at(['resources', type]);
+      const previous = resources.get(type);
+      if (previous) {
+        error('duplicate-resource', `resource type ${type} is declared at ${where(previous.source)} and ${where(source)}`, source, previous.source);
+        continue;
+      }
+      const resolver = declaration.resolver;
+      resources.set(type, {
+        source,
+        resolver: resolver ? { url: resolver.url, timeoutMs: parseTimeout(resolver.timeout, context.defaultResolverTimeoutMs) } : null,
+      });
+    }
+
+    const flatten = (entries: readonly PolicyRouteEntry[], inherited: Inherited, path: Array<string | number>, depth: number): void => {
+      entries.forEach((entry, index) => {
+        const entryPath = [...path, index];
+        const source = at(entryPath);
+        const joined = joinPath(inherited.path, entry.path, depth === 0);
+        if (typeof joined !== 'string') {
+          error('path', joined.error, at([...entryPath, 'path']));
+          return;
+        }
+        const parsedPattern = parseRoutePattern(joined);
+        if (!parsedPattern.ok) {
+          error('path', parsedPattern.error, at([...entryPath, 'path']));
+          return;
+        }
+        const own: Inherited = {
+          path: parsedPattern.pattern,
+          permission: entry.permission ?? inherited.permission,
+          permissionDepth: entry.permission != null ? depth : inherited.permissionDepth,
+          isPublic: entry.public ?? inherited.isPublic,
+          publicDepth: entry.public != null ? depth : inherited.publicDepth,
+          resource: entry.resource != null ? { value: entry.resource, source, depth } : inherited.resource,
+          mode: entry.mode ?? inherited.mode,
+        };
+        if (entry.routes != null) {
+          if (entry.methods != null) error('group-methods', `a group (an entry with "routes") must not have "methods"; put them on its routes`, at([...entryPath, 'methods']));
+          if (entry.routes.length === 0) warn('empty-group', `group ${parsedPattern.pattern} has no routes`, source);
+          flatten(entry.routes, own, [...entryPath, 'routes'], depth + 1);
+          return;
+        }
+        const leaf = buildLeaf(entry, own, parsedPattern.segments, parsedPattern.pattern, source, { error, warn });
+        if (leaf) leaves.push(leaf);
+      });
+    };
+    flatten(doc.routes ?? [], ROOT, ['routes'], 0);
+  }
+
+  reportResolverGaps(leaves, resources, warn);
+  const tree = new RouteTree();
+  const byShape = new Map<string, Leaf[]>();
+  for (const leaf of leaves) {
+    const sameShape = byShape.get(leaf.shape) ?? [];
+    for (const other of sameShape) {
+      const methods = overlap(other.route.methods, leaf.route.methods);
+      if (methods.length === 0) continue;
+      const text = `${methods.join(',')} ${other.route.pattern} at ${other.route.id} and ${leaf.route.id}`;
+      if (other.outcome !== leaf.outcome) error('conflict', `conflicting routes ${text}`, leaf.route.source, other.route.source);
+      else warn('duplicate', `duplicate routes ${text} (same outcome; ${other.route.id} is used)`, leaf.route.source, other.route.source);
+    }
+    sameShape.push(leaf);
+    byShape.set(leaf.shape, sameShape);
+    tree.insert(leaf.route, leaf.segments);
+  }
+
+  issues.sort(bySource);
+  if (issues.some((issue) => issue.severity === 'error')) return { policy: null, issues };
+
+  const compiledResources: CompiledPolicy['resources'] = Object.create(null) as CompiledPolicy['resources'];
+  for (const [type, { resolver }] of resources) compiledResources[type] = Object.freeze({ resolver: resolver ? Object.freeze(resolver) : null });
+  const routes = Object.freeze(leaves.map((leaf) => leaf.route)) as CompiledRoute[];
+  const policy: CompiledPolicy = {
+    hash: context.hash,
+    loadedAt: new Date(),
+    defaultAction: defaultAction?.value ?? 'deny',
+    resources: Object.freeze(compiledResources),
+    routes,
+    files: files.map((file) => file.file),
+    match: (method, path) => tree.match(method, path),
+  };
+  return { policy: Object.freeze(policy), issues };
+}
+
+type Report = (kind: string, message: string, source: SourceLocation | null, related?: SourceLocation) => void;
+
+/** Applies defaults to a leaf entry and checks what only the full path can tell. */
+function buildLeaf(
+  entry: PolicyRouteEntry,
+  effective: Inherited,
+  segments: PatternSegment[],
+  pattern: string,
+  source: SourceLocation,
+  report: { error: Report; warn: Report },
+): Leaf | null {
+  const methods = entry.methods == null || entry.methods.includes('*') ? ['*'] : [...entry.methods];
+  const resource = effective.resource;
+  const id = where(source);
+  if (effective.isPublic) {
+    // A public route needs no token, so a permission or resource on it could never be checked.
+    if (effective.permission !== null && effective.permissionDepth >= effective.publicDepth) {
+      report.warn('public-permission', `route ${pattern} is public: its permission "${effective.permission}" is ignored`, source);
+    }
+    if (resource && resource.depth >= effective.publicDepth) report.warn('public-permission', `route ${pattern} is public: its resource is ignored`, source);
+  }
+  let compiledResource: CompiledRoute['resource'] = null;
+  let idPosition = -1;
+  if (resource && !effective.isPublic) {
+    idPosition = segments.findIndex((segment) => segment.kind === 'param' && segment.name === resource.value.id);
+    const declared = resource.source === source ? '' : ` (resource declared at ${where(resource.source)})`;
+    if (idPosition < 0) {
+      report.error('resource-id', `resource.id "${resource.value.id}" is not a parameter of ${pattern}${declared}`, source);
+      return null;
+    }
+    if (effective.permission === null) {
+      report.error('resource-without-permission', `route ${pattern} has a resource but no permission (own or from its group)${declared}`, source);
+      return null;
+    }
+    const access: AccessMode = resource.value.access ?? (methods.every((method) => READ_METHODS.has(method)) ? 'READ' : 'WRITE');
+    compiledResource = Object.freeze({ type: resource.value.type, idParam: resource.value.id, access, resolve: resource.value.resolve ?? 'optional' });
+  }
+  const route: CompiledRoute = Object.freeze({
+    id,
+    source: Object.freeze({ ...source }),
+    methods: Object.freeze(methods) as string[],
+    pattern,
+    public: effective.isPublic,
+    permission: effective.isPublic ? null : effective.permission,
+    resource: compiledResource,
+    mode: effective.mode,
+  });
+  const shape = segments.map((segment) => (segment.kind === 'static' ? segment.value : segment.kind === 'param' ? ':' : '**')).join('/');
+  const outcome = JSON.stringify([
+    route.public,
+    route.permission,
+    compiledResource && [compiledResource.type, idPosition, compiledResource.access, compiledResource.resolve],
+    route.mode,
+  ]);
+  return { route, segments, shape, outcome };
+}
+
+/** `no-resolver`: a route's resource type is undeclared or has no resolver (one warning per route). */
+function reportResolverGaps(leaves: readonly Leaf[], resources: ReadonlyMap<string, { resolver: ResourceResolverConfig | null }>, warn: Report): void {
+  for (const { route } of leaves) {
+    if (!route.resource) continue;
+    const declared = resources.get(route.resource.type);
+    if (declared?.resolver) continue;
+    const why = declared ? 'is declared without a resolver' : 'is not declared in "resources"';
+    const effect = route.resource.resolve === 'required' ? ' (resolve: required → requests answer 500 IAM_RESOURCE_RESOLUTION_UNAVAILABLE)' : ' (only scopes by id apply)';
+    warn('no-resolver', `resource type ${route.resource.type} of route ${route.pattern} ${why}${effect}`, route.source);
+  }
+}
+
+/** Joins a group path and a child path: `""` is the group itself, `/x` appends. */
+function joinPath(base: string, child: string, topLevel: boolean): string | { error: string } {
+  if (topLevel) return child;
+  if (child === '') return base;
+  if (!child.startsWith('/')) return { error: `path "${child}" inside a group must be "" or start with "/"` };
+  return (base.endsWith('/') ? base.slice(0, -1) : base) + child;
+}
+
+/** Methods matched by both lists: `*` overlaps every method; `GET` and `HEAD` do not overlap. */
+function overlap(a: readonly string[], b: readonly string[]): string[] {
+  if (a[0] === '*') return [...b];
+  if (b[0] === '*') return [...a];
+  return a.filter((method) => b.includes(method));
+}
+
+/** `"2s"`, `"500ms"` or milliseconds (validated by the schema). */
+function parseTimeout(value: string | number | null | undefined, fallbackMs: number): number {
+  if (value == null) return fallbackMs;
+  if (typeof value === 'number') return value;
+  return value.endsWith('ms') ? Number(value.slice(0, -2)) : Number(value.slice(0, -1)) * 1000;
+}
+
+function where(source: SourceLocation): string {
+  return `${source.file}:${source.line}`;
+}
+
+/** File, then line; issues without a location first. Stable, so equal keys keep discovery order. */
+function bySource(a: PolicyIssue, b: PolicyIssue): number {
+  if (!a.source || !b.source) return (a.source ? 1 : 0) - (b.source ? 1 : 0);
+  if (a.source.file !== b.source.file) return a.source.file < b.source.file ? -1 : 1;
+  return a.source.line - b.source.line;
+}

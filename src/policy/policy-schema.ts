@@ -1,0 +1,149 @@
+import Ajv, { type JSONSchemaType, type ValidateFunction } from 'ajv';
+
+/**
+ * JSON Schema of one policy file (design.md §5) and the TypeScript types checked against it.
+ *
+ * The types are tied to the schema through ajv's `JSONSchemaType`, so the two cannot drift. That helper
+ * requires `nullable: true` on every optional key, so an optional key may also hold `null` (YAML `key: ~`
+ * or an empty value); the compiler treats `null` exactly like an absent key.
+ */
+
+/** Methods a route may name; `*` means every method. Upper case only, like the request line (RFC 9110 §9.1). */
+export const POLICY_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE', 'CONNECT', '*'] as const;
+
+/** `resource` block of a route entry. */
+export interface PolicyRouteResource {
+  type: string;
+  /** Name of a `:param` of the route's full path. */
+  id: string;
+  access?: 'READ' | 'WRITE' | null;
+  resolve?: 'optional' | 'required' | null;
+}
+
+/** One entry of `routes`: a leaf route, or a group when it has `routes`. */
+export interface PolicyRouteEntry {
+  path: string;
+  methods?: string[] | null;
+  permission?: string | null;
+  public?: boolean | null;
+  resource?: PolicyRouteResource | null;
+  mode?: 'enforce' | 'shadow' | null;
+  description?: string | null;
+  routes?: PolicyRouteEntry[] | null;
+}
+
+/** `resources.<TYPE>.resolver`. */
+export interface PolicyResolverDeclaration {
+  /** `http(s)` URL template containing `{id}`. */
+  url: string;
+  /** `"2s"`, `"500ms"` or a number of milliseconds. */
+  timeout?: string | number | null;
+}
+
+/** `resources.<TYPE>`. */
+export interface PolicyResourceDeclaration {
+  resolver?: PolicyResolverDeclaration | null;
+}
+
+/** One policy file after schema validation. */
+export interface PolicyFileDocument {
+  version: number;
+  default?: 'deny' | 'authenticated' | 'allow' | null;
+  resources?: Record<string, PolicyResourceDeclaration> | null;
+  routes?: PolicyRouteEntry[] | null;
+}
+
+/** Resource and action: `[A-Za-z0-9_.-]+`; the action may be `*`; `*:*` means everything (design.md §5.3). */
+const PERMISSION_PATTERN = '^(?:[A-Za-z0-9_.-]+:(?:[A-Za-z0-9_.-]+|\\*)|\\*:\\*)$';
+const RESOURCE_TYPE_PATTERN = '^[A-Za-z0-9_.-]+$';
+const PARAM_NAME_PATTERN = '^[A-Za-z_][A-Za-z0-9_]*$';
+
+const routeResourceSchema: JSONSchemaType<PolicyRouteResource> = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['type', 'id'],
+  properties: {
+    type: { type: 'string', pattern: RESOURCE_TYPE_PATTERN },
+    id: { type: 'string', pattern: PARAM_NAME_PATTERN },
+    access: { type: 'string', enum: ['READ', 'WRITE'], nullable: true },
+    resolve: { type: 'string', enum: ['optional', 'required'], nullable: true },
+  },
+};
+
+const routeEntrySchema: JSONSchemaType<PolicyRouteEntry> = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['path'],
+  properties: {
+    path: { type: 'string', maxLength: 2048 },
+    methods: {
+      type: 'array',
+      nullable: true,
+      minItems: 1,
+      uniqueItems: true,
+      items: { type: 'string', enum: [...POLICY_METHODS] },
+    },
+    permission: { type: 'string', pattern: PERMISSION_PATTERN, nullable: true },
+    public: { type: 'boolean', nullable: true },
+    resource: { ...routeResourceSchema, nullable: true },
+    mode: { type: 'string', enum: ['enforce', 'shadow'], nullable: true },
+    description: { type: 'string', nullable: true },
+    routes: { type: 'array', nullable: true, items: { $ref: '#/$defs/route' } as never },
+  },
+};
+
+/** JSON Schema (draft 2019-09 subset understood by ajv 8) of one policy file; unknown keys are rejected everywhere. */
+export const policyFileSchema: JSONSchemaType<PolicyFileDocument> = {
+  $id: 'https://iam-gateway.dev/schemas/policy-file.json',
+  type: 'object',
+  additionalProperties: false,
+  required: ['version'],
+  $defs: { route: routeEntrySchema as never },
+  properties: {
+    version: { type: 'integer', const: 1 },
+    default: { type: 'string', enum: ['deny', 'authenticated', 'allow'], nullable: true },
+    resources: {
+      type: 'object',
+      nullable: true,
+      required: [],
+      propertyNames: { pattern: RESOURCE_TYPE_PATTERN },
+      additionalProperties: {
+        type: 'object',
+        additionalProperties: false,
+        properties: {
+          resolver: {
+            type: 'object',
+            nullable: true,
+            additionalProperties: false,
+            required: ['url'],
+            properties: {
+              // Only http(s): a policy file must not make the gateway read file:// or other schemes.
+              url: { type: 'string', pattern: '^https?://[^\\s]*\\{id\\}' },
+              timeout: {
+                type: ['string', 'integer'],
+                nullable: true,
+                pattern: '^[1-9][0-9]*(?:ms|s)$',
+                minimum: 1,
+              },
+            },
+          },
+        },
+      },
+    },
+    routes: { type: 'array', nullable: true, items: { $ref: '#/$defs/route' } as never },
+  },
+};
+
+let cachedValidator: ValidateFunction<PolicyFileDocument> | undefined;
+
+/**
+ * The compiled validator of {@link policyFileSchema} (compiled once, on first use: a pure function, not a
+ * connection). Collects every error of a document (`allErrors`), so a file's problems are reported at once.
+ */
+export function policyFileValidator(): ValidateFunction<PolicyFileDocument> {
+  if (cachedValidator === undefined) {
+    const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
+    cachedValidator = ajv.compile(policyFileSchema);
+  }
+  return cachedValidator;
+}

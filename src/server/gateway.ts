@@ -1,0 +1,313 @@
+import Router from '@koa/router';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { readProvisioningFile } from '../admin/provisioning-file';
+import { AuditTrail } from '../audit/audit-trail';
+import { createAuthenticator } from '../auth/create-authenticator';
+import { LoginRateLimiter } from '../auth/login-rate-limiter';
+import { LoginService } from '../auth/login-service';
+import { DecisionEngine } from '../authz/decision-engine';
+import { GrantProvider } from '../authz/grant-provider';
+import { ResourceResolverClient } from '../authz/resource-resolver';
+import type { GatewayConfig } from '../config/gateway-config';
+import { isIamPath, prepareRequest } from '../gateway/prepare-request';
+import { sendProblem } from '../gateway/problem-response';
+import { ProxyHandler } from '../gateway/proxy-handler';
+import { compileTrustedProxies } from '../gateway/trusted-proxies';
+import { UpstreamForwarder } from '../gateway/upstream-forwarder';
+import { registerAuthRoutes } from '../iam/auth-routes';
+import { registerAuthorizationRoutes } from '../iam/authorization-routes';
+import { createIamApp } from '../iam/iam-app';
+import { PREPARED_REQUEST, type RequestWithPrepared } from '../iam/iam-context';
+import { requireSession } from '../iam/require-session';
+import { registerSessionRoutes } from '../iam/session-routes';
+import { createLogger, type Logger } from '../observability/logger';
+import { createMetrics, type GatewayMetrics } from '../observability/metrics';
+import { openDatabase } from '../persistence/database';
+import type { IamRepository } from '../persistence/iam-repository';
+import { loadPolicyDirectory } from '../policy/load-policy-directory';
+import { PolicyHolder } from '../policy/policy-holder';
+import { LastSeenTracker } from '../sessions/last-seen-tracker';
+import { MemoryTokenStore } from '../sessions/memory-token-store';
+import { RedisTokenStore } from '../sessions/redis-token-store';
+import { SessionCache } from '../sessions/session-cache';
+import { SessionService } from '../sessions/session-service';
+import type { EventSubscription, TokenStore } from '../sessions/token-store';
+import { createManagementServer } from './management-server';
+import { listen, stopServer, trackConnections } from './server-lifecycle';
+import { createTransparentProxy } from './transparent-proxy';
+
+/** A started gateway: both ports listening. */
+export interface RunningGateway {
+  /** Base URL of the proxy port, e.g. http://127.0.0.1:8080. */
+  url: string;
+  port: number;
+  managementUrl: string;
+  managementPort: number;
+  logger: Logger;
+  metrics: GatewayMetrics;
+  /** Present when `iam.enabled`. */
+  services: GatewayServices | null;
+  /** Graceful stop: readiness fails, listeners close, in-flight requests finish (up to the shutdown timeout). */
+  close(): Promise<void>;
+}
+
+/** The wired services, for the CLI, tests and the admin API. */
+export interface GatewayServices {
+  repository: IamRepository;
+  store: TokenStore;
+  sessions: SessionService;
+  login: LoginService;
+  engine: DecisionEngine;
+  grants: GrantProvider;
+  policy: PolicyHolder;
+  audit: AuditTrail;
+  subscription: EventSubscription;
+}
+
+export interface StartOptions {
+  logger?: Logger;
+}
+
+/** The composition root: the only place that knows the concrete classes (conventions.md habit 2). */
+export async function startGateway(config: GatewayConfig, options: StartOptions = {}): Promise<RunningGateway> {
+  const logger = options.logger ?? createLogger(config.log.level);
+  const metrics = createMetrics();
+  if (!config.iam.enabled) return startTransparent(config, logger, metrics);
+
+  const cleanups: Array<() => Promise<void>> = [];
+  const cleanup = async (): Promise<void> => {
+    for (const step of cleanups.reverse()) await step().catch((error: unknown) => logger.warn({ err: error }, 'shutdown step failed'));
+  };
+  try {
+    const policyResult = await loadPolicyDirectory(config.iam.policy.dir, { defaultResolverTimeoutMs: config.iam.authz.resolverTimeoutMs });
+    for (const issue of policyResult.issues) {
+      const where = issue.source ? `${issue.source.file}:${issue.source.line}: ` : '';
+      logger[issue.severity === 'error' ? 'error' : 'warn']({ kind: issue.kind }, `policy: ${where}${issue.message}`);
+    }
+    if (!policyResult.policy) throw new Error(`policy: ${config.iam.policy.dir} has errors; see the log above`);
+    metrics.policyReloads.inc({ result: 'success' });
+    metrics.policyRoutes.set(policyResult.policy.routes.length);
+    const policy = new PolicyHolder(policyResult.policy);
+
+    const database = await openDatabase(config);
+    cleanups.push(() => database.close());
+    const repository = database.repository;
+    logger.info({ database: database.kind }, 'database ready, migrations applied');
+
+    if (config.iam.provision.file) {
+      const summary = await repository.applyProvisioning(readProvisioningFile(config.iam.provision.file));
+      logger.info({ file: config.iam.provision.file, created: summary.created, updated: summary.updated, unchanged: summary.unchanged }, 'provisioning applied');
+    }
+
+    const store: TokenStore = config.redis.url
+      ? await RedisTokenStore.connect({ url: config.redis.url, prefix: config.iam.token.storePrefix, logger })
+      : new MemoryTokenStore({ prefix: config.iam.token.storePrefix });
+    cleanups.push(() => store.close());
+
+    let subscription: EventSubscription | null = null;
+    const channelUp = (): boolean => subscription?.connected === true;
+    const cache = config.iam.token.cache.enabled ? new SessionCache(config.iam.token.cache.maxEntries, channelUp) : null;
+    const grants = new GrantProvider({ repository, maxEntries: config.iam.authz.abilityCacheSize, trustCache: channelUp });
+    const audit = new AuditTrail(repository, logger, config.iam.audit.flushIntervalMs);
+    audit.start();
+    cleanups.push(() => audit.close());
+    const lastSeen = new LastSeenTracker(repository, logger);
+    lastSeen.start();
+    cleanups.push(() => lastSeen.close());
+    const sessions = new SessionService({
+      store,
+      repository,
+      cache,
+      lastSeen,
+      audit,
+      logger,
+      ttlMs: config.iam.token.ttlMs,
+      idleTimeoutMs: config.iam.token.idleTimeoutMs,
+    });
+    subscription = await store.subscribe(
+      (event) => {
+        sessions.handleEvent(event);
+        grants.handleEvent(event);
+      },
+      (connected) => {
+        metrics.storeChannelConnected.set(connected ? 1 : 0);
+        // While the channel was down, events may have been missed: nothing cached before stays trusted.
+        if (connected) {
+          cache?.clear();
+          grants.clear();
+        }
+        logger[connected ? 'info' : 'warn']({}, connected ? 'store events channel connected' : 'store events channel lost: local caches bypassed');
+      },
+    );
+    metrics.storeChannelConnected.set(subscription.connected ? 1 : 0);
+    cleanups.push(() => subscription!.close());
+
+    const resolvers = new ResourceResolverClient();
+    cleanups.push(() => resolvers.close());
+    const engine = new DecisionEngine({ grants, resolvers });
+    const authenticator = createAuthenticator(config.iam.authenticator);
+    if (authenticator.close) cleanups.push(() => authenticator.close!());
+    const login = new LoginService({
+      authenticator,
+      repository,
+      sessions,
+      store,
+      audit,
+      logger,
+      rateLimiter: new LoginRateLimiter(store, config.iam.login.rateLimit.maxFailures, config.iam.login.rateLimit.windowMs),
+    });
+
+    const forwarder = new UpstreamForwarder({ ...config.upstream });
+    cleanups.push(() => forwarder.close());
+    const proxy = new ProxyHandler({
+      policy: () => policy.current,
+      sessions,
+      engine,
+      forwarder,
+      audit,
+      metrics,
+      logger,
+      isTrustedProxy: compileTrustedProxies(config.iam.forward.trustedProxies),
+      signAssertion: null,
+    });
+
+    const sessionGuard = requireSession(sessions);
+    const iamApp = createIamApp({
+      logger,
+      bodyLimit: config.server.iamBodyLimit,
+      register: (router: Router) => {
+        registerAuthRoutes(router, { login, sessions, clientTypes: config.iam.clientTypes, requireSession: sessionGuard });
+        registerSessionRoutes(router, { sessions, requireSession: sessionGuard });
+        registerAuthorizationRoutes(router, {
+          login,
+          engine,
+          proxy,
+          policy: () => policy.current,
+          audit,
+          repository,
+          requireSession: sessionGuard,
+          allowPathParameters: config.iam.gateway.allowPathParameters,
+        });
+      },
+    });
+    const iamCallback = iamApp.callback();
+
+    const prepareOptions = { allowPathParameters: config.iam.gateway.allowPathParameters, maxUrlLength: config.server.maxUrlLength };
+    const onRequest = (req: IncomingMessage, res: ServerResponse, expectContinue: boolean): void => {
+      const prepared = prepareRequest(req, prepareOptions);
+      if (!prepared.ok) {
+        metrics.requests.inc({ outcome: 'refused' });
+        sendProblem(res, prepared.problem, '/', prepared.requestId);
+        return;
+      }
+      const request = prepared.request;
+      if (isIamPath(request.path)) {
+        if (expectContinue) res.writeContinue();
+        (req as RequestWithPrepared)[PREPARED_REQUEST] = request;
+        req.url = request.path + request.search;
+        void iamCallback(req, res);
+        return;
+      }
+      void proxy.handle(req, res, request, expectContinue);
+    };
+
+    let shuttingDown = false;
+    const server = createProxyServer(config, (req, res) => onRequest(req, res, false));
+    server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => onRequest(req, res, true));
+    const management = createManagementServer({
+      registry: metrics.registry,
+      isShuttingDown: () => shuttingDown,
+      checks: [
+        { name: 'database', check: async () => (await repository.ping(), { ok: true, detail: { kind: database.kind } }) },
+        { name: 'tokenStore', check: async () => (await store.ping(), { ok: true, detail: { kind: store.kind, eventsConnected: channelUp() } }) },
+        { name: 'policy', check: async () => ({ ok: true, detail: policy.describe() }) },
+      ],
+    });
+    return await startListening(config, logger, metrics, server, management, {
+      services: { repository, store, sessions, login, engine, grants, policy, audit, subscription },
+      beforeStop: () => {
+        shuttingDown = true;
+      },
+      afterStop: cleanup,
+    });
+  } catch (error) {
+    await cleanup();
+    throw error;
+  }
+}
+
+function createProxyServer(config: GatewayConfig, listener: (req: IncomingMessage, res: ServerResponse) => void): Server {
+  const server = createServer(
+    {
+      maxHeaderSize: config.server.maxHeaderSize,
+      requestTimeout: config.server.requestTimeoutMs,
+      headersTimeout: config.server.headersTimeoutMs,
+      keepAliveTimeout: config.server.keepAliveTimeoutMs,
+      // Refuse ambiguous framing instead of guessing (request smuggling, RFC 9112 §6.3).
+      insecureHTTPParser: false,
+    },
+    listener,
+  );
+  server.on('clientError', (error: Error & { code?: string }, socket: Socket) => {
+    if (!socket.writable) return socket.destroy();
+    const status = error.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? '408 Request Timeout' : '400 Bad Request';
+    const code = status.startsWith('431') ? 'IAM_HEADERS_TOO_LARGE' : 'IAM_BAD_REQUEST';
+    const body = JSON.stringify({ type: `https://iam-gateway.dev/problems/${code.toLowerCase().replace(/_/g, '-')}`, title: status.slice(4), status: Number(status.slice(0, 3)), detail: 'The request could not be parsed.', instance: '/', code, requestId: '' });
+    socket.end(`HTTP/1.1 ${status}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  });
+  return server;
+}
+
+async function startTransparent(config: GatewayConfig, logger: Logger, metrics: GatewayMetrics): Promise<RunningGateway> {
+  const forwarder = createTransparentProxy(config);
+  let shuttingDown = false;
+  const server = createProxyServer(config, forwarder.handle);
+  const management = createManagementServer({ registry: metrics.registry, isShuttingDown: () => shuttingDown, checks: [] });
+  logger.warn({}, 'iam.enabled is false: transparent proxy, no /iam endpoints, no token or policy checks');
+  return startListening(config, logger, metrics, server, management, {
+    services: null,
+    beforeStop: () => {
+      shuttingDown = true;
+    },
+    afterStop: () => forwarder.close(),
+  });
+}
+
+async function startListening(
+  config: GatewayConfig,
+  logger: Logger,
+  metrics: GatewayMetrics,
+  server: Server,
+  management: Server,
+  hooks: { services: GatewayServices | null; beforeStop: () => void; afterStop: () => Promise<void> },
+): Promise<RunningGateway> {
+  const connections = trackConnections(server);
+  await listen(server, config.server.port, config.server.host);
+  await listen(management, config.server.managementPort, config.server.host);
+  const port = (server.address() as AddressInfo).port;
+  const managementPort = (management.address() as AddressInfo).port;
+  const host = config.server.host === '0.0.0.0' || config.server.host === '::' ? '127.0.0.1' : config.server.host;
+  logger.info({ port, managementPort, upstream: config.upstream.url, enabled: config.iam.enabled }, 'iam-gateway listening');
+  let closing: Promise<void> | null = null;
+  return {
+    url: `http://${host}:${port}`,
+    port,
+    managementUrl: `http://${host}:${managementPort}`,
+    managementPort,
+    logger,
+    metrics,
+    services: hooks.services,
+    close() {
+      closing ??= (async () => {
+        hooks.beforeStop();
+        await stopServer(server, connections, config.server.shutdownTimeoutMs);
+        await new Promise<void>((resolve) => management.close(() => resolve()));
+        management.closeAllConnections();
+        await hooks.afterStop();
+        logger.info({}, 'iam-gateway stopped');
+      })();
+      return closing;
+    },
+  };
+}

@@ -1,0 +1,39 @@
+import type { Server } from 'node:http';
+import type { Socket } from 'node:net';
+
+export function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const onError = (error: Error): void => reject(error);
+    server.once('error', onError);
+    server.listen(port, host, () => {
+      server.off('error', onError);
+      resolve();
+    });
+  });
+}
+
+/** Keeps the set of open sockets so shutdown can close idle ones and, at the deadline, the rest. */
+export function trackConnections(server: Server): Set<Socket> {
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  return sockets;
+}
+
+/**
+ * Graceful stop (issue: SIGTERM): stop accepting, close idle keep-alive connections now, let in-flight
+ * requests finish until `deadlineMs`, then destroy what is left.
+ */
+export async function stopServer(server: Server, sockets: Set<Socket>, deadlineMs: number): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  // Connections that finish their request later must not stay open for keep-alive.
+  const idleSweep = setInterval(() => server.closeIdleConnections(), 100);
+  const deadline = new Promise<void>((resolve) => setTimeout(resolve, deadlineMs).unref());
+  await Promise.race([closed, deadline]);
+  clearInterval(idleSweep);
+  for (const socket of sockets) socket.destroy();
+  await closed;
+}

@@ -1,0 +1,76 @@
+import type { TokenRecord } from './token-record';
+
+interface Entry {
+  record: TokenRecord;
+  expiresAtMs: number;
+}
+
+/**
+ * In-process cache of verified sessions (tokenHash → TokenRecord), so a warm request makes no store round
+ * trip. It is only as good as the revocation channel: `trusted()` must say whether the channel is up, and
+ * while it is not, nothing is served from or added to the cache. A fetch that started before an
+ * invalidation is not cached when it completes (generation check), so no revoked session can be re-added
+ * by a slow read.
+ */
+export class SessionCache {
+  private readonly entries = new Map<string, Entry>();
+  private generation = 0;
+
+  constructor(
+    private readonly maxEntries: number,
+    private readonly trusted: () => boolean,
+  ) {}
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /** The generation to pass to `set` after a store read that started now. */
+  snapshot(): number {
+    return this.generation;
+  }
+
+  get(tokenHash: string, nowMs: number): TokenRecord | null {
+    if (!this.trusted()) return null;
+    const entry = this.entries.get(tokenHash);
+    if (!entry) return null;
+    if (entry.expiresAtMs <= nowMs) {
+      this.entries.delete(tokenHash);
+      return null;
+    }
+    // LRU: re-insert so that Map order is recency order.
+    this.entries.delete(tokenHash);
+    this.entries.set(tokenHash, entry);
+    return entry.record;
+  }
+
+  /**
+   * Caches a record read from the store. Sessions with an idle timeout are not cached: every request must
+   * slide their expiry in the store.
+   */
+  set(tokenHash: string, record: TokenRecord, generationAtRead: number): void {
+    if (this.maxEntries <= 0 || !this.trusted() || generationAtRead !== this.generation || record.idleTimeoutMs > 0) return;
+    const expiresAtMs = Date.parse(record.expiresAt);
+    this.entries.delete(tokenHash);
+    this.entries.set(tokenHash, { record, expiresAtMs });
+    if (this.entries.size > this.maxEntries) {
+      const oldest = this.entries.keys().next().value;
+      if (oldest !== undefined) this.entries.delete(oldest);
+    }
+  }
+
+  deleteToken(tokenHash: string): void {
+    this.generation++;
+    this.entries.delete(tokenHash);
+  }
+
+  deleteUser(userId: string): void {
+    this.generation++;
+    for (const [hash, entry] of this.entries) if (entry.record.principal.userId === userId) this.entries.delete(hash);
+  }
+
+  clear(): void {
+    this.generation++;
+    this.entries.clear();
+  }
+}

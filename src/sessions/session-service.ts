@@ -1,0 +1,240 @@
+import { randomUUID } from 'node:crypto';
+import type { AuditTrail } from '../audit/audit-trail';
+import type { IamPrincipal } from '../auth/principal';
+import type { Logger } from '../observability/logger';
+import type { IamRepository } from '../persistence/iam-repository';
+import type { SessionRecord, SessionState } from '../persistence/records';
+import { ProblemError } from '../problem';
+import type { LastSeenTracker } from './last-seen-tracker';
+import type { SessionCache } from './session-cache';
+import { generateToken, hashToken, isWellFormedToken } from './token-hash';
+import type { StoreEvent, TokenRecord } from './token-record';
+import type { TokenStore } from './token-store';
+
+/** The specification's AuthenticationResult (login and profile switch). */
+export interface AuthenticationResult {
+  accessToken: string;
+  sessionId: string;
+  expiresAt: string;
+  principal: IamPrincipal;
+}
+
+/** A bearer token that the store vouched for. */
+export interface VerifiedSession {
+  tokenHash: string;
+  record: TokenRecord;
+}
+
+/** Request facts recorded with session events. */
+export interface RequestFacts {
+  requestId: string;
+  clientAddress: string | null;
+  userAgent?: string | null;
+}
+
+/** An element of `GET /iam/sessions` (design.md §4.1). */
+export interface SessionView {
+  sessionId: string;
+  clientType: string;
+  activeProfileId: string | null;
+  createdAt: string;
+  expiresAt: string;
+  lastSeenAt: string | null;
+  state: SessionState;
+  revokedAt: string | null;
+  logoutAt: string | null;
+  revokeReason: string | null;
+  current: boolean;
+}
+
+export interface SessionServiceDeps {
+  store: TokenStore;
+  repository: IamRepository;
+  cache: SessionCache | null;
+  lastSeen: LastSeenTracker;
+  audit: AuditTrail;
+  logger: Logger;
+  ttlMs: number;
+  idleTimeoutMs: number;
+}
+
+/**
+ * Session lifecycle (specification §3): issue, verify, logout, revoke. The token store is the authority for
+ * "is this token usable now"; PostgreSQL keeps the history (states, timestamps, reasons). Every state change
+ * is published on the events channel so that every instance drops its cached copy at once.
+ */
+export class SessionService {
+  constructor(private readonly deps: SessionServiceDeps) {}
+
+  async issue(principal: IamPrincipal, clientType: string, facts: RequestFacts): Promise<AuthenticationResult> {
+    const accessToken = generateToken();
+    const tokenHash = hashToken(accessToken);
+    const now = new Date();
+    const expiresAt = new Date(now.getTime() + this.deps.ttlMs);
+    const sessionId = randomUUID();
+    const session: SessionRecord = {
+      sessionId,
+      userId: principal.userId,
+      identityId: principal.identityId,
+      clientType,
+      activeProfileId: principal.activeProfileId,
+      tokenHash,
+      createdAt: now,
+      expiresAt,
+      lastSeenAt: now,
+      revokedAt: null,
+      logoutAt: null,
+      revokeReason: null,
+      clientAddress: facts.clientAddress,
+      userAgent: facts.userAgent ?? null,
+    };
+    await this.deps.repository.insertSession(session);
+    const record: TokenRecord = {
+      sessionId,
+      principal,
+      clientType,
+      createdAt: now.toISOString(),
+      expiresAt: expiresAt.toISOString(),
+      idleTimeoutMs: this.deps.idleTimeoutMs,
+    };
+    try {
+      await this.deps.store.putToken(tokenHash, record);
+    } catch (error) {
+      // The session row must not claim a session that never became usable.
+      await this.deps.repository
+        .updateSession(sessionId, { revokedAt: new Date(), revokeReason: 'store_unavailable' })
+        .catch(() => undefined);
+      throw error;
+    }
+    return { accessToken, sessionId, expiresAt: record.expiresAt, principal };
+  }
+
+  /**
+   * The hot path: a bearer token to its live session, or null. No database access; at most one store round
+   * trip, none on a warm cache. Rejects with StoreUnavailableError when the store cannot be read (fail closed).
+   */
+  async verify(token: string): Promise<VerifiedSession | null> {
+    if (!isWellFormedToken(token)) return null;
+    const tokenHash = hashToken(token);
+    const nowMs = Date.now();
+    const cache = this.deps.cache;
+    const cached = cache?.get(tokenHash, nowMs);
+    if (cached) {
+      this.deps.lastSeen.touch(cached.sessionId, nowMs);
+      return { tokenHash, record: cached };
+    }
+    const generation = cache?.snapshot() ?? 0;
+    const record = await this.deps.store.getToken(tokenHash);
+    if (!record) return null;
+    if (Date.parse(record.expiresAt) <= nowMs) return null;
+    cache?.set(tokenHash, record, generation);
+    this.deps.lastSeen.touch(record.sessionId, nowMs);
+    return { tokenHash, record };
+  }
+
+  async logout(session: VerifiedSession, facts: RequestFacts): Promise<void> {
+    const { record, tokenHash } = session;
+    await this.endToken(tokenHash, record.principal.userId, record.sessionId, 'logout');
+    await this.deps.repository.updateSession(record.sessionId, { logoutAt: new Date() });
+    this.audit('session.logout', record.principal.userId, record.sessionId, facts);
+  }
+
+  /** Revokes one of the caller's own sessions; another user's or an unknown session is a 404 either way. */
+  async revokeOwn(caller: VerifiedSession, sessionId: string, facts: RequestFacts): Promise<void> {
+    const session = await this.deps.repository.getSession(sessionId);
+    if (!session || session.userId !== caller.record.principal.userId) throw sessionNotFound();
+    await this.revokeSession(session, 'revoked_by_user', caller.record.principal.userId, facts);
+  }
+
+  /** Revokes any session (admin); 404 when unknown. */
+  async revokeById(sessionId: string, reason: string, actorUserId: string, facts: RequestFacts): Promise<void> {
+    const session = await this.deps.repository.getSession(sessionId);
+    if (!session) throw sessionNotFound();
+    await this.revokeSession(session, reason, actorUserId, facts);
+  }
+
+  /** Revokes every session of a user except `exceptSessionId`; resolves how many were revoked. */
+  async revokeUser(userId: string, reason: string, actorUserId: string, facts: RequestFacts, exceptSessionId?: string): Promise<number> {
+    const live = await this.deps.store.listUserTokens(userId);
+    for (const [sessionId, tokenHash] of live) {
+      if (sessionId !== exceptSessionId) await this.deps.store.deleteToken(tokenHash, userId, sessionId);
+    }
+    const changed = await this.deps.repository.revokeUserSessions(userId, reason, new Date(), exceptSessionId);
+    if (exceptSessionId === undefined) {
+      await this.deps.store.publish({ type: 'user-sessions-ended', userId, reason });
+    } else {
+      for (const [sessionId, tokenHash] of live) {
+        if (sessionId !== exceptSessionId) await this.deps.store.publish({ type: 'session-ended', sessionId, tokenHash, userId, reason });
+      }
+    }
+    for (const session of changed) this.audit('session.revoke', actorUserId, session.sessionId, facts, { reason, userId });
+    return changed.length;
+  }
+
+  async list(caller: VerifiedSession): Promise<SessionView[]> {
+    const userId = caller.record.principal.userId;
+    const [sessions, live] = await Promise.all([this.deps.repository.listSessions(userId), this.deps.store.listUserTokens(userId)]);
+    const now = Date.now();
+    return sessions.map((session) => toView(session, live.has(session.sessionId), session.sessionId === caller.record.sessionId, now));
+  }
+
+  /** Keeps the local cache in step with changes made by any instance. */
+  handleEvent(event: StoreEvent): void {
+    const cache = this.deps.cache;
+    if (!cache) return;
+    if (event.type === 'session-ended') cache.deleteToken(event.tokenHash);
+    else if (event.type === 'user-sessions-ended') cache.deleteUser(event.userId);
+  }
+
+  private async revokeSession(session: SessionRecord, reason: string, actorUserId: string, facts: RequestFacts): Promise<void> {
+    await this.endToken(session.tokenHash, session.userId, session.sessionId, reason);
+    if (!session.revokedAt && !session.logoutAt) {
+      await this.deps.repository.updateSession(session.sessionId, { revokedAt: new Date(), revokeReason: reason });
+    }
+    this.audit('session.revoke', actorUserId, session.sessionId, facts, { reason, userId: session.userId });
+  }
+
+  private async endToken(tokenHash: string, userId: string, sessionId: string, reason: string): Promise<void> {
+    this.deps.cache?.deleteToken(tokenHash);
+    await this.deps.store.deleteToken(tokenHash, userId, sessionId);
+    await this.deps.store.publish({ type: 'session-ended', sessionId, tokenHash, userId, reason });
+  }
+
+  private audit(action: string, actorUserId: string, sessionId: string, facts: RequestFacts, details: Record<string, unknown> | null = null): void {
+    this.deps.audit.record({
+      action,
+      actorUserId,
+      targetType: 'session',
+      targetId: sessionId,
+      outcome: 'success',
+      requestId: facts.requestId,
+      clientAddress: facts.clientAddress,
+      details,
+    });
+  }
+}
+
+function sessionNotFound(): ProblemError {
+  return new ProblemError('IAM_SESSION_NOT_FOUND', 'No such session.');
+}
+
+function toView(session: SessionRecord, live: boolean, current: boolean, nowMs: number): SessionView {
+  let state: SessionState;
+  if (session.revokedAt) state = 'revoked';
+  else if (session.logoutAt) state = 'logged_out';
+  else if (session.expiresAt.getTime() <= nowMs || !live) state = 'expired';
+  else state = 'active';
+  return {
+    sessionId: session.sessionId,
+    clientType: session.clientType,
+    activeProfileId: session.activeProfileId,
+    createdAt: session.createdAt.toISOString(),
+    expiresAt: session.expiresAt.toISOString(),
+    lastSeenAt: session.lastSeenAt ? session.lastSeenAt.toISOString() : null,
+    state,
+    revokedAt: session.revokedAt ? session.revokedAt.toISOString() : null,
+    logoutAt: session.logoutAt ? session.logoutAt.toISOString() : null,
+    revokeReason: session.revokeReason,
+    current,
+  };
+}

@@ -1,0 +1,45 @@
+import { createHash, randomBytes } from 'node:crypto';
+
+/** Every access token starts with this marker, so leaked tokens are recognisable by secret scanners (design.md §7). */
+export const TOKEN_PREFIX = 'iamt_';
+
+/** Random bytes per token: 256 bits (design.md §7). */
+export const TOKEN_RANDOM_BYTES = 32;
+
+/** `iamt_` + unpadded base64url of 32 bytes (ceil(32 * 8 / 6) = 43 characters). */
+export const TOKEN_LENGTH = TOKEN_PREFIX.length + Math.ceil((TOKEN_RANDOM_BYTES * 8) / 6);
+
+/**
+ * The store key of a token: its SHA-256 in lowercase hex. Only this digest is ever stored, so a dump of
+ * the token store cannot be replayed as bearer tokens (design.md §6).
+ */
+export function hashToken(token: string): string {
+  return createHash('sha256').update(token, 'utf8').digest('hex');
+}
+
+/** A new access token: `iamt_` + base64url (RFC 4648 §5, no padding) of 256 bits from the CSPRNG. */
+export function generateToken(): string {
+  return TOKEN_PREFIX + randomBytes(TOKEN_RANDOM_BYTES).toString('base64url');
+}
+
+/**
+ * True when `token` has the exact shape `generateToken` produces (prefix, length, base64url alphabet).
+ * Runs per request before any store round trip, so it is a plain char scan, not a regex. Accepts `unknown`
+ * so a missing or repeated header value is simply refused.
+ */
+export function isWellFormedToken(token: unknown): boolean {
+  if (typeof token !== 'string' || token.length !== TOKEN_LENGTH || !token.startsWith(TOKEN_PREFIX)) {
+    return false;
+  }
+  for (let i = TOKEN_PREFIX.length; i < token.length; i++) {
+    const c = token.charCodeAt(i);
+    const isBase64Url =
+      (c >= 0x41 && c <= 0x5a) || // A-Z
+      (c >= 0x61 && c <= 0x7a) || // a-z
+      (c >= 0x30 && c <= 0x39) || // 0-9
+      c === 0x2d || // -
+      c === 0x5f; // _
+    if (!isBase64Url) return false;
+  }
+  return true;
+}

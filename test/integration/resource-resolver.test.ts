@@ -1,0 +1,109 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ResourceResolverClient } from '../../src/authz/resource-resolver';
+
+/** A real host resolver: answers per path, records every request path it saw. */
+function startHost(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<{ server: Server; base: string; seen: string[] }> {
+  const seen: string[] = [];
+  const server = createServer((req, res) => {
+    seen.push(req.url ?? '');
+    handler(req, res);
+  });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, seen })));
+}
+
+function json(res: ServerResponse, status: number, body: unknown): void {
+  res.writeHead(status, { 'content-type': 'application/json' });
+  res.end(typeof body === 'string' ? body : JSON.stringify(body));
+}
+
+describe('ResourceResolverClient (real HTTP)', () => {
+  let host: Awaited<ReturnType<typeof startHost>>;
+  let client: ResourceResolverClient;
+  const pending: ServerResponse[] = [];
+
+  beforeAll(async () => {
+    host = await startHost((req, res) => {
+      const id = decodeURIComponent((req.url ?? '').split('/').pop() ?? '');
+      if (id === 'task-7') return json(res, 200, { scopes: [{ type: 'PROJECT', id: '7' }, { type: 'TEAM', id: 3 }] });
+      if (id === 'empty') return json(res, 200, { scopes: [] });
+      if (id === 'bare') return json(res, 200, {});
+      if (id === 'garbage') return json(res, 200, '{not json');
+      if (id === 'bad-shape') return json(res, 200, { scopes: [{ type: 'PROJECT' }] });
+      if (id === 'missing') return json(res, 404, { error: 'no such thing' });
+      if (id === 'broken') return json(res, 500, { error: 'boom' });
+      if (id === 'slow') return void pending.push(res); // never answers in time
+      if (id === 'a b/c') return json(res, 200, { scopes: [{ type: 'DOC', id: 'a b/c' }] });
+      return json(res, 404, {});
+    });
+    client = new ResourceResolverClient();
+  });
+
+  afterAll(async () => {
+    for (const res of pending) res.destroy();
+    await client.close();
+    await new Promise((resolve) => host.server.close(resolve));
+  });
+
+  const config = (timeoutMs = 2000) => ({ url: `${host.base}/internal/resources/{id}`, timeoutMs });
+
+  it('returns the scopes of a 200 answer (numeric ids as strings)', async () => {
+    expect(await client.resolve(config(), 'TASK', 'task-7')).toEqual({
+      kind: 'found',
+      scopeRefs: [
+        { type: 'PROJECT', id: '7' },
+        { type: 'TEAM', id: '3' },
+      ],
+    });
+  });
+
+  it.each(['empty', 'bare'])('treats a 200 without scopes (%s) as the resource itself', async (id) => {
+    expect(await client.resolve(config(), 'PROJECT', id)).toEqual({ kind: 'found', scopeRefs: [{ type: 'PROJECT', id }] });
+  });
+
+  it.each(['garbage', 'bad-shape'])('treats a malformed 200 body (%s) as unavailable', async (id) => {
+    const result = await client.resolve(config(), 'PROJECT', id);
+    expect(result.kind).toBe('unavailable');
+  });
+
+  it('maps 404 to not-found', async () => {
+    expect(await client.resolve(config(), 'PROJECT', 'missing')).toEqual({ kind: 'not-found' });
+  });
+
+  it('maps 500 to unavailable, naming the status but not the URL', async () => {
+    const result = await client.resolve(config(), 'PROJECT', 'broken');
+    expect(result).toEqual({ kind: 'unavailable', reason: expect.stringContaining('HTTP 500') });
+    expect(JSON.stringify(result)).not.toContain('127.0.0.1');
+  });
+
+  it('gives up on a slow resolver after its timeout', async () => {
+    const started = Date.now();
+    const result = await client.resolve(config(200), 'PROJECT', 'slow');
+    expect(result).toEqual({ kind: 'unavailable', reason: expect.stringContaining('timed out') });
+    expect(Date.now() - started).toBeLessThan(1500);
+  });
+
+  it('reports a closed port as unavailable', async () => {
+    const closed = await startHost(() => undefined);
+    const port = (closed.server.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.server.close(resolve));
+    const result = await client.resolve({ url: `http://127.0.0.1:${port}/r/{id}`, timeoutMs: 1000 }, 'PROJECT', '1');
+    expect(result).toEqual({ kind: 'unavailable', reason: expect.stringContaining('unreachable') });
+  });
+
+  it('decodes the path id once and re-encodes it, so it cannot change the resolver path', async () => {
+    host.seen.length = 0;
+    const result = await client.resolve(config(), 'DOC', 'a%20b%2Fc');
+    expect(host.seen).toEqual(['/internal/resources/a%20b%2Fc']);
+    expect(result).toEqual({ kind: 'found', scopeRefs: [{ type: 'DOC', id: 'a b/c' }] });
+    host.seen.length = 0;
+    await client.resolve(config(), 'DOC', '../../admin?x=1');
+    expect(host.seen).toEqual(['/internal/resources/..%2F..%2Fadmin%3Fx%3D1']);
+  });
+
+  it('keeps working after many error answers (bodies are released)', async () => {
+    const results = await Promise.all(Array.from({ length: 100 }, (_, i) => client.resolve(config(), 'PROJECT', i % 2 ? 'broken' : 'missing')));
+    expect(results.filter((r) => r.kind === 'not-found')).toHaveLength(50);
+    expect(await client.resolve(config(), 'TASK', 'task-7')).toMatchObject({ kind: 'found' });
+  });
+});

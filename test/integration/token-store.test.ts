@@ -1,0 +1,518 @@
+/**
+ * One contract for every TokenStore (design.md §6): run against MemoryTokenStore always and against
+ * RedisTokenStore when REDIS_URL is set (CI always sets it). Redis-only cases cover failing closed while
+ * Redis is away (design.md §7) and the events channel surviving a dropped subscriber connection.
+ */
+import { randomBytes } from 'node:crypto';
+import net from 'node:net';
+import { Redis } from 'ioredis';
+import { MemoryTokenStore } from '../../src/sessions/memory-token-store';
+import { RedisTokenStore, escapeGlob } from '../../src/sessions/redis-token-store';
+import {
+  TOKEN_LENGTH,
+  TOKEN_PREFIX,
+  generateToken,
+  hashToken,
+  isWellFormedToken,
+} from '../../src/sessions/token-hash';
+import type { StoreEvent, TokenRecord } from '../../src/sessions/token-record';
+import { StoreUnavailableError, type TokenStore } from '../../src/sessions/token-store';
+import { testRedisUrl, uniquePrefix } from '../support/env';
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+const randomId = (label: string): string => `${label}-${randomBytes(6).toString('hex')}`;
+
+/** Polls until `check` is true; fails with `what` after `timeoutMs`. */
+async function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+function makeRecord(options: { userId?: string; sessionId?: string; ttlMs?: number; idleMs?: number } = {}): TokenRecord {
+  const now = Date.now();
+  return {
+    sessionId: options.sessionId ?? randomId('s'),
+    principal: {
+      userId: options.userId ?? randomId('u'),
+      identityId: 'id-alice',
+      identityDomain: 'example.com',
+      activeProfileId: 'p-reader',
+      displayName: 'Alice',
+      authorizationVersion: 3,
+    },
+    clientType: 'WEB',
+    createdAt: new Date(now).toISOString(),
+    expiresAt: new Date(now + (options.ttlMs ?? 60_000)).toISOString(),
+    idleTimeoutMs: options.idleMs ?? 0,
+  };
+}
+
+const newHash = (): string => hashToken(generateToken());
+
+interface ContractTarget {
+  name: string;
+  create(prefix: string): Promise<TokenStore>;
+  /** The backing Redis, to assert on what the server holds (Redis only). */
+  raw?: () => Redis;
+}
+
+function describeTokenStoreContract(target: ContractTarget): void {
+  describe(`TokenStore contract: ${target.name}`, () => {
+    const prefix = uniquePrefix(`token-store-${target.name}`);
+    const opened: TokenStore[] = [];
+    let store: TokenStore;
+    const open = async (storePrefix: string): Promise<TokenStore> => {
+      const created = await target.create(storePrefix);
+      opened.push(created);
+      return created;
+    };
+
+    beforeAll(async () => {
+      store = await open(prefix);
+    });
+
+    afterAll(async () => {
+      for (const created of opened) {
+        await created.purge().catch(() => 0);
+        await created.close();
+      }
+    });
+
+    it('round-trips a record and reports its kind and prefix', async () => {
+      const hash = newHash();
+      const record = makeRecord();
+      await store.putToken(hash, record);
+      expect(await store.getToken(hash)).toEqual(record);
+      expect(await store.getToken(newHash())).toBeNull();
+      expect(store.kind).toBe(target.name);
+      expect(store.prefix).toBe(prefix);
+      await expect(store.ping()).resolves.toBeUndefined();
+    });
+
+    it('forgets a token at its absolute expiry', async () => {
+      const hash = newHash();
+      await store.putToken(hash, makeRecord({ ttlMs: 300 }));
+      if (target.raw) {
+        const pttl = await target.raw().pttl(`${prefix}:token:${hash}`);
+        expect(pttl).toBeGreaterThan(0);
+        expect(pttl).toBeLessThanOrEqual(300);
+      }
+      expect(await store.getToken(hash)).not.toBeNull();
+      await sleep(450);
+      expect(await store.getToken(hash)).toBeNull();
+      if (target.raw) expect(await target.raw().exists(`${prefix}:token:${hash}`)).toBe(0);
+    });
+
+    it('never stores a record that has already expired', async () => {
+      const hash = newHash();
+      await store.putToken(hash, makeRecord({ ttlMs: -1000 }));
+      expect(await store.getToken(hash)).toBeNull();
+    });
+
+    it('slides the idle window on every read and expires an idle token', async () => {
+      const hash = newHash();
+      const key = `${prefix}:token:${hash}`;
+      await store.putToken(hash, makeRecord({ ttlMs: 60_000, idleMs: 400 }));
+      if (target.raw) expect(await target.raw().pttl(key)).toBeLessThanOrEqual(400);
+      await sleep(250);
+      expect(await store.getToken(hash)).not.toBeNull(); // slides: idle until ~650
+      if (target.raw) expect(await target.raw().pttl(key)).toBeGreaterThan(300);
+      await sleep(250);
+      expect(await store.getToken(hash)).not.toBeNull(); // 500 ms after put, 250 ms idle
+      await sleep(550);
+      expect(await store.getToken(hash)).toBeNull();
+    });
+
+    it('does not extend the absolute expiry by sliding', async () => {
+      const hash = newHash();
+      const key = `${prefix}:token:${hash}`;
+      await store.putToken(hash, makeRecord({ ttlMs: 600, idleMs: 400 }));
+      await sleep(250);
+      expect(await store.getToken(hash)).not.toBeNull();
+      // min(idle 400, ~350 left): the slide stops at the absolute expiry.
+      if (target.raw) expect(await target.raw().pttl(key)).toBeLessThanOrEqual(360);
+      await sleep(250);
+      expect(await store.getToken(hash)).not.toBeNull();
+      await sleep(250); // 750 ms: past the absolute expiry although read 250 ms ago
+      expect(await store.getToken(hash)).toBeNull();
+    });
+
+    it("indexes a user's sessions, prunes expired entries and deletes with the index", async () => {
+      const userId = randomId('u');
+      const longHash = newHash();
+      const shortHash = newHash();
+      const longRecord = makeRecord({ userId, ttlMs: 60_000 });
+      const shortRecord = makeRecord({ userId, ttlMs: 300 });
+      await store.putToken(longHash, longRecord);
+      await store.putToken(shortHash, shortRecord);
+      const indexKey = `${prefix}:user:${userId}:sessions`;
+      if (target.raw) {
+        // The index lives as long as its longest token, whatever the order of puts.
+        expect(await target.raw().pttl(indexKey)).toBeGreaterThan(50_000);
+      }
+      expect(await store.listUserTokens(userId)).toEqual(
+        new Map([
+          [longRecord.sessionId, longHash],
+          [shortRecord.sessionId, shortHash],
+        ]),
+      );
+      await sleep(450);
+      expect(await store.listUserTokens(userId)).toEqual(new Map([[longRecord.sessionId, longHash]]));
+      if (target.raw) expect(await target.raw().hkeys(indexKey)).toEqual([longRecord.sessionId]);
+
+      expect(await store.deleteToken(longHash, userId, longRecord.sessionId)).toBe(true);
+      expect(await store.getToken(longHash)).toBeNull();
+      expect((await store.listUserTokens(userId)).size).toBe(0);
+      expect(await store.deleteToken(longHash, userId, longRecord.sessionId)).toBe(false);
+      if (target.raw) expect(await target.raw().exists(indexKey)).toBe(0);
+      expect((await store.listUserTokens(randomId('nobody'))).size).toBe(0);
+    });
+
+    it('delivers published events asynchronously to subscribers until they close', async () => {
+      const received: StoreEvent[] = [];
+      const subscription = await store.subscribe((event) => received.push(event));
+      expect(subscription.connected).toBe(true);
+      const event: StoreEvent = { type: 'session-ended', sessionId: 's1', tokenHash: 'h1', userId: 'u1', reason: 'logout' };
+      const publishing = store.publish(event);
+      expect(received).toHaveLength(0); // never delivered inside the publisher's call
+      await publishing;
+      await waitFor('the event', () => received.length === 1);
+      expect(received[0]).toEqual(event);
+      expect(received[0]).not.toBe(event);
+
+      await subscription.close();
+      expect(subscription.connected).toBe(false);
+      await store.publish({ type: 'template-changed', versionId: 'v2' });
+      await sleep(150);
+      expect(received).toHaveLength(1);
+    });
+
+    it('counts hits in a fixed window that starts at the first hit', async () => {
+      const key = randomId('login:alice');
+      const first = await store.hit(key, 600);
+      expect(first.count).toBe(1);
+      expect(first.resetInMs).toBeGreaterThan(0);
+      expect(first.resetInMs).toBeLessThanOrEqual(600);
+      await sleep(300);
+      const second = await store.hit(key, 600);
+      expect(second.count).toBe(2);
+      expect(second.resetInMs).toBeLessThanOrEqual(320); // the window did not restart
+      const peeked = await store.peek(key);
+      expect(peeked.count).toBe(2);
+      expect((await store.peek(key)).count).toBe(2); // peek does not count
+      await sleep(400);
+      expect(await store.peek(key)).toEqual({ count: 0, resetInMs: 0 });
+      expect((await store.hit(key, 600)).count).toBe(1); // a new window
+      await store.resetCounter(key);
+      expect(await store.peek(key)).toEqual({ count: 0, resetInMs: 0 });
+      expect((await store.hit(key, 600)).count).toBe(1);
+    });
+
+    it('purges every key under its prefix and reports how many', async () => {
+      const purgePrefix = uniquePrefix(`purge-${target.name}`);
+      const purging = await open(purgePrefix);
+      const hashes = [newHash(), newHash(), newHash()];
+      const userId = randomId('u');
+      for (const hash of hashes) await purging.putToken(hash, makeRecord({ userId }));
+      await purging.hit('login:bob', 60_000);
+      // 3 tokens + 1 user index + 1 counter
+      expect(await purging.purge()).toBe(5);
+      for (const hash of hashes) expect(await purging.getToken(hash)).toBeNull();
+      expect((await purging.listUserTokens(userId)).size).toBe(0);
+      expect((await purging.peek('login:bob')).count).toBe(0);
+      expect(await purging.purge()).toBe(0);
+    });
+
+    it('rejects with StoreUnavailableError once closed', async () => {
+      const closing = await target.create(uniquePrefix(`closed-${target.name}`));
+      await closing.close();
+      await expect(closing.getToken(newHash())).rejects.toBeInstanceOf(StoreUnavailableError);
+      await expect(closing.putToken(newHash(), makeRecord())).rejects.toBeInstanceOf(StoreUnavailableError);
+      await expect(closing.ping()).rejects.toBeInstanceOf(StoreUnavailableError);
+    });
+  });
+}
+
+describe('token format (design.md §7)', () => {
+  it('generates iamt_ + base64url of 256 random bits', () => {
+    const token = generateToken();
+    expect(token.startsWith(TOKEN_PREFIX)).toBe(true);
+    expect(token).toHaveLength(TOKEN_LENGTH);
+    expect(TOKEN_LENGTH).toBe(48);
+    const bytes = Buffer.from(token.slice(TOKEN_PREFIX.length), 'base64url');
+    expect(bytes).toHaveLength(32);
+    expect(bytes.toString('base64url')).toBe(token.slice(TOKEN_PREFIX.length));
+    expect(isWellFormedToken(token)).toBe(true);
+  });
+
+  it('never repeats over 10,000 tokens', () => {
+    const tokens = new Set<string>();
+    for (let i = 0; i < 10_000; i++) tokens.add(generateToken());
+    expect(tokens.size).toBe(10_000);
+  });
+
+  it('hashes with SHA-256 hex', () => {
+    // FIPS 180-2 test vector for "abc"
+    expect(hashToken('abc')).toBe('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad');
+    expect(hashToken(generateToken())).toHaveLength(64);
+  });
+
+  it.each([
+    ['wrong prefix', `iamx_${'A'.repeat(43)}`],
+    ['too short', `iamt_${'A'.repeat(42)}`],
+    ['too long', `iamt_${'A'.repeat(44)}`],
+    ['standard base64 +', `iamt_${'A'.repeat(42)}+`],
+    ['standard base64 /', `iamt_/${'A'.repeat(42)}`],
+    ['padding', `iamt_${'A'.repeat(42)}=`],
+    ['space', `iamt_${'A'.repeat(21)} ${'A'.repeat(21)}`],
+    ['non-ASCII', `iamt_${'A'.repeat(42)}é`],
+    ['empty', ''],
+  ])('refuses a malformed token without a store round trip: %s', (_label, token) => {
+    expect(isWellFormedToken(token)).toBe(false);
+  });
+
+  it('refuses non-strings', () => {
+    expect(isWellFormedToken(undefined)).toBe(false);
+    expect(isWellFormedToken(42)).toBe(false);
+  });
+});
+
+describeTokenStoreContract({
+  name: 'memory',
+  create: async (prefix) => new MemoryTokenStore({ prefix }),
+});
+
+describe('MemoryTokenStore memory bound', () => {
+  it('sweeps a flood of expired distinct tokens and counters', async () => {
+    const store = new MemoryTokenStore({ prefix: uniquePrefix('memory-sweep'), sweepIntervalMs: 50 });
+    try {
+      for (let i = 0; i < 2000; i++) {
+        await store.putToken(newHash(), makeRecord({ ttlMs: 100 }));
+        await store.hit(`k${i}`, 100);
+      }
+      await sleep(300);
+      // Nothing was read: only the periodic sweep can have released them.
+      expect(await store.purge()).toBe(0);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('escapeGlob', () => {
+  it('escapes every Redis glob metacharacter', () => {
+    expect(escapeGlob('a*b?c[d]e\\f')).toBe('a\\*b\\?c\\[d\\]e\\\\f');
+    expect(escapeGlob('iam')).toBe('iam');
+  });
+});
+
+const redisUrl = testRedisUrl();
+if (!redisUrl) {
+  console.warn('token-store: Redis contract suite NOT run (REDIS_URL unset)');
+} else {
+  const connect = (prefix: string, url = redisUrl, extra: Partial<Parameters<typeof RedisTokenStore.connect>[0]> = {}) =>
+    RedisTokenStore.connect({ url, prefix, connectTimeoutMs: 2000, commandTimeoutMs: 1000, ...extra });
+  let admin: Redis;
+  /** Purges a prefix over a direct connection (a relayed store may be the one that is cut off). */
+  const purgeDirect = async (prefix: string): Promise<void> => {
+    const direct = await connect(prefix);
+    await direct.purge();
+    await direct.close();
+  };
+
+  beforeAll(() => {
+    admin = new Redis(redisUrl);
+  });
+  afterAll(async () => {
+    await admin.quit();
+  });
+
+  describeTokenStoreContract({ name: 'redis', create: (prefix) => connect(prefix), raw: () => admin });
+
+  describe('RedisTokenStore (Redis only)', () => {
+    it('purges only its own prefix, glob characters included', async () => {
+      const base = `${uniquePrefix('glob')}-g`;
+      const prefix = `${base}*?[x]`;
+      const store = await connect(prefix);
+      const outsiders = [
+        `other-${randomBytes(6).toString('hex')}:x`,
+        `${prefix}p:x`, // starts with the prefix text, then more characters
+        `${base}ZZx:k`, // what the unescaped pattern "…-g*?[x]:*" would match
+      ];
+      try {
+        await store.putToken(newHash(), makeRecord());
+        for (const key of outsiders) await admin.set(key, '1', 'PX', 60_000);
+        expect(await store.purge()).toBe(2); // the token and its user index
+        for (const key of outsiders) expect(await admin.exists(key)).toBe(1);
+      } finally {
+        await admin.del(...outsiders);
+        await store.close();
+      }
+    });
+
+    it('refuses to start when Redis cannot be reached', async () => {
+      const port = await freePort();
+      const started = Date.now();
+      await expect(
+        RedisTokenStore.connect({ url: `redis://127.0.0.1:${port}`, prefix: 'x', connectTimeoutMs: 500 }),
+      ).rejects.toBeInstanceOf(StoreUnavailableError);
+      expect(Date.now() - started).toBeLessThan(2000);
+    });
+
+    it('fails closed fast while Redis is away and recovers by itself', async () => {
+      const relay = new TcpRelay(new URL(redisUrl));
+      const port = await relay.start(0);
+      const url = new URL(redisUrl);
+      url.hostname = '127.0.0.1';
+      url.port = String(port);
+      const prefix = uniquePrefix('fail-closed');
+      const store = await connect(prefix, url.toString(), { commandTimeoutMs: 900, maxReconnectDelayMs: 200 });
+      const changes: boolean[] = [];
+      try {
+        const subscription = await store.subscribe(() => undefined, (connected) => changes.push(connected));
+        const hash = newHash();
+        const record = makeRecord();
+        await store.putToken(hash, record);
+        expect(await store.getToken(hash)).toEqual(record);
+
+        await relay.stop();
+        const started = Date.now();
+        await expect(store.getToken(hash)).rejects.toBeInstanceOf(StoreUnavailableError);
+        // Well under the command timeout: a known-dead connection refuses at once (no offline queue).
+        expect(Date.now() - started).toBeLessThan(300);
+        await expect(store.ping()).rejects.toBeInstanceOf(StoreUnavailableError);
+        await waitFor('the subscription to report the drop', () => !subscription.connected, 2000);
+        expect(changes).toEqual([false]);
+
+        await relay.start(port);
+        await waitFor(
+          'the store to recover',
+          () => store.getToken(hash).then((got) => got !== null, () => false),
+          10_000,
+        );
+        expect(await store.getToken(hash)).toEqual(record);
+        await waitFor('the subscription to come back', () => subscription.connected, 10_000);
+        expect(changes).toEqual([false, true]);
+      } finally {
+        await store.close();
+        await relay.stop();
+        await purgeDirect(prefix);
+      }
+    });
+
+    it('rejects instead of hanging when Redis stops answering, then replaces the dead socket', async () => {
+      const relay = new TcpRelay(new URL(redisUrl));
+      const url = new URL(redisUrl);
+      url.hostname = '127.0.0.1';
+      url.port = String(await relay.start(0));
+      const prefix = uniquePrefix('frozen');
+      const store = await connect(prefix, url.toString(), { commandTimeoutMs: 300, maxReconnectDelayMs: 200 });
+      try {
+        const hash = newHash();
+        const record = makeRecord();
+        await store.putToken(hash, record);
+        relay.freeze();
+        const started = Date.now();
+        await expect(store.getToken(hash)).rejects.toBeInstanceOf(StoreUnavailableError);
+        expect(Date.now() - started).toBeLessThan(1000);
+        // socketTimeout destroys the silent socket; the reconnect goes through a fresh relay connection.
+        await waitFor(
+          'a fresh connection',
+          () => store.getToken(hash).then((got) => got !== null, () => false),
+          10_000,
+        );
+        expect(await store.getToken(hash)).toEqual(record);
+      } finally {
+        await store.close();
+        await relay.stop();
+        await purgeDirect(prefix);
+      }
+    });
+
+    it('resubscribes after its subscriber connection is killed and reports the gap', async () => {
+      const store = await connect(uniquePrefix('sub-drop'));
+      const changes: boolean[] = [];
+      const received: StoreEvent[] = [];
+      try {
+        const subscription = await store.subscribe((event) => received.push(event), (connected) => changes.push(connected));
+        const clients = (await admin.client('LIST')) as string;
+        const line = clients.split('\n').find((entry) => entry.includes(` name=${store.connectionNames.subscriber} `));
+        expect(line).toBeDefined();
+        const id = /^id=(\d+) /.exec(line ?? '')?.[1];
+        expect(await admin.client('KILL', 'ID', id ?? '')).toBe(1);
+
+        await waitFor('onConnectionChange(false)', () => changes.length >= 1, 2000);
+        expect(changes[0]).toBe(false);
+        await waitFor('onConnectionChange(true)', () => changes.length >= 2, 10_000);
+        expect(changes).toEqual([false, true]);
+        expect(subscription.connected).toBe(true);
+
+        const event: StoreEvent = { type: 'user-sessions-ended', userId: 'u-bob', reason: 'disabled' };
+        await store.publish(event);
+        await waitFor('the event after recovery', () => received.length === 1);
+        expect(received).toEqual([event]);
+      } finally {
+        await store.close();
+      }
+    });
+  });
+}
+
+/** A TCP relay in front of Redis that the test can cut (destroying every socket), freeze, and restore. */
+class TcpRelay {
+  private server: net.Server | undefined;
+  private readonly sockets = new Set<net.Socket>();
+  /** Replies from Redis on these client sockets are swallowed: a server that stopped answering. */
+  private readonly frozen = new WeakSet<net.Socket>();
+
+  constructor(private readonly target: URL) {}
+
+  start(port: number): Promise<number> {
+    const server = net.createServer((client) => {
+      const upstream = net.connect(Number(this.target.port || 6379), this.target.hostname);
+      for (const socket of [client, upstream]) {
+        this.sockets.add(socket);
+        socket.on('error', () => undefined);
+        socket.on('close', () => {
+          this.sockets.delete(socket);
+          client.destroy();
+          upstream.destroy();
+        });
+      }
+      client.pipe(upstream);
+      upstream.on('data', (chunk: Buffer) => {
+        if (!this.frozen.has(client)) client.write(chunk);
+      });
+    });
+    this.server = server;
+    return new Promise((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, '127.0.0.1', () => resolve((server.address() as net.AddressInfo).port));
+    });
+  }
+
+  /** Every open connection stops receiving replies (no FIN, no RST); new connections work normally. */
+  freeze(): void {
+    for (const socket of this.sockets) this.frozen.add(socket);
+  }
+
+  async stop(): Promise<void> {
+    const server = this.server;
+    this.server = undefined;
+    for (const socket of this.sockets) socket.destroy();
+    this.sockets.clear();
+    if (server?.listening) await new Promise<void>((resolve) => server.close(() => resolve()));
+  }
+}
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}

@@ -1,0 +1,332 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { parseDocument } from 'yaml';
+import { ConfigError, listConfigKeys, loadConfig, parseByteSize, parseDuration, type GatewayConfig } from '../../src/config';
+
+const repoRoot = path.resolve(__dirname, '../..');
+const defaultFile = path.join(repoRoot, 'config/default.yaml');
+let workDir: string;
+let fileCount = 0;
+
+beforeAll(() => {
+  workDir = mkdtempSync(path.join(tmpdir(), 'iam-config-test-'));
+});
+afterAll(() => rmSync(workDir, { recursive: true, force: true }));
+
+/** Writes `yaml` to a fresh file under the temp dir and loads it with an empty environment by default. */
+function load(yaml: string, env: NodeJS.ProcessEnv = {}, cwd = workDir): GatewayConfig {
+  const file = path.join(workDir, `config-${++fileCount}.yaml`);
+  writeFileSync(file, yaml);
+  return loadConfig({ file, env, cwd });
+}
+
+function loadError(yaml: string, env: NodeJS.ProcessEnv = {}): ConfigError {
+  try {
+    load(yaml, env);
+  } catch (error) {
+    if (error instanceof ConfigError) return error;
+    throw error;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+const withoutSource = ({ source: _source, ...rest }: GatewayConfig): Omit<GatewayConfig, 'source'> => rest;
+
+describe('loadConfig defaults', () => {
+  it('reads config/default.yaml into the GatewayConfig shape', () => {
+    // The process environment is ignored on purpose: jest's global setup may set DATABASE_URL/REDIS_URL.
+    const config = loadConfig({ file: defaultFile, env: {}, cwd: repoRoot });
+    const expected: GatewayConfig = {
+      server: {
+        port: 8080,
+        managementPort: 9090,
+        host: '0.0.0.0',
+        requestTimeoutMs: 30_000,
+        headersTimeoutMs: 10_000,
+        keepAliveTimeoutMs: 5_000,
+        maxHeaderSize: 16 * 1024,
+        maxUrlLength: 8 * 1024,
+        iamBodyLimit: 64 * 1024,
+        shutdownTimeoutMs: 10_000,
+      },
+      upstream: { url: 'http://127.0.0.1:3000', connectTimeoutMs: 5_000, responseTimeoutMs: 30_000, bodyTimeoutMs: 30_000, connections: 128 },
+      database: { url: null, embeddedDir: path.join(repoRoot, '.data/pglite'), poolSize: 10 },
+      redis: { url: null },
+      log: { level: 'info' },
+      iam: {
+        enabled: true,
+        token: { storePrefix: 'iam', ttlMs: 8 * 3_600_000, idleTimeoutMs: 0, cache: { enabled: true, maxEntries: 10_000 } },
+        schema: { historyTable: 'iam_mikro_orm_schema_history' },
+        clientTypes: ['WEB', 'MOBILE', 'DESKTOP', 'API'],
+        login: { rateLimit: { maxFailures: 10, windowMs: 15 * 60_000 } },
+        authenticator: {
+          type: 'users-file',
+          path: path.join(repoRoot, 'config/users.example.yaml'),
+          url: null,
+          module: null,
+          timeoutMs: 5_000,
+        },
+        provision: { file: path.join(repoRoot, 'config/provision.example.yaml') },
+        policy: { dir: path.join(repoRoot, 'policies'), pollIntervalMs: 5_000, debounceMs: 200 },
+        authz: { abilityCacheSize: 10_000, resolverTimeoutMs: 2_000 },
+        gateway: { allowPathParameters: false },
+        forward: { trustedProxies: [], assertion: { enabled: false, ttlMs: 60_000, issuer: 'iam-gateway', audience: null } },
+        cors: {
+          enabled: false,
+          origins: [],
+          methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
+          headers: ['Authorization', 'Content-Type'],
+          maxAgeSeconds: 600,
+          credentials: false,
+        },
+        audit: { flushIntervalMs: 1_000 },
+      },
+      source: { file: defaultFile, directory: path.dirname(defaultFile) },
+    };
+    expect(config).toEqual(expected);
+  });
+
+  it('gives the same configuration for an empty file, a comment-only file and empty sections', () => {
+    const documented = withoutSource(loadConfig({ file: defaultFile, env: {}, cwd: workDir }));
+    expect(withoutSource(load(''))).toEqual(documented);
+    expect(withoutSource(load('# nothing set\n'))).toEqual(documented);
+    expect(withoutSource(load('server:\niam:\n  token:\n'))).toEqual(documented);
+  });
+
+  it('documents every key in config/default.yaml, and every key has its own environment name', () => {
+    const leaves: string[] = [];
+    const walk = (node: unknown, prefix: string): void => {
+      if (typeof node === 'object' && node !== null && !Array.isArray(node)) {
+        for (const [name, child] of Object.entries(node)) walk(child, prefix === '' ? name : `${prefix}.${name}`);
+      } else leaves.push(prefix);
+    };
+    walk(parseDocument(readFileSync(defaultFile, 'utf8')).toJS(), '');
+    const keys = listConfigKeys();
+    expect(leaves.sort()).toEqual(keys.map(({ key }) => key).sort());
+    const names = keys.flatMap(({ env, alias }) => (alias === undefined ? [env] : [env, alias]));
+    expect(new Set(names).size).toBe(names.length);
+    expect(keys.find(({ key }) => key === 'iam.token.store-prefix')?.env).toBe('IAM_TOKEN_STORE_PREFIX');
+  });
+
+  it('selects the file from IAM_CONFIG, else config/default.yaml under cwd', () => {
+    const file = path.join(workDir, 'from-env.yaml');
+    writeFileSync(file, 'server:\n  port: 1234\n');
+    expect(loadConfig({ env: { IAM_CONFIG: file }, cwd: workDir }).server.port).toBe(1234);
+    const fromCwd = loadConfig({ env: {}, cwd: repoRoot });
+    expect(fromCwd.source).toEqual({ file: defaultFile, directory: path.join(repoRoot, 'config') });
+  });
+
+  it('refuses a missing file instead of silently using defaults', () => {
+    expect(() => loadConfig({ file: path.join(workDir, 'absent.yaml'), env: {} })).toThrow(/cannot read the configuration file \(ENOENT\)/);
+  });
+});
+
+describe('loadConfig rejects what it does not understand', () => {
+  it.each([
+    ['top level', 'servr:\n  port: 1\n', 'servr', /unknown key "servr" in .*config-\d+\.yaml:1 \(did you mean "server"\?\)/],
+    ['nested', 'iam:\n  token:\n    ttl: 1h\n  tokn:\n    ttl: 1h\n', 'iam.tokn', /unknown key "iam\.tokn" .*:4 \(did you mean "iam\.token"\?\)/],
+    ['camelCase', 'iam:\n  token:\n    storePrefix: x\n', 'iam.token.storePrefix', /did you mean "iam\.token\.store-prefix"/],
+  ])('an unknown key (%s)', (_case, yaml, key, message) => {
+    const error = loadError(yaml);
+    expect(error.key).toBe(key);
+    expect(error.message).toMatch(message);
+  });
+
+  it.each([
+    ['a bad duration', 'iam:\n  token:\n    ttl: 8x\n', 'iam.token.ttl', /iam\.token\.ttl: "8x" is not a duration above zero/],
+    ['a zero ttl', 'iam:\n  token:\n    ttl: 0\n', 'iam.token.ttl', /is not a duration above zero/],
+    ['a negative timeout', 'server:\n  request-timeout: -5\n', 'server.request-timeout', /-5 is not a duration/],
+    ['a bad size', 'server:\n  max-header-size: 16kx\n', 'server.max-header-size', /"16kx" is not a size/],
+    ['port 70000', 'server:\n  port: 70000\n', 'server.port', /server\.port: 70000 must be <= 65535/],
+    ['a port as text', 'server:\n  port: eighty\n', 'server.port', /expected an integer, got "eighty"/],
+    ['a lower-case client type', 'iam:\n  client-types: [WEB, web]\n', 'iam.client-types[1]', /"web" is not an upper-case identifier/],
+    ['no client types', 'iam:\n  client-types: []\n', 'iam.client-types', /at least 1/],
+    ['a duplicate client type', 'iam:\n  client-types: [WEB, WEB]\n', 'iam.client-types', /lists "WEB" twice/],
+    ['a bad trusted proxy CIDR', 'iam:\n  forward:\n    trusted-proxies: [10.0.0.0/8, 10.0.0.0/33]\n', 'iam.forward.trusted-proxies[1]', /"10\.0\.0\.0\/33" is not an IP address or CIDR range/],
+    ['a trusted proxy host name', 'iam:\n  forward:\n    trusted-proxies: [proxy.local]\n', 'iam.forward.trusted-proxies[0]', /not an IP address/],
+    ['a glob in the store prefix', 'iam:\n  token:\n    store-prefix: "iam*"\n', 'iam.token.store-prefix', /no glob characters/],
+    ['a bad history table', 'iam:\n  schema:\n    history-table: "x; drop table y"\n', 'iam.schema.history-table', /not an SQL identifier/],
+    ['a bad authenticator type', 'iam:\n  authenticator:\n    type: ldap\n', 'iam.authenticator.type', /"ldap" is not one of users-file, http, module/],
+    ['users-file without path', 'iam:\n  authenticator:\n    path: null\n', 'iam.authenticator.path', /iam\.authenticator\.path is required when iam\.authenticator\.type is "users-file"/],
+    ['http without url', 'iam:\n  authenticator:\n    type: http\n', 'iam.authenticator.url', /url is required when .*"http" in .*:3$/],
+    ['a non-http upstream', 'upstream:\n  url: ftp://host\n', 'upstream.url', /"ftp:\/\/host" is not an http:\/\/ or https:\/\/ URL/],
+    ['a bad log level', 'log:\n  level: verbose\n', 'log.level', /"verbose" is not one of fatal, error/],
+    ['a boolean as text', 'iam:\n  enabled: "no"\n', 'iam.enabled', /expected true or false, got "no"/],
+    ['a section as a scalar', 'server: 5\n', 'server', /server: expected a mapping of keys, got 5/],
+    ['the same port twice', 'server:\n  port: 9000\n  management-port: 9000\n', 'server.management-port', /must differ from server\.port/],
+    ['any origin with credentials', 'iam:\n  cors:\n    origins: ["*"]\n    credentials: true\n', 'iam.cors.origins', /cannot be combined/],
+    ['an origin with a path', 'iam:\n  cors:\n    origins: [https://a.example/x]\n', 'iam.cors.origins[0]', /is not an origin/],
+  ])('%s, naming the key', (_case, yaml, key, message) => {
+    const error = loadError(yaml);
+    expect(error.key).toBe(key);
+    expect(error.problems).toHaveLength(1);
+    expect(error.message).toMatch(message);
+  });
+
+  it('reports every problem at once, each with its key and line', () => {
+    const error = loadError(
+      ['server:', '  port: 70000', 'iam:', '  tokn: {}', '  token:', '    ttl: 8x', '  client-types: [web]', '  authenticator:', '    path: null'].join('\n'),
+    );
+    expect(error.problems.map(({ key, line }) => [key, line])).toEqual(
+      expect.arrayContaining([
+        ['server.port', 2],
+        ['iam.tokn', 4],
+        ['iam.token.ttl', 6],
+        ['iam.client-types[0]', 7],
+        ['iam.authenticator.path', 9],
+      ]),
+    );
+    expect(error.problems).toHaveLength(5);
+    expect(error.message).toMatch(/^config: 5 problems:\n {2}- /);
+  });
+
+  it('reports YAML syntax errors and duplicate keys with their line', () => {
+    const syntax = loadError('server:\n  port: [1\nlog: {}\n');
+    expect(syntax.key).toBe('');
+    expect(syntax.problems[0].line).toBeGreaterThanOrEqual(2);
+    expect(syntax.message).toMatch(/^config: YAML: .* in config-\d+\.yaml:\d+$/);
+    const duplicate = loadError('server:\n  port: 1\n  port: 2\n');
+    expect(duplicate.problems[0]).toMatchObject({ line: 3 });
+    expect(duplicate.message).toMatch(/unique/);
+    expect(loadError('- a\n- b\n').message).toMatch(/must be a mapping/);
+    const bomb = ['a: &a [x, x, x, x, x, x, x, x, x, x]', 'b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]'];
+    bomb.push('c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]', 'd: [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]');
+    expect(loadError(bomb.join('\n')).message).toMatch(/YAML: .*alias/i);
+  });
+
+  it('never echoes a database or Redis URL, which may carry a password', () => {
+    const error = loadError('database:\n  url: "mysql://admin:s3cret@db/iam"\nredis:\n  url: "http://:s3cret@r"\n');
+    expect(error.problems.map(({ key }) => key)).toEqual(['database.url', 'redis.url']);
+    expect(error.message).not.toContain('s3cret');
+  });
+});
+
+describe('loadConfig environment overrides', () => {
+  it('applies generic and conventional names, coerced to the key type', () => {
+    const config = load('redis:\n  url: redis://file-value:6379\n', {
+      IAM_TOKEN_STORE_PREFIX: 'tenant-a',
+      PORT: '8181',
+      REDIS_URL: 'redis://cache:6380/2',
+      IAM_ENABLED: 'false',
+      IAM_CLIENT_TYPES: 'WEB, API',
+      DATABASE_URL: '',
+      IAM_TOKEN_TTL: '90m',
+      IAM_TOKEN_IDLE_TIMEOUT: '60000',
+      IAM_FORWARD_TRUSTED_PROXIES: '["10.0.0.0/8","::1"]',
+      IAM_POLICIES_DIR: 'rules',
+      IAM_CORS_CREDENTIALS: '1',
+    });
+    expect(config.iam.token.storePrefix).toBe('tenant-a');
+    expect(config.server.port).toBe(8181);
+    expect(config.redis.url).toBe('redis://cache:6380/2');
+    expect(config.iam.enabled).toBe(false);
+    expect(config.iam.clientTypes).toEqual(['WEB', 'API']);
+    expect(config.database.url).toBeNull();
+    expect(config.iam.token.ttlMs).toBe(90 * 60_000);
+    expect(config.iam.token.idleTimeoutMs).toBe(60_000);
+    expect(config.iam.forward.trustedProxies).toEqual(['10.0.0.0/8', '::1']);
+    expect(config.iam.policy.dir).toBe(path.join(workDir, 'rules'));
+    expect(config.iam.cors.credentials).toBe(true);
+  });
+
+  it('turns an empty value of a nullable key into null, overriding the file', () => {
+    expect(load('database:\n  url: postgres://db/iam\n', { DATABASE_URL: '' }).database.url).toBeNull();
+    expect(load('', { DATABASE_URL: 'postgresql://postgres@127.0.0.1:5432/test' }).database.url).toBe('postgresql://postgres@127.0.0.1:5432/test');
+  });
+
+  it('lets the generic name win over the conventional one', () => {
+    const config = load('', { PORT: '1111', SERVER_PORT: '2222', IAM_POLICIES_DIR: 'a', IAM_POLICY_DIR: 'b' });
+    expect(config.server.port).toBe(2222);
+    expect(config.iam.policy.dir).toBe(path.join(workDir, 'b'));
+  });
+
+  it.each([
+    [{ PORT: 'eighty' }, 'server.port', 'PORT', /server\.port: expected an integer, got "eighty" \(environment variable PORT\)/],
+    [{ IAM_TOKEN_TTL: '8x' }, 'iam.token.ttl', 'IAM_TOKEN_TTL', /"8x" is not a duration.*\(environment variable IAM_TOKEN_TTL\)/],
+    [{ IAM_ENABLED: 'yes' }, 'iam.enabled', 'IAM_ENABLED', /expected true or false, got "yes"/],
+    [{ IAM_CLIENT_TYPES: '["WEB"' }, 'iam.client-types', 'IAM_CLIENT_TYPES', /is not a JSON array/],
+    [{ IAM_CLIENT_TYPES: 'WEB,api' }, 'iam.client-types[1]', 'IAM_CLIENT_TYPES', /iam\.client-types\[1\]: "api" is not an upper-case identifier .*\(environment variable IAM_CLIENT_TYPES\)$/],
+    [{ REDIS_URL: 'localhost:6379' }, 'redis.url', 'REDIS_URL', /redis\.url: is not a redis:\/\/ or rediss:\/\/ URL \(environment variable REDIS_URL\)/],
+  ])('refuses %j naming the variable and the key', (env, key, variable, message) => {
+    const error = loadError('', env);
+    expect(error.key).toBe(key);
+    expect(error.problems[0].env).toBe(variable);
+    expect(error.message).toMatch(message);
+  });
+
+  it('ignores variables that name no key', () => {
+    expect(() => load('', { IAM_TOKN: 'x', HOME: '/root', SERVER: 'x' })).not.toThrow();
+  });
+});
+
+describe('loadConfig paths', () => {
+  it('resolves relative paths against cwd and keeps absolute paths, memory:// and package names', () => {
+    const cwd = path.join(workDir, 'app');
+    const yaml = [
+      'database:',
+      '  embedded-dir: data/pg',
+      'iam:',
+      '  authenticator:',
+      '    type: module',
+      '    path: ../users.yaml',
+      '    module: ./auth.js',
+      '  provision:',
+      `    file: ${path.join(workDir, 'abs.yaml')}`,
+      '  policy:',
+      '    dir: my-policies',
+    ].join('\n');
+    const config = load(yaml, {}, cwd);
+    expect(config.database.embeddedDir).toBe(path.join(cwd, 'data/pg'));
+    expect(config.iam.authenticator.path).toBe(path.join(workDir, 'users.yaml'));
+    expect(config.iam.authenticator.module).toBe(path.join(cwd, 'auth.js'));
+    expect(config.iam.provision.file).toBe(path.join(workDir, 'abs.yaml'));
+    expect(config.iam.policy.dir).toBe(path.join(cwd, 'my-policies'));
+
+    const other = load('database:\n  embedded-dir: memory://\niam:\n  authenticator:\n    type: module\n    module: "@acme/iam-login"\n  provision:\n    file: null\n', {}, cwd);
+    expect(other.database.embeddedDir).toBe('memory://');
+    expect(other.iam.authenticator.module).toBe('@acme/iam-login');
+    expect(other.iam.provision.file).toBeNull();
+  });
+});
+
+describe('parseDuration and parseByteSize', () => {
+  it.each([
+    ['8h', 28_800_000],
+    ['15m', 900_000],
+    ['30s', 30_000],
+    ['200ms', 200],
+    ['1d', 86_400_000],
+    ['1h30m', 5_400_000],
+    ['0', 0],
+    ['5000', 5000],
+    [0, 0],
+    [1500, 1500],
+  ])('parseDuration(%j) = %d', (value, expected) => {
+    expect(parseDuration(value, 'k')).toBe(expected);
+  });
+
+  it.each(['8x', '', '1.5h', '-1s', '30m1h', '1m1m', ' 5s', '5 s', '1H'])('parseDuration(%j) throws naming the key', (value) => {
+    expect(() => parseDuration(value, 'iam.token.ttl')).toThrow(`config: iam.token.ttl: ${JSON.stringify(value)} is not a duration`);
+  });
+
+  it('refuses negative, fractional and unsafe numbers', () => {
+    for (const value of [-1, 1.5, Number.NaN, Number.MAX_SAFE_INTEGER + 1]) expect(() => parseDuration(value, 'k')).toThrow(/k:/);
+    expect(() => parseDuration('999999999999999999d', 'k')).toThrow(/not a duration/);
+  });
+
+  it.each([
+    ['16kb', 16_384],
+    ['1mb', 1_048_576],
+    ['1GB', 1_073_741_824],
+    ['512b', 512],
+    ['100', 100],
+    [2048, 2048],
+  ])('parseByteSize(%j) = %d', (value, expected) => {
+    expect(parseByteSize(value, 'k')).toBe(expected);
+  });
+
+  it.each(['16kx', '1.5mb', '-1', 'kb', '1 mb', ''])('parseByteSize(%j) throws naming the key', (value) => {
+    expect(() => parseByteSize(value, 'server.max-header-size')).toThrow(/config: server\.max-header-size: .* is not a size/);
+  });
+});
