@@ -2,50 +2,22 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { IdentityEntity } from './entities/identity-entity';
 import { PermissionTemplateEntity } from './entities/permission-template-entity';
 import { ProfileEntity } from './entities/profile-entity';
-import { ResourceScopeEntity } from './entities/resource-scope-entity';
 import { TemplatePermissionEntity } from './entities/template-permission-entity';
 import { UserEntity } from './entities/user-entity';
 import { ProvisioningError } from './iam-repository';
+import { applyProfile, sameSet, unique } from './apply-profile';
+import { SummaryBuilder } from './provisioning-summary';
 import { validateProvisioning, type StoredProvisioningState } from './provisioning-validation';
-import type { ProvisioningDocument, ProvisioningSummary, ScopeRecord } from './records';
+import type { ProvisioningDocument, ProvisioningSummary } from './records';
 
 type TemplateInput = NonNullable<ProvisioningDocument['templates']>[number];
 type UserInput = NonNullable<ProvisioningDocument['users']>[number];
-type ProfileInput = NonNullable<UserInput['profiles']>[number];
 
 /**
  * Key of a transaction-scoped advisory lock: gateway instances that apply the same file at start would
  * otherwise race to insert the same rows.
  */
 const PROVISIONING_LOCK_KEY = 7_311_004_211;
-
-const unique = <T>(values: Iterable<T>): T[] => [...new Set(values)];
-const sameSet = (a: Iterable<string>, b: Iterable<string>): boolean => {
-  const left = new Set(a);
-  const right = new Set(b);
-  return left.size === right.size && [...left].every((value) => right.has(value));
-};
-const scopeKey = (scope: { scopeType: string; scopeRefId: string }): string => `${scope.scopeType}\u0000${scope.scopeRefId}`;
-
-/** Counts and describes what one run changed. */
-class SummaryBuilder {
-  readonly summary: ProvisioningSummary = { created: 0, updated: 0, unchanged: 0, changes: [], affectedUserIds: [] };
-
-  created(kind: string, id: string): void {
-    this.summary.created += 1;
-    this.summary.changes.push(`${kind} ${id}: created`);
-  }
-
-  /** An empty `fields` list counts the object as unchanged. */
-  compared(kind: string, id: string, fields: string[]): void {
-    if (fields.length === 0) {
-      this.summary.unchanged += 1;
-      return;
-    }
-    this.summary.updated += 1;
-    this.summary.changes.push(`${kind} ${id}: updated (${fields.join(', ')})`);
-  }
-}
 
 /**
  * Applies a provisioning document (design.md §6) inside the caller's transaction: reads everything it
@@ -85,32 +57,9 @@ export async function applyProvisioningDocument(em: EntityManager, document: Pro
   const createdUsers = new Set<string>();
   for (const template of templates) applyTemplate(em, template, state, builder, now);
   for (const input of users) {
-    let user = storedUsers.get(input.userId);
-    if (user === undefined) {
-      user = em.create(UserEntity, {
-        userId: input.userId,
-        displayName: input.displayName ?? null,
-        enabled: input.enabled ?? true,
-        createdAt: now,
-        updatedAt: now,
-      });
-      storedUsers.set(input.userId, user);
-      createdUsers.add(input.userId);
-      builder.created('user', input.userId);
-    } else {
-      const fields: string[] = [];
-      if (input.displayName !== undefined && user.displayName !== input.displayName) {
-        user.displayName = input.displayName;
-        fields.push('displayName');
-      }
-      if (input.enabled !== undefined && user.enabled !== input.enabled) {
-        user.enabled = input.enabled;
-        fields.push('enabled');
-        affected.add(input.userId);
-      }
-      if (fields.length > 0) user.updatedAt = now;
-      builder.compared('user', input.userId, fields);
-    }
+    const { user, created, enabledChanged } = applyUser(em, input, storedUsers, builder, now);
+    if (created) createdUsers.add(input.userId);
+    if (enabledChanged) affected.add(input.userId);
     applyIdentities(em, user, input, state, builder, now);
     for (const profile of input.profiles ?? []) {
       if (applyProfile(em, user, profile, state, builder, now)) affected.add(input.userId);
@@ -144,11 +93,13 @@ async function loadStoredState(em: EntityManager, document: ProvisioningDocument
   const identityIds = strings(users.flatMap((user) => (user.identities ?? []).map((identity) => identity.identityId)));
   const profileIds = strings(profiles.map((profile) => profile.profileId));
 
-  const [templates, identities, storedProfiles] = [
-    templateIds.length ? await em.find(PermissionTemplateEntity, { versionId: { $in: templateIds } }, { populate: ['permissions'] }) : [],
-    identityIds.length ? await em.find(IdentityEntity, { identityId: { $in: identityIds } }) : [],
-    profileIds.length ? await em.find(ProfileEntity, { profileId: { $in: profileIds } }, { populate: ['scopes', 'template'] }) : [],
-  ];
+  const templates = templateIds.length
+    ? await em.find(PermissionTemplateEntity, { versionId: { $in: templateIds } }, { populate: ['permissions'] })
+    : [];
+  const identities = identityIds.length ? await em.find(IdentityEntity, { identityId: { $in: identityIds } }) : [];
+  const storedProfiles = profileIds.length
+    ? await em.find(ProfileEntity, { profileId: { $in: profileIds } }, { populate: ['scopes'] })
+    : [];
   return {
     templates: new Map(templates.map((template) => [template.versionId, template])),
     identities: new Map(identities.map((identity) => [identity.identityId, identity])),
@@ -169,6 +120,41 @@ async function usersOfTemplates(em: EntityManager, versionIds: string[]): Promis
 async function loadUsers(em: EntityManager, userIds: string[]): Promise<Map<string, UserEntity>> {
   const users = userIds.length ? await em.find(UserEntity, { userId: { $in: userIds } }) : [];
   return new Map(users.map((user) => [user.userId, user]));
+}
+
+/** Creates the user, or updates what the document states about it (`enabled` decides whether it may act at all). */
+function applyUser(
+  em: EntityManager,
+  input: UserInput,
+  storedUsers: Map<string, UserEntity>,
+  builder: SummaryBuilder,
+  now: Date,
+): { user: UserEntity; created: boolean; enabledChanged: boolean } {
+  const user = storedUsers.get(input.userId);
+  if (user === undefined) {
+    const created = em.create(UserEntity, {
+      userId: input.userId,
+      displayName: input.displayName ?? null,
+      enabled: input.enabled ?? true,
+      createdAt: now,
+      updatedAt: now,
+    });
+    storedUsers.set(input.userId, created);
+    builder.created('user', input.userId);
+    return { user: created, created: true, enabledChanged: false };
+  }
+  const fields: string[] = [];
+  if (input.displayName !== undefined && user.displayName !== input.displayName) {
+    user.displayName = input.displayName;
+    fields.push('displayName');
+  }
+  if (input.enabled !== undefined && user.enabled !== input.enabled) {
+    user.enabled = input.enabled;
+    fields.push('enabled');
+  }
+  if (fields.length > 0) user.updatedAt = now;
+  builder.compared('user', input.userId, fields);
+  return { user, created: false, enabledChanged: fields.includes('enabled') };
 }
 
 function applyTemplate(em: EntityManager, input: TemplateInput, state: StoredProvisioningState, builder: SummaryBuilder, now: Date): void {
@@ -245,94 +231,4 @@ function applyIdentities(
     if (fields.length > 0) stored.updatedAt = now;
     builder.compared('identity', identity.identityId, fields);
   }
-}
-
-/** Creates or updates one profile; true when the user's authorization changed. */
-function applyProfile(
-  em: EntityManager,
-  user: UserEntity,
-  input: ProfileInput,
-  state: StoredProvisioningState,
-  builder: SummaryBuilder,
-  now: Date,
-): boolean {
-  // Validation guarantees the template is in the document (already applied) or stored.
-  const template = state.templates.get(input.templateVersionId)!;
-  const stored = state.profiles.get(input.profileId);
-  if (stored === undefined) {
-    const profile = em.create(ProfileEntity, {
-      profileId: input.profileId,
-      user,
-      profileName: input.profileName,
-      template,
-      clientTypes: unique(input.clientTypes),
-      enabled: input.enabled ?? true,
-      revoked: input.revoked ?? false,
-      createdAt: now,
-      updatedAt: now,
-    });
-    for (const scope of input.scopes ?? []) profile.scopes.add(createScope(em, profile, scope));
-    builder.created('profile', input.profileId);
-    return true;
-  }
-  const fields: string[] = [];
-  if (stored.profileName !== input.profileName) {
-    stored.profileName = input.profileName;
-    fields.push('profileName');
-  }
-  if (stored.template.versionId !== input.templateVersionId) {
-    stored.template = template;
-    fields.push('templateVersionId');
-  }
-  if (!sameSet(stored.clientTypes, input.clientTypes)) {
-    stored.clientTypes = unique(input.clientTypes);
-    fields.push('clientTypes');
-  }
-  if (input.enabled !== undefined && stored.enabled !== input.enabled) {
-    stored.enabled = input.enabled;
-    fields.push('enabled');
-  }
-  if (input.revoked !== undefined && stored.revoked !== input.revoked) {
-    stored.revoked = input.revoked;
-    fields.push('revoked');
-  }
-  if (input.scopes !== undefined && replaceScopes(em, stored, input.scopes)) fields.push('scopes');
-  // Touching updatedAt also makes a scope-only change raise the profile's optimistic-lock version.
-  if (fields.length > 0) stored.updatedAt = now;
-  builder.compared('profile', input.profileId, fields);
-  return fields.some((field) => field !== 'profileName');
-}
-
-/** Makes the stored scopes equal the wanted set; true when anything changed. */
-function replaceScopes(em: EntityManager, profile: ProfileEntity, wanted: ScopeRecord[]): boolean {
-  const wantedByKey = new Map(wanted.map((scope) => [scopeKey(scope), scope]));
-  let changed = false;
-  const storedKeys = new Set<string>();
-  for (const scope of profile.scopes.getItems()) {
-    const key = scopeKey(scope);
-    storedKeys.add(key);
-    const target = wantedByKey.get(key);
-    if (target === undefined) {
-      profile.scopes.remove(scope);
-      changed = true;
-    } else if (scope.accessMode !== target.accessMode) {
-      scope.accessMode = target.accessMode;
-      changed = true;
-    }
-  }
-  for (const [key, scope] of wantedByKey) {
-    if (storedKeys.has(key)) continue;
-    profile.scopes.add(createScope(em, profile, scope));
-    changed = true;
-  }
-  return changed;
-}
-
-function createScope(em: EntityManager, profile: ProfileEntity, scope: ScopeRecord): ResourceScopeEntity {
-  return em.create(ResourceScopeEntity, {
-    profile,
-    scopeType: scope.scopeType,
-    scopeRefId: scope.scopeRefId,
-    accessMode: scope.accessMode,
-  });
 }

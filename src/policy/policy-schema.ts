@@ -4,8 +4,9 @@ import Ajv, { type JSONSchemaType, type ValidateFunction } from 'ajv';
  * JSON Schema of one policy file (design.md §5) and the TypeScript types checked against it.
  *
  * The types are tied to the schema through ajv's `JSONSchemaType`, so the two cannot drift. That helper
- * requires `nullable: true` on every optional key, so an optional key may also hold `null` (YAML `key: ~`
- * or an empty value); the compiler treats `null` exactly like an absent key.
+ * demands `nullable: true` on every optional key; the schema actually compiled has those markers removed,
+ * so a `null` value (YAML `key: ~` or `key:` left empty) is rejected instead of silently meaning "unset":
+ * an emptied `permission:` must not turn a route into an authenticated-only one.
  */
 
 /** Methods a route may name; `*` means every method. Upper case only, like the request line (RFC 9110 §9.1). */
@@ -16,20 +17,20 @@ export interface PolicyRouteResource {
   type: string;
   /** Name of a `:param` of the route's full path. */
   id: string;
-  access?: 'READ' | 'WRITE' | null;
-  resolve?: 'optional' | 'required' | null;
+  access?: 'READ' | 'WRITE';
+  resolve?: 'optional' | 'required';
 }
 
 /** One entry of `routes`: a leaf route, or a group when it has `routes`. */
 export interface PolicyRouteEntry {
   path: string;
-  methods?: string[] | null;
-  permission?: string | null;
-  public?: boolean | null;
-  resource?: PolicyRouteResource | null;
-  mode?: 'enforce' | 'shadow' | null;
-  description?: string | null;
-  routes?: PolicyRouteEntry[] | null;
+  methods?: string[];
+  permission?: string;
+  public?: boolean;
+  resource?: PolicyRouteResource;
+  mode?: 'enforce' | 'shadow';
+  description?: string;
+  routes?: PolicyRouteEntry[];
 }
 
 /** `resources.<TYPE>.resolver`. */
@@ -37,20 +38,20 @@ export interface PolicyResolverDeclaration {
   /** `http(s)` URL template containing `{id}`. */
   url: string;
   /** `"2s"`, `"500ms"` or a number of milliseconds. */
-  timeout?: string | number | null;
+  timeout?: string | number;
 }
 
 /** `resources.<TYPE>`. */
 export interface PolicyResourceDeclaration {
-  resolver?: PolicyResolverDeclaration | null;
+  resolver?: PolicyResolverDeclaration;
 }
 
 /** One policy file after schema validation. */
 export interface PolicyFileDocument {
   version: number;
-  default?: 'deny' | 'authenticated' | 'allow' | null;
-  resources?: Record<string, PolicyResourceDeclaration> | null;
-  routes?: PolicyRouteEntry[] | null;
+  default?: 'deny' | 'authenticated' | 'allow';
+  resources?: Record<string, PolicyResourceDeclaration>;
+  routes?: PolicyRouteEntry[];
 }
 
 /** Resource and action: `[A-Za-z0-9_.-]+`; the action may be `*`; `*:*` means everything (design.md §5.3). */
@@ -92,8 +93,7 @@ const routeEntrySchema: JSONSchemaType<PolicyRouteEntry> = {
   },
 };
 
-/** JSON Schema (draft 2019-09 subset understood by ajv 8) of one policy file; unknown keys are rejected everywhere. */
-export const policyFileSchema: JSONSchemaType<PolicyFileDocument> = {
+const authoredSchema: JSONSchemaType<PolicyFileDocument> = {
   $id: 'https://iam-gateway.dev/schemas/policy-file.json',
   type: 'object',
   additionalProperties: false,
@@ -133,6 +133,21 @@ export const policyFileSchema: JSONSchemaType<PolicyFileDocument> = {
     routes: { type: 'array', nullable: true, items: { $ref: '#/$defs/route' } as never },
   },
 };
+
+/** A deep copy of `schema` without `nullable` markers: optional keys may be absent, never `null`. */
+function withoutNullable<T>(schema: T): T {
+  if (Array.isArray(schema)) return schema.map((item: unknown) => withoutNullable(item)) as T;
+  if (schema === null || typeof schema !== 'object') return schema;
+  const copy: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(schema)) if (key !== 'nullable') copy[key] = withoutNullable(value);
+  return copy as T;
+}
+
+/**
+ * JSON Schema (draft 2019-09 subset understood by ajv 8) of one policy file: unknown keys are rejected
+ * everywhere (`additionalProperties: false`), and so are `null` values.
+ */
+export const policyFileSchema: JSONSchemaType<PolicyFileDocument> = withoutNullable(authoredSchema);
 
 let cachedValidator: ValidateFunction<PolicyFileDocument> | undefined;
 

@@ -345,6 +345,14 @@ describe('applyProvisioning', () => {
     expect(profile!.version).toBe(2);
     await expect(repository.getUser('u-alice')).resolves.toMatchObject({ authorizationVersion: 1 });
     await expect(repository.applyProvisioning(clone(changed))).resolves.toMatchObject({ updated: 0, affectedUserIds: [] });
+
+    changed.users![0]!.profiles![0]!.scopes = [{ scopeType: 'PROJECT', scopeRefId: '2', accessMode: 'READ' }];
+    await expect(repository.applyProvisioning(clone(changed))).resolves.toMatchObject({ updated: 1, affectedUserIds: ['u-alice'] });
+    await expect(repository.getProfile('p-alice-reader')).resolves.toMatchObject({
+      scopes: [{ scopeType: 'PROJECT', scopeRefId: '2', accessMode: 'READ' }],
+      version: 3,
+    });
+    await expect(rowCounts()).resolves.toMatchObject({ iam_resource_scopes: 1 });
   });
 
   it('marks users affected when an existing user gets a profile or a template’s permissions change', async () => {
@@ -366,6 +374,17 @@ describe('applyProvisioning', () => {
     });
     await expect(repository.getTemplate('reader-v1')).resolves.toMatchObject({ permissions: ['project:list', 'project:read', 'report:read'] });
     await expect(repository.getUser('u-alice')).resolves.toMatchObject({ authorizationVersion: 2 });
+
+    const narrowed = await repository.applyProvisioning({
+      templates: [{ versionId: 'reader-v1', name: 'reader', description: 'Reads projects', permissions: ['project:read'] }],
+    });
+    expect(narrowed.changes).toEqual(['template reader-v1: updated (description, permissions)']);
+    await expect(repository.getTemplate('reader-v1')).resolves.toEqual({
+      versionId: 'reader-v1',
+      name: 'reader',
+      description: 'Reads projects',
+      permissions: ['project:read'],
+    });
   });
 
   it('keeps fields the document omits, so re-applying a file does not undo an admin’s revocation', async () => {

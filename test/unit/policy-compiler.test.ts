@@ -293,6 +293,7 @@ describe('errors with file and line', () => {
     { name: 'bad JSON', files: { 'p.json': '{\n  "version": 1,\n  "routes": [\n    { "path": "/a", }\n    { "path": "/b" }\n  ]\n}\n' }, expect: ['error parse p.json:5'] },
     { name: 'duplicate key', files: { 'p.yaml': 'version: 1\nroutes: []\nroutes: []\n' }, expect: ['error parse p.yaml:3'] },
     { name: 'empty file', files: { 'p.yaml': '# nothing\n' }, expect: ['error schema p.yaml:1'] },
+    { name: 'empty value (null) instead of a permission', files: { 'p.yaml': 'version: 1\nroutes:\n  - path: /a\n    methods: [GET]\n    permission:\n' }, expect: ['error schema p.yaml:5'] },
     { name: 'bad permission code', files: { 'p.yaml': 'version: 1\nroutes:\n  - path: /a\n    permission: "*:read"\n' }, expect: ['error schema p.yaml:4'] },
     { name: 'resolver URL without {id}', files: { 'p.yaml': 'version: 1\nresources:\n  P:\n    resolver: { url: "http://h/x" }\n' }, expect: ['error schema p.yaml:4'] },
     { name: 'bad resolver timeout', files: { 'p.yaml': 'version: 1\nresources:\n  P:\n    resolver:\n      url: "http://h/{id}"\n      timeout: 2m\n' }, expect: ['error schema p.yaml:6'] },
