@@ -1,0 +1,123 @@
+'use strict';
+/**
+ * Child processes of a bench run: every one is registered here and killed at the end, on an error, on
+ * Ctrl-C / SIGTERM, and (synchronously, SIGKILL) on any process exit. Children we wrote (upstream, baseline
+ * proxy) also exit when their IPC channel closes; the gateway is preloaded with exit-with-parent.js.
+ */
+const { spawn } = require('node:child_process');
+const { join } = require('node:path');
+
+const ROOT = join(__dirname, '..', '..');
+const EXIT_WITH_PARENT = join(__dirname, 'exit-with-parent.js');
+const LOG_LINES_KEPT = 60;
+const STOP_GRACE_MS = 8000;
+
+const running = new Set();
+let handlersInstalled = false;
+
+/** Keeps the last lines a child wrote, to show when it fails. */
+function captureLines(stream, into) {
+  let partial = '';
+  stream.setEncoding('utf8');
+  stream.on('data', (chunk) => {
+    const lines = (partial + chunk).split('\n');
+    partial = lines.pop();
+    for (const line of lines) {
+      into.push(line);
+      if (into.length > LOG_LINES_KEPT) into.shift();
+    }
+  });
+}
+
+/**
+ * Spawns `node [preload] script args` with cwd = repository root. `ipc: true` opens an IPC channel and
+ * resolves `ready` with the first `{ready: true, ...}` message; otherwise `ready` is the caller's to decide.
+ */
+function spawnNode(name, script, args, { env = process.env, ipc = false, preloadExitWithParent = false } = {}) {
+  installHandlers();
+  const nodeArgs = preloadExitWithParent ? ['-r', EXIT_WITH_PARENT, script, ...args] : [script, ...args];
+  const child = spawn(process.execPath, nodeArgs, {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe', ...(ipc ? ['ipc'] : [])],
+  });
+  const logs = [];
+  captureLines(child.stdout, logs);
+  captureLines(child.stderr, logs);
+  const handle = {
+    name,
+    child,
+    pid: child.pid,
+    logs,
+    exitCode: undefined,
+    exited: null,
+    ready: null,
+    /** Recent output, for error messages. */
+    tail(lines = 20) {
+      return logs.slice(-lines).join('\n');
+    },
+    stop: () => stopChild(handle),
+  };
+  handle.exited = new Promise((resolve) => {
+    child.once('exit', (code, signal) => {
+      handle.exitCode = code ?? signal;
+      running.delete(handle);
+      resolve(handle.exitCode);
+    });
+  });
+  child.once('error', (error) => logs.push(`spawn error: ${error.message}`));
+  if (ipc) {
+    handle.ready = new Promise((resolve, reject) => {
+      child.on('message', (message) => {
+        if (message && message.ready) resolve(message);
+      });
+      handle.exited.then((code) => reject(new Error(`${name} exited (${code}) before it was ready:\n${handle.tail()}`)));
+    });
+  }
+  running.add(handle);
+  return handle;
+}
+
+/** SIGTERM, then SIGKILL after a grace period; resolves when the child is gone. */
+async function stopChild(handle) {
+  if (handle.exitCode !== undefined) return;
+  handle.child.kill('SIGTERM');
+  let timer;
+  const killed = new Promise((resolve) => {
+    timer = setTimeout(() => {
+      if (handle.exitCode === undefined) handle.child.kill('SIGKILL');
+      resolve();
+    }, STOP_GRACE_MS);
+  });
+  await Promise.race([handle.exited, killed]);
+  clearTimeout(timer);
+  await handle.exited;
+}
+
+/** Stops every child still running (in parallel). */
+async function stopAll() {
+  await Promise.all([...running].map((handle) => stopChild(handle)));
+}
+
+function installHandlers() {
+  if (handlersInstalled) return;
+  handlersInstalled = true;
+  // Last resort, synchronous: whatever is still running when this process exits is killed.
+  process.on('exit', () => {
+    for (const handle of running) handle.child.kill('SIGKILL');
+  });
+  let stopping = false;
+  for (const [signal, code] of [
+    ['SIGINT', 130],
+    ['SIGTERM', 143],
+  ]) {
+    process.on(signal, () => {
+      if (stopping) process.exit(code);
+      stopping = true;
+      process.stderr.write(`\nbench: ${signal}, stopping child processes...\n`);
+      stopAll().finally(() => process.exit(code));
+    });
+  }
+}
+
+module.exports = { ROOT, spawnNode, stopAll };
