@@ -34,12 +34,21 @@ export class ProblemError extends Error {
   constructor(
     code: ProblemCode,
     detail: string,
-    options: { extensions?: ProblemExtensions; headers?: Record<string, string>; cause?: unknown } = {},
+    options: {
+      extensions?: ProblemExtensions;
+      headers?: Record<string, string>;
+      cause?: unknown;
+      /**
+       * Overrides the catalog status for the same code, e.g. 422 for a well-formed admin body that names an
+       * unknown user or template (RFC 9110 §15.5.21), while the code stays `IAM_VALIDATION_FAILED`.
+       */
+      status?: number;
+    } = {},
   ) {
     super(detail, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'ProblemError';
     this.code = code;
-    this.status = PROBLEM_CATALOG[code].status;
+    this.status = options.status ?? PROBLEM_CATALOG[code].status;
     this.title = PROBLEM_CATALOG[code].title;
     this.extensions = options.extensions ?? {};
     this.headers = options.headers ?? {};

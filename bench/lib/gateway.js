@@ -1,0 +1,72 @@
+'use strict';
+/**
+ * Starts the real gateway as its own process, exactly as a user does: `node bin/iam-gateway.js serve` from
+ * the built dist, configured only through environment variables (design.md §3), with the shipped
+ * config/default.yaml, users and provisioning file.
+ */
+const net = require('node:net');
+const { join } = require('node:path');
+const { spawnNode, ROOT } = require('./children');
+const { request } = require('./http');
+
+const STARTUP_TIMEOUT_MS = 90_000;
+
+/** A port that was free a moment ago (the gateway needs its ports up front: it logs nothing at warn level). */
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * Spawns a gateway in front of `upstreamUrl` and resolves once `/health/ready` answers 200.
+ * `redisUrl` null = in-process token store. `extraEnv` wins over everything (e.g. IAM_TOKEN_CACHE_ENABLED).
+ */
+async function startGatewayProcess({ name, upstreamUrl, policyDir, redisUrl, prefix, extraEnv = {} }) {
+  const port = await freePort();
+  const managementPort = await freePort();
+  const env = {
+    ...process.env,
+    PORT: String(port),
+    MANAGEMENT_PORT: String(managementPort),
+    SERVER_HOST: '127.0.0.1',
+    UPSTREAM_URL: upstreamUrl,
+    IAM_POLICIES_DIR: policyDir,
+    IAM_TOKEN_STORE_PREFIX: prefix,
+    LOG_LEVEL: 'warn',
+    // The login-load phase logs in 20 times a second from one address; only failures count, but the
+    // bench must never be throttled by its own traffic.
+    IAM_LOGIN_RATE_LIMIT_MAX_FAILURES: '1000000',
+    REDIS_URL: redisUrl ?? '',
+    ...extraEnv,
+  };
+  // No DATABASE_URL: the embedded PGlite, in memory, so two gateways never share (or leave behind) a data
+  // directory. With DATABASE_URL set, the user's PostgreSQL is used as is.
+  if (!process.env.DATABASE_URL) {
+    env.DATABASE_URL = '';
+    env.DATABASE_EMBEDDED_DIR = 'memory://';
+  }
+  delete env.IAM_CONFIG;
+  const handle = spawnNode(name, join(ROOT, 'bin', 'iam-gateway.js'), ['serve'], { env, preloadExitWithParent: true });
+  const url = `http://127.0.0.1:${port}`;
+  const managementUrl = `http://127.0.0.1:${managementPort}`;
+  const deadline = Date.now() + STARTUP_TIMEOUT_MS;
+  for (;;) {
+    if (handle.exitCode !== undefined) throw new Error(`${name} exited (${handle.exitCode}) during start:\n${handle.tail()}`);
+    if (Date.now() > deadline) {
+      await handle.stop();
+      throw new Error(`${name} not ready after ${STARTUP_TIMEOUT_MS / 1000} s:\n${handle.tail()}`);
+    }
+    const ready = await request(`${managementUrl}/health/ready`, { timeoutMs: 2000 }).catch(() => null);
+    if (ready && ready.status === 200) break;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  return Object.assign(handle, { url, managementUrl, port, managementPort, prefix });
+}
+
+module.exports = { startGatewayProcess, freePort };

@@ -1,0 +1,61 @@
+'use strict';
+/**
+ * Load generation with autocannon's programmatic API. Latency percentiles are computed here from every
+ * 2xx response's exact time (autocannon's own histogram rounds to whole milliseconds, too coarse for a
+ * loopback proxy), and the CPU time of the watched processes is read from /proc around the measured run.
+ */
+const autocannon = require('autocannon');
+const { cpuMicros } = require('./proc');
+const { summarize } = require('./stats');
+
+/** Upper bound of latencies kept per run (more than 10 s of loopback traffic can produce). */
+const MAX_SAMPLES = 4_000_000;
+
+function runAutocannon(options, onResponse) {
+  return new Promise((resolve, reject) => {
+    const instance = autocannon(options, (error, result) => (error ? reject(error) : resolve(result)));
+    if (onResponse) instance.on('response', onResponse);
+  });
+}
+
+/**
+ * Warm-up run (discarded), then the measured run. Returns requests/s of 2xx answers, exact latency
+ * percentiles (ms), error counts and, per watched pid, CPU microseconds per 2xx request.
+ * `during` (optional) is started with the measured run and awaited after it (e.g. a login driver).
+ */
+async function measure({ url, connections, durationS, warmupS, headers = {}, watch = {}, during = null }) {
+  if (warmupS > 0) await runAutocannon({ url, connections, duration: warmupS, headers });
+  const latencies = new Float64Array(MAX_SAMPLES);
+  let samples = 0;
+  const cpuBefore = {};
+  for (const [name, pid] of Object.entries(watch)) cpuBefore[name] = cpuMicros(pid);
+  const started = process.hrtime.bigint();
+  const background = during ? during.start() : null;
+  const result = await runAutocannon({ url, connections, duration: durationS, headers }, (_client, statusCode, _bytes, responseTime) => {
+    if (statusCode >= 200 && statusCode < 300 && samples < MAX_SAMPLES) latencies[samples++] = responseTime;
+  });
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  const cpu = {};
+  for (const [name, pid] of Object.entries(watch)) {
+    const after = cpuMicros(pid);
+    cpu[name] = cpuBefore[name] === null || after === null ? null : (after - cpuBefore[name]) / Math.max(1, result['2xx']);
+  }
+  const backgroundResult = background ? await during.stop() : null;
+  const latency = summarize(latencies.subarray(0, samples));
+  return {
+    requests: result['2xx'],
+    seconds,
+    rps: result['2xx'] / seconds,
+    p50: latency.p50,
+    p90: latency.p90,
+    p99: latency.p99,
+    max: latency.max,
+    non2xx: result.non2xx,
+    errors: result.errors,
+    timeouts: result.timeouts,
+    cpuMicrosPerRequest: cpu,
+    background: backgroundResult,
+  };
+}
+
+module.exports = { measure, runAutocannon };

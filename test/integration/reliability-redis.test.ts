@@ -1,0 +1,206 @@
+/**
+ * Issue 7, reliability: the token store (Redis) goes down mid-run (design.md §7 "fail closed"). A TCP relay
+ * of our own sits between the gateway and the shared Redis and is cut, so the real ioredis client sees a
+ * real connection reset and refused reconnects; the shared Redis itself is never stopped.
+ */
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import type { RunningGateway } from '../../src/server/gateway';
+import { hashToken } from '../../src/sessions/token-hash';
+import { createTestDatabase } from '../support/database';
+import { testRedisUrl } from '../support/env';
+import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
+import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
+import { relayedUrl, startTcpRelay, targetOf, type TcpRelay } from '../support/tcp-relay';
+
+const POLICIES = join(ROOT, 'test/fixtures/e2e-policies');
+const REDIS_URL = testRedisUrl();
+
+interface Answer {
+  status: number;
+  headers: Headers;
+  body: string;
+  elapsedMs: number;
+}
+
+async function timed(url: string, init: RequestInit = {}): Promise<Answer> {
+  const started = Date.now();
+  const response = await fetch(url, { ...init, signal: AbortSignal.timeout(10_000) });
+  const body = await response.text();
+  return { status: response.status, headers: response.headers, body, elapsedMs: Date.now() - started };
+}
+
+function problemCode(answer: Answer): string | undefined {
+  expect(answer.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+  return (JSON.parse(answer.body) as { code?: string }).code;
+}
+
+/** A port nothing listens on (bound, then released). */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+describe('token store unreachable at start', () => {
+  it('refuses to start within the connect timeout, naming the token store, instead of serving without it', async () => {
+    const upstream = await startRecordingUpstream();
+    const db = await createTestDatabase();
+    await db.close();
+    try {
+      const started = Date.now();
+      const attempt = startTestGateway(upstream.url, { IAM_POLICIES_DIR: POLICIES, REDIS_URL: `redis://127.0.0.1:${await closedPort()}` });
+      await expect(attempt).rejects.toThrow(/token store unavailable/);
+      expect(Date.now() - started).toBeLessThan(10_000);
+    } finally {
+      await upstream.close();
+    }
+  }, 20_000);
+});
+
+if (!REDIS_URL) {
+  console.log('reliability: Redis fault tests NOT run (REDIS_URL unset)');
+} else {
+  describe('Redis goes down mid-run (relay cut), then comes back', () => {
+    let upstream: RecordingUpstream;
+    let relay: TcpRelay;
+    let gateway: RunningGateway;
+    let direct: Redis;
+    let alice: Awaited<ReturnType<typeof login>>;
+    let bob: Awaited<ReturnType<typeof login>>;
+
+    beforeAll(async () => {
+      const db = await createTestDatabase();
+      await db.close();
+      const target = targetOf(REDIS_URL);
+      relay = await startTcpRelay(target.host, target.port);
+      upstream = await startRecordingUpstream();
+      gateway = await startTestGateway(upstream.url, { IAM_POLICIES_DIR: POLICIES, REDIS_URL: relayedUrl(REDIS_URL, relay) });
+      direct = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
+      await direct.connect();
+      alice = await login(gateway.url, 'alice');
+      bob = await login(gateway.url, 'bob');
+    }, 30_000);
+
+    afterAll(async () => {
+      await gateway?.close();
+      await relay?.close();
+      await upstream?.close();
+      direct?.disconnect();
+    });
+
+    it('fails closed while Redis is down, even for sessions in the warm local cache, and recovers by itself', async () => {
+      const api = `${gateway.url}/api/projects`;
+      // Warm the session cache of both sessions.
+      expect((await timed(api, { headers: bearer(alice.accessToken) })).status).toBe(200);
+      expect((await timed(api, { headers: bearer(bob.accessToken) })).status).toBe(200);
+      // Bob's token disappears from Redis behind the gateway's back (no event): a 200 now proves his session
+      // is served from the local cache without a store read, i.e. the cache really is warm.
+      const bobKey = `${gateway.services!.store.prefix}:token:${hashToken(bob.accessToken)}`;
+      expect(await direct.del(bobKey)).toBe(1);
+      expect((await timed(api, { headers: bearer(bob.accessToken) })).status).toBe(200);
+      expect((await timed(`${gateway.managementUrl}/health/ready`)).status).toBe(200);
+
+      await relay.cut();
+
+      // Protected routes: 503 IAM_STORE_UNAVAILABLE with Retry-After, fast, never 200 from the cache.
+      const during = await Promise.all([
+        ...Array.from({ length: 10 }, () => timed(api, { headers: bearer(alice.accessToken) })),
+        timed(api, { headers: bearer(bob.accessToken) }),
+        timed(`${gateway.url}/iam/auth/me`, { headers: bearer(alice.accessToken) }),
+      ]);
+      for (const answer of during) {
+        expect(answer.status).toBe(503);
+        expect(problemCode(answer)).toBe('IAM_STORE_UNAVAILABLE');
+        expect(Number(answer.headers.get('retry-after'))).toBeGreaterThan(0);
+        expect(answer.elapsedMs).toBeLessThan(2000);
+      }
+      // Once more after the client noticed the drop (reconnect attempts are refused meanwhile).
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      for (const token of [alice.accessToken, bob.accessToken]) {
+        const answer = await timed(api, { headers: bearer(token) });
+        expect(answer.status).toBe(503);
+        expect(answer.elapsedMs).toBeLessThan(2000);
+      }
+
+      // A login cannot issue a usable token without the store: it fails closed too.
+      const loginAttempt = await timed(`${gateway.url}/iam/auth/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ username: 'alice', password: 'alice-password', clientType: 'WEB' }),
+      });
+      expect(loginAttempt.status).toBe(503);
+      expect(problemCode(loginAttempt)).toBe('IAM_STORE_UNAVAILABLE');
+      expect(loginAttempt.elapsedMs).toBeLessThan(2000);
+
+      // Public routes need no store and still pass.
+      await upstream.clear();
+      const publicAnswer = await timed(`${gateway.url}/health`);
+      expect(publicAnswer.status).toBe(200);
+      const forwarded = await upstream.requests();
+      expect(forwarded.map((r) => r.url)).toEqual(['/health']);
+
+      // Readiness reports the outage.
+      const notReady = await timed(`${gateway.managementUrl}/health/ready`);
+      expect(notReady.status).toBe(503);
+      expect(JSON.parse(notReady.body)).toMatchObject({ status: 'not ready', checks: { tokenStore: { ok: false } } });
+      expect(notReady.elapsedMs).toBeLessThan(2500);
+
+      await relay.restore();
+      const restoredAt = Date.now();
+
+      // No restart: the same token works again within a few seconds.
+      let recovered: Answer | null = null;
+      while (Date.now() - restoredAt < 10_000) {
+        const answer = await timed(api, { headers: bearer(alice.accessToken) });
+        if (answer.status === 200) {
+          recovered = answer;
+          break;
+        }
+        expect(answer.status).toBe(503);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(recovered).not.toBeNull();
+      expect(Date.now() - restoredAt).toBeLessThan(5000);
+
+      // Events may have been missed during the outage: the local cache was dropped, so Bob's token, deleted
+      // from the store, is refused now instead of being served from the stale cache.
+      const bobAfter = await timed(api, { headers: bearer(bob.accessToken) });
+      expect(bobAfter.status).toBe(401);
+
+      let ready = 0;
+      while (Date.now() - restoredAt < 10_000) {
+        ready = (await timed(`${gateway.managementUrl}/health/ready`)).status;
+        if (ready === 200) break;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(ready).toBe(200);
+      expect((await login(gateway.url, 'alice')).accessToken).toMatch(/^iamt_/);
+    }, 40_000);
+
+    it('drops a session revoked by another instance while this one was cut off', async () => {
+      const api = `${gateway.url}/api/projects`;
+      const other = await login(gateway.url, 'bob');
+      expect((await timed(api, { headers: bearer(other.accessToken) })).status).toBe(200);
+      await relay.cut();
+      // Another instance (talking to Redis directly) revokes the session and publishes the event this
+      // instance cannot receive.
+      const prefix = gateway.services!.store.prefix;
+      const tokenHash = hashToken(other.accessToken);
+      await direct.del(`${prefix}:token:${tokenHash}`);
+      await direct.publish(`${prefix}:events`, JSON.stringify({ type: 'session-ended', sessionId: other.sessionId, tokenHash, userId: 'u-bob', reason: 'test' }));
+      expect((await timed(api, { headers: bearer(other.accessToken) })).status).toBe(503);
+      await relay.restore();
+      const restoredAt = Date.now();
+      let status = 503;
+      while (status === 503 && Date.now() - restoredAt < 10_000) {
+        status = (await timed(api, { headers: bearer(other.accessToken) })).status;
+        if (status === 503) await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(status).toBe(401);
+    }, 30_000);
+  });
+}

@@ -1,0 +1,126 @@
+/**
+ * A TCP relay placed between the gateway and a real server (Redis, PostgreSQL, PGlite), so reliability tests
+ * can inject a real network fault without stopping a server other test runs share: `cut()` is the server
+ * crashing or the network dropping (every connection reset, new connections refused), `restore()` is the
+ * server coming back on the same address.
+ */
+import { createServer, connect, type Server, type Socket } from 'node:net';
+
+export interface TcpRelay {
+  /** The relay's own port on 127.0.0.1 (stable across cut/restore). */
+  readonly port: number;
+  /** True between `cut()` and `restore()`. */
+  readonly isCut: boolean;
+  /** How many client connections the relay has accepted since it started. */
+  readonly accepted: number;
+  /** Destroys every relayed connection (both sides) and stops listening: new connections are refused. */
+  cut(): Promise<void>;
+  /** Listens again on the same port; connections are relayed to the target again. */
+  restore(): Promise<void>;
+  /** Stops for good. */
+  close(): Promise<void>;
+}
+
+/** Starts a relay on 127.0.0.1 (OS-assigned port) forwarding every connection to `targetHost:targetPort`. */
+export async function startTcpRelay(targetHost: string, targetPort: number): Promise<TcpRelay> {
+  const sockets = new Set<Socket>();
+  let accepted = 0;
+  let cut = false;
+  let closed = false;
+
+  const track = (socket: Socket): void => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+    // A reset peer must not become an unhandled 'error' event in the test process.
+    socket.on('error', () => socket.destroy());
+  };
+
+  const onConnection = (client: Socket): void => {
+    accepted++;
+    track(client);
+    const target = connect({ host: targetHost, port: targetPort });
+    track(target);
+    client.pipe(target);
+    target.pipe(client);
+    // Either side closing takes the other one down, as a real broken connection would.
+    client.once('close', () => target.destroy());
+    target.once('close', () => client.destroy());
+  };
+
+  const listen = (server: Server, port: number): Promise<void> =>
+    new Promise((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(port, '127.0.0.1', () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+
+  let server = createServer(onConnection);
+  await listen(server, 0);
+  const address = server.address();
+  if (address === null || typeof address !== 'object') throw new Error('tcp relay: no address');
+  const port = address.port;
+
+  const stopListening = (): Promise<void> =>
+    new Promise((resolve) => {
+      if (!server.listening) return resolve();
+      server.close(() => resolve());
+    });
+
+  return {
+    port,
+    get isCut() {
+      return cut;
+    },
+    get accepted() {
+      return accepted;
+    },
+    async cut() {
+      cut = true;
+      const stopped = stopListening();
+      for (const socket of sockets) socket.destroy();
+      await stopped;
+    },
+    async restore() {
+      if (closed) throw new Error('tcp relay: closed');
+      if (server.listening) return;
+      server = createServer(onConnection);
+      // The port was ours a moment ago; another process may grab it in between, so retry briefly.
+      for (let attempt = 0; ; attempt++) {
+        try {
+          await listen(server, port);
+          break;
+        } catch (error) {
+          if ((error as NodeJS.ErrnoException).code !== 'EADDRINUSE' || attempt >= 20) throw error;
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+      }
+      cut = false;
+    },
+    async close() {
+      closed = true;
+      const stopped = stopListening();
+      for (const socket of sockets) socket.destroy();
+      await stopped;
+    },
+  };
+}
+
+/** `url` with its host and port replaced by the relay's (`redis://h:6379/0` → `redis://127.0.0.1:<relay>/0`). */
+export function relayedUrl(url: string, relay: Pick<TcpRelay, 'port'>): string {
+  const parsed = new URL(url);
+  parsed.hostname = '127.0.0.1';
+  parsed.port = String(relay.port);
+  return parsed.toString();
+}
+
+/** Host and port of a `redis://` or `postgresql://` URL (with the scheme's default port). */
+export function targetOf(url: string): { host: string; port: number } {
+  const parsed = new URL(url);
+  const defaults: Record<string, number> = { 'redis:': 6379, 'rediss:': 6379, 'postgres:': 5432, 'postgresql:': 5432 };
+  const port = parsed.port ? Number(parsed.port) : defaults[parsed.protocol];
+  if (!port) throw new Error(`no port in ${url}`);
+  // URL keeps IPv6 literals in brackets; net.connect wants them bare.
+  return { host: parsed.hostname.replace(/^\[(.*)\]$/, '$1') || '127.0.0.1', port };
+}
