@@ -21,10 +21,12 @@ function runAutocannon(options, onResponse) {
 /**
  * Warm-up run (discarded), then the measured run. Returns requests/s of 2xx answers, exact latency
  * percentiles (ms), error counts and, per watched pid, CPU microseconds per 2xx request.
- * `during` (optional) is started with the measured run and awaited after it (e.g. a login driver).
+ * `during` (optional) is started with the measured run and awaited after it (e.g. a login driver);
+ * `hooks.before()` runs right before the measured run, `hooks.after(beforeValue, requests)` right after.
  */
-async function measure({ url, connections, durationS, warmupS, headers = {}, watch = {}, during = null }) {
+async function measure({ url, connections, durationS, warmupS, headers = {}, watch = {}, during = null, hooks = {} }) {
   if (warmupS > 0) await runAutocannon({ url, connections, duration: warmupS, headers });
+  const hookBefore = hooks.before ? await hooks.before() : null;
   const latencies = new Float64Array(MAX_SAMPLES);
   let samples = 0;
   const cpuBefore = {};
@@ -41,6 +43,7 @@ async function measure({ url, connections, durationS, warmupS, headers = {}, wat
     cpu[name] = cpuBefore[name] === null || after === null ? null : (after - cpuBefore[name]) / Math.max(1, result['2xx']);
   }
   const backgroundResult = background ? await during.stop() : null;
+  const hookAfter = hooks.after ? await hooks.after(hookBefore, result['2xx']) : null;
   const latency = summarize(latencies.subarray(0, samples));
   return {
     requests: result['2xx'],
@@ -55,6 +58,7 @@ async function measure({ url, connections, durationS, warmupS, headers = {}, wat
     timeouts: result.timeouts,
     cpuMicrosPerRequest: cpu,
     background: backgroundResult,
+    hook: hookAfter,
   };
 }
 

@@ -55,7 +55,7 @@ export interface RawConfig {
     gateway: { 'allow-path-parameters': boolean };
     forward: {
       'trusted-proxies': string[];
-      assertion: { enabled: boolean; ttl: Duration; issuer: string; audience?: string | null };
+      assertion: { enabled: boolean; ttl: Duration; issuer: string; audience?: string | null; 'key-file'?: string | null };
     };
     cors: {
       enabled: boolean;
@@ -302,6 +302,7 @@ export const configSchema = section({
         ttl: duration('60s', 'lifetime of the assertion JWT', true),
         issuer: text('iam-gateway', '`iss` of the assertion JWT'),
         audience: nullableText('`aud` of the assertion JWT; null = none'),
+        'key-file': nullableText('PEM Ed25519 private key that signs the assertion (share it across instances); null = a key generated at start'),
       }),
     }),
     cors: section({

@@ -89,7 +89,14 @@ export interface GatewayConfig {
     forward: {
       /** Addresses or CIDRs whose X-Forwarded-* / Forwarded headers are kept. */
       trustedProxies: string[];
-      assertion: { enabled: boolean; ttlMs: number; issuer: string; audience: string | null };
+      assertion: {
+        enabled: boolean;
+        ttlMs: number;
+        issuer: string;
+        audience: string | null;
+        /** `iam.forward.assertion.key-file`: PEM Ed25519 private key; null = generated at start (one instance only). */
+        keyFile: string | null;
+      };
     };
     cors: {
       enabled: boolean;

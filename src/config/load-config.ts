@@ -365,6 +365,7 @@ function toGatewayConfig(raw: RawConfig, cwd: string, file: string): GatewayConf
           ttlMs: ms(forward.assertion.ttl, 'iam.forward.assertion.ttl'),
           issuer: forward.assertion.issuer,
           audience: forward.assertion.audience ?? null,
+          keyFile: nullable(forward.assertion['key-file'] ?? null, fromCwd),
         },
       },
       cors: {

@@ -5,6 +5,7 @@ import type { DecisionEngine } from '../authz/decision-engine';
 import { problemFromDecision } from '../authz/decision-engine';
 import type { Logger } from '../observability/logger';
 import type { GatewayMetrics } from '../observability/metrics';
+import { DatabaseUnavailableError } from '../persistence/iam-repository';
 import type { CompiledPolicy } from '../policy/compiled-policy';
 import { ProblemError, problems, toProblem } from '../problem';
 import type { SessionService, VerifiedSession } from '../sessions/session-service';
@@ -12,9 +13,11 @@ import { StoreUnavailableError } from '../sessions/token-store';
 import { identityHeaders } from './identity-headers';
 import { parseBearerToken } from './inbound-headers';
 import type { PreparedRequest } from './prepare-request';
-import { sendProblem } from './problem-response';
+import { sendProblem, sendProblemOnSocket } from './problem-response';
 import { buildUpstreamHeaders } from './upstream-headers';
 import type { UpstreamForwarder } from './upstream-forwarder';
+import type { WebSocketForwarder } from './websocket-forwarder';
+import type { Socket } from 'node:net';
 
 export interface ProxyHandlerDeps {
   /** The policy snapshot to use for a new request (hot reload swaps what this returns). */
@@ -22,12 +25,13 @@ export interface ProxyHandlerDeps {
   sessions: Pick<SessionService, 'verify'>;
   engine: Pick<DecisionEngine, 'decideRequest'>;
   forwarder: UpstreamForwarder;
+  websockets: WebSocketForwarder;
   audit: AuditTrail;
   metrics: GatewayMetrics;
   logger: Logger;
   isTrustedProxy: (address: string | undefined) => boolean;
   /** Signs the optional X-IAM-Assertion (design.md §4.3); null when off. */
-  signAssertion: ((decision: AuthorizationDecision, session: VerifiedSession) => string) | null;
+  signAssertion: ((decision: AuthorizationDecision, session: VerifiedSession, method: string, path: string, requestId: string) => string) | null;
 }
 
 /** The outcome of authorizing a request, shared by the proxy, WebSocket upgrades and forward-auth. */
@@ -70,6 +74,8 @@ export class ProxyHandler {
       return { allowed: true, decision, session, bearerSent: bearer.kind === 'bearer' };
     } catch (error) {
       if (error instanceof StoreUnavailableError) return { allowed: false, problem: problems.storeUnavailable(error) };
+      // An uncached grant cannot be loaded while the database is down: 503 with Retry-After, like the store.
+      if (error instanceof DatabaseUnavailableError) return { allowed: false, problem: problems.databaseUnavailable(error) };
       const problem = toProblem(error);
       if (problem.status >= 500) this.deps.logger.error({ err: error, requestId: request.requestId }, 'proxy: authorization failed');
       return { allowed: false, problem };
@@ -88,17 +94,31 @@ export class ProxyHandler {
     this.forward(req, res, request, outcome);
   }
 
+  /** A WebSocket handshake: authorized like any request (design.md §4.3, §7), then tunnelled. */
+  async handleUpgrade(req: IncomingMessage, socket: Socket, head: Buffer, request: PreparedRequest): Promise<void> {
+    const outcome = await this.authorize(request, req.socket.remoteAddress);
+    if (!outcome.allowed) {
+      this.deps.metrics.requests.inc({ outcome: outcome.problem.status === 401 ? 'unauthenticated' : 'denied' });
+      sendProblemOnSocket(socket, outcome.problem, request.path, request.requestId);
+      return;
+    }
+    this.deps.metrics.requests.inc({ outcome: 'forwarded' });
+    this.deps.websockets.forward(req, socket, head, request.path + request.search, this.upstreamHeaders(req, request, outcome, true), (problem) =>
+      sendProblemOnSocket(socket, problem, request.path, request.requestId),
+    );
+  }
+
+  /** The identity headers of design.md §4.3 for an authorized request (none for anonymous requests). */
+  identityHeadersFor(request: PreparedRequest, outcome: Extract<Authorization, { allowed: true }>): Array<readonly [string, string]> | null {
+    const { session, decision } = outcome;
+    if (!session) return null;
+    const assertion = this.deps.signAssertion && decision ? this.deps.signAssertion(decision, session, request.method, request.path, request.requestId) : null;
+    return identityHeaders(session.record.principal, session.record.sessionId, decision?.permissionCode ?? null, assertion);
+  }
+
   /** The headers the host receives for an authorized request. */
   upstreamHeaders(req: IncomingMessage, request: PreparedRequest, outcome: Extract<Authorization, { allowed: true }>, keepUpgrade = false): string[] {
-    const { session, decision } = outcome;
-    const identity = session
-      ? identityHeaders(
-          session.record.principal,
-          session.record.sessionId,
-          decision?.permissionCode ?? null,
-          this.deps.signAssertion && decision ? this.deps.signAssertion(decision, session) : null,
-        )
-      : null;
+    const identity = this.identityHeadersFor(request, outcome);
     return buildUpstreamHeaders(
       {
         rawHeaders: req.rawHeaders,

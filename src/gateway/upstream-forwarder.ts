@@ -8,6 +8,8 @@ export interface ForwarderOptions {
   connectTimeoutMs: number;
   responseTimeoutMs: number;
   bodyTimeoutMs: number;
+  /** Drop the host's `Access-Control-*` response headers: the gateway answers CORS itself (iam.cors.enabled). */
+  stripCorsHeaders?: boolean;
 }
 
 export interface ForwardRequest {
@@ -51,6 +53,7 @@ export class UpstreamForwarder {
   forward(req: IncomingMessage, res: ServerResponse, request: ForwardRequest): void {
     const hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
     let controller: Dispatcher.DispatchController | null = null;
+    const stripCors = this.options.stripCorsHeaders === true;
     let finished = false;
     const onClientGone = (): void => {
       if (!finished) controller?.abort(new Error('client went away'));
@@ -66,7 +69,8 @@ export class UpstreamForwarder {
         const connectionTokens = headerTokens(headers.connection);
         for (const name in headers) {
           const value = headers[name];
-          if (value === undefined || HOP_BY_HOP_RESPONSE.has(name) || connectionTokens?.has(name)) continue;
+          if (value === undefined || HOP_BY_HOP_RESPONSE.has(name) || connectionTokens?.has(name) || name === 'x-request-id') continue;
+          if (stripCors && name.startsWith('access-control-')) continue;
           out.push([name, value]);
         }
         out.push(['x-request-id', request.requestId]);

@@ -4,7 +4,6 @@ import type { AuditTrail } from '../audit/audit-trail';
 import type { LoginService } from '../auth/login-service';
 import type { AuthorizationDecision } from '../authz/decision';
 import type { DecisionEngine } from '../authz/decision-engine';
-import { identityHeaders } from '../gateway/identity-headers';
 import { normalizeRequestTarget } from '../gateway/normalize-target';
 import type { ProxyHandler } from '../gateway/proxy-handler';
 import type { IamRepository } from '../persistence/iam-repository';
@@ -120,10 +119,7 @@ export function registerAuthorizationRoutes(router: Router, deps: AuthorizationR
     if (!target.ok) throw problems.badRequest(target.reason);
     const outcome = await deps.proxy.authorize({ ...prepared, method, path: target.path, search: target.search }, ctx.req.socket.remoteAddress);
     if (!outcome.allowed) throw outcome.problem;
-    if (outcome.session) {
-      const headers = identityHeaders(outcome.session.record.principal, outcome.session.record.sessionId, outcome.decision?.permissionCode ?? null, null);
-      for (const [name, value] of headers) ctx.set(name, value);
-    }
+    for (const [name, value] of deps.proxy.identityHeadersFor({ ...prepared, method, path: target.path, search: target.search }, outcome) ?? []) ctx.set(name, value);
     ctx.set('X-Request-Id', prepared.requestId);
     ctx.status = 200;
     ctx.body = '';

@@ -6,3 +6,20 @@ export { migrateDown, migrateUp, migrationStatus, type MigrationStatus } from '.
 export { MikroOrmIamRepository } from './mikro-orm-iam-repository';
 export { createOrm, type OrmOptions } from './orm';
 export type * from './records';
+export {
+  AdminWriteError,
+  MikroOrmAdminRepository,
+  escapeLike,
+  type AdminAuditContext,
+  type AdminRepository,
+  type AdminWriteErrorKind,
+  type AuditListQuery,
+  type IdentityWriteResult,
+  type ProfileInput,
+  type ProfileWriteResult,
+  type RaisedAuthorization,
+  type TemplateWriteResult,
+  type UserListQuery,
+  type UserWriteResult,
+  type VersionPrecondition,
+} from './admin-repository';

@@ -15,6 +15,14 @@ import { sendProblem } from '../gateway/problem-response';
 import { ProxyHandler } from '../gateway/proxy-handler';
 import { compileTrustedProxies } from '../gateway/trusted-proxies';
 import { UpstreamForwarder } from '../gateway/upstream-forwarder';
+import { WebSocketForwarder } from '../gateway/websocket-forwarder';
+import { AssertionSigner } from '../gateway/assertion-signer';
+import { CorsPolicy } from '../gateway/cors';
+import { sendProblemOnSocket } from '../gateway/problem-response';
+import { ProblemError } from '../problem';
+import { AdminService } from '../admin/admin-service';
+import { registerAdminRoutes } from '../admin/admin-routes';
+import { MikroOrmAdminRepository } from '../persistence/admin-repository';
 import { registerAuthRoutes } from '../iam/auth-routes';
 import { registerAuthorizationRoutes } from '../iam/authorization-routes';
 import { createIamApp } from '../iam/iam-app';
@@ -158,18 +166,23 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       rateLimiter: new LoginRateLimiter(store, config.iam.login.rateLimit.maxFailures, config.iam.login.rateLimit.windowMs),
     });
 
-    const forwarder = new UpstreamForwarder({ ...config.upstream });
+    const assertion = config.iam.forward.assertion;
+    const signer = assertion.enabled ? new AssertionSigner(assertion) : null;
+    if (signer && !assertion.keyFile) logger.warn({}, 'assertion: no iam.forward.assertion.key-file; signing with a key generated at start (verifiable on this instance only)');
+    const cors = config.iam.cors.enabled ? new CorsPolicy(config.iam.cors) : null;
+    const forwarder = new UpstreamForwarder({ ...config.upstream, stripCorsHeaders: cors !== null });
     cleanups.push(() => forwarder.close());
     const proxy = new ProxyHandler({
       policy: () => policy.current,
       sessions,
       engine,
       forwarder,
+      websockets: new WebSocketForwarder(config.upstream.url, config.upstream.connectTimeoutMs),
       audit,
       metrics,
       logger,
       isTrustedProxy: compileTrustedProxies(config.iam.forward.trustedProxies),
-      signAssertion: null,
+      signAssertion: signer ? (decision, session, method, path, requestId) => signer.sign(decision, session, method, path, requestId) : null,
     });
 
     const sessionGuard = requireSession(sessions);
@@ -179,6 +192,10 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       register: (router: Router) => {
         registerAuthRoutes(router, { login, sessions, clientTypes: config.iam.clientTypes, requireSession: sessionGuard });
         registerSessionRoutes(router, { sessions, requireSession: sessionGuard });
+        router.get('/.well-known/jwks.json', (ctx) => {
+          ctx.body = { keys: signer ? [signer.jwk] : [] };
+          ctx.set('Cache-Control', 'public, max-age=300');
+        });
         registerAuthorizationRoutes(router, {
           login,
           engine,
@@ -189,6 +206,8 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
           requireSession: sessionGuard,
           allowPathParameters: config.iam.gateway.allowPathParameters,
         });
+        const admin = new AdminService({ admin: new MikroOrmAdminRepository(database.orm), repository, sessions, store, audit });
+        registerAdminRoutes(router, { admin, engine, requireSession: sessionGuard });
       },
     });
     const iamCallback = iamApp.callback();
@@ -202,6 +221,10 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
         return;
       }
       const request = prepared.request;
+      if (cors) {
+        if (cors.isPreflight(req)) return cors.answerPreflight(req, res, request.path, request.requestId);
+        for (const [name, value] of cors.responseHeaders(req.headers.origin)) res.setHeader(name, value);
+      }
       if (isIamPath(request.path)) {
         if (expectContinue) res.writeContinue();
         (req as RequestWithPrepared)[PREPARED_REQUEST] = request;
@@ -215,6 +238,14 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     let shuttingDown = false;
     const server = createProxyServer(config, (req, res) => onRequest(req, res, false));
     server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => onRequest(req, res, true));
+    server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
+      const prepared = prepareRequest(req, prepareOptions);
+      if (!prepared.ok) return sendProblemOnSocket(socket, prepared.problem, '/', prepared.requestId);
+      if (isIamPath(prepared.request.path)) {
+        return sendProblemOnSocket(socket, new ProblemError('IAM_NOT_FOUND', 'The gateway endpoints do not accept upgrades.'), prepared.request.path, prepared.request.requestId);
+      }
+      void proxy.handleUpgrade(req, socket, head, prepared.request);
+    });
     const management = createManagementServer({
       registry: metrics.registry,
       isShuttingDown: () => shuttingDown,
@@ -263,6 +294,7 @@ async function startTransparent(config: GatewayConfig, logger: Logger, metrics: 
   const forwarder = createTransparentProxy(config);
   let shuttingDown = false;
   const server = createProxyServer(config, forwarder.handle);
+  server.on('upgrade', forwarder.handleUpgrade);
   const management = createManagementServer({ registry: metrics.registry, isShuttingDown: () => shuttingDown, checks: [] });
   logger.warn({}, 'iam.enabled is false: transparent proxy, no /iam endpoints, no token or policy checks');
   return startListening(config, logger, metrics, server, management, {

@@ -3,6 +3,9 @@ import { randomUUID } from 'node:crypto';
 import type { GatewayConfig } from '../config/gateway-config';
 import { sendProblem } from '../gateway/problem-response';
 import { UpstreamForwarder } from '../gateway/upstream-forwarder';
+import { WebSocketForwarder } from '../gateway/websocket-forwarder';
+import { sendProblemOnSocket } from '../gateway/problem-response';
+import type { Socket } from 'node:net';
 import { problems } from '../problem';
 
 /** RFC 9110 §7.6.1 hop-by-hop request headers; a proxy never forwards them. */
@@ -12,9 +15,24 @@ const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te'
  * `iam.enabled=false` (specification §8 rollback): every request, `/iam/*` included, goes to the host
  * unchanged — no token checks, no policy checks, no header changes beyond the standard proxy headers.
  */
-export function createTransparentProxy(config: GatewayConfig): { handle: (req: IncomingMessage, res: ServerResponse) => void; close: () => Promise<void> } {
+export function createTransparentProxy(config: GatewayConfig): {
+  handle: (req: IncomingMessage, res: ServerResponse) => void;
+  handleUpgrade: (req: IncomingMessage, socket: Socket, head: Buffer) => void;
+  close: () => Promise<void>;
+} {
   const forwarder = new UpstreamForwarder({ ...config.upstream });
+  const websockets = new WebSocketForwarder(config.upstream.url, config.upstream.connectTimeoutMs);
   return {
+    handleUpgrade(req, socket, head) {
+      const requestId = randomUUID();
+      const target = req.url ?? '';
+      if (!target.startsWith('/')) return sendProblemOnSocket(socket, problems.badRequest('Only origin-form request targets are forwarded.'), '/', requestId);
+      const headers: string[] = [];
+      for (let i = 0; i < req.rawHeaders.length; i += 2) {
+        if (req.rawHeaders[i]!.toLowerCase() !== 'host') headers.push(req.rawHeaders[i]!, req.rawHeaders[i + 1]!);
+      }
+      websockets.forward(req, socket, head, target, headers, (problem) => sendProblemOnSocket(socket, problem, target, requestId));
+    },
     handle(req, res) {
       const requestId = randomUUID();
       const target = req.url ?? '';

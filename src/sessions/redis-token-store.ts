@@ -12,7 +12,11 @@ export interface RedisTokenStoreOptions {
   connectTimeoutMs?: number;
   /** A command without a reply after this long rejects (fail closed, design.md §7); default 1000 ms. */
   commandTimeoutMs?: number;
-  /** How often the subscriber connection is pinged to detect a silently dead socket; default 5000 ms. */
+  /**
+   * How often the subscriber connection is pinged to detect a silently dead socket; default 1000 ms. While
+   * the loss is undetected the local caches are still trusted and revocations published meanwhile are
+   * missed, so this plus `commandTimeoutMs` bounds that window (test/integration/reliability-redis.test.ts).
+   */
   subscriberPingMs?: number;
   /** Upper bound of the reconnect backoff; reconnection itself never gives up. Default 2000 ms. */
   maxReconnectDelayMs?: number;
@@ -152,7 +156,7 @@ export class RedisTokenStore implements TokenStore {
       throw toUnavailable(error);
     }
     const store = new RedisTokenStore(options.prefix, commands, subscriber, options.logger, names);
-    store.startSubscriberPing(options.subscriberPingMs ?? 5000);
+    store.startSubscriberPing(options.subscriberPingMs ?? 1000);
     return store;
   }
 

@@ -37,6 +37,22 @@ function problemCode(answer: Answer): string | undefined {
 }
 
 /** A port nothing listens on (bound, then released). */
+/**
+ * Resolves (with the ms waited) once the gateway reports the events channel up or down on /metrics; fails
+ * after `withinMs`. A process learns of a connection loss only when the kernel delivers the reset, a few ms
+ * after the cut: requests it serves before that cannot know.
+ */
+async function channelReported(gateway: RunningGateway, state: 'up' | 'down', withinMs: number): Promise<number> {
+  const started = Date.now();
+  const wanted = new RegExp(`^iam_store_events_connected ${state === 'up' ? 1 : 0}$`, 'm');
+  while (Date.now() - started < withinMs) {
+    const metrics = await (await fetch(`${gateway.managementUrl}/metrics`)).text();
+    if (wanted.test(metrics)) return Date.now() - started;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  throw new Error(`the gateway did not report the events channel ${state} within ${withinMs} ms`);
+}
+
 async function closedPort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -105,6 +121,16 @@ if (!REDIS_URL) {
       expect((await timed(`${gateway.managementUrl}/health/ready`)).status).toBe(200);
 
       await relay.cut();
+      try {
+        await failsClosedThenRecovers();
+      } finally {
+        await relay.restore();
+      }
+    }, 40_000);
+
+    async function failsClosedThenRecovers(): Promise<void> {
+      const api = `${gateway.url}/api/projects`;
+      await channelReported(gateway, 'down', 1000);
 
       // Protected routes: 503 IAM_STORE_UNAVAILABLE with Retry-After, fast, never 200 from the cache.
       const during = await Promise.all([
@@ -118,7 +144,7 @@ if (!REDIS_URL) {
         expect(Number(answer.headers.get('retry-after'))).toBeGreaterThan(0);
         expect(answer.elapsedMs).toBeLessThan(2000);
       }
-      // Once more after the client noticed the drop (reconnect attempts are refused meanwhile).
+      // Again a little later, while reconnect attempts are being refused.
       await new Promise((resolve) => setTimeout(resolve, 300));
       for (const token of [alice.accessToken, bob.accessToken]) {
         const answer = await timed(api, { headers: bearer(token) });
@@ -166,8 +192,9 @@ if (!REDIS_URL) {
       expect(recovered).not.toBeNull();
       expect(Date.now() - restoredAt).toBeLessThan(5000);
 
-      // Events may have been missed during the outage: the local cache was dropped, so Bob's token, deleted
-      // from the store, is refused now instead of being served from the stale cache.
+      // Events may have been missed during the outage: once the channel is back (and the cache trusted
+      // again), Bob's token, deleted from the store, is refused instead of served from the stale cache.
+      await channelReported(gateway, 'up', 5000);
       const bobAfter = await timed(api, { headers: bearer(bob.accessToken) });
       expect(bobAfter.status).toBe(401);
 
@@ -179,13 +206,55 @@ if (!REDIS_URL) {
       }
       expect(ready).toBe(200);
       expect((await login(gateway.url, 'alice')).accessToken).toMatch(/^iamt_/);
-    }, 40_000);
+    }
+
+    it('under a silent partition (no reset, packets dropped): cold requests fail within 2 s, the warm cache stops being trusted within 3 s', async () => {
+      const api = `${gateway.url}/api/projects`;
+      const warm = await login(gateway.url, 'bob');
+      const cold = await login(gateway.url, 'bob');
+      expect((await timed(api, { headers: bearer(warm.accessToken) })).status).toBe(200);
+      await channelReported(gateway, 'up', 5000);
+      relay.freeze();
+      const frozenAt = Date.now();
+      try {
+        // Not cached: the store read times out (command timeout), never hangs.
+        const coldAnswer = await timed(api, { headers: bearer(cold.accessToken) });
+        expect(coldAnswer.status).toBe(503);
+        expect(problemCode(coldAnswer)).toBe('IAM_STORE_UNAVAILABLE');
+        expect(coldAnswer.elapsedMs).toBeLessThan(2000);
+        // Cached: nothing tells the gateway the channel is gone, so it must find out itself (heartbeat) and
+        // stop trusting the cache; any revocation published meanwhile is missed, so the window is bounded.
+        let lastWarm200 = 0;
+        while (Date.now() - frozenAt < 6000) {
+          const answer = await timed(api, { headers: bearer(warm.accessToken) });
+          if (answer.status === 200) lastWarm200 = Date.now() - frozenAt;
+          else expect(answer.status).toBe(503);
+          expect(answer.elapsedMs).toBeLessThan(2000);
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+        expect(lastWarm200).toBeLessThan(3000);
+      } finally {
+        await relay.restore();
+      }
+      const restoredAt = Date.now();
+      let status = 0;
+      while (status !== 200 && Date.now() - restoredAt < 10_000) {
+        status = (await timed(api, { headers: bearer(warm.accessToken) })).status;
+        if (status !== 200) await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(status).toBe(200);
+      expect(Date.now() - restoredAt).toBeLessThan(5000);
+    }, 30_000);
 
     it('drops a session revoked by another instance while this one was cut off', async () => {
       const api = `${gateway.url}/api/projects`;
       const other = await login(gateway.url, 'bob');
       expect((await timed(api, { headers: bearer(other.accessToken) })).status).toBe(200);
       await relay.cut();
+      await channelReported(gateway, 'down', 1000).catch(async (error: unknown) => {
+        await relay.restore();
+        throw error;
+      });
       // Another instance (talking to Redis directly) revokes the session and publishes the event this
       // instance cannot receive.
       const prefix = gateway.services!.store.prefix;
@@ -195,6 +264,7 @@ if (!REDIS_URL) {
       expect((await timed(api, { headers: bearer(other.accessToken) })).status).toBe(503);
       await relay.restore();
       const restoredAt = Date.now();
+      await channelReported(gateway, 'up', 10_000);
       let status = 503;
       while (status === 503 && Date.now() - restoredAt < 10_000) {
         status = (await timed(api, { headers: bearer(other.accessToken) })).status;

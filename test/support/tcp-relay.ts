@@ -15,7 +15,12 @@ export interface TcpRelay {
   readonly accepted: number;
   /** Destroys every relayed connection (both sides) and stops listening: new connections are refused. */
   cut(): Promise<void>;
-  /** Listens again on the same port; connections are relayed to the target again. */
+  /**
+   * A silent partition: connections stay open (and new ones are accepted) but no byte passes in either
+   * direction, as when packets are dropped. Nothing tells the client; only its own timeouts can.
+   */
+  freeze(): void;
+  /** Ends a cut (listens again on the same port) or a freeze (bytes flow again, held connections proceed). */
   restore(): Promise<void>;
   /** Stops for good. */
   close(): Promise<void>;
@@ -24,8 +29,12 @@ export interface TcpRelay {
 /** Starts a relay on 127.0.0.1 (OS-assigned port) forwarding every connection to `targetHost:targetPort`. */
 export async function startTcpRelay(targetHost: string, targetPort: number): Promise<TcpRelay> {
   const sockets = new Set<Socket>();
+  /** Connections accepted while frozen, waiting for `restore()`. */
+  const held = new Set<Socket>();
+  const pairs = new Set<{ client: Socket; target: Socket }>();
   let accepted = 0;
   let cut = false;
+  let frozen = false;
   let closed = false;
 
   const track = (socket: Socket): void => {
@@ -35,16 +44,28 @@ export async function startTcpRelay(targetHost: string, targetPort: number): Pro
     socket.on('error', () => socket.destroy());
   };
 
-  const onConnection = (client: Socket): void => {
-    accepted++;
-    track(client);
+  const relay = (client: Socket): void => {
     const target = connect({ host: targetHost, port: targetPort });
     track(target);
+    const pair = { client, target };
+    pairs.add(pair);
     client.pipe(target);
     target.pipe(client);
     // Either side closing takes the other one down, as a real broken connection would.
-    client.once('close', () => target.destroy());
+    client.once('close', () => {
+      pairs.delete(pair);
+      target.destroy();
+    });
     target.once('close', () => client.destroy());
+  };
+
+  const onConnection = (client: Socket): void => {
+    accepted++;
+    track(client);
+    if (!frozen) return relay(client);
+    held.add(client);
+    client.pause();
+    client.once('close', () => held.delete(client));
   };
 
   const listen = (server: Server, port: number): Promise<void> =>
@@ -82,8 +103,28 @@ export async function startTcpRelay(targetHost: string, targetPort: number): Pro
       for (const socket of sockets) socket.destroy();
       await stopped;
     },
+    freeze() {
+      frozen = true;
+      for (const { client, target } of pairs) {
+        client.unpipe(target);
+        target.unpipe(client);
+        client.pause();
+        target.pause();
+      }
+    },
     async restore() {
       if (closed) throw new Error('tcp relay: closed');
+      if (frozen) {
+        frozen = false;
+        for (const { client, target } of pairs) {
+          client.pipe(target);
+          target.pipe(client);
+        }
+        for (const client of held) {
+          held.delete(client);
+          relay(client);
+        }
+      }
       if (server.listening) return;
       server = createServer(onConnection);
       // The port was ours a moment ago; another process may grab it in between, so retry briefly.

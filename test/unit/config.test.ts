@@ -71,7 +71,7 @@ describe('loadConfig defaults', () => {
         policy: { dir: path.join(repoRoot, 'policies'), pollIntervalMs: 5_000, debounceMs: 200 },
         authz: { abilityCacheSize: 10_000, resolverTimeoutMs: 2_000 },
         gateway: { allowPathParameters: false },
-        forward: { trustedProxies: [], assertion: { enabled: false, ttlMs: 60_000, issuer: 'iam-gateway', audience: null } },
+        forward: { trustedProxies: [], assertion: { enabled: false, ttlMs: 60_000, issuer: 'iam-gateway', audience: null, keyFile: null } },
         cors: {
           enabled: false,
           origins: [],

@@ -1,0 +1,32 @@
+'use strict';
+/** Plain-text tables and the results files of bench/run.js. */
+const { mkdirSync, writeFileSync } = require('node:fs');
+const { join } = require('node:path');
+
+function fmt(value, digits = 2) {
+  if (value === null || value === undefined || !Number.isFinite(value)) return 'n/a';
+  return value.toFixed(digits);
+}
+
+function fmtInt(value) {
+  return Number.isFinite(value) ? Math.round(value).toLocaleString('en-US') : 'n/a';
+}
+
+/** Renders rows (arrays of strings) under a header, columns padded; first column left-aligned. */
+function table(header, rows) {
+  const widths = header.map((cell, i) => Math.max(cell.length, ...rows.map((row) => String(row[i]).length)));
+  const line = (cells) => cells.map((cell, i) => (i === 0 ? String(cell).padEnd(widths[i]) : String(cell).padStart(widths[i]))).join('  ');
+  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
+}
+
+/** Writes `bench/results/latest.json` and `bench/results/<ISO date>.json` (colons made file-name safe). */
+function writeResults(dir, results) {
+  mkdirSync(dir, { recursive: true });
+  const text = `${JSON.stringify(results, null, 2)}\n`;
+  const dated = join(dir, `${results.generatedAt.replace(/:/g, '-')}.json`);
+  writeFileSync(join(dir, 'latest.json'), text);
+  writeFileSync(dated, text);
+  return { latest: join(dir, 'latest.json'), dated };
+}
+
+module.exports = { fmt, fmtInt, table, writeResults };

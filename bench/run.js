@@ -1,0 +1,326 @@
+#!/usr/bin/env node
+'use strict';
+/**
+ * `npm run bench`: the gateway's throughput and latency against a baseline reverse proxy (issue 7).
+ *
+ * On 127.0.0.1 it starts, each in its own process: a plain upstream (bench/upstream.js), a baseline proxy
+ * (bench/baseline-proxy.js, http-proxy 1.18.1 + keep-alive agent), and two gateways (`node bin/iam-gateway.js
+ * serve` from dist/, configured by environment only) with a generated 1,000-route policy: "warm" (local
+ * session cache on, the default) and "cold" (IAM_TOKEN_CACHE_ENABLED=false: one Redis round trip per request).
+ * The benchmarked request, GET /bench/projects/1 as alice, needs a permission and a scope.
+ *
+ * Phases: rounds of autocannon runs (50 connections, 3 s warm-up + 10 s measured) over the four targets in
+ * ABBA order; the unloaded added latency (one request at a time, gateway vs direct); proxied p99 with and
+ * without 20 logins/s in parallel. Prints the table and writes bench/results/latest.json and a dated copy.
+ *
+ * Flags: --quick (short run), --rounds N, --duration S, --warmup S, --connections N, --strict (exit 1 when a
+ * target is missed), --match (bench/match.js), --memory (bench/memory.js). See bench/README.md.
+ */
+const { mkdtempSync, rmSync, writeFileSync } = require('node:fs');
+const os = require('node:os');
+const { join } = require('node:path');
+const { stopAll } = require('./lib/children');
+const { requireDist } = require('./lib/dist');
+const { startGatewayProcess } = require('./lib/gateway');
+const { login, request } = require('./lib/http');
+const { measure } = require('./lib/load');
+const { loginDriver } = require('./lib/login-driver');
+const { BENCH_PATH, generatePolicy } = require('./lib/policy');
+const { memoryKb } = require('./lib/proc');
+const { commandCalls, purgePrefixes, resolveRedis } = require('./lib/redis');
+const { fmt, fmtInt, table, writeResults } = require('./lib/report');
+const { startBaselineProxy, startUpstream } = require('./lib/services');
+const { median, ratio, round } = require('./lib/stats');
+const { unloadedLatency } = require('./lib/unloaded');
+
+const FULL = { rounds: 3, durationS: 10, warmupS: 3, connections: 50, unloadedCount: 3000, unloadedWarmup: 300, loginPairs: 2, loginDurationS: 10, loginRate: 20 };
+const QUICK = { rounds: 3, durationS: 3, warmupS: 1, connections: 50, unloadedCount: 600, unloadedWarmup: 100, loginPairs: 1, loginDurationS: 4, loginRate: 20 };
+const POLICY_ROUTES = 1000;
+const TARGETS = { warm: 1.5, cold: 1.2, p99: 1.0, unloadedAddedMs: 0.2, loginP99: 2.0 };
+
+function parseArgs(argv) {
+  const options = { ...(argv.includes('--quick') ? QUICK : FULL), quick: argv.includes('--quick'), strict: argv.includes('--strict') };
+  const numeric = { '--rounds': 'rounds', '--duration': 'durationS', '--warmup': 'warmupS', '--connections': 'connections' };
+  for (let i = 0; i < argv.length; i++) {
+    const key = numeric[argv[i]];
+    if (key) {
+      const value = Number(argv[++i]);
+      if (!(value >= 0)) throw new Error(`${argv[i - 1]} needs a number`);
+      options[key] = value;
+    } else if (!['--quick', '--strict'].includes(argv[i])) {
+      throw new Error(`unknown argument ${argv[i]} (see bench/README.md)`);
+    }
+  }
+  if (options.rounds < 1 || options.durationS <= 0 || options.connections < 1) throw new Error('--rounds, --duration and --connections must be positive');
+  return options;
+}
+
+const log = (message) => process.stdout.write(`${message}\n`);
+const redact = (url) => (url ? url.replace(/\/\/[^@/]*@/, '//***@') : null);
+
+/** Writes the generated policy and checks it compiles with the real compiler to exactly POLICY_ROUTES routes. */
+function writePolicy(dir) {
+  const { compilePolicyFiles } = requireDist('policy');
+  const { text } = generatePolicy(POLICY_ROUTES);
+  const result = compilePolicyFiles([{ file: 'bench.yaml', text }]);
+  const errors = result.issues.filter((issue) => issue.severity === 'error');
+  if (!result.policy || errors.length > 0) throw new Error(`generated policy does not compile: ${errors.map((issue) => issue.message).join('; ')}`);
+  if (result.policy.routes.length !== POLICY_ROUTES) throw new Error(`generated policy has ${result.policy.routes.length} routes, not ${POLICY_ROUTES}`);
+  writeFileSync(join(dir, 'bench.yaml'), text);
+}
+
+/** Every target answers the benchmarked request with the upstream's body; the gateways enforce scope and auth. */
+async function sanityCheck(targets, gateways) {
+  const expected = (await request(targets[0].url, { headers: targets[0].headers })).body;
+  for (const target of targets) {
+    const answer = await request(target.url, { headers: target.headers });
+    if (answer.status !== 200 || answer.body !== expected) throw new Error(`${target.label}: expected 200 with the upstream body, got ${answer.status} ${answer.body.slice(0, 200)}`);
+  }
+  for (const gateway of gateways) {
+    const otherProject = await request(`${gateway.url}/bench/projects/2`, { headers: gateway.headers });
+    if (otherProject.status !== 403 || !otherProject.body.includes('SCOPE_DENIED')) {
+      throw new Error(`${gateway.name}: /bench/projects/2 should be 403 SCOPE_DENIED (scope check), got ${otherProject.status} ${otherProject.body.slice(0, 200)}`);
+    }
+    const anonymous = await request(`${gateway.url}${BENCH_PATH}`);
+    if (anonymous.status !== 401) throw new Error(`${gateway.name}: a request without a token should be 401, got ${anonymous.status}`);
+  }
+}
+
+/** Redis EVALSHA calls per request around a measured run (server-wide counter: other clients add noise). */
+function redisHooks(redisUrl) {
+  if (!redisUrl) return {};
+  return {
+    before: () => commandCalls(redisUrl, 'evalsha'),
+    after: async (before, requests) => {
+      const after = await commandCalls(redisUrl, 'evalsha');
+      return before === null || after === null || requests === 0 ? null : (after - before) / requests;
+    },
+  };
+}
+
+async function runRounds(targets, options, redisUrl, upstreamPid) {
+  const rounds = [];
+  for (let r = 0; r < options.rounds; r++) {
+    // ABBA: every other round runs the targets in reverse order, so slow drift favours no target.
+    const order = r % 2 === 0 ? targets : [...targets].reverse();
+    const results = {};
+    for (const target of order) {
+      const result = await measure({
+        url: target.url,
+        connections: options.connections,
+        durationS: options.durationS,
+        warmupS: options.warmupS,
+        headers: target.headers,
+        watch: { target: target.pid, upstream: upstreamPid },
+        hooks: target.gateway ? redisHooks(redisUrl) : {},
+      });
+      results[target.key] = result;
+      const bad = result.non2xx + result.errors + result.timeouts;
+      log(
+        `  round ${r + 1}/${options.rounds}  ${target.label.padEnd(34)} ${fmtInt(result.rps).padStart(7)} req/s  p50 ${fmt(result.p50)} ms  p99 ${fmt(result.p99)} ms` +
+          `${target.key === 'direct' ? '' : `  cpu ${fmt(result.cpuMicrosPerRequest.target, 1)} µs/req`}${bad ? `  !! ${bad} non-2xx/errors` : ''}`,
+      );
+    }
+    rounds.push({ round: r + 1, order: order.map((target) => target.key), results });
+  }
+  return rounds;
+}
+
+function summarizeRounds(targets, rounds) {
+  const pick = (key, get) => median(rounds.map((entry) => get(entry.results[key])));
+  const rows = {};
+  for (const target of targets) {
+    const get = (field) => pick(target.key, (result) => result[field]);
+    rows[target.key] = {
+      label: target.label,
+      rps: get('rps'),
+      p50: get('p50'),
+      p99: get('p99'),
+      cpuMicrosPerRequest: target.key === 'direct' ? null : pick(target.key, (result) => result.cpuMicrosPerRequest.target),
+      upstreamCpuMicrosPerRequest: pick(target.key, (result) => result.cpuMicrosPerRequest.upstream),
+      redisCallsPerRequest: target.gateway ? pick(target.key, (result) => result.hook ?? Number.NaN) : null,
+      failedRequests: rounds.reduce((sum, entry) => sum + entry.results[target.key].non2xx + entry.results[target.key].errors + entry.results[target.key].timeouts, 0),
+    };
+  }
+  for (const row of Object.values(rows)) {
+    for (const [suffix, base] of [
+      ['VsBaseline', rows.baseline],
+      ['VsDirect', rows.direct],
+    ]) {
+      row[`rps${suffix}`] = ratio(row.rps, base.rps);
+      row[`p50${suffix}`] = ratio(row.p50, base.p50);
+      row[`p99${suffix}`] = ratio(row.p99, base.p99);
+    }
+  }
+  return rows;
+}
+
+async function loginUnderLoad(warm, options) {
+  const pairs = [];
+  for (let i = 0; i < options.loginPairs; i++) {
+    const base = { url: `${warm.url}${BENCH_PATH}`, connections: options.connections, durationS: options.loginDurationS, headers: warm.headers, watch: { target: warm.pid } };
+    const without = await measure({ ...base, warmupS: i === 0 ? options.warmupS : 0 });
+    const driver = loginDriver({ gatewayUrl: warm.url, username: 'alice', password: 'alice-password', rate: options.loginRate, maxSeconds: options.loginDurationS + 1 });
+    const withLogins = await measure({ ...base, warmupS: 0, during: driver });
+    const logins = withLogins.background;
+    log(
+      `  pair ${i + 1}/${options.loginPairs}  p99 ${fmt(without.p99)} ms without logins, ${fmt(withLogins.p99)} ms with ${fmt(logins.ratePerSecond, 1)} logins/s` +
+        ` (login p50 ${fmt(logins.loginP50Ms, 1)} ms, p99 ${fmt(logins.loginP99Ms, 1)} ms, ${logins.failed} failed, ${logins.skipped} skipped)`,
+    );
+    pairs.push({ without, with: withLogins });
+  }
+  const p99Without = median(pairs.map((pair) => pair.without.p99));
+  const p99With = median(pairs.map((pair) => pair.with.p99));
+  return {
+    loginsPerSecondTarget: options.loginRate,
+    p99WithoutMs: p99Without,
+    p99WithMs: p99With,
+    p99Ratio: ratio(p99With, p99Without),
+    rpsWithout: median(pairs.map((pair) => pair.without.rps)),
+    rpsWith: median(pairs.map((pair) => pair.with.rps)),
+    logins: pairs.map((pair) => pair.with.background),
+    failedProxiedRequests: pairs.reduce((sum, pair) => sum + pair.without.non2xx + pair.with.non2xx + pair.without.errors + pair.with.errors, 0),
+  };
+}
+
+function printTable(rows) {
+  const header = ['target', 'req/s', '×base', '×direct', 'p50 ms', '×base', '×direct', 'p99 ms', '×base', '×direct', 'cpu µs/req', 'redis/req'];
+  const body = Object.values(rows).map((row) => [
+    row.label,
+    fmtInt(row.rps),
+    fmt(row.rpsVsBaseline),
+    fmt(row.rpsVsDirect),
+    fmt(row.p50, 3),
+    fmt(row.p50VsBaseline),
+    fmt(row.p50VsDirect),
+    fmt(row.p99, 3),
+    fmt(row.p99VsBaseline),
+    fmt(row.p99VsDirect),
+    row.cpuMicrosPerRequest === null ? '-' : fmt(row.cpuMicrosPerRequest, 1),
+    row.redisCallsPerRequest === null ? '-' : fmt(row.redisCallsPerRequest, 2),
+  ]);
+  log(table(header, body));
+}
+
+async function main(argv) {
+  if (argv.includes('--match')) return require('./match').main(argv.filter((arg) => arg !== '--match'));
+  if (argv.includes('--memory')) return require('./memory').main(argv.filter((arg) => arg !== '--memory'));
+  const options = parseArgs(argv);
+  const started = Date.now();
+  const generatedAt = new Date().toISOString();
+  const redis = await resolveRedis();
+  const prefix = `bench-${require('node:crypto').randomBytes(4).toString('hex')}`;
+  const prefixes = [`${prefix}-warm`, `${prefix}-cold`];
+  const policyDir = mkdtempSync(join(os.tmpdir(), 'iam-bench-policy-'));
+  const loadStart = os.loadavg();
+  try {
+    writePolicy(policyDir);
+    log(`iam-gateway bench (${options.quick ? 'quick' : 'full'}): ${options.rounds} rounds × 4 targets, ${options.connections} connections, ${options.warmupS} s warm-up + ${options.durationS} s each`);
+    log(`  token store: ${redis.url ? `Redis ${redact(redis.url)} (${redis.source})` : 'in-process store (no Redis answered): "cold" then measures the in-process store, not a Redis round trip'}`);
+    log(`  database: ${process.env.DATABASE_URL ? 'DATABASE_URL' : 'embedded PGlite, in memory'}; policy: ${POLICY_ROUTES} generated routes; machine: ${os.cpus().length} cpus, load ${loadStart.map((x) => x.toFixed(2)).join(' ')}`);
+    const upstream = await startUpstream();
+    const baseline = await startBaselineProxy(upstream.url);
+    const common = { upstreamUrl: upstream.url, policyDir, redisUrl: redis.url };
+    const warm = await startGatewayProcess({ ...common, name: 'gateway-warm', prefix: prefixes[0] });
+    const cold = await startGatewayProcess({ ...common, name: 'gateway-cold', prefix: prefixes[1], extraEnv: { IAM_TOKEN_CACHE_ENABLED: 'false' } });
+    for (const gateway of [warm, cold]) gateway.headers = { authorization: `Bearer ${(await login(gateway.url, 'alice', 'alice-password')).accessToken}` };
+    const targets = [
+      { key: 'direct', label: 'direct upstream', url: `${upstream.url}${BENCH_PATH}`, headers: warm.headers, pid: upstream.pid },
+      { key: 'baseline', label: 'baseline proxy (http-proxy 1.18.1)', url: `${baseline.url}${BENCH_PATH}`, headers: warm.headers, pid: baseline.pid },
+      { key: 'warm', label: 'gateway warm (session cache)', url: `${warm.url}${BENCH_PATH}`, headers: warm.headers, pid: warm.pid, gateway: true },
+      { key: 'cold', label: 'gateway cold (no session cache)', url: `${cold.url}${BENCH_PATH}`, headers: cold.headers, pid: cold.pid, gateway: true },
+    ];
+    await sanityCheck(targets, [warm, cold]);
+    log(`  ready after ${((Date.now() - started) / 1000).toFixed(1)} s; sanity checks passed (200 + upstream body; 403 SCOPE_DENIED on project 2; 401 without token)\n`);
+
+    log('throughput and latency under load:');
+    const rounds = await runRounds(targets, options, redis.url, upstream.pid);
+    const rows = summarizeRounds(targets, rounds);
+
+    log('\nunloaded latency (1 request at a time, gateway warm vs direct upstream):');
+    const unloaded = await unloadedLatency(
+      [
+        { name: 'direct', url: targets[0].url, headers: warm.headers },
+        { name: 'baseline', url: targets[1].url, headers: warm.headers },
+        { name: 'warm', url: targets[2].url, headers: warm.headers },
+      ],
+      { count: options.unloadedCount, warmup: options.unloadedWarmup },
+    );
+    const unloadedAdded = unloaded.warm.p50 - unloaded.direct.p50;
+    log(`  median: direct ${fmt(unloaded.direct.p50, 3)} ms, baseline ${fmt(unloaded.baseline.p50, 3)} ms, gateway ${fmt(unloaded.warm.p50, 3)} ms → added ${fmt(unloadedAdded, 3)} ms (median of paired differences ${fmt(unloaded.warm.medianDeltaMs, 3)} ms; baseline adds ${fmt(unloaded.baseline.p50 - unloaded.direct.p50, 3)} ms)`);
+
+    log(`\nlogin under load (gateway warm, ${options.connections} connections, with/without ${options.loginRate} logins/s):`);
+    const loginLoad = await loginUnderLoad(warm, options);
+
+    const rss = { warm: memoryKb(warm.pid), cold: memoryKb(cold.pid), baseline: memoryKb(baseline.pid) };
+    const summary = {
+      throughputRatioWarm: round(rows.warm.rpsVsBaseline),
+      throughputRatioCold: round(rows.cold.rpsVsBaseline),
+      p99RatioWarm: round(rows.warm.p99VsBaseline),
+      p99RatioCold: round(rows.cold.p99VsBaseline),
+      unloadedAddedMedianMs: round(unloadedAdded, 4),
+      loginLoadP99Ratio: round(loginLoad.p99Ratio),
+    };
+    const checks = [
+      { name: `gateway warm ≥ ${TARGETS.warm}× baseline req/s`, measured: summary.throughputRatioWarm, pass: summary.throughputRatioWarm >= TARGETS.warm },
+      { name: `gateway cold ≥ ${TARGETS.cold}× baseline req/s`, measured: summary.throughputRatioCold, pass: summary.throughputRatioCold >= TARGETS.cold },
+      { name: 'gateway warm p99 ≤ baseline p99', measured: summary.p99RatioWarm, pass: summary.p99RatioWarm <= TARGETS.p99 },
+      { name: `unloaded added median ≤ ${TARGETS.unloadedAddedMs} ms`, measured: summary.unloadedAddedMedianMs, pass: summary.unloadedAddedMedianMs <= TARGETS.unloadedAddedMs },
+      { name: `p99 with ${options.loginRate} logins/s within ${TARGETS.loginP99}×`, measured: summary.loginLoadP99Ratio, pass: summary.loginLoadP99Ratio <= TARGETS.loginP99 },
+    ];
+    const invalid = Object.values(rows).filter((row) => row.failedRequests > 0);
+
+    log(`\nresults (medians over ${options.rounds} rounds; ratios: ×base = ÷ baseline proxy, ×direct = ÷ direct upstream; cpu = the proxy process's utime+stime per 2xx request):`);
+    printTable(rows);
+    log(`\n  upstream cpu µs/req: ${Object.values(rows).map((row) => `${row.label.split(' (')[0]} ${fmt(row.upstreamCpuMicrosPerRequest, 1)}`).join(', ')}`);
+    log(`  RSS after the load: gateway warm ${fmtInt(rss.warm?.rssKb / 1024)} MB, gateway cold ${fmtInt(rss.cold?.rssKb / 1024)} MB, baseline ${fmtInt(rss.baseline?.rssKb / 1024)} MB`);
+    log('\ntargets:');
+    for (const check of checks) log(`  ${check.pass ? 'PASS' : 'FAIL'}  ${check.name}: ${check.measured}`);
+    if (invalid.length > 0) log(`  INVALID: non-2xx answers or errors from ${invalid.map((row) => `${row.label} (${row.failedRequests})`).join(', ')}`);
+
+    const results = {
+      generatedAt,
+      mode: options.quick ? 'quick' : 'full',
+      ...summary,
+      targets: checks,
+      table: rows,
+      unloaded: { ...unloaded, addedMedianMs: unloadedAdded, requestsPerTarget: options.unloadedCount },
+      loginLoad,
+      rssKbAfterLoad: rss,
+      rounds,
+      config: { ...options, policyRoutes: POLICY_ROUTES, benchmarkedRequest: `GET ${BENCH_PATH}` },
+      environment: {
+        node: process.version,
+        cpus: os.cpus().length,
+        cpuModel: os.cpus()[0]?.model ?? null,
+        loadavgStart: loadStart,
+        loadavgEnd: os.loadavg(),
+        tokenStore: redis.url ? { kind: 'redis', url: redact(redis.url), source: redis.source } : { kind: 'memory' },
+        database: process.env.DATABASE_URL ? 'DATABASE_URL' : 'pglite (memory://)',
+      },
+      durationSeconds: (Date.now() - started) / 1000,
+    };
+    const files = writeResults(join(__dirname, 'results'), results);
+    log(`\nwrote ${files.latest} and ${files.dated} (${results.durationSeconds.toFixed(0)} s)`);
+    return options.strict && (checks.some((check) => !check.pass) || invalid.length > 0) ? 1 : 0;
+  } finally {
+    await stopAll();
+    await purgePrefixes(redis.url, prefixes).catch((error) => log(`bench: could not purge ${prefixes.join(', ')}: ${error.message}`));
+    rmSync(policyDir, { recursive: true, force: true });
+  }
+}
+
+if (require.main === module) {
+  main(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code ?? 0;
+    },
+    async (error) => {
+      process.stderr.write(`bench: ${error.stack || error.message}\n`);
+      await stopAll();
+      process.exitCode = 1;
+    },
+  );
+}
+
+module.exports = { main };

@@ -1,0 +1,116 @@
+/**
+ * JSON Schemas of the admin API bodies (issue 5): the pieces of the provisioning file (design.md §6.1),
+ * with `additionalProperties: false` so unknown properties are rejected (design.md §4.1).
+ */
+import type { JSONSchemaType } from 'ajv';
+import { IDENTIFIER_PATTERN } from '../auth/identity-validation';
+import type { AccessMode, ScopeRecord } from '../persistence/records';
+
+export interface TemplateBody {
+  name: string;
+  permissions: string[];
+  description?: string;
+}
+
+export interface UserBody {
+  displayName?: string;
+  enabled: boolean;
+}
+
+export interface IdentityBody {
+  userId: string;
+  identityDomain: string;
+  enabled: boolean;
+}
+
+export interface ProfileBody {
+  userId: string;
+  profileName: string;
+  templateVersionId: string;
+  clientTypes: string[];
+  enabled: boolean;
+  revoked: boolean;
+}
+
+export type ScopesBody = ScopeRecord[];
+
+export interface RevokeBody {
+  reason?: string;
+}
+
+const identifier = { type: 'string', pattern: IDENTIFIER_PATTERN } as const;
+
+export const templateBodySchema: JSONSchemaType<TemplateBody> = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['name', 'permissions'],
+  properties: {
+    name: { type: 'string', minLength: 1, maxLength: 200 },
+    description: { type: 'string', maxLength: 2000, nullable: true },
+    // Each code is also checked with isValidPermissionCode (the grammar of design.md §5.3).
+    permissions: { type: 'array', items: { type: 'string', minLength: 3, maxLength: 200 }, uniqueItems: true, maxItems: 1000 },
+  },
+};
+
+export const userBodySchema: JSONSchemaType<UserBody> = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['enabled'],
+  properties: {
+    displayName: { type: 'string', maxLength: 200, nullable: true },
+    enabled: { type: 'boolean' },
+  },
+};
+
+export const identityBodySchema: JSONSchemaType<IdentityBody> = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['userId', 'identityDomain', 'enabled'],
+  properties: {
+    userId: identifier,
+    identityDomain: identifier,
+    enabled: { type: 'boolean' },
+  },
+};
+
+export const profileBodySchema: JSONSchemaType<ProfileBody> = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['userId', 'profileName', 'templateVersionId', 'clientTypes', 'enabled', 'revoked'],
+  properties: {
+    userId: identifier,
+    profileName: { type: 'string', minLength: 1, maxLength: 200 },
+    templateVersionId: identifier,
+    clientTypes: { type: 'array', items: { type: 'string', minLength: 1, maxLength: 50 }, uniqueItems: true, maxItems: 50 },
+    enabled: { type: 'boolean' },
+    revoked: { type: 'boolean' },
+  },
+};
+
+export const scopesBodySchema: JSONSchemaType<ScopesBody> = {
+  type: 'array',
+  maxItems: 1000,
+  items: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['scopeType', 'scopeRefId', 'accessMode'],
+    properties: {
+      scopeType: identifier,
+      scopeRefId: identifier,
+      accessMode: { type: 'string', enum: ['READ', 'WRITE'] as AccessMode[] },
+    },
+  },
+};
+
+export const revokeBodySchema: JSONSchemaType<RevokeBody> = {
+  type: 'object',
+  additionalProperties: false,
+  required: [],
+  properties: {
+    // Stored as the session's revokeReason; visible ASCII only, like every identifier.
+    reason: { type: 'string', pattern: '^[\\x20-\\x7E]{1,200}$', nullable: true },
+  },
+};
+
+/** A path parameter naming an object: the identifier rule of the bodies. */
+export const IDENTIFIER_REGEX = new RegExp(IDENTIFIER_PATTERN);

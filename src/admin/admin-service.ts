@@ -1,0 +1,203 @@
+import type { AuditTrail } from '../audit/audit-trail';
+import { isValidPermissionCode } from '../authz/permission-code';
+import {
+  AdminWriteError,
+  type AdminAuditContext,
+  type AdminRepository,
+  type ProfileWriteResult,
+  type RaisedAuthorization,
+  type VersionPrecondition,
+} from '../persistence/admin-repository';
+import type { IamRepository } from '../persistence/iam-repository';
+import type { AuditEventRecord, IdentityRecord, ProfileRecord, TemplateRecord, UserRecord } from '../persistence/records';
+import { ProblemError, problems } from '../problem';
+import type { RequestFacts, SessionService } from '../sessions/session-service';
+import type { TokenStore } from '../sessions/token-store';
+import type { IdentityBody, ProfileBody, ScopesBody, TemplateBody, UserBody } from './admin-schemas';
+
+/** Who is acting, and the request it came in. */
+export interface AdminActor {
+  userId: string;
+  facts: RequestFacts;
+}
+
+/** A page of a list endpoint; `nextCursor` is opaque, null on the last page. */
+export interface Page<T> {
+  items: T[];
+  nextCursor: string | null;
+}
+
+export interface UserListParams {
+  limit: number;
+  cursor: string | null;
+  q: string | null;
+  domain: string | null;
+}
+
+export interface AuditListParams {
+  limit: number;
+  cursor: string | null;
+  userId: string | null;
+  action: string | null;
+  since: Date | null;
+}
+
+export interface AdminServiceDeps {
+  admin: AdminRepository;
+  repository: Pick<IamRepository, 'getUser'>;
+  sessions: Pick<SessionService, 'revokeById' | 'revokeUser'>;
+  store: Pick<TokenStore, 'publish'>;
+  audit: Pick<AuditTrail, 'flush' | 'record'>;
+}
+
+/** Opaque cursors: base64url of the last key of the page (a userId, or an audit id). */
+export const encodeCursor = (key: string): string => Buffer.from(key, 'utf8').toString('base64url');
+export function decodeCursor(cursor: string): string | null {
+  const key = Buffer.from(cursor, 'base64url').toString('utf8');
+  return key.length > 0 && encodeCursor(key) === cursor ? key : null;
+}
+
+/**
+ * The admin API's rules (issue 5), without HTTP: validates what the schemas cannot, writes through the
+ * admin repository (change + audit row in one transaction), then tells every gateway instance through the
+ * events channel, so live sessions pick up the change on their next request.
+ */
+export class AdminService {
+  constructor(private readonly deps: AdminServiceDeps) {}
+
+  async upsertTemplate(actor: AdminActor, versionId: string, body: TemplateBody): Promise<{ template: TemplateRecord; created: boolean }> {
+    const invalid = body.permissions
+      .map((code, index) => ({ code, index }))
+      .filter(({ code }) => !isValidPermissionCode(code))
+      .map(({ code, index }) => ({ pointer: `/permissions/${index}`, message: `"${code}" is not a permission code <resource>:<action>` }));
+    if (invalid.length > 0) throw problems.validation(invalid);
+    const result = await this.write(() => this.deps.admin.upsertTemplate(versionId, body, auditContext(actor)));
+    if (result.raised.length > 0) {
+      await this.deps.store.publish({ type: 'template-changed', versionId });
+      await this.publishRaised(result.raised);
+    }
+    return { template: result.template, created: result.created };
+  }
+
+  async listUsers(params: UserListParams): Promise<Page<UserRecord>> {
+    const after = params.cursor === null ? null : decodeCursor(params.cursor);
+    if (params.cursor !== null && after === null) throw problems.validation([{ pointer: '/cursor', message: 'is not a cursor of this list' }], 'The query is not valid.');
+    const rows = await this.deps.admin.listUsers({ limit: params.limit, after, text: params.q, domain: params.domain });
+    return page(rows, params.limit, (user) => user.userId);
+  }
+
+  /** Disabling a user ends every session at once (their tokens get 401 on the next request, on every instance). */
+  async upsertUser(actor: AdminActor, userId: string, body: UserBody): Promise<{ user: UserRecord; created: boolean }> {
+    const result = await this.write(() => this.deps.admin.upsertUser(userId, body, auditContext(actor)));
+    if (result.enabledChanged) {
+      if (!result.user.enabled) await this.deps.sessions.revokeUser(userId, 'user_disabled', actor.userId, actor.facts);
+      await this.publishRaised([{ userId, authorizationVersion: result.user.authorizationVersion }]);
+    }
+    return { user: result.user, created: result.created };
+  }
+
+  async listIdentities(userId: string): Promise<IdentityRecord[]> {
+    const identities = await this.deps.admin.listIdentities(userId);
+    if (identities === null) throw new ProblemError('IAM_NOT_FOUND', `No user "${userId}".`);
+    return identities;
+  }
+
+  upsertIdentity(actor: AdminActor, identityId: string, body: IdentityBody): Promise<{ identity: IdentityRecord; created: boolean }> {
+    return this.write(() => this.deps.admin.upsertIdentity(identityId, body, auditContext(actor)));
+  }
+
+  /** A disabled or revoked profile stops granting on the next request of every session using it. */
+  async upsertProfile(actor: AdminActor, profileId: string, body: ProfileBody, precondition: VersionPrecondition): Promise<{ profile: ProfileRecord; created: boolean }> {
+    const result = await this.write(() => this.deps.admin.upsertProfile(profileId, body, precondition, auditContext(actor)));
+    await this.publishProfile(result);
+    return { profile: result.profile, created: result.created };
+  }
+
+  async replaceScopes(actor: AdminActor, profileId: string, scopes: ScopesBody, precondition: VersionPrecondition): Promise<ProfileRecord> {
+    const seen = new Map<string, number>();
+    const duplicates: Array<{ pointer: string; message: string }> = [];
+    scopes.forEach((scope, index) => {
+      const key = `${scope.scopeType}\u0000${scope.scopeRefId}`;
+      const first = seen.get(key);
+      if (first !== undefined) duplicates.push({ pointer: `/${index}`, message: `repeats the scope of /${first} (one access mode per resource)` });
+      else seen.set(key, index);
+    });
+    if (duplicates.length > 0) throw problems.validation(duplicates);
+    const result = await this.write(() => this.deps.admin.replaceProfileScopes(profileId, scopes, precondition, auditContext(actor)));
+    await this.publishProfile(result);
+    return result.profile;
+  }
+
+  /** Every session of the user compiles its permissions afresh on its next request, on every instance. */
+  async raiseAuthorizationVersion(actor: AdminActor, userId: string): Promise<RaisedAuthorization> {
+    const raised = await this.write(() => this.deps.admin.raiseAuthorizationVersion(userId, auditContext(actor)));
+    if (raised === null) throw new ProblemError('IAM_NOT_FOUND', `No user "${userId}".`);
+    await this.publishRaised([raised]);
+    return raised;
+  }
+
+  /** 404 IAM_SESSION_NOT_FOUND for an unknown session (SessionService audits `session.revoke`). */
+  async revokeSession(actor: AdminActor, sessionId: string, reason: string | undefined): Promise<void> {
+    await this.deps.sessions.revokeById(sessionId, reason ?? 'revoked_by_admin', actor.userId, actor.facts);
+  }
+
+  async revokeUserSessions(actor: AdminActor, userId: string, reason: string | undefined): Promise<{ revoked: number }> {
+    if ((await this.deps.repository.getUser(userId)) === null) throw new ProblemError('IAM_NOT_FOUND', `No user "${userId}".`);
+    const revoked = await this.deps.sessions.revokeUser(userId, reason ?? 'revoked_by_admin', actor.userId, actor.facts);
+    // The per-session rows come from SessionService; this one records the admin's single action.
+    this.deps.audit.record({
+      action: 'admin.user.sessions.revoke',
+      actorUserId: actor.userId,
+      targetType: 'user',
+      targetId: userId,
+      outcome: 'success',
+      requestId: actor.facts.requestId,
+      clientAddress: actor.facts.clientAddress,
+      details: { reason: reason ?? 'revoked_by_admin', revoked },
+    });
+    return { revoked };
+  }
+
+  /** Newest first; buffered request-path events (logins, revocations) are written first so they are listed. */
+  async listAudit(params: AuditListParams): Promise<Page<AuditEventRecord>> {
+    const before = params.cursor === null ? null : decodeCursor(params.cursor);
+    if (params.cursor !== null && (before === null || !/^[0-9]{1,19}$/.test(before))) {
+      throw problems.validation([{ pointer: '/cursor', message: 'is not a cursor of this list' }], 'The query is not valid.');
+    }
+    await this.deps.audit.flush();
+    const rows = await this.deps.admin.listAudit({ limit: params.limit, before, userId: params.userId, action: params.action, since: params.since });
+    return page(rows, params.limit, (event) => event.id ?? '');
+  }
+
+  private async publishProfile(result: ProfileWriteResult): Promise<void> {
+    if (!result.changed) return;
+    await this.deps.store.publish({ type: 'profile-changed', profileId: result.profile.profileId, userId: result.profile.userId });
+    if (result.raised) await this.publishRaised([result.raised]);
+  }
+
+  private async publishRaised(raised: RaisedAuthorization[]): Promise<void> {
+    for (const user of raised) await this.deps.store.publish({ type: 'authorization-changed', userId: user.userId, authorizationVersion: user.authorizationVersion });
+  }
+
+  /** Maps what the caller can fix to problems: unknown target 404, stale or racing write 409, unknown reference 422. */
+  private async write<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (error) {
+      if (!(error instanceof AdminWriteError)) throw error;
+      if (error.kind === 'not-found') throw new ProblemError('IAM_NOT_FOUND', error.message);
+      if (error.kind === 'conflict') throw new ProblemError('IAM_CONFLICT', error.message);
+      throw new ProblemError('IAM_VALIDATION_FAILED', error.message, { status: 422, extensions: { errors: error.problems } });
+    }
+  }
+}
+
+function auditContext(actor: AdminActor): AdminAuditContext {
+  return { actorUserId: actor.userId, requestId: actor.facts.requestId, clientAddress: actor.facts.clientAddress };
+}
+
+function page<T>(rows: T[], limit: number, keyOf: (row: T) => string): Page<T> {
+  if (rows.length <= limit) return { items: rows, nextCursor: null };
+  const items = rows.slice(0, limit);
+  return { items, nextCursor: encodeCursor(keyOf(items[items.length - 1]!)) };
+}

@@ -1,0 +1,484 @@
+/**
+ * `policy test` (design.md §5.4; conventions habit 3 "one engine, many views", habit 8 "tests are
+ * specifications"): YAML cases from `<policies>/tests/*.yaml` decided by the gateway's own DecisionEngine,
+ * with the request path normalized exactly as the proxy does. Grants come from the case (compiled by the
+ * same `compileGrant`) or from a provisioning file; resolvers are stubs answering from the case, so a run
+ * needs no database, no token store and no network.
+ */
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
+import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml';
+import type { IamPrincipal } from '../auth/principal';
+import { compileGrant, type CompiledGrant } from '../authz/ability-compiler';
+import type { AuthorizationDecision } from '../authz/decision';
+import { DecisionEngine, type DecisionSubject } from '../authz/decision-engine';
+import { isValidPermissionCode } from '../authz/permission-code';
+import { decodeResourceId, type ResolveResult } from '../authz/resource-resolver';
+import { normalizeRequestTarget } from '../gateway/normalize-target';
+import type { ProvisioningDocument, ScopeRecord } from '../persistence/records';
+import type { CompiledPolicy, PolicyIssue } from './compiled-policy';
+
+/** A principal described by its permissions: one unscoped or scoped profile made up for the case. */
+export interface PermissionsPrincipal {
+  permissions: string[];
+  scopes?: ScopeRecord[];
+  /** The session's client type; default `WEB`. */
+  clientType?: string;
+  /** The identity domain; default `example.com`. */
+  domain?: string;
+}
+
+/** A principal taken from a provisioning file: the user's `profile`, or the one a login would pick. */
+export interface UserPrincipal {
+  user: string;
+  profile?: string;
+  clientType?: string;
+}
+
+/** Resolver answers: type → id → scope refs, an HTTP status (404 = not found), or `down`. */
+export type ResolverAnswers = Record<string, Record<string, Array<{ type: string; id: string | number }> | number | 'down'>>;
+
+/** One case of a `tests/*.yaml` file. */
+export interface PolicyTestCase {
+  name: string;
+  request: { method: string; path: string };
+  /** null = no session (anonymous). */
+  principal: PermissionsPrincipal | UserPrincipal | null;
+  resolvers?: ResolverAnswers;
+  /** `allow`, `deny`, a step code (`SCOPE_DENIED`, `ROUTE_NOT_DECLARED`, …) or the status the gateway answers. */
+  expect: string | number;
+}
+
+/** The outcome of one case. */
+export interface PolicyTestResult {
+  /** Test file relative to the policies directory, e.g. `tests/example.test.yaml`. */
+  file: string;
+  line: number;
+  name: string;
+  passed: boolean;
+  expected: string;
+  /** What happened, in the vocabulary of `expect`. */
+  actual: string;
+  /** The engine's decision; null when the path was refused or the case could not run. */
+  decision: AuthorizationDecision | null;
+  /** Why the case could not run (unknown user, unreadable provisioning file, …). */
+  error?: string;
+}
+
+export interface PolicyTestReport {
+  results: PolicyTestResult[];
+  /** Problems of the test files themselves (YAML, schema), each with file and line; each counts as a failure. */
+  problems: PolicyIssue[];
+  passed: number;
+  failed: number;
+}
+
+export interface PolicyTestOptions {
+  policy: CompiledPolicy;
+  /** The policies directory: cases are read from its `tests/` subdirectory. */
+  dir: string;
+  /** The provisioning document for `principal: { user }` cases; called at most once, only when needed. */
+  provisioning?: () => ProvisioningDocument;
+  /** Where the provisioning document comes from, for messages. */
+  provisioningOrigin?: string;
+  /** `iam.gateway.allow-path-parameters`, as the proxy normalizes with it. */
+  allowPathParameters?: boolean;
+}
+
+const STEP_CODES = [
+  'UNAUTHENTICATED', 'NO_ACTIVE_PROFILE', 'DOMAIN_MISMATCH', 'CLIENT_TYPE_MISMATCH', 'PERMISSION_DENIED',
+  'RESOURCE_NOT_FOUND', 'RESOURCE_RESOLUTION_UNAVAILABLE', 'SCOPE_DENIED', 'ROUTE_NOT_DECLARED',
+];
+const TEST_EXTENSIONS = ['.yaml', '.yml'];
+
+const scopeSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['scopeType', 'scopeRefId', 'accessMode'],
+  properties: { scopeType: { type: 'string', minLength: 1 }, scopeRefId: { type: 'string', minLength: 1 }, accessMode: { enum: ['READ', 'WRITE'] } },
+};
+const caseFileSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['cases'],
+  properties: {
+    cases: {
+      type: 'array',
+      minItems: 1,
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['name', 'request', 'principal', 'expect'],
+        properties: {
+          name: { type: 'string', minLength: 1 },
+          request: {
+            type: 'object',
+            additionalProperties: false,
+            required: ['method', 'path'],
+            properties: { method: { type: 'string', pattern: '^[A-Za-z]{1,20}$' }, path: { type: 'string', minLength: 1, maxLength: 8192 } },
+          },
+          principal: { type: ['object', 'null'] },
+          resolvers: {
+            type: 'object',
+            additionalProperties: {
+              type: 'object',
+              additionalProperties: {
+                anyOf: [
+                  {
+                    type: 'array',
+                    items: {
+                      type: 'object',
+                      additionalProperties: false,
+                      required: ['type', 'id'],
+                      properties: { type: { type: 'string', minLength: 1 }, id: { type: ['string', 'integer'] } },
+                    },
+                  },
+                  { type: 'integer', minimum: 100, maximum: 599 },
+                  { const: 'down' },
+                ],
+              },
+            },
+          },
+          expect: { anyOf: [{ enum: ['allow', 'deny', ...STEP_CODES] }, { type: 'integer', minimum: 100, maximum: 599 }] },
+        },
+      },
+    },
+  },
+};
+const permissionsPrincipalSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['permissions'],
+  properties: {
+    permissions: { type: 'array', items: { type: 'string' } },
+    scopes: { type: 'array', items: scopeSchema },
+    clientType: { type: 'string', minLength: 1 },
+    domain: { type: 'string', minLength: 1 },
+  },
+};
+const userPrincipalSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['user'],
+  properties: { user: { type: 'string', minLength: 1 }, profile: { type: 'string', minLength: 1 }, clientType: { type: 'string', minLength: 1 } },
+};
+
+/** Compiled once, on first use (pure functions, not connections). */
+let validators: { file: ValidateFunction; permissions: ValidateFunction; user: ValidateFunction } | null = null;
+function compiledValidators(): NonNullable<typeof validators> {
+  if (validators === null) {
+    const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
+    validators = { file: ajv.compile(caseFileSchema), permissions: ajv.compile(permissionsPrincipalSchema), user: ajv.compile(userPrincipalSchema) };
+  }
+  return validators;
+}
+
+/** Runs every case of `<dir>/tests/*.yaml` against `policy`. Never throws on bad input: it becomes a problem. */
+export async function runPolicyTests(options: PolicyTestOptions): Promise<PolicyTestReport> {
+  const problems: PolicyIssue[] = [];
+  const results: PolicyTestResult[] = [];
+  const files = await readTestFiles(join(options.dir, 'tests'), problems);
+  const provisioning = memoize(options.provisioning);
+  for (const { file, text } of files) {
+    for (const { testCase, line, problem } of parseCases(`tests/${file}`, text, problems)) {
+      if (problem) {
+        problems.push(problem);
+        continue;
+      }
+      results.push(await runCase(`tests/${file}`, line, testCase, options, provisioning));
+    }
+  }
+  if (files.length > 0 && results.length === 0 && problems.length === 0) {
+    problems.push({ severity: 'error', kind: 'test', message: 'no test cases found', source: null });
+  }
+  const passed = results.filter((result) => result.passed).length;
+  return { results, problems, passed, failed: results.length - passed + problems.length };
+}
+
+/**
+ * The report as lines: a `FAIL file:line: name: expected …, got …` line per failed case (with the route
+ * and the decision's steps), each test-file problem, and `N passed, N failed`. `verbose` adds PASS lines.
+ */
+export function formatPolicyTestReport(report: PolicyTestReport, options: { verbose?: boolean; fileLabel?: (file: string) => string; where?: string } = {}): string[] {
+  const label = options.fileLabel ?? ((file: string) => file);
+  const lines: string[] = [];
+  for (const problem of report.problems) {
+    const at = problem.source ? `${label(problem.source.file)}:${problem.source.line}` : (options.where ?? 'tests');
+    lines.push(`${at}: error ${problem.kind}: ${problem.message}`);
+  }
+  for (const result of report.results) {
+    const at = `${label(result.file)}:${result.line}`;
+    if (result.passed) {
+      if (options.verbose) lines.push(`PASS ${at}: ${result.name}`);
+      continue;
+    }
+    if (result.error) {
+      lines.push(`FAIL ${at}: ${result.name}: ${result.error}`);
+      continue;
+    }
+    lines.push(`FAIL ${at}: ${result.name}: expected ${result.expected}, got ${result.actual}${describeDecision(result.decision)}`);
+  }
+  lines.push(`${report.passed} passed, ${report.failed} failed`);
+  return lines;
+}
+
+// ---------------------------------------------------------------- running one case
+
+async function runCase(
+  file: string,
+  line: number,
+  testCase: PolicyTestCase,
+  options: PolicyTestOptions,
+  provisioning: () => ProvisioningDocument | Error,
+): Promise<PolicyTestResult> {
+  const expected = String(testCase.expect);
+  const base = { file, line, name: testCase.name, expected };
+  const target = normalizeRequestTarget(testCase.request.path, { allowPathParameters: options.allowPathParameters ?? false, host: undefined });
+  if (!target.ok) {
+    // The proxy answers 400 before any policy is consulted.
+    const passed = testCase.expect === 'deny' || testCase.expect === 400;
+    return { ...base, passed, actual: `400 (path refused: ${target.reason})`, decision: null };
+  }
+  let setup: { subject: DecisionSubject | null; grant: CompiledGrant | null };
+  try {
+    setup = subjectOf(testCase.principal, provisioning, options.provisioningOrigin ?? 'the provisioning file');
+  } catch (error) {
+    return { ...base, passed: false, actual: 'not run', decision: null, error: (error as Error).message };
+  }
+  const engine = new DecisionEngine({
+    grants: { getGrant: async (principal) => (setup.grant !== null && principal.activeProfileId === setup.grant.profileId ? setup.grant : null) },
+    resolvers: { resolve: async (_config, type, id) => resolverAnswer(testCase.resolvers, type, id) },
+  });
+  const decision = await engine.decideRequest({ method: testCase.request.method.toUpperCase(), path: target.path, policy: options.policy, subject: setup.subject });
+  const status = decision.allowed ? 200 : decision.status;
+  let passed: boolean;
+  if (testCase.expect === 'allow') passed = decision.allowed;
+  else if (testCase.expect === 'deny') passed = !decision.allowed;
+  else if (typeof testCase.expect === 'number') passed = status === testCase.expect;
+  else passed = decision.failedStep === testCase.expect;
+  return { ...base, passed, actual: describeOutcome(decision), decision };
+}
+
+function describeOutcome(decision: AuthorizationDecision): string {
+  if (decision.shadowed) return `allow (shadow mode; would deny: ${decision.failedStep} ${decision.status})`;
+  if (decision.allowed) return 'allow';
+  return `deny ${decision.failedStep} (${decision.status})`;
+}
+
+function describeDecision(decision: AuthorizationDecision | null): string {
+  if (decision === null) return '';
+  const route = decision.route ? `route ${decision.route.id} ${decision.route.pattern}` : 'no route (default)';
+  const steps = decision.steps.map((step) => (step.passed ? step.code : `${step.code} ✗ "${step.reason}"`));
+  return `; ${route}; steps [${steps.join(', ')}]`;
+}
+
+/** The stub resolver: the case's answer, or, when the case gives none, the resource as its own scope. */
+function resolverAnswer(answers: ResolverAnswers | undefined, type: string, id: string): ResolveResult {
+  const decodedId = decodeResourceId(id);
+  const answer = answers?.[type]?.[decodedId];
+  if (answer === undefined) return { kind: 'found', scopeRefs: [{ type, id: decodedId }] };
+  if (answer === 'down') return { kind: 'unavailable', reason: `resolver for ${type} unreachable (test case)` };
+  if (typeof answer === 'number') {
+    return answer === 404 ? { kind: 'not-found' } : { kind: 'unavailable', reason: `resolver for ${type} answered HTTP ${answer}` };
+  }
+  return { kind: 'found', scopeRefs: answer.map((ref) => ({ type: ref.type, id: String(ref.id) })) };
+}
+
+/** The session subject and the grant of its active profile, as the gateway would have them. */
+function subjectOf(
+  principal: PolicyTestCase['principal'],
+  provisioning: () => ProvisioningDocument | Error,
+  origin: string,
+): { subject: DecisionSubject | null; grant: CompiledGrant | null } {
+  if (principal === null) return { subject: null, grant: null };
+  if ('permissions' in principal) {
+    const clientType = principal.clientType ?? 'WEB';
+    const identity: IamPrincipal = {
+      userId: 'test-user',
+      identityId: 'test-identity',
+      identityDomain: principal.domain ?? 'example.com',
+      activeProfileId: 'test-profile',
+      authorizationVersion: 1,
+    };
+    const grant = compileGrant({
+      userId: identity.userId,
+      authorizationVersion: 1,
+      profile: {
+        profileId: 'test-profile',
+        userId: identity.userId,
+        profileName: 'test profile',
+        templateVersionId: 'test-template',
+        clientTypes: [clientType],
+        enabled: true,
+        revoked: false,
+        scopes: principal.scopes ?? [],
+        version: 1,
+      },
+      template: { versionId: 'test-template', name: 'test template', description: null, permissions: principal.permissions },
+    });
+    return { subject: { principal: identity, clientType }, grant };
+  }
+
+  const document = provisioning();
+  if (document instanceof Error) throw document;
+  const user = document.users?.find((candidate) => candidate.userId === principal.user);
+  if (!user) throw new Error(`user ${principal.user} is not in ${origin}`);
+  // A disabled user has no session: the gateway revokes them, so requests arrive unauthenticated.
+  if (user.enabled === false) return { subject: null, grant: null };
+  const clientType = principal.clientType ?? 'WEB';
+  const profiles = [...(user.profiles ?? [])].sort((a, b) => (a.profileId < b.profileId ? -1 : a.profileId > b.profileId ? 1 : 0));
+  let profile = profiles.find((candidate) => candidate.profileId === principal.profile);
+  if (principal.profile !== undefined && !profile) throw new Error(`user ${principal.user} has no profile ${principal.profile} in ${origin}`);
+  // Without `profile`, the one a login picks: the first enabled profile (by id) for the client type.
+  profile ??= profiles.find((candidate) => candidate.enabled !== false && candidate.revoked !== true && candidate.clientTypes.includes(clientType));
+  const identity = user.identities?.find((candidate) => candidate.enabled !== false) ?? user.identities?.[0];
+  const subject: DecisionSubject = {
+    principal: {
+      userId: user.userId,
+      identityId: identity?.identityId ?? user.userId,
+      identityDomain: identity?.identityDomain ?? 'example.com',
+      activeProfileId: profile?.profileId ?? null,
+      authorizationVersion: 1,
+    },
+    clientType,
+  };
+  if (!profile || profile.enabled === false || profile.revoked === true) return { subject, grant: null };
+  const template = document.templates?.find((candidate) => candidate.versionId === profile.templateVersionId);
+  const grant = compileGrant({
+    userId: user.userId,
+    authorizationVersion: 1,
+    profile: {
+      profileId: profile.profileId,
+      userId: user.userId,
+      profileName: profile.profileName,
+      templateVersionId: profile.templateVersionId,
+      clientTypes: profile.clientTypes,
+      enabled: true,
+      revoked: false,
+      scopes: profile.scopes ?? [],
+      version: 1,
+    },
+    // A profile whose template is missing grants nothing (as GrantProvider does).
+    template: { versionId: profile.templateVersionId, name: template?.name ?? '', description: null, permissions: template?.permissions ?? [] },
+  });
+  return { subject, grant };
+}
+
+function memoize(load: (() => ProvisioningDocument) | undefined): () => ProvisioningDocument | Error {
+  let cached: ProvisioningDocument | Error | undefined;
+  return () => {
+    if (cached === undefined) {
+      try {
+        cached = load ? load() : new Error('principal.user needs a provisioning file (--provision FILE or iam.provision.file)');
+      } catch (error) {
+        cached = error instanceof Error ? error : new Error(String(error));
+      }
+    }
+    return cached;
+  };
+}
+
+// ---------------------------------------------------------------- reading and validating case files
+
+async function readTestFiles(testsDir: string, problems: PolicyIssue[]): Promise<Array<{ file: string; text: string }>> {
+  let names: string[];
+  try {
+    names = await readdir(testsDir);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    problems.push({ severity: 'error', kind: 'test', message: code === 'ENOENT' ? `no test directory ${testsDir}` : `cannot read ${testsDir}: ${code}`, source: null });
+    return [];
+  }
+  const files: Array<{ file: string; text: string }> = [];
+  for (const name of names.sort()) {
+    if (name.startsWith('.') || !TEST_EXTENSIONS.some((extension) => name.endsWith(extension))) continue;
+    const path = join(testsDir, name);
+    try {
+      if (!(await stat(path)).isFile()) continue;
+      files.push({ file: name, text: await readFile(path, 'utf8') });
+    } catch (error) {
+      problems.push({ severity: 'error', kind: 'test', message: `cannot read: ${(error as NodeJS.ErrnoException).code ?? String(error)}`, source: { file: `tests/${name}`, line: 1 } });
+    }
+  }
+  if (files.length === 0 && problems.length === 0) {
+    problems.push({ severity: 'error', kind: 'test', message: `no test files (*.yaml) in ${testsDir}`, source: null });
+  }
+  return files;
+}
+
+type ParsedCase = { testCase: PolicyTestCase; line: number; problem?: undefined } | { testCase?: undefined; line: number; problem: PolicyIssue };
+
+/** Parses and validates one case file; file-level problems go to `problems`, case-level ones come back per case. */
+function parseCases(file: string, text: string, problems: PolicyIssue[]): ParsedCase[] {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, uniqueKeys: true, prettyErrors: true });
+  const lineOf = (path: ReadonlyArray<string | number>): number => {
+    const node = locate(doc, path);
+    const offset = node?.range?.[0];
+    return offset === undefined ? 1 : lineCounter.linePos(offset).line;
+  };
+  const issue = (message: string, line: number): PolicyIssue => ({ severity: 'error', kind: 'test', message, source: { file, line } });
+  if (doc.errors.length > 0) {
+    for (const error of doc.errors) problems.push(issue(error.message.split('\n', 1)[0].replace(/:$/, ''), error.linePos?.[0].line ?? 1));
+    return [];
+  }
+  const value = doc.toJS({ maxAliasCount: 100 }) as unknown;
+  const { file: validateFile, permissions: validatePermissions, user: validateUser } = compiledValidators();
+  if (!validateFile(value)) {
+    for (const error of validateFile.errors ?? []) problems.push(schemaIssue(error, [], lineOf, issue));
+    return [];
+  }
+  const cases = (value as { cases: PolicyTestCase[] }).cases;
+  return cases.map((testCase, index): ParsedCase => {
+    const at: Array<string | number> = ['cases', index];
+    const line = lineOf(at);
+    const principal = testCase.principal;
+    if (principal !== null) {
+      const validate = 'user' in principal ? validateUser : validatePermissions;
+      if (!validate(principal)) return { line, problem: schemaIssue(validate.errors![0], [...at, 'principal'], lineOf, issue) };
+      const bad = 'permissions' in principal ? principal.permissions.find((code) => !isValidPermissionCode(code)) : undefined;
+      if (bad !== undefined) return { line, problem: issue(`cases[${index}].principal.permissions: "${bad}" is not a permission code <resource>:<action>`, lineOf([...at, 'principal', 'permissions'])) };
+    }
+    return { testCase, line };
+  });
+}
+
+function schemaIssue(
+  error: ErrorObject,
+  base: ReadonlyArray<string | number>,
+  lineOf: (path: ReadonlyArray<string | number>) => number,
+  issue: (message: string, line: number) => PolicyIssue,
+): PolicyIssue {
+  const path = [...base, ...(error.instancePath === '' ? [] : error.instancePath.slice(1).split('/').map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~')))];
+  const shown = path.map((part, i) => (/^[0-9]+$/.test(String(part)) ? `[${part}]` : `${i === 0 ? '' : '.'}${part}`)).join('') || '(top level)';
+  if (error.keyword === 'additionalProperties') {
+    const key = String(error.params.additionalProperty);
+    return issue(`${shown}: unknown key "${key}"`, lineOf([...path, key]));
+  }
+  if (error.keyword === 'required') return issue(`${shown}: missing required key "${String(error.params.missingProperty)}"`, lineOf(path));
+  if (path[path.length - 1] === 'expect') return issue(`${shown}: must be allow, deny, a step code (${STEP_CODES.join(', ')}) or an HTTP status`, lineOf(path));
+  return issue(`${shown}: ${error.message ?? 'is invalid'}`, lineOf(path));
+}
+
+/** The deepest node along `path` (for a map member that is the last segment, its key). */
+function locate(doc: Document, path: ReadonlyArray<string | number>): Node | null {
+  let node: unknown = doc.contents;
+  let found: Node | null = (node as Node | null) ?? null;
+  for (let i = 0; i < path.length; i++) {
+    const segment = path[i];
+    if (isMap(node)) {
+      const pair = node.items.find((item) => isScalar(item.key) && String(item.key.value) === String(segment));
+      if (!pair) return found;
+      if (i === path.length - 1 && isScalar(pair.key)) return pair.key;
+      node = pair.value;
+    } else if (isSeq(node)) {
+      node = node.items[Number(segment)];
+    } else {
+      return found;
+    }
+    if (node === null || node === undefined) return found;
+    found = node as Node;
+  }
+  return found;
+}

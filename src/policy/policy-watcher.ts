@@ -1,0 +1,327 @@
+import { watch, type FSWatcher } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { basename, dirname } from 'node:path';
+import type { Logger } from '../observability/logger';
+import type { GatewayMetrics } from '../observability/metrics';
+import type { PolicyIssue } from './compiled-policy';
+import { compilePolicyFiles, hashPolicyFiles, readPolicyDirectory, type PolicyFileText } from './load-policy-directory';
+import type { PolicyHolder } from './policy-holder';
+
+/** What {@link PolicyReloader} needs; wired by the composition root (src/server/gateway.ts). */
+export interface PolicyReloaderOptions {
+  /** The policies directory (`iam.policy.dir`), absolute. */
+  dir: string;
+  holder: PolicyHolder;
+  /** Quiet time after the last file event before reloading (`iam.policy.debounce`). */
+  debounceMs: number;
+  /** Periodic checksum check (`iam.policy.poll-interval`); 0 = off. */
+  pollIntervalMs: number;
+  /** `iam.authz.resolver-timeout`, for resolvers that set none. */
+  defaultResolverTimeoutMs: number;
+  logger: Pick<Logger, 'info' | 'warn' | 'error'>;
+  metrics: Pick<GatewayMetrics, 'policyReloads' | 'policyRoutes'>;
+}
+
+/** The outcome of one reload. */
+export interface ReloadOutcome {
+  /** False when the directory holds a broken policy (the last good one keeps serving). */
+  ok: boolean;
+  /** True when a new policy was swapped in. */
+  changed: boolean;
+  /** Hash of the serving policy after the reload. */
+  hash: string;
+  /** Every issue found (errors and warnings) in the directory as read. */
+  issues: PolicyIssue[];
+}
+
+/** One consistent read of the directory. */
+interface DirectorySnapshot {
+  files: PolicyFileText[];
+  issues: PolicyIssue[];
+  /** Identifies the contents, read problems included (so an unchanged broken state is recognized). */
+  fingerprint: string;
+}
+
+/** Reads that saw files missing (a swap in progress) are retried this many times before being reported. */
+const READ_ATTEMPTS = 5;
+
+/**
+ * Hot reload of the policies directory (design.md §5.4, §9; conventions habit 7, after cerbos `dirwatch.go`):
+ * file events are debounced, then the directory is read (twice, until two reads agree, so a swap in
+ * progress is never compiled half-old, half-new), parsed, validated and compiled off the request path and
+ * swapped into the {@link PolicyHolder} atomically. Requests that already took their snapshot finish on it.
+ * A broken directory changes nothing that serves: its errors are logged with file:line, kept for
+ * readiness and counted in `iam_policy_reloads_total{result="failure"}`.
+ *
+ * Sources of a reload: `fs.watch` on the directory (re-armed when the directory itself is replaced; a
+ * second watch on the parent notices the replacement), a periodic checksum check (for file systems where
+ * events are unreliable, and changes behind symlinks that point outside the directory), Kubernetes
+ * ConfigMap `..data` symlink swaps (seen as events on the directory), and {@link reload} (SIGHUP).
+ * Reloads run one at a time.
+ */
+export class PolicyReloader {
+  private readonly options: PolicyReloaderOptions;
+  private watcher: FSWatcher | null = null;
+  private parentWatcher: FSWatcher | null = null;
+  /** `dev:ino` of the directory the watcher is attached to. */
+  private watchedIdentity: string | null = null;
+  private debounceTimer: NodeJS.Timeout | null = null;
+  private pollTimer: NodeJS.Timeout | null = null;
+  private rearmTimer: NodeJS.Timeout | null = null;
+  private arming: Promise<void> | null = null;
+  private queue: Promise<unknown> = Promise.resolve();
+  /** A background check is queued and has not started: further triggers can join it. */
+  private checkQueued = false;
+  /** Fingerprint of the last rejected directory state: background checks do not report it twice. */
+  private rejectedFingerprint: string | null = null;
+  private started = false;
+  private closed = false;
+
+  constructor(options: PolicyReloaderOptions) {
+    this.options = options;
+  }
+
+  /** Starts watching and polling, then checks once (a change made since the initial load is not missed). */
+  start(): void {
+    if (this.started || this.closed) return;
+    this.started = true;
+    void this.arm();
+    this.watchParent();
+    if (this.options.pollIntervalMs > 0) {
+      this.pollTimer = setInterval(() => this.onPoll(), this.options.pollIntervalMs);
+      this.pollTimer.unref();
+    }
+    this.scheduleCheck('start');
+  }
+
+  /**
+   * Reads and compiles the directory now and swaps the result in when it differs from the serving policy
+   * (SIGHUP, tests, an operator). A broken directory is reported even if it was reported before.
+   */
+  reload(reason: string): Promise<ReloadOutcome> {
+    return this.enqueue(() => this.sync(reason, true));
+  }
+
+  /** Stops watching and polling; resolves when a reload in progress has finished. */
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const timer of [this.debounceTimer, this.rearmTimer]) if (timer) clearTimeout(timer);
+    if (this.pollTimer) clearInterval(this.pollTimer);
+    this.debounceTimer = this.rearmTimer = this.pollTimer = null;
+    this.watcher?.close();
+    this.parentWatcher?.close();
+    this.watcher = this.parentWatcher = null;
+    await this.queue.catch(() => undefined);
+  }
+
+  // ---------------------------------------------------------------- triggers
+
+  private onFileEvent(): void {
+    if (this.closed) return;
+    if (this.debounceTimer) clearTimeout(this.debounceTimer);
+    this.debounceTimer = setTimeout(() => {
+      this.debounceTimer = null;
+      void this.arm();
+      this.scheduleCheck('file change');
+    }, this.options.debounceMs);
+    this.debounceTimer.unref();
+  }
+
+  private onPoll(): void {
+    void this.arm();
+    this.scheduleCheck('poll');
+  }
+
+  /** Queues a background check unless one is already waiting (it will see the latest state anyway). */
+  private scheduleCheck(reason: string): void {
+    if (this.closed || this.checkQueued) return;
+    this.checkQueued = true;
+    void this.enqueue(() => {
+      this.checkQueued = false;
+      return this.sync(reason, false);
+    });
+  }
+
+  private enqueue(work: () => Promise<ReloadOutcome>): Promise<ReloadOutcome> {
+    const next = this.queue.then(work, work);
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  // ---------------------------------------------------------------- watching
+
+  /**
+   * (Re)attaches the directory watcher when the directory is new or was replaced (`dev:ino` changed, e.g.
+   * renamed away and recreated, or a symlinked directory re-pointed). While it is missing, retries later.
+   */
+  private arm(): Promise<void> {
+    // One at a time: two concurrent arms could each attach a watcher and leak one.
+    this.arming ??= this.armNow().finally(() => {
+      this.arming = null;
+    });
+    return this.arming;
+  }
+
+  private async armNow(): Promise<void> {
+    if (this.closed) return;
+    let identity: string | null;
+    try {
+      const info = await stat(this.options.dir);
+      identity = info.isDirectory() ? `${info.dev}:${info.ino}` : null;
+    } catch {
+      identity = null;
+    }
+    if (this.closed || (identity !== null && identity === this.watchedIdentity && this.watcher)) return;
+    this.watcher?.close();
+    this.watcher = null;
+    this.watchedIdentity = null;
+    if (identity === null) {
+      this.retryArmLater();
+      return;
+    }
+    try {
+      const watcher = watch(this.options.dir, { persistent: false }, () => this.onFileEvent());
+      watcher.on('error', () => {
+        // E.g. the directory was deleted: drop this watcher; the next trigger or the retry re-arms.
+        if (this.watcher === watcher) {
+          watcher.close();
+          this.watcher = null;
+          this.watchedIdentity = null;
+          this.retryArmLater();
+        }
+        this.onFileEvent();
+      });
+      this.watcher = watcher;
+      this.watchedIdentity = identity;
+    } catch (error) {
+      this.options.logger.warn({ err: error, dir: this.options.dir }, 'policy: cannot watch the policies directory; relying on the periodic check');
+      this.retryArmLater();
+    }
+  }
+
+  private retryArmLater(): void {
+    if (this.closed || this.rearmTimer) return;
+    this.rearmTimer = setTimeout(() => {
+      this.rearmTimer = null;
+      void this.arm().then(() => this.scheduleCheck('directory reappeared'));
+    }, Math.max(this.options.debounceMs, 500));
+    this.rearmTimer.unref();
+  }
+
+  /** Watches the parent for the directory entry itself being replaced (rename, delete, re-pointed symlink). */
+  private watchParent(): void {
+    const name = basename(this.options.dir);
+    try {
+      this.parentWatcher = watch(dirname(this.options.dir), { persistent: false }, (_event, filename) => {
+        if (filename === null || filename.toString() === name) this.onFileEvent();
+      });
+      this.parentWatcher.on('error', () => {
+        this.parentWatcher?.close();
+        this.parentWatcher = null;
+      });
+    } catch {
+      // Best effort: the directory watcher and the periodic check still work without it.
+      this.parentWatcher = null;
+    }
+  }
+
+  // ---------------------------------------------------------------- reloading
+
+  /** Brings the holder in line with the directory. Never rejects. */
+  private async sync(reason: string, force: boolean): Promise<ReloadOutcome> {
+    const { holder } = this.options;
+    const serving = holder.current;
+    if (this.closed) return { ok: holder.lastError === null, changed: false, hash: serving.hash, issues: [] };
+    try {
+      let snapshot = await this.readOnce();
+      if (snapshot.issues.length === 0 && snapshot.fingerprint === serving.hash) return this.unchanged(serving.hash);
+      snapshot = await this.readStable(snapshot);
+      if (snapshot.issues.length === 0 && snapshot.fingerprint === serving.hash) return this.unchanged(serving.hash);
+      if (!force && snapshot.fingerprint === this.rejectedFingerprint) {
+        return { ok: false, changed: false, hash: serving.hash, issues: holder.lastError?.issues ?? snapshot.issues };
+      }
+      const result =
+        snapshot.issues.length > 0
+          ? { policy: null, issues: snapshot.issues }
+          : compilePolicyFiles(snapshot.files, { defaultResolverTimeoutMs: this.options.defaultResolverTimeoutMs });
+      if (this.closed) return { ok: holder.lastError === null, changed: false, hash: serving.hash, issues: result.issues };
+      if (!result.policy) return this.rejected(reason, snapshot.fingerprint, result.issues);
+      holder.swap(result.policy);
+      this.rejectedFingerprint = null;
+      this.options.metrics.policyReloads.inc({ result: 'success' });
+      this.options.metrics.policyRoutes.set(result.policy.routes.length);
+      this.logIssues(result.issues);
+      this.options.logger.info(
+        { reason, hash: result.policy.hash, previousHash: serving.hash, routes: result.policy.routes.length, files: result.policy.files },
+        'policy: reloaded',
+      );
+      return { ok: true, changed: true, hash: result.policy.hash, issues: result.issues };
+    } catch (error) {
+      // Unexpected (a bug, not a bad file): keep serving, say so.
+      const issue: PolicyIssue = { severity: 'error', kind: 'io', message: `reload failed: ${(error as Error).message}`, source: null };
+      return this.rejected(reason, `error:${(error as Error).message}`, [issue]);
+    }
+  }
+
+  private unchanged(hash: string): ReloadOutcome {
+    const { holder, logger } = this.options;
+    this.rejectedFingerprint = null;
+    if (holder.lastError !== null) {
+      // The directory is back to what serves (a broken edit was reverted): nothing is wrong any more.
+      holder.swap(holder.current);
+      logger.info({ hash }, 'policy: the directory matches the serving policy again');
+    }
+    return { ok: true, changed: false, hash, issues: [] };
+  }
+
+  private rejected(reason: string, fingerprint: string, issues: PolicyIssue[]): ReloadOutcome {
+    const { holder, logger, metrics } = this.options;
+    this.rejectedFingerprint = fingerprint;
+    holder.reject(issues);
+    metrics.policyReloads.inc({ result: 'failure' });
+    this.logIssues(issues);
+    const errors = issues.filter((issue) => issue.severity === 'error').length;
+    logger.error({ reason, errors, servingHash: holder.current.hash }, `policy: reload failed with ${errors} error(s); the last good policy keeps serving`);
+    return { ok: false, changed: false, hash: holder.current.hash, issues };
+  }
+
+  /** One log line per issue, with file:line (design.md §5.4). */
+  private logIssues(issues: readonly PolicyIssue[]): void {
+    for (const issue of issues) {
+      const where = issue.source ? `${issue.source.file}:${issue.source.line}: ` : '';
+      const fields = { kind: issue.kind, file: issue.source?.file, line: issue.source?.line };
+      if (issue.severity === 'error') this.options.logger.error(fields, `policy: ${where}${issue.message}`);
+      else this.options.logger.warn(fields, `policy: ${where}${issue.message}`);
+    }
+  }
+
+  private async readOnce(): Promise<DirectorySnapshot> {
+    const { files, issues } = await readPolicyDirectory(this.options.dir);
+    const hash = hashPolicyFiles(files);
+    const fingerprint = issues.length === 0 ? hash : `${hash}|${issues.map((issue) => issue.message).join('|')}`;
+    return { files, issues, fingerprint };
+  }
+
+  /**
+   * Reads until two consecutive reads agree and no file is missing, waiting a little between attempts: a
+   * ConfigMap update removes symlinks of deleted files after re-pointing `..data`, and an editor's save
+   * may delete before it writes. After {@link READ_ATTEMPTS} the last read is used as it is.
+   */
+  private async readStable(first: DirectorySnapshot): Promise<DirectorySnapshot> {
+    const pauseMs = Math.min(Math.max(this.options.debounceMs, 20), 250);
+    let previous = first;
+    for (let attempt = 1; attempt < READ_ATTEMPTS; attempt++) {
+      if (previous.issues.length > 0) await pause(pauseMs);
+      const current = await this.readOnce();
+      if (current.fingerprint === previous.fingerprint && current.issues.length === 0) return current;
+      if (current.fingerprint !== previous.fingerprint) await pause(pauseMs);
+      previous = current;
+      if (this.closed) break;
+    }
+    return previous;
+  }
+}
+
+function pause(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
