@@ -14,12 +14,14 @@
  * without 20 logins/s in parallel. Prints the table and writes bench/results/latest.json and a dated copy.
  *
  * Flags: --quick (short run), --rounds N, --duration S, --warmup S, --connections N, --strict (exit 1 when a
- * target is missed), --match (bench/match.js), --memory (bench/memory.js). See bench/README.md.
+ * target is missed), --floor (also measure the gateway's forwarder alone), --external-db (PGlite in its own
+ * process instead of inside each gateway). Other tools: --match (bench/match.js), --memory (bench/memory.js),
+ * --profile (lib/cpu-profile.js), --work (lib/work-count.js), --hot-path (lib/hot-path.js). See bench/README.md.
  */
 const { mkdtempSync, rmSync, writeFileSync } = require('node:fs');
 const os = require('node:os');
 const { join } = require('node:path');
-const { stopAll } = require('./lib/children');
+const { addCleanup, stopAll } = require('./lib/children');
 const { requireDist } = require('./lib/dist');
 const { startGatewayProcess } = require('./lib/gateway');
 const { login, request } = require('./lib/http');
@@ -29,7 +31,7 @@ const { BENCH_PATH, generatePolicy } = require('./lib/policy');
 const { memoryKb } = require('./lib/proc');
 const { commandCalls, purgePrefixes, resolveRedis } = require('./lib/redis');
 const { fmt, fmtInt, table, writeResults } = require('./lib/report');
-const { startBaselineProxy, startUpstream } = require('./lib/services');
+const { startBareForwarder, startBaselineProxy, startDatabaseProcess, startUpstream } = require('./lib/services');
 const { median, ratio, round } = require('./lib/stats');
 const { unloadedLatency } = require('./lib/unloaded');
 
@@ -38,20 +40,31 @@ const QUICK = { rounds: 3, durationS: 3, warmupS: 1, connections: 50, unloadedCo
 const POLICY_ROUTES = 1000;
 const TARGETS = { warm: 1.5, cold: 1.2, p99: 1.0, unloadedAddedMs: 0.2, loginP99: 2.0 };
 
+function usageError(message) {
+  return Object.assign(new Error(message), { usage: true });
+}
+
 function parseArgs(argv) {
-  const options = { ...(argv.includes('--quick') ? QUICK : FULL), quick: argv.includes('--quick'), strict: argv.includes('--strict') };
+  const flags = ['--quick', '--strict', '--floor', '--external-db'];
+  const options = {
+    ...(argv.includes('--quick') ? QUICK : FULL),
+    quick: argv.includes('--quick'),
+    strict: argv.includes('--strict'),
+    floor: argv.includes('--floor'),
+    externalDb: argv.includes('--external-db'),
+  };
   const numeric = { '--rounds': 'rounds', '--duration': 'durationS', '--warmup': 'warmupS', '--connections': 'connections' };
   for (let i = 0; i < argv.length; i++) {
     const key = numeric[argv[i]];
     if (key) {
       const value = Number(argv[++i]);
-      if (!(value >= 0)) throw new Error(`${argv[i - 1]} needs a number`);
+      if (!(value >= 0)) throw usageError(`${argv[i - 1]} needs a number`);
       options[key] = value;
-    } else if (!['--quick', '--strict'].includes(argv[i])) {
-      throw new Error(`unknown argument ${argv[i]} (see bench/README.md)`);
+    } else if (!flags.includes(argv[i])) {
+      throw usageError(`unknown argument ${argv[i]} (see bench/README.md)`);
     }
   }
-  if (options.rounds < 1 || options.durationS <= 0 || options.connections < 1) throw new Error('--rounds, --duration and --connections must be positive');
+  if (options.rounds < 1 || options.durationS <= 0 || options.connections < 1) throw usageError('--rounds, --duration and --connections must be positive');
   return options;
 }
 
@@ -205,6 +218,9 @@ function printTable(rows) {
 async function main(argv) {
   if (argv.includes('--match')) return require('./match').main(argv.filter((arg) => arg !== '--match'));
   if (argv.includes('--memory')) return require('./memory').main(argv.filter((arg) => arg !== '--memory'));
+  if (argv.includes('--profile')) return require('./lib/cpu-profile').main(argv.filter((arg) => arg !== '--profile'));
+  if (argv.includes('--work')) return require('./lib/work-count').main(argv.filter((arg) => arg !== '--work'));
+  if (argv.includes('--hot-path')) return require('./lib/hot-path').main(argv.filter((arg) => arg !== '--hot-path'));
   const options = parseArgs(argv);
   const started = Date.now();
   const generatedAt = new Date().toISOString();
@@ -213,14 +229,21 @@ async function main(argv) {
   const prefixes = [`${prefix}-warm`, `${prefix}-cold`];
   const policyDir = mkdtempSync(join(os.tmpdir(), 'iam-bench-policy-'));
   const loadStart = os.loadavg();
+  const cleanup = addCleanup(async () => {
+    await purgePrefixes(redis.url, prefixes).catch((error) => log(`bench: could not purge ${prefixes.join(', ')}: ${error.message}`));
+    rmSync(policyDir, { recursive: true, force: true });
+  });
   try {
     writePolicy(policyDir);
-    log(`iam-gateway bench (${options.quick ? 'quick' : 'full'}): ${options.rounds} rounds × 4 targets, ${options.connections} connections, ${options.warmupS} s warm-up + ${options.durationS} s each`);
+    log(`iam-gateway bench (${options.quick ? 'quick' : 'full'}): ${options.rounds} rounds × ${options.floor ? 5 : 4} targets, ${options.connections} connections, ${options.warmupS} s warm-up + ${options.durationS} s each`);
     log(`  token store: ${redis.url ? `Redis ${redact(redis.url)} (${redis.source})` : 'in-process store (no Redis answered): "cold" then measures the in-process store, not a Redis round trip'}`);
-    log(`  database: ${process.env.DATABASE_URL ? 'DATABASE_URL' : 'embedded PGlite, in memory'}; policy: ${POLICY_ROUTES} generated routes; machine: ${os.cpus().length} cpus, load ${loadStart.map((x) => x.toFixed(2)).join(' ')}`);
+    const database = options.externalDb && !process.env.DATABASE_URL ? await startDatabaseProcess() : null;
+    const databaseLabel = process.env.DATABASE_URL ? 'DATABASE_URL' : database ? 'PGlite in a separate process (--external-db)' : 'embedded PGlite in each gateway process, in memory';
+    log(`  database: ${databaseLabel}; policy: ${POLICY_ROUTES} generated routes; machine: ${os.cpus().length} cpus, load ${loadStart.map((x) => x.toFixed(2)).join(' ')}`);
     const upstream = await startUpstream();
     const baseline = await startBaselineProxy(upstream.url);
-    const common = { upstreamUrl: upstream.url, policyDir, redisUrl: redis.url };
+    const floor = options.floor ? await startBareForwarder(upstream.url) : null;
+    const common = { upstreamUrl: upstream.url, policyDir, redisUrl: redis.url, databaseUrl: database?.url ?? null };
     const warm = await startGatewayProcess({ ...common, name: 'gateway-warm', prefix: prefixes[0] });
     const cold = await startGatewayProcess({ ...common, name: 'gateway-cold', prefix: prefixes[1], extraEnv: { IAM_TOKEN_CACHE_ENABLED: 'false' } });
     for (const gateway of [warm, cold]) gateway.headers = { authorization: `Bearer ${(await login(gateway.url, 'alice', 'alice-password')).accessToken}` };
@@ -230,6 +253,8 @@ async function main(argv) {
       { key: 'warm', label: 'gateway warm (session cache)', url: `${warm.url}${BENCH_PATH}`, headers: warm.headers, pid: warm.pid, gateway: true },
       { key: 'cold', label: 'gateway cold (no session cache)', url: `${cold.url}${BENCH_PATH}`, headers: cold.headers, pid: cold.pid, gateway: true },
     ];
+    // Optional reference: the gateway's forwarder with nothing in front (what the gateway's own pipeline is measured against).
+    if (floor) targets.splice(2, 0, { key: 'floor', label: 'forwarder only (no auth, --floor)', url: `${floor.url}${BENCH_PATH}`, headers: warm.headers, pid: floor.pid });
     await sanityCheck(targets, [warm, cold]);
     log(`  ready after ${((Date.now() - started) / 1000).toFixed(1)} s; sanity checks passed (200 + upstream body; 403 SCOPE_DENIED on project 2; 401 without token)\n`);
 
@@ -238,16 +263,14 @@ async function main(argv) {
     const rows = summarizeRounds(targets, rounds);
 
     log('\nunloaded latency (1 request at a time, gateway warm vs direct upstream):');
+    const byKey = Object.fromEntries(targets.map((target) => [target.key, target]));
     const unloaded = await unloadedLatency(
-      [
-        { name: 'direct', url: targets[0].url, headers: warm.headers },
-        { name: 'baseline', url: targets[1].url, headers: warm.headers },
-        { name: 'warm', url: targets[2].url, headers: warm.headers },
-      ],
+      ['direct', 'baseline', ...(floor ? ['floor'] : []), 'warm'].map((key) => ({ name: key, url: byKey[key].url, headers: byKey[key].headers })),
       { count: options.unloadedCount, warmup: options.unloadedWarmup },
     );
     const unloadedAdded = unloaded.warm.p50 - unloaded.direct.p50;
-    log(`  median: direct ${fmt(unloaded.direct.p50, 3)} ms, baseline ${fmt(unloaded.baseline.p50, 3)} ms, gateway ${fmt(unloaded.warm.p50, 3)} ms → added ${fmt(unloadedAdded, 3)} ms (median of paired differences ${fmt(unloaded.warm.medianDeltaMs, 3)} ms; baseline adds ${fmt(unloaded.baseline.p50 - unloaded.direct.p50, 3)} ms)`);
+    log(`  median: direct ${fmt(unloaded.direct.p50, 3)} ms, baseline ${fmt(unloaded.baseline.p50, 3)} ms, gateway ${fmt(unloaded.warm.p50, 3)} ms → added ${fmt(unloadedAdded, 3)} ms (median of paired differences ${fmt(unloaded.warm.medianDeltaMs, 3)} ms; baseline adds ${fmt(unloaded.baseline.p50 - unloaded.direct.p50, 3)} ms` +
+        `${floor ? `, forwarder only adds ${fmt(unloaded.floor.p50 - unloaded.direct.p50, 3)} ms` : ''})`);
 
     log(`\nlogin under load (gateway warm, ${options.connections} connections, with/without ${options.loginRate} logins/s):`);
     const loginLoad = await loginUnderLoad(warm, options);
@@ -296,7 +319,7 @@ async function main(argv) {
         loadavgStart: loadStart,
         loadavgEnd: os.loadavg(),
         tokenStore: redis.url ? { kind: 'redis', url: redact(redis.url), source: redis.source } : { kind: 'memory' },
-        database: process.env.DATABASE_URL ? 'DATABASE_URL' : 'pglite (memory://)',
+        database: databaseLabel,
       },
       durationSeconds: (Date.now() - started) / 1000,
     };
@@ -305,8 +328,7 @@ async function main(argv) {
     return options.strict && (checks.some((check) => !check.pass) || invalid.length > 0) ? 1 : 0;
   } finally {
     await stopAll();
-    await purgePrefixes(redis.url, prefixes).catch((error) => log(`bench: could not purge ${prefixes.join(', ')}: ${error.message}`));
-    rmSync(policyDir, { recursive: true, force: true });
+    await cleanup();
   }
 }
 
@@ -316,9 +338,9 @@ if (require.main === module) {
       process.exitCode = code ?? 0;
     },
     async (error) => {
-      process.stderr.write(`bench: ${error.stack || error.message}\n`);
+      process.stderr.write(`bench: ${error.usage ? error.message : error.stack || error.message}\n`);
       await stopAll();
-      process.exitCode = 1;
+      process.exitCode = error.usage ? 2 : 1;
     },
   );
 }

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { ProvisioningFileError, readProvisioningFile } from './admin/provisioning-file';
 import { hashPassword } from './auth/password-hash';
+import { runPolicyCommand } from './cli/policy-command';
 import { ConfigError, loadConfig } from './config';
 import type { GatewayConfig } from './config/gateway-config';
 import { createOrm } from './persistence/orm';
@@ -16,6 +17,10 @@ const USAGE = `usage: iam-gateway <command>
 
   serve                       start the gateway (proxy on PORT, management on MANAGEMENT_PORT)
   migrate up|down|status      apply, roll back (one step) or list database migrations
+  policy check [DIR]          validate and lint the policy files (--provision FILE: unknown permission codes)
+  policy test [DIR]           run the policy test cases of DIR/tests/*.yaml; exit 1 on a failure
+  policy explain METHOD PATH  show the route a request selects and what it asks for (--dir DIR)
+  policy coverage --openapi FILE  list host operations no route covers (--dir DIR, --fail-on-uncovered)
   provision FILE              apply a provisioning file (templates, users, identities, profiles, scopes)
   tokens purge                delete every token-store key under iam.token.store-prefix
   hash-password [PASSWORD]    print an argon2id hash for a users file (reads stdin when no argument)
@@ -31,6 +36,8 @@ export async function main(argv: string[]): Promise<number> {
         return await serve();
       case 'migrate':
         return await migrate(rest[0]);
+      case 'policy':
+        return await runPolicyCommand(rest, { stdout: process.stdout, stderr: process.stderr, env: process.env, cwd: process.cwd() });
       case 'provision':
         return await provision(rest[0]);
       case 'tokens':
@@ -49,7 +56,11 @@ export async function main(argv: string[]): Promise<number> {
         return 2;
     }
   } catch (error) {
-    if (error instanceof ConfigError || error instanceof ProvisioningFileError || error instanceof ProvisioningError) {
+    if (error instanceof ProvisioningError) {
+      process.stderr.write(`iam-gateway: ${error.message}\n${error.problems.map((p) => `  ${p.pointer}: ${p.message}\n`).join('')}`);
+      return 1;
+    }
+    if (error instanceof ConfigError || error instanceof ProvisioningFileError) {
       process.stderr.write(`iam-gateway: ${error.message}\n`);
       return 1;
     }
@@ -69,6 +80,9 @@ async function serve(): Promise<number> {
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
   });
+  // close() gives up on a database or token store that does not answer, but its hung socket would keep the
+  // process alive: exit anyway once everything that can finish has (the timer itself holds nothing open).
+  setTimeout(() => process.exit(), 500).unref();
   return 0;
 }
 

@@ -13,6 +13,7 @@ const LOG_LINES_KEPT = 60;
 const STOP_GRACE_MS = 8000;
 
 const running = new Set();
+const cleanups = new Set();
 let handlersInstalled = false;
 
 /** Keeps the last lines a child wrote, to show when it fails. */
@@ -30,12 +31,12 @@ function captureLines(stream, into) {
 }
 
 /**
- * Spawns `node [preload] script args` with cwd = repository root. `ipc: true` opens an IPC channel and
+ * Spawns `node [nodeFlags] [preload] script args` with cwd = repository root. `ipc: true` opens an IPC channel and
  * resolves `ready` with the first `{ready: true, ...}` message; otherwise `ready` is the caller's to decide.
  */
-function spawnNode(name, script, args, { env = process.env, ipc = false, preloadExitWithParent = false } = {}) {
+function spawnNode(name, script, args, { env = process.env, ipc = false, preloadExitWithParent = false, nodeFlags = [] } = {}) {
   installHandlers();
-  const nodeArgs = preloadExitWithParent ? ['-r', EXIT_WITH_PARENT, script, ...args] : [script, ...args];
+  const nodeArgs = [...nodeFlags, ...(preloadExitWithParent ? ['-r', EXIT_WITH_PARENT] : []), script, ...args];
   const child = spawn(process.execPath, nodeArgs, {
     cwd: ROOT,
     env,
@@ -99,6 +100,27 @@ async function stopAll() {
   await Promise.all([...running].map((handle) => stopChild(handle)));
 }
 
+/**
+ * Registers `fn` (async, idempotent: e.g. purging Redis keys, removing a temp dir) to run after the children
+ * are stopped when the run is interrupted (Ctrl-C, SIGTERM). Returns a function that runs it once and
+ * unregisters it, for the normal path (`finally`).
+ */
+function addCleanup(fn) {
+  let done = false;
+  const once = async () => {
+    if (done) return;
+    done = true;
+    cleanups.delete(once);
+    await fn();
+  };
+  cleanups.add(once);
+  return once;
+}
+
+async function runCleanups() {
+  for (const cleanup of [...cleanups]) await cleanup().catch((error) => process.stderr.write(`bench: cleanup failed: ${error.message}\n`));
+}
+
 function installHandlers() {
   if (handlersInstalled) return;
   handlersInstalled = true;
@@ -114,10 +136,12 @@ function installHandlers() {
     process.on(signal, () => {
       if (stopping) process.exit(code);
       stopping = true;
-      process.stderr.write(`\nbench: ${signal}, stopping child processes...\n`);
-      stopAll().finally(() => process.exit(code));
+      process.stderr.write(`\nbench: ${signal}, stopping child processes and cleaning up...\n`);
+      // Bounded: a cleanup that hangs (e.g. Redis gone) must not keep Ctrl-C from working.
+      const deadline = new Promise((resolve) => setTimeout(resolve, 15_000).unref());
+      Promise.race([stopAll().then(runCleanups), deadline]).finally(() => process.exit(code));
     });
   }
 }
 
-module.exports = { ROOT, spawnNode, stopAll };
+module.exports = { ROOT, spawnNode, stopAll, addCleanup };

@@ -25,9 +25,11 @@ function freePort() {
 
 /**
  * Spawns a gateway in front of `upstreamUrl` and resolves once `/health/ready` answers 200.
- * `redisUrl` null = in-process token store. `extraEnv` wins over everything (e.g. IAM_TOKEN_CACHE_ENABLED).
+ * `redisUrl` null = in-process token store. `databaseUrl` overrides DATABASE_URL (default: the user's
+ * DATABASE_URL, else the embedded PGlite in memory). `extraEnv` wins over everything (e.g. IAM_TOKEN_CACHE_ENABLED);
+ * `nodeFlags` go to node itself (e.g. --cpu-prof, which NODE_OPTIONS refuses).
  */
-async function startGatewayProcess({ name, upstreamUrl, policyDir, redisUrl, prefix, extraEnv = {} }) {
+async function startGatewayProcess({ name, upstreamUrl, policyDir, redisUrl, prefix, databaseUrl = null, extraEnv = {}, nodeFlags = [] }) {
   const port = await freePort();
   const managementPort = await freePort();
   const env = {
@@ -47,12 +49,16 @@ async function startGatewayProcess({ name, upstreamUrl, policyDir, redisUrl, pre
   };
   // No DATABASE_URL: the embedded PGlite, in memory, so two gateways never share (or leave behind) a data
   // directory. With DATABASE_URL set, the user's PostgreSQL is used as is.
-  if (!process.env.DATABASE_URL) {
+  if (databaseUrl) {
+    // A PGlite socket in another process (lib/database-process.js): it serializes sessions, one connection.
+    env.DATABASE_URL = databaseUrl;
+    env.DATABASE_POOL_SIZE = '1';
+  } else if (!process.env.DATABASE_URL) {
     env.DATABASE_URL = '';
     env.DATABASE_EMBEDDED_DIR = 'memory://';
   }
   delete env.IAM_CONFIG;
-  const handle = spawnNode(name, join(ROOT, 'bin', 'iam-gateway.js'), ['serve'], { env, preloadExitWithParent: true });
+  const handle = spawnNode(name, join(ROOT, 'bin', 'iam-gateway.js'), ['serve'], { env, preloadExitWithParent: true, nodeFlags });
   const url = `http://127.0.0.1:${port}`;
   const managementUrl = `http://127.0.0.1:${managementPort}`;
   const deadline = Date.now() + STARTUP_TIMEOUT_MS;
@@ -69,4 +75,24 @@ async function startGatewayProcess({ name, upstreamUrl, policyDir, redisUrl, pre
   return Object.assign(handle, { url, managementUrl, port, managementPort, prefix });
 }
 
-module.exports = { startGatewayProcess, freePort };
+/**
+ * A few gauges from the gateway's Prometheus endpoint (prom-client's default process metrics, prefixed
+ * `iam_`), in bytes: heap used/total, external (ArrayBuffers, WASM) and resident memory. Null when unreadable.
+ */
+async function gatewayMemoryMetrics(managementUrl) {
+  const answer = await request(`${managementUrl}/metrics`).catch(() => null);
+  if (!answer || answer.status !== 200) return null;
+  const value = (name) => {
+    const line = answer.body.split('\n').find((entry) => entry.startsWith(`${name} `));
+    return line ? Number(line.slice(name.length + 1)) : null;
+  };
+  return {
+    heapUsed: value('iam_nodejs_heap_size_used_bytes'),
+    heapTotal: value('iam_nodejs_heap_size_total_bytes'),
+    external: value('iam_nodejs_external_memory_bytes'),
+    resident: value('iam_process_resident_memory_bytes'),
+    sessionCacheEntries: value('iam_session_cache_entries'),
+  };
+}
+
+module.exports = { startGatewayProcess, freePort, gatewayMemoryMetrics };

@@ -9,7 +9,7 @@ const { cpuMicros } = require('./proc');
 const { summarize } = require('./stats');
 
 /** Upper bound of latencies kept per run (more than 10 s of loopback traffic can produce). */
-const MAX_SAMPLES = 4_000_000;
+const MAX_SAMPLES = 2_000_000;
 
 function runAutocannon(options, onResponse) {
   return new Promise((resolve, reject) => {
@@ -36,7 +36,8 @@ async function measure({ url, connections, durationS, warmupS, headers = {}, wat
   const result = await runAutocannon({ url, connections, duration: durationS, headers }, (_client, statusCode, _bytes, responseTime) => {
     if (statusCode >= 200 && statusCode < 300 && samples < MAX_SAMPLES) latencies[samples++] = responseTime;
   });
-  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  const ended = process.hrtime.bigint();
+  const seconds = Number(ended - started) / 1e9;
   const cpu = {};
   for (const [name, pid] of Object.entries(watch)) {
     const after = cpuMicros(pid);
@@ -59,6 +60,8 @@ async function measure({ url, connections, durationS, warmupS, headers = {}, wat
     cpuMicrosPerRequest: cpu,
     background: backgroundResult,
     hook: hookAfter,
+    /** The measured run on the monotonic clock, in µs (the clock V8's .cpuprofile timestamps use). */
+    window: { startUs: Number(started / 1000n), endUs: Number(ended / 1000n) },
   };
 }
 

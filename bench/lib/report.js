@@ -3,6 +3,14 @@
 const { mkdirSync, writeFileSync } = require('node:fs');
 const { join } = require('node:path');
 
+// `npm run bench | head` closes stdout early: drop the rest of the output instead of crashing on EPIPE,
+// so the run still stops its children and purges its Redis keys.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on('error', (error) => {
+    if (error.code !== 'EPIPE') throw error;
+  });
+}
+
 function fmt(value, digits = 2) {
   if (value === null || value === undefined || !Number.isFinite(value)) return 'n/a';
   return value.toFixed(digits);

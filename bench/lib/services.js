@@ -10,11 +10,29 @@ async function startUpstream() {
   return Object.assign(handle, { url: `http://127.0.0.1:${ready.port}`, bodyBytes: ready.bodyBytes });
 }
 
-/** Starts bench/baseline-proxy.js in front of `upstreamUrl`; resolves the handle with `url`. */
-async function startBaselineProxy(upstreamUrl) {
-  const handle = spawnNode('baseline-proxy', join(__dirname, '..', 'baseline-proxy.js'), [upstreamUrl, '0'], { ipc: true });
+/** Starts bench/baseline-proxy.js in front of `upstreamUrl` (`nodeFlags`: e.g. --cpu-prof); resolves the handle with `url`. */
+async function startBaselineProxy(upstreamUrl, nodeFlags = []) {
+  const handle = spawnNode('baseline-proxy', join(__dirname, '..', 'baseline-proxy.js'), [upstreamUrl, '0'], { ipc: true, nodeFlags });
   const ready = await handle.ready;
   return Object.assign(handle, { url: `http://127.0.0.1:${ready.port}` });
 }
 
 module.exports = { startUpstream, startBaselineProxy };
+
+/** Starts lib/database-process.js (PGlite in memory behind a socket); resolves the handle with `url`. */
+async function startDatabaseProcess() {
+  const handle = spawnNode('database', join(__dirname, 'database-process.js'), [], { ipc: true });
+  const ready = await handle.ready;
+  return Object.assign(handle, { url: ready.url });
+}
+
+module.exports.startDatabaseProcess = startDatabaseProcess;
+
+/** Starts lib/bare-forwarder.js (the gateway's forwarder alone) in front of `upstreamUrl`; resolves the handle with `url`. */
+async function startBareForwarder(upstreamUrl, nodeFlags = []) {
+  const handle = spawnNode('bare-forwarder', join(__dirname, 'bare-forwarder.js'), [upstreamUrl, '0'], { ipc: true, nodeFlags });
+  const ready = await handle.ready;
+  return Object.assign(handle, { url: `http://127.0.0.1:${ready.port}` });
+}
+
+module.exports.startBareForwarder = startBareForwarder;

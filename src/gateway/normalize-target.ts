@@ -161,14 +161,15 @@ export function normalizeRequestTarget(rawTarget: string, options: NormalizeOpti
         utf8Low = 0x80;
         utf8High = 0xbf;
       } else if (byte >= 0x80) {
+        // RFC 3629 §4 table: E0 and F0 exclude overlongs, ED excludes UTF-16 surrogates, F4 stops at U+10FFFF.
         if (byte >= 0xc2 && byte <= 0xdf) utf8Needed = 1;
-        else if (byte === 0xe0) (utf8Needed = 2), (utf8Low = 0xa0); // no overlongs
-        else if (byte === 0xed) (utf8Needed = 2), (utf8High = 0x9f); // no UTF-16 surrogates
-        else if (byte >= 0xe1 && byte <= 0xef) utf8Needed = 2;
-        else if (byte === 0xf0) (utf8Needed = 3), (utf8Low = 0x90); // no overlongs
-        else if (byte >= 0xf1 && byte <= 0xf3) utf8Needed = 3;
-        else if (byte === 0xf4) (utf8Needed = 3), (utf8High = 0x8f); // nothing above U+10FFFF
-        else return refuse('invalid UTF-8 in path'); // stray continuation, C0/C1 overlong, F5..FF
+        else if (byte >= 0xe0 && byte <= 0xef) utf8Needed = 2;
+        else if (byte >= 0xf0 && byte <= 0xf4) utf8Needed = 3;
+        if (byte === 0xe0) utf8Low = 0xa0;
+        else if (byte === 0xed) utf8High = 0x9f;
+        else if (byte === 0xf0) utf8Low = 0x90;
+        else if (byte === 0xf4) utf8High = 0x8f;
+        if (utf8Needed === 0) return refuse('invalid UTF-8 in path'); // stray continuation, C0/C1 overlong, F5..FF
       } else if (UNRESERVED[byte] === 1) {
         // Decoded, so `%2e%2e` is the dot segment it means to every host (RFC 3986 §6.2.2.2).
         segment = (segment ?? '') + raw.slice(copyFrom, i) + String.fromCharCode(byte);

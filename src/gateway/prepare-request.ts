@@ -31,6 +31,11 @@ export function prepareRequest(req: IncomingMessage, options: PrepareOptions): {
   if (rawTarget.length > options.maxUrlLength) {
     return { ok: false, requestId, problem: new ProblemError('IAM_URI_TOO_LONG', `The request target is longer than ${options.maxUrlLength} bytes.`) };
   }
+  // RFC 9112 §3.2: an HTTP/1.1 request without Host gets 400 (the server's own check is off so that the
+  // answer is a problem body like every other error).
+  if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) {
+    return { ok: false, requestId, problem: problems.badRequest('An HTTP/1.1 request needs a Host header.') };
+  }
   const inspected = inspectRequestHeaders(req.rawHeaders);
   if (!inspected.ok) return { ok: false, requestId, problem: problems.badRequest(inspected.reason) };
   const target = normalizeRequestTarget(rawTarget, { allowPathParameters: options.allowPathParameters, host: req.headers.host });

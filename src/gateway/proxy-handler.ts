@@ -71,7 +71,9 @@ export class ProxyHandler {
         this.recordDenial(decision, request, clientAddress);
         return { allowed: false, problem: problemFromDecision(decision) };
       }
-      return { allowed: true, decision, session, bearerSent: bearer.kind === 'bearer' };
+      // A malformed Authorization (e.g. `Bearer<TAB>iamt_…`) may still carry a gateway token: it never
+      // reaches the host either, even on a public route (design.md §4.3).
+      return { allowed: true, decision, session, bearerSent };
     } catch (error) {
       if (error instanceof StoreUnavailableError) return { allowed: false, problem: problems.storeUnavailable(error) };
       // An uncached grant cannot be loaded while the database is down: 503 with Retry-After, like the store.

@@ -82,12 +82,11 @@ const HEADER_CLASS: ReadonlyMap<string, number> = new Map<string, number>([
  */
 const CONNECTION_PROTECTED: ReadonlySet<string> = new Set(['content-length', 'content-type', 'host', 'forwarded', 'x-real-ip', 'x-request-id']);
 
-function startsWith(lower: string, prefix: string): boolean {
-  return lower.length > prefix.length && lower.startsWith(prefix);
-}
-
-/** Tokens of a Connection header value (RFC 9110 §7.6.1: `#connection-option`), lower case. */
-function addConnectionTokens(value: string, into: string[], keepUpgrade: boolean): void {
+/**
+ * Adds the tokens of a Connection header value (RFC 9110 §7.6.1: `#connection-option`), lower case, that
+ * still need removing; allocates only when there is one (`Connection: keep-alive` needs none).
+ */
+function addConnectionTokens(value: string, into: string[] | null): string[] | null {
   let start = 0;
   while (start <= value.length) {
     let end = value.indexOf(',', start);
@@ -95,13 +94,14 @@ function addConnectionTokens(value: string, into: string[], keepUpgrade: boolean
     const token = value.slice(start, end).trim().toLowerCase();
     start = end + 1;
     if (token === '' || CONNECTION_PROTECTED.has(token)) continue;
-    if (startsWith(token, 'x-iam-') || startsWith(token, 'x-forwarded-')) continue;
-    if (keepUpgrade && token === 'upgrade') continue;
-    // Already dropped by name (keep-alive, close is not a field): no need to filter for them later.
+    if (token.startsWith('x-iam-') || token.startsWith('x-forwarded-')) continue;
+    // `upgrade` is kept for a WebSocket handshake and dropped otherwise; `keep-alive`, `te`... are always
+    // dropped; `close` names no field. None of them needs the filtering pass.
     const known = HEADER_CLASS.get(token);
-    if (known === DROP || token === 'close') continue;
-    into.push(token);
+    if (known === DROP || known === UPGRADE || known === CONNECTION || token === 'close') continue;
+    (into ??= []).push(token);
   }
+  return into;
 }
 
 /** `::ffff:10.1.2.3` → `10.1.2.3` (IPv4-mapped IPv6, RFC 4291 §2.5.5.2), anything else unchanged. */
@@ -131,8 +131,8 @@ export function buildUpstreamHeaders(input: UpstreamHeaderInput, options?: Upstr
     let kind = HEADER_CLASS.get(lower);
     if (kind === undefined) {
       // Names containing '_' alias '-' in CGI-style hosts (nginx, PHP, WSGI): X_IAM_User_Id would become X-IAM-User-Id.
-      if (startsWith(lower, 'x-iam-') || lower.includes('_')) continue;
-      kind = startsWith(lower, 'x-forwarded-') ? FORWARDING : PASS;
+      if (lower.startsWith('x-iam-') || lower.includes('_')) continue;
+      kind = lower.startsWith('x-forwarded-') ? FORWARDING : PASS;
     }
     switch (kind) {
       case PASS:
@@ -140,7 +140,7 @@ export function buildUpstreamHeaders(input: UpstreamHeaderInput, options?: Upstr
       case DROP:
         continue;
       case CONNECTION:
-        addConnectionTokens(value, (connectionTokens ??= []), keepUpgrade);
+        connectionTokens = addConnectionTokens(value, connectionTokens);
         continue;
       case UPGRADE:
         if (!keepUpgrade) continue;
@@ -170,7 +170,7 @@ export function buildUpstreamHeaders(input: UpstreamHeaderInput, options?: Upstr
     out.push(name, value);
   }
 
-  if (connectionTokens !== null && connectionTokens.length > 0) removeConnectionNamed(out, connectionTokens);
+  if (connectionTokens !== null) removeConnectionNamed(out, connectionTokens);
 
   const client = unmapIpv4(input.remoteAddress);
   out.push('X-Forwarded-For', forwardedFor === null ? client : `${forwardedFor}, ${client}`);

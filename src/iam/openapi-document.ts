@@ -151,7 +151,10 @@ function problem(status: number, codes: ProblemCode[], description: string, opti
     if (catalog !== status && !(status === 422 && code === 'IAM_VALIDATION_FAILED')) throw new Error(`${code} is not a ${status} problem`);
   }
   const narrowed: JsonSchema = { type: 'object', properties: { status: { const: status }, code: { enum: codes } } };
-  if (options.require) narrowed.required = options.require;
+  if (options.require) {
+    narrowed.required = options.require;
+    for (const key of options.require) narrowed.properties![key] = { type: 'string' };
+  }
   return {
     description,
     headers: { 'X-Request-Id': header('RequestId'), 'Cache-Control': header('NoStore'), ...options.headers },
@@ -186,9 +189,12 @@ function admin(permission: string, operation: Omit<OperationObject, 'tags' | 'se
   };
 }
 
+/** Admin answers are never cached (they may name users and sessions). */
+const NO_STORE: ResponseObject['headers'] = { 'Cache-Control': header('NoStore') };
+
 const upserted = (schema: JsonSchema, what: string, headers: ResponseObject['headers'] = {}): OperationObject['responses'] => ({
-  '200': json(`The ${what} existed and was updated (or was already so).`, schema, headers),
-  '201': json(`The ${what} did not exist and was created.`, schema, headers),
+  '200': json(`The ${what} existed and was updated (or was already so).`, schema, { ...NO_STORE, ...headers }),
+  '201': json(`The ${what} did not exist and was created.`, schema, { ...NO_STORE, ...headers }),
 });
 
 const page = (item: string): JsonSchema =>
@@ -220,7 +226,7 @@ const schemas: Record<string, JsonSchema> = {
       },
     },
     if: { type: 'object', properties: { code: { const: 'IAM_VALIDATION_FAILED' } } },
-    then: { type: 'object', required: ['errors'] },
+    then: { type: 'object', required: ['errors'], properties: { errors: { type: 'array' } } },
   },
   Principal: strictObject(
     {
@@ -375,13 +381,17 @@ const schemas: Record<string, JsonSchema> = {
     description: 'This document.',
     type: 'object',
     required: ['openapi', 'info', 'paths'],
-    properties: { openapi: { const: '3.1.0' }, info: { type: 'object', required: ['title', 'version'] }, paths: { type: 'object' } },
+    properties: {
+      openapi: { const: '3.1.0' },
+      info: { type: 'object', required: ['title', 'version'], properties: { title: { type: 'string' }, version: { type: 'string' } } },
+      paths: { type: 'object' },
+    },
   },
   TemplateInput: strictObject(
     {
       name: { type: 'string', minLength: 1, maxLength: 200 },
       description: { type: 'string', maxLength: 2000 },
-      permissions: { type: 'array', uniqueItems: true, items: { type: 'string', pattern: PERMISSION_CODE_PATTERN, maxLength: 200 } },
+      permissions: { type: 'array', uniqueItems: true, maxItems: 1000, items: { type: 'string', pattern: PERMISSION_CODE_PATTERN, maxLength: 200 } },
     },
     ['name', 'permissions'],
   ),
@@ -414,13 +424,18 @@ const schemas: Record<string, JsonSchema> = {
     userId: identifier('An existing user (else 422).'),
     profileName: { type: 'string', minLength: 1, maxLength: 200 },
     templateVersionId: identifier('An existing template version (else 422).'),
-    clientTypes: { type: 'array', items: { type: 'string', minLength: 1 }, uniqueItems: true },
+    clientTypes: { type: 'array', items: { type: 'string', minLength: 1, maxLength: 50 }, uniqueItems: true, maxItems: 50 },
     enabled: { type: 'boolean' },
     revoked: { type: 'boolean' },
   }),
-  ScopesInput: { type: 'array', items: ref('Scope'), description: 'Replaces every scope of the profile; [] = unscoped.' },
+  ScopesInput: {
+    type: 'array',
+    items: ref('Scope'),
+    maxItems: 1000,
+    description: 'Replaces every scope of the profile; [] = unscoped. One entry per (scopeType, scopeRefId), else 400.',
+  },
   AuthorizationVersion: strictObject({ userId: identifier('The user.'), authorizationVersion: { type: 'integer', minimum: 0 } }),
-  RevokeSessionInput: strictObject({ reason: { type: 'string', minLength: 1, maxLength: 200 } }, []),
+  RevokeInput: strictObject({ reason: { type: 'string', pattern: '^[\\x20-\\x7E]{1,200}$', description: 'Printable ASCII.' } }, []),
   RevokedCount: strictObject({ revoked: { type: 'integer', minimum: 0, description: 'How many sessions ended.' } }),
   AuditEvent: strictObject({
     id: { type: 'string', minLength: 1 },
@@ -458,15 +473,20 @@ const components: OpenApiDocument['components'] = {
       schema: { type: 'string', pattern: '^Bearer realm="iam-gateway"' },
     },
     RetryAfter: { description: 'Seconds to wait (RFC 9110 §10.2.3).', required: true, schema: { type: 'string', pattern: '^[0-9]+$' } },
-    ETag: { description: 'The profile version as an entity tag; send it back in If-Match.', required: true, schema: { type: 'string' } },
+    ETag: { description: 'The profile version as a strong entity tag (RFC 9110 §8.8.3); send it back in If-Match.', required: true, schema: { type: 'string', pattern: '^"[0-9]+"$' } },
   },
   parameters: {
-    Limit: { name: 'limit', in: 'query', description: 'Page size.', schema: { type: 'integer', minimum: 1, maximum: 500, default: 50 } },
-    Cursor: { name: 'cursor', in: 'query', description: 'The `nextCursor` of the previous page.', schema: { type: 'string' } },
+    Limit: { name: 'limit', in: 'query', description: 'Page size; larger values are capped at 200.', schema: { type: 'integer', minimum: 1, default: 50 } },
+    Cursor: { name: 'cursor', in: 'query', description: 'The `nextCursor` of the previous page (opaque); another value is a 400.', schema: { type: 'string', minLength: 1 } },
     UserId: { name: 'userId', in: 'path', required: true, schema: { type: 'string', pattern: IDENTIFIER_PATTERN } },
     ProfileId: { name: 'profileId', in: 'path', required: true, schema: { type: 'string', minLength: 1 } },
     SessionId: { name: 'sessionId', in: 'path', required: true, schema: { type: 'string', minLength: 1 } },
-    IfMatch: { name: 'If-Match', in: 'header', description: 'The ETag last read; a stale one gets 409 IAM_CONFLICT.', schema: { type: 'string' } },
+    IfMatch: {
+      name: 'If-Match',
+      in: 'header',
+      description: '`*` or the ETag last read (RFC 9110 §13.1.1); a stale one gets 409 IAM_CONFLICT, a malformed one 400.',
+      schema: { type: 'string' },
+    },
   },
   responses: {
     Unauthenticated: problem(401, ['IAM_UNAUTHENTICATED'], 'No token, or an invalid, expired or revoked one.', {
@@ -638,6 +658,7 @@ const nonAdminPaths: Record<string, PathItemObject> = {
           'X-IAM-Session-Id': { schema: { type: 'string' } },
           'X-IAM-Profile-Id': { schema: { type: 'string' } },
           'X-IAM-Permission': { schema: { type: 'string' } },
+          'X-IAM-Assertion': { description: 'When `iam.forward.assertion` is on: an EdDSA JWT, keys at /iam/.well-known/jwks.json.', schema: { type: 'string' } },
         }),
         '400': problem(400, ['IAM_BAD_REQUEST'], 'No original URI, a method that is not one, or a target the proxy would refuse.'),
         '401': response('Unauthenticated'),
@@ -670,27 +691,37 @@ const nonAdminPaths: Record<string, PathItemObject> = {
   },
 };
 
+/** Every admin write: the path id and the body are checked (400) before anything is written. */
+const ADMIN_WRITE_FAILURES = { '400': response('ValidationFailed'), ...BODY_FAILURES };
+const conflict = (description: string): ResponseObject => problem(409, ['IAM_CONFLICT'], description);
+const unknownUser = problem(404, ['IAM_NOT_FOUND'], 'No such user.');
+
 const adminPaths: Record<string, PathItemObject> = {
   '/iam/admin/templates/{versionId}': {
     parameters: [{ name: 'versionId', in: 'path', required: true, schema: { type: 'string', pattern: IDENTIFIER_PATTERN } }],
     put: admin('iam.admin.templates:write', {
       operationId: 'putTemplate',
       summary: 'Create or update a permission template version',
+      description: 'Changing the permissions raises the authorization version of every user with a profile on it.',
       requestBody: jsonBody(ref('TemplateInput')),
-      responses: { ...upserted(ref('Template'), 'template version'), '400': response('ValidationFailed'), ...BODY_FAILURES },
+      responses: {
+        ...upserted(ref('Template'), 'template version'),
+        ...ADMIN_WRITE_FAILURES,
+        '409': conflict('Created concurrently by another request; retry.'),
+      },
     }),
   },
   '/iam/admin/users': {
     get: admin('iam.admin.users:read', {
       operationId: 'listUsers',
-      summary: 'List users',
+      summary: 'List users, by userId',
       parameters: [
         param('Limit'),
         param('Cursor'),
-        { name: 'q', in: 'query', description: 'Matches userId or displayName.', schema: { type: 'string', maxLength: 200 } },
-        { name: 'domain', in: 'query', description: 'Only users with an identity in this domain.', schema: { type: 'string', maxLength: 200 } },
+        { name: 'q', in: 'query', description: 'Matches userId or displayName.', schema: { type: 'string', minLength: 1, maxLength: 200 } },
+        { name: 'domain', in: 'query', description: 'Only users with an identity in this domain.', schema: { type: 'string', minLength: 1, maxLength: 200 } },
       ],
-      responses: { '200': json('One page.', ref('UserPage')), '400': response('ValidationFailed') },
+      responses: { '200': json('One page.', ref('UserPage'), NO_STORE), '400': response('ValidationFailed') },
     }),
   },
   '/iam/admin/users/{userId}': {
@@ -698,8 +729,9 @@ const adminPaths: Record<string, PathItemObject> = {
     put: admin('iam.admin.users:write', {
       operationId: 'putUser',
       summary: 'Create or update a user',
+      description: 'Disabling a user ends every session of the user at once.',
       requestBody: jsonBody(ref('UserInput')),
-      responses: { ...upserted(ref('User'), 'user'), '400': response('ValidationFailed'), ...BODY_FAILURES },
+      responses: { ...upserted(ref('User'), 'user'), ...ADMIN_WRITE_FAILURES, '409': conflict('Created concurrently by another request; retry.') },
     }),
   },
   '/iam/admin/users/{userId}/identities': {
@@ -707,7 +739,7 @@ const adminPaths: Record<string, PathItemObject> = {
     get: admin('iam.admin.users:read', {
       operationId: 'listUserIdentities',
       summary: 'List a user\'s identities',
-      responses: { '200': json('Identities.', { type: 'array', items: ref('Identity') }), '404': problem(404, ['IAM_NOT_FOUND'], 'Unknown user.') },
+      responses: { '200': json('Identities, by identityId.', { type: 'array', items: ref('Identity') }, NO_STORE), '400': response('ValidationFailed'), '404': unknownUser },
     }),
   },
   '/iam/admin/identities/{identityId}': {
@@ -718,9 +750,9 @@ const adminPaths: Record<string, PathItemObject> = {
       requestBody: jsonBody(ref('IdentityInput')),
       responses: {
         ...upserted(ref('Identity'), 'identity'),
-        '400': response('ValidationFailed'),
-        ...BODY_FAILURES,
-        '422': problem(422, ['IAM_VALIDATION_FAILED'], 'A well-formed body naming an unknown user.'),
+        ...ADMIN_WRITE_FAILURES,
+        '409': conflict('The identity belongs to another user (identities are never moved), or a concurrent write.'),
+        '404': problem(404, ['IAM_NOT_FOUND'], 'The body names an unknown user (issue 5: "404 for an unknown user").'),
       },
     }),
   },
@@ -729,14 +761,14 @@ const adminPaths: Record<string, PathItemObject> = {
     put: admin('iam.admin.profiles:write', {
       operationId: 'putProfile',
       summary: 'Create or update a profile (optimistic locking with If-Match)',
+      description: 'A disabled or revoked profile stops granting on the next request of every session using it.',
       parameters: [param('IfMatch')],
       requestBody: jsonBody(ref('ProfileInput')),
       responses: {
         ...upserted(ref('Profile'), 'profile', { ETag: header('ETag') }),
-        '400': response('ValidationFailed'),
-        '409': problem(409, ['IAM_CONFLICT'], 'If-Match names a version that is no longer current.'),
-        ...BODY_FAILURES,
-        '422': problem(422, ['IAM_VALIDATION_FAILED'], 'A well-formed body naming an unknown user or template version.'),
+        ...ADMIN_WRITE_FAILURES,
+        '409': conflict('If-Match names a version that is no longer current, the profile belongs to another user, or a concurrent write.'),
+        '422': problem(422, ['IAM_VALIDATION_FAILED'], 'A well-formed body naming an unknown user or template version (RFC 9110 §15.5.21).'),
       },
     }),
   },
@@ -748,11 +780,10 @@ const adminPaths: Record<string, PathItemObject> = {
       parameters: [param('IfMatch')],
       requestBody: jsonBody(ref('ScopesInput')),
       responses: {
-        '200': json('The profile with its new scopes.', ref('Profile'), { ETag: header('ETag') }),
-        '400': response('ValidationFailed'),
-        '404': problem(404, ['IAM_PROFILE_NOT_FOUND'], 'Unknown profile.'),
-        '409': problem(409, ['IAM_CONFLICT'], 'If-Match names a version that is no longer current.'),
-        ...BODY_FAILURES,
+        '200': json('The profile with its new scopes.', ref('Profile'), { ...NO_STORE, ETag: header('ETag') }),
+        ...ADMIN_WRITE_FAILURES,
+        '404': problem(404, ['IAM_NOT_FOUND'], 'No such profile.'),
+        '409': conflict('If-Match names a version that is no longer current, or a concurrent write.'),
       },
     }),
   },
@@ -761,7 +792,7 @@ const adminPaths: Record<string, PathItemObject> = {
     post: admin('iam.admin.users:write', {
       operationId: 'raiseAuthorizationVersion',
       summary: 'Raise a user\'s authorization version (live sessions pick up fresh permissions)',
-      responses: { '200': json('The new version.', ref('AuthorizationVersion')), '404': problem(404, ['IAM_NOT_FOUND'], 'Unknown user.') },
+      responses: { '200': json('The new version.', ref('AuthorizationVersion'), NO_STORE), '400': response('ValidationFailed'), '404': unknownUser },
     }),
   },
   '/iam/admin/sessions/{sessionId}/revoke': {
@@ -769,13 +800,8 @@ const adminPaths: Record<string, PathItemObject> = {
     post: admin('iam.admin.sessions:revoke', {
       operationId: 'adminRevokeSession',
       summary: 'Revoke any session',
-      requestBody: jsonBody(ref('RevokeSessionInput'), 'Optional reason, kept in the session and the audit trail.', false),
-      responses: {
-        '204': empty('Revoked (or already ended).'),
-        '400': response('ValidationFailed'),
-        '404': problem(404, ['IAM_SESSION_NOT_FOUND'], 'Unknown session.'),
-        ...BODY_FAILURES,
-      },
+      requestBody: jsonBody(ref('RevokeInput'), 'Optional reason (default `revoked_by_admin`), kept with the session and in the audit trail.', false),
+      responses: { '204': empty('Revoked (or already ended).'), ...ADMIN_WRITE_FAILURES, '404': problem(404, ['IAM_SESSION_NOT_FOUND'], 'No such session.') },
     }),
   },
   '/iam/admin/users/{userId}/sessions/revoke': {
@@ -783,7 +809,8 @@ const adminPaths: Record<string, PathItemObject> = {
     post: admin('iam.admin.sessions:revoke', {
       operationId: 'revokeUserSessions',
       summary: 'Revoke every session of a user',
-      responses: { '200': json('How many sessions ended.', ref('RevokedCount')) },
+      requestBody: jsonBody(ref('RevokeInput'), 'Optional reason (default `revoked_by_admin`).', false),
+      responses: { '200': json('How many sessions ended.', ref('RevokedCount'), NO_STORE), ...ADMIN_WRITE_FAILURES, '404': unknownUser },
     }),
   },
   '/iam/admin/audit': {
@@ -791,13 +818,13 @@ const adminPaths: Record<string, PathItemObject> = {
       operationId: 'listAuditEvents',
       summary: 'Read the audit trail, newest first',
       parameters: [
-        { name: 'userId', in: 'query', description: 'Acting user.', schema: { type: 'string', maxLength: 200 } },
-        { name: 'action', in: 'query', description: 'e.g. authz.deny.', schema: { type: 'string', maxLength: 200 } },
-        { name: 'since', in: 'query', description: 'ISO 8601 timestamp.', schema: { type: 'string', format: 'date-time' } },
+        { name: 'userId', in: 'query', description: 'Acting user.', schema: { type: 'string', minLength: 1, maxLength: 200 } },
+        { name: 'action', in: 'query', description: 'e.g. authz.deny.', schema: { type: 'string', minLength: 1, maxLength: 200 } },
+        { name: 'since', in: 'query', description: 'ISO 8601 timestamp with a zone.', schema: { type: 'string', format: 'date-time' } },
         param('Limit'),
         param('Cursor'),
       ],
-      responses: { '200': json('One page.', ref('AuditPage')), '400': response('ValidationFailed') },
+      responses: { '200': json('One page.', ref('AuditPage'), NO_STORE), '400': response('ValidationFailed') },
     }),
   },
 };

@@ -80,7 +80,8 @@ export function formatExplanation(explanation: RequestExplanation): string[] {
   }
   const route = match.route;
   const params = Object.entries(match.params).map(([name, value]) => `${name}=${value}`);
-  add('route', `${route.id}  ${route.methods.join(',')} ${route.pattern}${params.length > 0 ? `  (${params.join(', ')})` : ''}`);
+  const viaGet = explanation.method === 'HEAD' && route.methods[0] !== '*' && !route.methods.includes('HEAD') ? '  (HEAD is answered by the GET route)' : '';
+  add('route', `${route.id}  ${route.methods.join(',')} ${route.pattern}${params.length > 0 ? `  (${params.join(', ')})` : ''}${viaGet}`);
   add('mode', route.mode === 'shadow' ? 'shadow: decided and logged, but a denial lets the request through' : 'enforce');
   if (route.public) {
     add('needs', 'nothing: public route, no token needed');
@@ -89,21 +90,27 @@ export function formatExplanation(explanation: RequestExplanation): string[] {
   add('permission', route.permission ?? 'none: any valid session passes');
   const resource = route.resource;
   if (resource) {
-    const id = match.params[resource.idParam];
-    add('resource', `${resource.type} ${id} (from :${resource.idParam}), access ${resource.access}, resolve ${resource.resolve}`);
+    // The engine decodes the id once (design.md §7) before resolving and comparing it with scope refs.
+    const id = decodeResourceId(match.params[resource.idParam] ?? '');
+    add('resource', `${resource.type} ${JSON.stringify(id)} (from :${resource.idParam}), access ${resource.access}, resolve ${resource.resolve}`);
     const resolver = explanation.resolver;
-    if (resolver) add('resolver', `GET ${resolver.url.replaceAll('{id}', encodeURIComponent(decodeResourceId(id)))} (timeout ${resolver.timeoutMs} ms; 404 → 404 IAM_RESOURCE_NOT_FOUND)`);
+    if (resolver) add('resolver', `GET ${resolver.url.replaceAll('{id}', encodeURIComponent(id))} (timeout ${resolver.timeoutMs} ms; 404 → 404 IAM_RESOURCE_NOT_FOUND)`);
     else if (resource.resolve === 'required') add('resolver', `none for ${resource.type}: requests answer 500 IAM_RESOURCE_RESOLUTION_UNAVAILABLE`);
     else add('resolver', `none for ${resource.type}: ${resource.type} ${id} is checked as its own scope`);
   }
-  add('needs', describeNeeds(route, resource ? match.params[resource.idParam] : undefined));
+  add('needs', describeNeeds(explanation, route));
   return lines;
 }
 
-function describeNeeds(route: CompiledRoute, id: string | undefined): string {
+function describeNeeds(explanation: RequestExplanation, route: CompiledRoute): string {
   if (route.permission === null) return 'a valid session (401 without one)';
-  const steps = ['a valid session (401)', `an active profile for the client type`, `permission ${route.permission} (403 PERMISSION_DENIED)`];
-  if (route.resource) steps.push(`a scope covering ${route.resource.type} ${id} for ${route.resource.access} (403 SCOPE_DENIED)`);
+  const steps = ['a valid session (401)', 'an active profile for the client type', `permission ${route.permission} (403 PERMISSION_DENIED)`];
+  const resource = route.resource;
+  if (resource) {
+    const id = decodeResourceId(explanation.match?.params[resource.idParam] ?? '');
+    const scoped = explanation.resolver ? `the scopes the resolver answers for ${resource.type} ${id}` : `${resource.type} ${id}`;
+    steps.push(`a scope covering ${scoped} for ${resource.access} (403 SCOPE_DENIED; unscoped profiles pass)`);
+  }
   return steps.join(', then ');
 }
 

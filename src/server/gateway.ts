@@ -27,22 +27,26 @@ import { registerAuthRoutes } from '../iam/auth-routes';
 import { registerAuthorizationRoutes } from '../iam/authorization-routes';
 import { createIamApp } from '../iam/iam-app';
 import { PREPARED_REQUEST, type RequestWithPrepared } from '../iam/iam-context';
+import { problems } from '../problem';
 import { requireSession } from '../iam/require-session';
 import { registerSessionRoutes } from '../iam/session-routes';
+import { registerOpenApiRoutes } from '../iam/openapi-routes';
 import { createLogger, type Logger } from '../observability/logger';
 import { createMetrics, type GatewayMetrics } from '../observability/metrics';
 import { openDatabase } from '../persistence/database';
 import type { IamRepository } from '../persistence/iam-repository';
 import { loadPolicyDirectory } from '../policy/load-policy-directory';
 import { PolicyHolder } from '../policy/policy-holder';
+import { PolicyReloader } from '../policy/policy-watcher';
 import { LastSeenTracker } from '../sessions/last-seen-tracker';
 import { MemoryTokenStore } from '../sessions/memory-token-store';
 import { RedisTokenStore } from '../sessions/redis-token-store';
 import { SessionCache } from '../sessions/session-cache';
 import { SessionService } from '../sessions/session-service';
 import type { EventSubscription, TokenStore } from '../sessions/token-store';
+import { answerClientErrors } from './client-errors';
 import { createManagementServer } from './management-server';
-import { listen, stopServer, trackConnections } from './server-lifecycle';
+import { listen, settlesWithin, stopServer, trackConnections } from './server-lifecycle';
 import { createTransparentProxy } from './transparent-proxy';
 
 /** A started gateway: both ports listening. */
@@ -69,6 +73,8 @@ export interface GatewayServices {
   engine: DecisionEngine;
   grants: GrantProvider;
   policy: PolicyHolder;
+  /** Hot reload of the policies directory (file events, periodic checksum, SIGHUP). */
+  policyReloader: PolicyReloader;
   audit: AuditTrail;
   subscription: EventSubscription;
 }
@@ -97,6 +103,23 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     metrics.policyReloads.inc({ result: 'success' });
     metrics.policyRoutes.set(policyResult.policy.routes.length);
     const policy = new PolicyHolder(policyResult.policy);
+    const policyReloader = new PolicyReloader({
+      dir: config.iam.policy.dir,
+      holder: policy,
+      debounceMs: config.iam.policy.debounceMs,
+      pollIntervalMs: config.iam.policy.pollIntervalMs,
+      defaultResolverTimeoutMs: config.iam.authz.resolverTimeoutMs,
+      logger,
+      metrics,
+    });
+    policyReloader.start();
+    cleanups.push(() => policyReloader.close());
+    // design.md §5: SIGHUP reloads the policies now (e.g. where file events are unreliable).
+    const onSighup = (): void => void policyReloader.reload('SIGHUP');
+    process.on('SIGHUP', onSighup);
+    cleanups.push(async () => {
+      process.off('SIGHUP', onSighup);
+    });
 
     const database = await openDatabase(config);
     cleanups.push(() => database.close());
@@ -192,6 +215,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       register: (router: Router) => {
         registerAuthRoutes(router, { login, sessions, clientTypes: config.iam.clientTypes, requireSession: sessionGuard });
         registerSessionRoutes(router, { sessions, requireSession: sessionGuard });
+        registerOpenApiRoutes(router);
         router.get('/.well-known/jwks.json', (ctx) => {
           ctx.body = { keys: signer ? [signer.jwk] : [] };
           ctx.set('Cache-Control', 'public, max-age=300');
@@ -238,6 +262,21 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     let shuttingDown = false;
     const server = createProxyServer(config, (req, res) => onRequest(req, res, false));
     server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => onRequest(req, res, true));
+    // Any other expectation: Node would answer a bare 417; answer a problem instead, and never forward it.
+    server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+      const prepared = prepareRequest(req, prepareOptions);
+      metrics.requests.inc({ outcome: 'refused' });
+      if (!prepared.ok) return sendProblem(res, prepared.problem, '/', prepared.requestId);
+      sendProblem(res, problems.badRequest('Only "Expect: 100-continue" is supported (RFC 9110 §10.1.1).'), prepared.request.path, prepared.request.requestId);
+    });
+    // CONNECT asks for a tunnel (RFC 9110 §9.3.6), which a reverse proxy never opens; without a listener
+    // Node drops the socket without a word.
+    server.on('connect', (req: IncomingMessage, socket: Socket) => {
+      const prepared = prepareRequest(req, prepareOptions);
+      metrics.requests.inc({ outcome: 'refused' });
+      const requestId = prepared.ok ? prepared.request.requestId : prepared.requestId;
+      sendProblemOnSocket(socket, new ProblemError('IAM_METHOD_NOT_ALLOWED', 'CONNECT is not supported: the gateway opens no tunnels.'), '/', requestId);
+    });
     server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
       const prepared = prepareRequest(req, prepareOptions);
       if (!prepared.ok) return sendProblemOnSocket(socket, prepared.problem, '/', prepared.requestId);
@@ -256,7 +295,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       ],
     });
     return await startListening(config, logger, metrics, server, management, {
-      services: { repository, store, sessions, login, engine, grants, policy, audit, subscription },
+      services: { repository, store, sessions, login, engine, grants, policy, policyReloader, audit, subscription },
       beforeStop: () => {
         shuttingDown = true;
       },
@@ -275,19 +314,27 @@ function createProxyServer(config: GatewayConfig, listener: (req: IncomingMessag
       requestTimeout: config.server.requestTimeoutMs,
       headersTimeout: config.server.headersTimeoutMs,
       keepAliveTimeout: config.server.keepAliveTimeoutMs,
+      // Node enforces the two timeouts above only when it sweeps connections, every 30 s by default: a
+      // slowloris client would hold its socket up to 30 s past headers-timeout. Sweep often enough that
+      // the configured timeouts are what clients get (test/integration/limits.test.ts).
+      connectionsCheckingInterval: timeoutSweepInterval(config.server.headersTimeoutMs, config.server.requestTimeoutMs),
       // Refuse ambiguous framing instead of guessing (request smuggling, RFC 9112 §6.3).
       insecureHTTPParser: false,
+      // Node's own missing-Host check answers a bare 400 without a problem body; with iam enabled,
+      // prepareRequest refuses it as IAM_BAD_REQUEST instead (RFC 9112 §3.2, design.md §4.2).
+      requireHostHeader: !config.iam.enabled,
     },
     listener,
   );
-  server.on('clientError', (error: Error & { code?: string }, socket: Socket) => {
-    if (!socket.writable) return socket.destroy();
-    const status = error.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? '408 Request Timeout' : '400 Bad Request';
-    const code = status.startsWith('431') ? 'IAM_HEADERS_TOO_LARGE' : 'IAM_BAD_REQUEST';
-    const body = JSON.stringify({ type: `https://iam-gateway.dev/problems/${code.toLowerCase().replace(/_/g, '-')}`, title: status.slice(4), status: Number(status.slice(0, 3)), detail: 'The request could not be parsed.', instance: '/', code, requestId: '' });
-    socket.end(`HTTP/1.1 ${status}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
-  });
+  answerClientErrors(server);
   return server;
+}
+
+/** A quarter of the shortest enabled client timeout, between 100 ms and 1 s. */
+function timeoutSweepInterval(...timeoutsMs: number[]): number {
+  const enabled = timeoutsMs.filter((ms) => ms > 0);
+  if (enabled.length === 0) return 1000;
+  return Math.min(1000, Math.max(100, Math.floor(Math.min(...enabled) / 4)));
 }
 
 async function startTransparent(config: GatewayConfig, logger: Logger, metrics: GatewayMetrics): Promise<RunningGateway> {
@@ -305,6 +352,9 @@ async function startTransparent(config: GatewayConfig, logger: Logger, metrics: 
     afterStop: () => forwarder.close(),
   });
 }
+
+/** Time allowed after the drain for closing pools and flushing buffered writes. */
+const SHUTDOWN_CLEANUP_GRACE_MS = 3000;
 
 async function startListening(
   config: GatewayConfig,
@@ -336,7 +386,11 @@ async function startListening(
         await stopServer(server, connections, config.server.shutdownTimeoutMs);
         await new Promise<void>((resolve) => management.close(() => resolve()));
         management.closeAllConnections();
-        await hooks.afterStop();
+        // Flushing the audit trail and closing pools needs the database and the token store; when they do
+        // not answer (silent partition) the stop gives up after a grace instead of hanging forever.
+        if (!(await settlesWithin(hooks.afterStop(), SHUTDOWN_CLEANUP_GRACE_MS))) {
+          logger.error({ graceMs: SHUTDOWN_CLEANUP_GRACE_MS }, 'shutdown: cleanup did not finish in time (database or token store not answering); unwritten audit events are lost');
+        }
         logger.info({}, 'iam-gateway stopped');
       })();
       return closing;

@@ -37,3 +37,20 @@ export async function stopServer(server: Server, sockets: Set<Socket>, deadlineM
   for (const socket of sockets) socket.destroy();
   await closed;
 }
+
+/**
+ * Resolves true when `work` settles within `ms`, false otherwise (it keeps running; its outcome is
+ * ignored). Shutdown uses it so that an unreachable database or token store cannot hold a stop forever.
+ */
+export async function settlesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+    timer.unref();
+  });
+  try {
+    return await Promise.race([work.then(() => true, () => true), expired]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import type { RunningGateway } from '../../src/server/gateway';
 import { hashToken } from '../../src/sessions/token-hash';
-import { createTestDatabase } from '../support/database';
+import { createTestDatabase, type TestDatabase } from '../support/database';
 import { testRedisUrl } from '../support/env';
 import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
@@ -85,12 +85,12 @@ if (!REDIS_URL) {
     let relay: TcpRelay;
     let gateway: RunningGateway;
     let direct: Redis;
+    let db: TestDatabase;
     let alice: Awaited<ReturnType<typeof login>>;
     let bob: Awaited<ReturnType<typeof login>>;
 
     beforeAll(async () => {
-      const db = await createTestDatabase();
-      await db.close();
+      db = await createTestDatabase();
       const target = targetOf(REDIS_URL);
       relay = await startTcpRelay(target.host, target.port);
       upstream = await startRecordingUpstream();
@@ -106,6 +106,7 @@ if (!REDIS_URL) {
       await relay?.close();
       await upstream?.close();
       direct?.disconnect();
+      await db?.close();
     });
 
     it('fails closed while Redis is down, even for sessions in the warm local cache, and recovers by itself', async () => {
@@ -244,6 +245,49 @@ if (!REDIS_URL) {
       }
       expect(status).toBe(200);
       expect(Date.now() - restoredAt).toBeLessThan(5000);
+    }, 30_000);
+
+    // The token write of a login, broken before it reaches Redis, or after Redis ran it but before the reply.
+    it.each([
+      ['before the token write reaches Redis', false],
+      ['after Redis stored the token, before its reply', true],
+    ])('a login cut %s answers 503 and leaves no live session row without its token', async (_name, deliver) => {
+      const since = new Date();
+      const armed = relay.cutOnRequest(':token:', { deliver });
+      let answer: Answer;
+      try {
+        answer = await timed(`${gateway.url}/iam/auth/login`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ username: 'alice', password: 'alice-password', clientType: 'WEB' }),
+        });
+        await armed;
+      } finally {
+        await relay.restore();
+      }
+      expect(answer.status).toBe(503);
+      expect(problemCode(answer)).toBe('IAM_STORE_UNAVAILABLE');
+      expect(answer.elapsedMs).toBeLessThan(2000);
+      const restoredAt = Date.now();
+      while (Date.now() - restoredAt < 10_000) {
+        const retry = await fetch(`${gateway.url}/iam/auth/login`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ username: 'alice', password: 'alice-password', clientType: 'WEB' }),
+        });
+        if (retry.status === 200) break;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      const tokens = await gateway.services!.store.listUserTokens('u-alice');
+      const rows = (await db.repository.listSessions('u-alice')).filter((row) => row.createdAt >= since);
+      // The failed login's row exists (it is written first) and says the session never became usable.
+      expect(rows.filter((row) => row.revokeReason === 'store_unavailable')).toHaveLength(1);
+      for (const row of rows) {
+        const live = row.revokedAt === null && row.logoutAt === null;
+        if (live) expect({ sessionId: row.sessionId, token: tokens.get(row.sessionId) ?? 'missing' }).toEqual({ sessionId: row.sessionId, token: row.tokenHash });
+      }
+      const rowIds = new Set((await db.repository.listSessions('u-alice')).map((row) => row.sessionId));
+      for (const sessionId of tokens.keys()) expect({ sessionId, row: rowIds.has(sessionId) }).toEqual({ sessionId, row: true });
     }, 30_000);
 
     it('drops a session revoked by another instance while this one was cut off', async () => {

@@ -1,8 +1,11 @@
 /**
  * A TCP relay placed between the gateway and a real server (Redis, PostgreSQL, PGlite), so reliability tests
- * can inject a real network fault without stopping a server other test runs share: `cut()` is the server
- * crashing or the network dropping (every connection reset, new connections refused), `restore()` is the
- * server coming back on the same address.
+ * can inject real network faults without stopping a server other test runs share:
+ *  - `cut()`: the server crashed or the network dropped: every connection reset, new connections refused;
+ *  - `freeze()`: a silent partition: nothing passes and nothing tells the client;
+ *  - `cutOnRequest(pattern)`: at a chosen request: before it reaches the server, or (the worst moment) after
+ *    it reached the server but before its reply came back;
+ *  - `restore()`: the server is back on the same address.
  */
 import { createServer, connect, type Server, type Socket } from 'node:net';
 
@@ -20,10 +23,25 @@ export interface TcpRelay {
    * direction, as when packets are dropped. Nothing tells the client; only its own timeouts can.
    */
   freeze(): void;
+  /**
+   * Arms a one-shot fault for the next bytes sent to the target that contain `pattern`. With `deliver`
+   * (default) they reach the target but nothing it answers on that connection reaches the client any more,
+   * and `settleMs` later (time for the server to act on them; default 100) the relay is cut: the client
+   * cannot know whether its request took effect. Without `deliver` the relay is cut before they are sent.
+   * Resolves once it has cut.
+   */
+  cutOnRequest(pattern: string, options?: { deliver?: boolean; settleMs?: number }): Promise<void>;
   /** Ends a cut (listens again on the same port) or a freeze (bytes flow again, held connections proceed). */
   restore(): Promise<void>;
   /** Stops for good. */
   close(): Promise<void>;
+}
+
+interface Pair {
+  client: Socket;
+  target: Socket;
+  /** Set by `cutAfterRequest`: the target's answers are dropped. */
+  replyLost: boolean;
 }
 
 /** Starts a relay on 127.0.0.1 (OS-assigned port) forwarding every connection to `targetHost:targetPort`. */
@@ -31,11 +49,12 @@ export async function startTcpRelay(targetHost: string, targetPort: number): Pro
   const sockets = new Set<Socket>();
   /** Connections accepted while frozen, waiting for `restore()`. */
   const held = new Set<Socket>();
-  const pairs = new Set<{ client: Socket; target: Socket }>();
+  const pairs = new Set<Pair>();
   let accepted = 0;
   let cut = false;
   let frozen = false;
   let closed = false;
+  let trigger: { pattern: Buffer; deliver: boolean; fire: (pair: Pair) => void } | null = null;
 
   const track = (socket: Socket): void => {
     sockets.add(socket);
@@ -44,27 +63,47 @@ export async function startTcpRelay(targetHost: string, targetPort: number): Pro
     socket.on('error', () => socket.destroy());
   };
 
+  const forward = (from: Socket, to: Socket, pair: Pair, toTarget: boolean): void => {
+    from.on('data', (chunk: Buffer) => {
+      if (!toTarget && pair.replyLost) return;
+      if (toTarget && trigger && chunk.includes(trigger.pattern)) {
+        const { fire, deliver } = trigger;
+        trigger = null;
+        fire(pair);
+        if (!deliver) return;
+      }
+      if (!to.write(chunk)) {
+        from.pause();
+        to.once('drain', () => {
+          if (!frozen) from.resume();
+        });
+      }
+    });
+    from.once('end', () => to.end());
+  };
+
   const relay = (client: Socket): void => {
     const target = connect({ host: targetHost, port: targetPort });
     track(target);
-    const pair = { client, target };
+    const pair: Pair = { client, target, replyLost: false };
     pairs.add(pair);
-    client.pipe(target);
-    target.pipe(client);
+    forward(client, target, pair, true);
+    forward(target, client, pair, false);
     // Either side closing takes the other one down, as a real broken connection would.
     client.once('close', () => {
       pairs.delete(pair);
       target.destroy();
     });
     target.once('close', () => client.destroy());
+    client.resume();
   };
 
   const onConnection = (client: Socket): void => {
     accepted++;
     track(client);
+    client.pause();
     if (!frozen) return relay(client);
     held.add(client);
-    client.pause();
     client.once('close', () => held.delete(client));
   };
 
@@ -89,6 +128,14 @@ export async function startTcpRelay(targetHost: string, targetPort: number): Pro
       server.close(() => resolve());
     });
 
+  const cutNow = async (): Promise<void> => {
+    cut = true;
+    trigger = null;
+    const stopped = stopListening();
+    for (const socket of sockets) socket.destroy();
+    await stopped;
+  };
+
   return {
     port,
     get isCut() {
@@ -97,28 +144,34 @@ export async function startTcpRelay(targetHost: string, targetPort: number): Pro
     get accepted() {
       return accepted;
     },
-    async cut() {
-      cut = true;
-      const stopped = stopListening();
-      for (const socket of sockets) socket.destroy();
-      await stopped;
-    },
+    cut: cutNow,
     freeze() {
       frozen = true;
       for (const { client, target } of pairs) {
-        client.unpipe(target);
-        target.unpipe(client);
         client.pause();
         target.pause();
       }
+    },
+    cutOnRequest(pattern, { deliver = true, settleMs = 100 } = {}) {
+      return new Promise<void>((resolve, reject) => {
+        trigger = {
+          pattern: Buffer.from(pattern),
+          deliver,
+          fire: (pair) => {
+            pair.replyLost = true;
+            if (!deliver) return void cutNow().then(resolve, reject);
+            setTimeout(() => cutNow().then(resolve, reject), settleMs);
+          },
+        };
+      });
     },
     async restore() {
       if (closed) throw new Error('tcp relay: closed');
       if (frozen) {
         frozen = false;
         for (const { client, target } of pairs) {
-          client.pipe(target);
-          target.pipe(client);
+          client.resume();
+          target.resume();
         }
         for (const client of held) {
           held.delete(client);
@@ -141,9 +194,7 @@ export async function startTcpRelay(targetHost: string, targetPort: number): Pro
     },
     async close() {
       closed = true;
-      const stopped = stopListening();
-      for (const socket of sockets) socket.destroy();
-      await stopped;
+      await cutNow();
     },
   };
 }

@@ -111,7 +111,8 @@ const rows: Row[] = [
 ];
 
 describe('normalizeRequestTarget', () => {
-  it.each(rows)('%j → %j %j', (target, expected, overrides) => {
+  // Rows are spread into one argument: jest treats an extra declared parameter as a `done` callback.
+  it.each(rows.map((row) => ({ row, title: JSON.stringify(row) })))('$title', ({ row: [target, expected, overrides] }) => {
     const result = normalizeRequestTarget(target, { ...defaults, ...overrides });
     if (expected === 'refused') {
       expect(result.ok).toBe(false);

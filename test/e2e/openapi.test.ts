@@ -1,0 +1,638 @@
+/**
+ * design.md §9: the OpenAPI 3.1 description of every /iam endpoint, and the gateway's REAL answers checked
+ * against it — each status must be documented for its operation and each body, media type and required
+ * header must match. A failure here is a contract break: fix the handler (or the document when it is the
+ * one that is wrong), never loosen a schema to fit a bug.
+ */
+import Router from '@koa/router';
+import type { Middleware } from 'koa';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { registerAdminRoutes } from '../../src/admin/admin-routes';
+import { registerAuthRoutes } from '../../src/iam/auth-routes';
+import { registerAuthorizationRoutes } from '../../src/iam/authorization-routes';
+import { HTTP_METHODS, openApiDocument, type HttpMethod, type ParameterObject, type ReferenceObject, type ResponseObject } from '../../src/iam/openapi-document';
+import { registerOpenApiRoutes } from '../../src/iam/openapi-routes';
+import { registerSessionRoutes } from '../../src/iam/session-routes';
+import type { RunningGateway } from '../../src/server/gateway';
+import { createTestDatabase } from '../support/database';
+import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
+import { createResponseValidator, resolvePointer } from '../support/openapi-validator';
+import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
+
+const validator = createResponseValidator(openApiDocument);
+const GATEWAY_SOURCE = join(ROOT, 'src/server/gateway.ts');
+
+let upstream: RecordingUpstream;
+let gateway: RunningGateway;
+
+beforeAll(async () => {
+  const db = await createTestDatabase();
+  await db.close();
+  upstream = await startRecordingUpstream();
+  gateway = await startTestGateway(upstream.url, {
+    IAM_POLICIES_DIR: join(ROOT, 'test/fixtures/e2e-policies'),
+    IAM_LOGIN_RATE_LIMIT_MAX_FAILURES: '3',
+  });
+});
+
+afterAll(async () => {
+  await gateway?.close();
+  await upstream?.close();
+});
+
+interface Answer {
+  status: number;
+  contentType: string | null;
+  headers: Headers;
+  /** Parsed JSON for JSON media types, else the text ('' when empty). */
+  body: unknown;
+}
+
+async function send(
+  method: string,
+  path: string,
+  options: { token?: string; json?: unknown; raw?: string; headers?: Record<string, string> } = {},
+): Promise<Answer> {
+  const headers: Record<string, string> = { ...(options.token ? bearer(options.token) : {}), ...options.headers };
+  let body: string | undefined;
+  if (options.json !== undefined || options.raw !== undefined) {
+    headers['content-type'] = 'application/json';
+    body = options.raw ?? JSON.stringify(options.json);
+  }
+  const response = await fetch(`${gateway.url}${path}`, { method, headers, body, redirect: 'manual' });
+  const text = await response.text();
+  const contentType = response.headers.get('content-type');
+  const isJson = contentType !== null && /^application\/([a-z.+-]+\+)?json/i.test(contentType);
+  return { status: response.status, contentType, headers: response.headers, body: isJson && text !== '' ? JSON.parse(text) : text };
+}
+
+/** `operationId status` of every answer checked, to prove every operation was exercised. */
+const exercised = new Set<string>();
+
+/**
+ * The heart of this file: the answer has the status the case expects (and `code`, for problems), and the
+ * document describes exactly that answer for the operation serving `path`.
+ */
+function expectDocumented(method: string, path: string, answer: Answer, status: number, code?: string): void {
+  if (answer.status !== status) throw new Error(`${method} ${path}: expected ${status}, got ${answer.status}: ${JSON.stringify(answer.body)}`);
+  if (code !== undefined) expect((answer.body as { code?: unknown }).code).toBe(code);
+  const match = validator.operationFor(method, path);
+  if (!match) throw new Error(`${method} ${path} is served but matches no documented operation`);
+  validator.assertMatches(method, match.pathTemplate, answer.status, answer.contentType, answer.body, answer.headers);
+  exercised.add(`${match.operation.operationId} ${answer.status}`);
+}
+
+/** Fresh sessions: tests that revoke or log out never disturb each other. */
+const fresh = (user: string, clientType = 'WEB'): ReturnType<typeof login> => login(gateway.url, user, `${user}-password`, clientType);
+
+/** The routes the /iam route modules register, read from @koa/router's `stack` (ALL = `router.all`). */
+function registeredRoutes(): Array<{ method: string; path: string }> {
+  const router = new Router({ prefix: '/iam' });
+  const pass: Middleware = (_ctx, next) => next();
+  const unused = {} as never; // registration only builds routes; no dependency is called
+  registerAuthRoutes(router, { login: unused, sessions: unused, clientTypes: ['WEB'], requireSession: pass });
+  registerSessionRoutes(router, { sessions: unused, requireSession: pass });
+  registerAuthorizationRoutes(router, {
+    login: unused,
+    engine: unused,
+    proxy: unused,
+    policy: unused,
+    audit: unused,
+    repository: unused,
+    requireSession: pass,
+    allowPathParameters: false,
+  });
+  registerAdminRoutes(router, { admin: unused, engine: unused, requireSession: pass });
+  registerOpenApiRoutes(router);
+  const routes: Array<{ method: string; path: string }> = [];
+  // Routes the composition root registers inline, e.g. router.get('/.well-known/jwks.json', …).
+  for (const m of readFileSync(GATEWAY_SOURCE, 'utf8').matchAll(/\brouter\.(get|post|put|patch|delete|all)\(\s*'([^']+)'/g)) {
+    routes.push({ method: m[1] === 'all' ? 'ALL' : m[1].toUpperCase(), path: `/iam${m[2]}`.replace(/:([A-Za-z0-9_]+)/g, '{$1}') });
+  }
+  for (const layer of router.stack) {
+    if (layer.methods.length === 0 || typeof layer.path !== 'string') continue; // router.use() layers
+    const path = layer.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+    if (layer.methods.includes('PROPFIND')) routes.push({ method: 'ALL', path });
+    else for (const method of layer.methods) if (!(method === 'HEAD' && layer.methods.includes('GET'))) routes.push({ method, path });
+  }
+  return routes;
+}
+/** The route modules registeredRoutes() knows; gateway.ts must register no other. */
+const KNOWN_ROUTE_MODULES = ['Auth', 'Session', 'Authorization', 'Admin', 'OpenApi'];
+
+describe('the document', () => {
+  const operations = validator.operations();
+
+  it('has the OpenAPI 3.1 shape: version, dialect, info, bearer scheme, /iam paths only', () => {
+    expect(openApiDocument.openapi).toBe('3.1.0');
+    expect(openApiDocument.jsonSchemaDialect).toBe('https://json-schema.org/draft/2020-12/schema');
+    expect(openApiDocument.info.title).toEqual(expect.any(String));
+    expect(openApiDocument.info.version).toEqual(expect.any(String));
+    expect(openApiDocument.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
+    expect(Object.keys(openApiDocument.paths).length).toBeGreaterThan(10);
+    for (const path of Object.keys(openApiDocument.paths)) expect(path).toMatch(/^\/iam\/[^?#]*[^/]$/);
+    const names = ['Problem', 'AuthenticationResult', 'Principal', 'Session', 'Profile', 'Scope', 'Decision', 'DecisionStep', 'LoginRequest', 'DiagnosticsRequest'];
+    for (const name of names) expect(openApiDocument.components.schemas).toHaveProperty(name);
+  });
+
+  it('resolves every $ref', () => {
+    const refs: string[] = [];
+    const walk = (node: unknown): void => {
+      if (Array.isArray(node)) node.forEach(walk);
+      else if (node !== null && typeof node === 'object') {
+        for (const [key, value] of Object.entries(node)) {
+          if (key === '$ref') refs.push(value as string);
+          else walk(value);
+        }
+      }
+    };
+    walk(openApiDocument);
+    expect(refs.length).toBeGreaterThan(50);
+    const broken = refs.filter((ref) => resolvePointer(openApiDocument, ref) === undefined);
+    expect(broken).toEqual([]);
+  });
+
+  it('compiles every schema with ajv 2020-12 in strict mode (no unknown keyword, no bad format)', () => {
+    expect(validator.compileAll()).toBeGreaterThan(100);
+  });
+
+  it('gives every operation a unique operationId, a summary and tags', () => {
+    const ids = operations.map((o) => o.operation.operationId);
+    expect(ids.every((id) => /^[a-z][A-Za-z]+$/.test(id))).toBe(true);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const { operation } of operations) {
+      expect(operation.summary.length).toBeGreaterThan(0);
+      expect(operation.tags.length).toBeGreaterThan(0);
+    }
+  });
+
+  it('documents a 401 problem for every operation that needs a token, and names only declared schemes', () => {
+    const missing: string[] = [];
+    for (const { method, pathTemplate, operation } of operations) {
+      const security = operation.security ?? openApiDocument.security;
+      for (const requirement of security) for (const scheme of Object.keys(requirement)) expect(openApiDocument.components.securitySchemes).toHaveProperty(scheme);
+      const needsToken = security.length > 0 && !security.some((requirement) => Object.keys(requirement).length === 0);
+      if (needsToken && !operation.responses['401']) missing.push(`${method} ${pathTemplate}`);
+    }
+    expect(missing).toEqual([]);
+    // The public ones are exactly these (a missing `security: []` would silently demand a token).
+    const open = operations.filter((o) => (o.operation.security ?? openApiDocument.security).length === 0).map((o) => o.operation.operationId);
+    expect(open.sort()).toEqual(['getJwks', 'getOpenApiDocument', 'login']);
+  });
+
+  it('describes every error as application/problem+json and every success without it', () => {
+    for (const { method, pathTemplate, operation } of operations) {
+      for (const [status, entry] of Object.entries(operation.responses)) {
+        const declared = ('$ref' in entry ? resolvePointer(openApiDocument, entry.$ref) : entry) as ResponseObject;
+        const mediaTypes = Object.keys(declared.content ?? {});
+        if (Number(status) >= 400) expect({ at: `${method} ${pathTemplate} ${status}`, mediaTypes }).toEqual({ at: `${method} ${pathTemplate} ${status}`, mediaTypes: ['application/problem+json'] });
+        else expect(mediaTypes).not.toContain('application/problem+json');
+      }
+    }
+  });
+
+  it('declares each path parameter exactly once, as required', () => {
+    for (const [pathTemplate, item] of Object.entries(openApiDocument.paths)) {
+      const inPath = [...pathTemplate.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]).sort();
+      for (const method of HTTP_METHODS) {
+        const operation = item[method];
+        if (!operation) continue;
+        const declared = [...(item.parameters ?? []), ...(operation.parameters ?? [])]
+          .map((p) => ('$ref' in p ? (resolvePointer(openApiDocument, (p as ReferenceObject).$ref) as ParameterObject) : p))
+          .filter((p) => p.in === 'path');
+        expect({ at: `${method} ${pathTemplate}`, names: declared.map((p) => p.name).sort() }).toEqual({ at: `${method} ${pathTemplate}`, names: inPath });
+        expect(declared.every((p) => p.required === true)).toBe(true);
+      }
+    }
+  });
+
+  it('states the iam.admin.* permission, a 401 and a 403 for every admin operation', () => {
+    const codes = ['templates:write', 'users:read', 'users:write', 'identities:write', 'profiles:write', 'sessions:revoke', 'audit:read'].map((c) => `iam.admin.${c}`);
+    const admin = operations.filter((o) => o.pathTemplate.startsWith('/iam/admin/'));
+    expect(admin).toHaveLength(11);
+    for (const { operation } of admin) {
+      expect(codes).toContain(operation['x-permission']);
+      expect(operation.security).toEqual([{ bearer: [operation['x-permission']] }]);
+      expect(Object.keys(operation.responses)).toEqual(expect.arrayContaining(['401', '403']));
+    }
+  });
+
+  it('documents every route the /iam modules register, and every documented route is registered', () => {
+    const routes = registeredRoutes();
+    expect(routes.length).toBeGreaterThanOrEqual(24);
+    const undocumented = routes.filter(({ method, path }) => {
+      const item = openApiDocument.paths[path];
+      return !item || !item[(method === 'ALL' ? 'get' : method.toLowerCase()) as HttpMethod];
+    });
+    expect(undocumented).toEqual([]);
+    const served = new Set(routes.map((r) => `${r.method === 'ALL' ? 'GET' : r.method} ${r.path}`));
+    const unserved = operations.map((o) => `${o.method.toUpperCase()} ${o.pathTemplate}`).filter((key) => !served.has(key));
+    expect(unserved).toEqual([]);
+  });
+
+  it('knows every route module the gateway registers (so none escapes the check above)', () => {
+    const source = readFileSync(GATEWAY_SOURCE, 'utf8');
+    const modules = [...source.matchAll(/\bregister([A-Z][A-Za-z]*)Routes\(/g)].map((m) => m[1]);
+    expect(modules.length).toBeGreaterThanOrEqual(4);
+    expect(modules.filter((name) => !KNOWN_ROUTE_MODULES.includes(name))).toEqual([]);
+  });
+
+  it('matches concrete paths to templates, literal segments first', () => {
+    expect(validator.operationFor('POST', '/iam/sessions/abc/revoke')).toMatchObject({ pathTemplate: '/iam/sessions/{sessionId}/revoke', params: { sessionId: 'abc' } });
+    expect(validator.operationFor('POST', '/iam/sessions/revoke-others')?.pathTemplate).toBe('/iam/sessions/revoke-others');
+    expect(validator.operationFor('GET', '/iam/authorization/decisions/d-1?x=1')?.pathTemplate).toBe('/iam/authorization/decisions/{decisionId}');
+    expect(validator.operationFor('DELETE', '/iam/sessions')).toBeNull();
+    expect(validator.operationFor('GET', '/iam/sessions/x')).toBeNull();
+  });
+
+  it('rejects answers the document does not describe (the validator can fail)', () => {
+    const good = { accessToken: `iamt_${'a'.repeat(43)}`, sessionId: '3b241101-e2bb-4255-8caf-4136c566a962', expiresAt: '2030-01-01T00:00:00.000Z', principal: { userId: 'u', identityId: 'i', identityDomain: 'd', activeProfileId: null, authorizationVersion: 0 } };
+    expect(() => validator.assertMatches('POST', '/iam/auth/login', 200, 'application/json; charset=utf-8', good)).not.toThrow();
+    expect(() => validator.assertMatches('POST', '/iam/auth/login', 200, 'application/json', { ...good, stack: 'Error: at…' })).toThrow(/"stack"/);
+    expect(() => validator.assertMatches('POST', '/iam/auth/login', 200, 'text/html', good)).toThrow(/media type/);
+    expect(() => validator.assertMatches('POST', '/iam/auth/login', 418, 'application/json', good)).toThrow(/not documented/);
+    expect(() => validator.assertMatches('POST', '/iam/auth/logout', 204, null, 'unexpected')).toThrow(/no body/);
+    const problem = { type: 'https://iam-gateway.dev/problems/iam-access-denied', title: 'Access denied', status: 403, detail: 'x', instance: '/', code: 'IAM_ACCESS_DENIED', requestId: '3b241101-e2bb-4255-8caf-4136c566a962' };
+    expect(() => validator.assertMatchesComponent('AccessDenied', 403, 'application/problem+json', problem)).toThrow(/decisionId/);
+    expect(() => validator.assertMatches('POST', '/iam/authorization/profiles/{profileId}/switch', 404, 'application/problem+json', { ...problem, status: 404, code: 'IAM_SESSION_NOT_FOUND' })).toThrow(/code/);
+    expect(() => validator.assertMatches('GET', '/iam/auth/me', 401, 'application/problem+json', { ...problem, status: 401, code: 'IAM_UNAUTHENTICATED' }, new Headers())).toThrow(/WWW-Authenticate/);
+  });
+
+  it('accepts the request bodies the gateway accepts and rejects the ones it refuses', () => {
+    expect(validator.requestBodyErrors('POST', '/iam/auth/login', { username: 'a', password: 'b', clientType: 'WEB' })).toEqual([]);
+    expect(validator.requestBodyErrors('POST', '/iam/auth/login', { username: 'a', password: 'b', clientType: 'WEB', extra: 1 })).not.toEqual([]);
+    const diagnostics = '/iam/authorization/diagnostics';
+    expect(validator.requestBodyErrors('POST', diagnostics, { method: 'GET', path: '/api/projects/1' })).toEqual([]);
+    expect(validator.requestBodyErrors('POST', diagnostics, { permissionCode: 'project:read', resourceType: 'PROJECT', resourceId: '1', scopeAccess: 'WRITE' })).toEqual([]);
+    expect(validator.requestBodyErrors('POST', diagnostics, { permissionCode: 'project:read', resourceType: 'PROJECT' })).not.toEqual([]);
+    expect(validator.requestBodyErrors('POST', diagnostics, { method: 'GET', path: '/x', permissionCode: 'project:read' })).not.toEqual([]);
+  });
+});
+
+describe('POST /iam/auth/login', () => {
+  const path = '/iam/auth/login';
+
+  it('200 AuthenticationResult', async () => {
+    const body = { username: 'alice', password: 'alice-password', clientType: 'WEB' };
+    expect(validator.requestBodyErrors('POST', path, body)).toEqual([]);
+    const answer = await send('POST', path, { json: body });
+    expectDocumented('POST', path, answer, 200);
+    expect(answer.body).toMatchObject({ principal: { userId: 'u-alice', activeProfileId: 'p-alice-editor' } });
+  });
+
+  it.each([
+    ['a missing password', { json: { username: 'alice', clientType: 'WEB' } }],
+    ['an unknown property', { json: { username: 'alice', password: 'x', clientType: 'WEB', remember: true } }],
+    ['a client type outside iam.client-types', { json: { username: 'alice', password: 'x', clientType: 'TOASTER' } }],
+    ['malformed JSON', { raw: '{"username": "alice",' }],
+  ])('400 IAM_VALIDATION_FAILED for %s', async (_name, options) => {
+    expectDocumented('POST', path, await send('POST', path, options), 400, 'IAM_VALIDATION_FAILED');
+  });
+
+  it.each([
+    ['a wrong password', 'alice', 'not-her-password'],
+    ['a disabled user', 'eve', 'eve-password'],
+    ['an unknown user', 'nobody', 'nobody-password'],
+  ])('401 IAM_INVALID_CREDENTIALS for %s', async (_name, username, password) => {
+    expectDocumented('POST', path, await send('POST', path, { json: { username, password, clientType: 'WEB' } }), 401, 'IAM_INVALID_CREDENTIALS');
+  });
+
+  it('413 for a body over the limit', async () => {
+    const answer = await send('POST', path, { json: { username: 'alice', password: 'x'.repeat(70 * 1024), clientType: 'WEB' } });
+    expectDocumented('POST', path, answer, 413, 'IAM_PAYLOAD_TOO_LARGE');
+  });
+
+  it('429 IAM_RATE_LIMITED with Retry-After after repeated failures', async () => {
+    const attempt = { json: { username: 'rate-limited', password: 'wrong', clientType: 'WEB' } };
+    for (let i = 0; i < 3; i++) expectDocumented('POST', path, await send('POST', path, attempt), 401);
+    expectDocumented('POST', path, await send('POST', path, attempt), 429, 'IAM_RATE_LIMITED');
+  });
+});
+
+describe('every operation that needs a token', () => {
+  const guarded = validator
+    .operations()
+    .filter((o) => (o.operation.security ?? openApiDocument.security).length > 0 && o.operation.operationId !== 'forwardAuth')
+    .map((o) => [o.operation.operationId, o.method.toUpperCase(), o.pathTemplate.replace(/\{[^}]+\}/g, 'sample')] as const);
+
+  it.each(guarded)('%s answers 401 with a Bearer challenge without a token', async (_id, method, path) => {
+    const answer = await send(method, path);
+    expectDocumented(method, path, answer, 401, 'IAM_UNAUTHENTICATED');
+    expect(answer.headers.get('www-authenticate')).toBe('Bearer realm="iam-gateway"');
+  });
+
+  it.each(guarded)('%s answers 401 invalid_token for an unknown token', async (_id, method, path) => {
+    const answer = await send(method, path, { token: `iamt_${'Q'.repeat(43)}` });
+    expectDocumented(method, path, answer, 401, 'IAM_UNAUTHENTICATED');
+    expect(answer.headers.get('www-authenticate')).toContain('error="invalid_token"');
+  });
+});
+
+describe('auth and sessions', () => {
+  it('GET /iam/auth/me 200; POST /iam/auth/logout 204, then 401 for the same token', async () => {
+    const session = await fresh('bob');
+    const me = await send('GET', '/iam/auth/me', { token: session.accessToken });
+    expectDocumented('GET', '/iam/auth/me', me, 200);
+    expect(me.body).toMatchObject({ userId: 'u-bob', displayName: 'Bob' });
+    expectDocumented('POST', '/iam/auth/logout', await send('POST', '/iam/auth/logout', { token: session.accessToken }), 204);
+    expectDocumented('GET', '/iam/auth/me', await send('GET', '/iam/auth/me', { token: session.accessToken }), 401, 'IAM_UNAUTHENTICATED');
+  });
+
+  it('GET /iam/sessions 200 lists active, logged-out and revoked sessions', async () => {
+    const current = await fresh('alice');
+    const loggedOut = await fresh('alice');
+    const revoked = await fresh('alice');
+    expect((await send('POST', '/iam/auth/logout', { token: loggedOut.accessToken })).status).toBe(204);
+    expectDocumented('POST', `/iam/sessions/${revoked.sessionId}/revoke`, await send('POST', `/iam/sessions/${revoked.sessionId}/revoke`, { token: current.accessToken }), 204);
+    const answer = await send('GET', '/iam/sessions', { token: current.accessToken });
+    expectDocumented('GET', '/iam/sessions', answer, 200);
+    const byId = new Map((answer.body as Array<{ sessionId: string; state: string; current: boolean }>).map((s) => [s.sessionId, s]));
+    expect(byId.get(current.sessionId)).toMatchObject({ state: 'active', current: true });
+    expect(byId.get(loggedOut.sessionId)).toMatchObject({ state: 'logged_out', current: false });
+    expect(byId.get(revoked.sessionId)).toMatchObject({ state: 'revoked', current: false, revokeReason: 'revoked_by_user' });
+  });
+
+  it.each([
+    ['an unknown session', async () => '00000000-0000-4000-8000-000000000000'],
+    ["another user's session", async () => (await fresh('bob')).sessionId],
+  ])('POST /iam/sessions/{sessionId}/revoke 404 for %s', async (_name, target) => {
+    const alice = await fresh('alice');
+    const path = `/iam/sessions/${await target()}/revoke`;
+    expectDocumented('POST', path, await send('POST', path, { token: alice.accessToken }), 404, 'IAM_SESSION_NOT_FOUND');
+  });
+
+  it('POST /iam/sessions/revoke-others 204 ends the other sessions only', async () => {
+    const other = await fresh('bob');
+    const keeper = await fresh('bob');
+    expectDocumented('POST', '/iam/sessions/revoke-others', await send('POST', '/iam/sessions/revoke-others', { token: keeper.accessToken }), 204);
+    expect((await send('GET', '/iam/auth/me', { token: other.accessToken })).status).toBe(401);
+    expectDocumented('GET', '/iam/auth/me', await send('GET', '/iam/auth/me', { token: keeper.accessToken }), 200);
+  });
+});
+
+describe('authorization', () => {
+  it('GET /iam/authorization/profiles 200', async () => {
+    const alice = await fresh('alice');
+    const answer = await send('GET', '/iam/authorization/profiles', { token: alice.accessToken });
+    expectDocumented('GET', '/iam/authorization/profiles', answer, 200);
+    expect((answer.body as Array<{ profileId: string }>).map((p) => p.profileId).sort()).toEqual(['p-alice-editor', 'p-alice-reader']);
+  });
+
+  it('POST /iam/authorization/profiles/{profileId}/switch 200, and 404 for a profile not available', async () => {
+    const alice = await fresh('alice');
+    const switched = await send('POST', '/iam/authorization/profiles/p-alice-reader/switch', { token: alice.accessToken });
+    expectDocumented('POST', '/iam/authorization/profiles/p-alice-reader/switch', switched, 200);
+    expect(switched.body).toMatchObject({ principal: { activeProfileId: 'p-alice-reader' } });
+    for (const profileId of ['p-nobody', 'p-bob-editor']) {
+      const path = `/iam/authorization/profiles/${profileId}/switch`;
+      expectDocumented('POST', path, await send('POST', path, { token: alice.accessToken }), 404, 'IAM_PROFILE_NOT_FOUND');
+    }
+  });
+
+  describe('POST /iam/authorization/diagnostics', () => {
+    const path = '/iam/authorization/diagnostics';
+    it.each([
+      ['a granted permission on a scoped resource', { permissionCode: 'project:read', resourceType: 'PROJECT', resourceId: '1', scopeAccess: 'READ' }, true, 'SCOPE_GRANTED'],
+      ['a resource outside the scopes', { permissionCode: 'project:read', resourceType: 'PROJECT', resourceId: '2' }, false, 'SCOPE_DENIED'],
+      ['a permission the profile lacks', { permissionCode: 'admin:write' }, false, 'PERMISSION_DENIED'],
+      ['another identity domain', { permissionCode: 'project:read', domain: 'elsewhere.org' }, false, 'DOMAIN_MISMATCH'],
+      ['a declared host route', { method: 'GET', path: '/api/projects/1' }, true, 'PERMISSION_GRANTED'],
+      ['an undeclared host route', { method: 'GET', path: '/nowhere' }, false, 'ROUTE_NOT_DECLARED'],
+    ])('200 with the decision for %s', async (_name, body, allowed, lastStep) => {
+      expect(validator.requestBodyErrors('POST', path, body)).toEqual([]);
+      const alice = await fresh('alice');
+      const answer = await send('POST', path, { token: alice.accessToken, json: body });
+      expectDocumented('POST', path, answer, 200);
+      const decision = answer.body as { allowed: boolean; steps: Array<{ code: string }>; route?: unknown };
+      expect(decision.allowed).toBe(allowed);
+      expect(decision.steps.at(-1)?.code).toBe(lastStep);
+      if ('method' in body && allowed) expect(decision.route).toMatchObject({ pattern: expect.any(String), line: expect.any(Number) });
+    });
+
+    it.each([
+      ['both body shapes at once', { json: { method: 'GET', path: '/x', permissionCode: 'project:read' } }, 'IAM_VALIDATION_FAILED'],
+      ['a resource without its id', { json: { permissionCode: 'project:read', resourceType: 'PROJECT' } }, 'IAM_VALIDATION_FAILED'],
+      ['malformed JSON', { raw: '{' }, 'IAM_VALIDATION_FAILED'],
+      ['a path the proxy would refuse', { json: { method: 'GET', path: '/api/projects/%2F..%2Fadmin' } }, 'IAM_BAD_REQUEST'],
+    ])('400 for %s', async (_name, options, code) => {
+      const alice = await fresh('alice');
+      expectDocumented('POST', path, await send('POST', path, { token: alice.accessToken, ...options }), 400, code);
+    });
+  });
+
+  it('GET /iam/authorization/decisions/{decisionId} 200 for the denied caller, 404 otherwise', async () => {
+    const alice = await fresh('alice');
+    const denied = await send('GET', '/api/admin/settings', { token: alice.accessToken });
+    expect(denied.status).toBe(403);
+    const decisionId = (denied.body as { decisionId: string }).decisionId;
+    const path = `/iam/authorization/decisions/${decisionId}`;
+    const answer = await send('GET', path, { token: alice.accessToken });
+    expectDocumented('GET', path, answer, 200);
+    expect(answer.body).toMatchObject({ decisionId, allowed: false, failedStep: 'PERMISSION_DENIED', userId: 'u-alice' });
+    const bob = await fresh('bob');
+    expectDocumented('GET', path, await send('GET', path, { token: bob.accessToken }), 404, 'IAM_DECISION_NOT_FOUND');
+    const unknown = '/iam/authorization/decisions/00000000-0000-4000-8000-000000000000';
+    expectDocumented('GET', unknown, await send('GET', unknown, { token: alice.accessToken }), 404, 'IAM_DECISION_NOT_FOUND');
+  });
+
+  describe('GET /iam/authorization/forward-auth', () => {
+    const path = '/iam/authorization/forward-auth';
+    const original = (method: string, uri: string): Record<string, string> => ({ 'x-forwarded-method': method, 'x-forwarded-uri': uri });
+
+    it('200 with the identity headers for an allowed request', async () => {
+      const alice = await fresh('alice');
+      const answer = await send('GET', path, { token: alice.accessToken, headers: original('GET', '/api/projects?page=2') });
+      expectDocumented('GET', path, answer, 200);
+      expect(answer.headers.get('x-iam-user-id')).toBe('u-alice');
+      expect(answer.headers.get('x-iam-profile-id')).toBe('p-alice-editor');
+      expect(answer.headers.get('x-iam-permission')).toBe('project:list');
+    });
+
+    it('200 without identity headers for a public route and no token (X-Original-* headers)', async () => {
+      const answer = await send('GET', path, { headers: { 'x-original-method': 'GET', 'x-original-uri': '/health' } });
+      expectDocumented('GET', path, answer, 200);
+      expect(answer.headers.get('x-iam-user-id')).toBeNull();
+    });
+
+    it('401 when the original request needs a token', async () => {
+      const answer = await send('GET', path, { headers: original('GET', '/api/projects') });
+      expectDocumented('GET', path, answer, 401, 'IAM_UNAUTHENTICATED');
+    });
+
+    it('403 with decisionId and step when the policy denies', async () => {
+      const alice = await fresh('alice');
+      const answer = await send('GET', path, { token: alice.accessToken, headers: original('DELETE', '/api/admin/users/1') });
+      expectDocumented('GET', path, answer, 403, 'IAM_ACCESS_DENIED');
+      expect(answer.body).toMatchObject({ step: 'PERMISSION_DENIED', decisionId: expect.any(String) });
+    });
+
+    it.each([
+      ['no original URI', { 'x-forwarded-method': 'GET' }],
+      ['a method that is not one', original('GE T', '/api/projects')],
+      ['a target the proxy refuses', original('GET', '/api/%2e%2e%2Fadmin')],
+    ])('400 IAM_BAD_REQUEST for %s', async (_name, headers) => {
+      expectDocumented('GET', path, await send('GET', path, { headers }), 400, 'IAM_BAD_REQUEST');
+    });
+  });
+});
+
+describe('GET /iam/openapi.json and GET /iam/.well-known/jwks.json', () => {
+  it('openapi.json 200 serves this document to anyone', async () => {
+    const answer = await send('GET', '/iam/openapi.json');
+    expectDocumented('GET', '/iam/openapi.json', answer, 200);
+    expect(answer.body).toEqual(JSON.parse(JSON.stringify(openApiDocument)));
+  });
+
+  it('jwks.json 200 with no keys while assertions are off', async () => {
+    const answer = await send('GET', '/iam/.well-known/jwks.json');
+    expectDocumented('GET', '/iam/.well-known/jwks.json', answer, 200);
+    expect(answer.body).toEqual({ keys: [] });
+  });
+
+  it('jwks.json 200 with one public key (no private member) while assertions are on', async () => {
+    const signing = await startTestGateway(upstream.url, { IAM_POLICIES_DIR: join(ROOT, 'test/fixtures/e2e-policies'), IAM_FORWARD_ASSERTION_ENABLED: 'true' });
+    try {
+      const response = await fetch(`${signing.url}/iam/.well-known/jwks.json`);
+      const body = (await response.json()) as { keys: Array<Record<string, unknown>> };
+      validator.assertMatches('GET', '/iam/.well-known/jwks.json', response.status, response.headers.get('content-type'), body, response.headers);
+      expect(body.keys).toHaveLength(1);
+      expect(body.keys[0]).not.toHaveProperty('d');
+      const alice = await login(signing.url, 'alice');
+      const allowed = await fetch(`${signing.url}/iam/authorization/forward-auth`, { headers: { ...bearer(alice.accessToken), 'x-forwarded-uri': '/api/projects' } });
+      validator.assertMatches('GET', '/iam/authorization/forward-auth', allowed.status, allowed.headers.get('content-type'), await allowed.text(), allowed.headers);
+      expect(allowed.headers.get('x-iam-assertion')).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
+    } finally {
+      await signing.close();
+    }
+  });
+});
+
+describe('admin endpoints', () => {
+  let admin: string;
+  const stamp = Date.now().toString(36);
+  const userId = `u-oa-${stamp}`;
+  const versionId = `oa-v-${stamp}`;
+  const profileId = `p-oa-${stamp}`;
+
+  beforeAll(async () => {
+    admin = (await fresh('admin')).accessToken;
+  });
+
+  /** Sends as the admin and checks the answer against the document. */
+  async function adminCall(method: string, path: string, status: number, options: { json?: unknown; headers?: Record<string, string>; code?: string } = {}): Promise<Answer> {
+    if (options.json !== undefined) {
+      const match = validator.operationFor(method, path);
+      if (status < 300) expect(validator.requestBodyErrors(method, match!.pathTemplate, options.json)).toEqual([]);
+    }
+    const answer = await send(method, path, { token: admin, json: options.json, headers: options.headers });
+    expectDocumented(method, path, answer, status, options.code);
+    return answer;
+  }
+
+  it('403 AccessDenied for a caller without the admin permission', async () => {
+    const alice = await fresh('alice');
+    const answer = await send('GET', '/iam/admin/users', { token: alice.accessToken });
+    expectDocumented('GET', '/iam/admin/users', answer, 403, 'IAM_ACCESS_DENIED');
+    expect(answer.body).toMatchObject({ step: 'PERMISSION_DENIED' });
+  });
+
+  it('PUT /iam/admin/templates/{versionId} 201, 200, 400', async () => {
+    const path = `/iam/admin/templates/${versionId}`;
+    await adminCall('PUT', path, 201, { json: { name: 'OpenAPI check', permissions: ['project:read', 'project:list'] } });
+    const updated = await adminCall('PUT', path, 200, { json: { name: 'OpenAPI check', description: 'Reads projects.', permissions: ['project:read'] } });
+    expect(updated.body).toMatchObject({ versionId, description: 'Reads projects.', permissions: ['project:read'] });
+    await adminCall('PUT', path, 400, { json: { name: 'x', permissions: ['not a code'] }, code: 'IAM_VALIDATION_FAILED' });
+  });
+
+  it('PUT /iam/admin/users/{userId} 201, 200; GET /iam/admin/users 200 paged, 400', async () => {
+    await adminCall('PUT', `/iam/admin/users/${userId}`, 201, { json: { displayName: 'OpenAPI User', enabled: true } });
+    await adminCall('PUT', `/iam/admin/users/${userId}`, 200, { json: { displayName: 'OpenAPI User', enabled: true } });
+    const page = await adminCall('GET', '/iam/admin/users?limit=1', 200);
+    const next = (page.body as { nextCursor: string | null }).nextCursor;
+    expect(next).toEqual(expect.any(String));
+    await adminCall('GET', `/iam/admin/users?limit=2&cursor=${encodeURIComponent(next!)}&q=u`, 200);
+    await adminCall('GET', '/iam/admin/users?color=blue', 400, { code: 'IAM_VALIDATION_FAILED' });
+  });
+
+  it('PUT /iam/admin/identities/{identityId} 201, 200, 409; GET identities 200, 404', async () => {
+    await adminCall('PUT', `/iam/admin/identities/id-oa-${stamp}`, 201, { json: { userId, identityDomain: 'openapi.example', enabled: true } });
+    await adminCall('PUT', `/iam/admin/identities/id-oa-${stamp}`, 200, { json: { userId, identityDomain: 'openapi.example', enabled: false } });
+    await adminCall('PUT', `/iam/admin/identities/id-oa-${stamp}`, 409, { json: { userId: 'u-bob', identityDomain: 'openapi.example', enabled: true }, code: 'IAM_CONFLICT' });
+    const listed = await adminCall('GET', `/iam/admin/users/${userId}/identities`, 200);
+    expect(listed.body).toEqual([{ identityId: `id-oa-${stamp}`, userId, identityDomain: 'openapi.example', enabled: false }]);
+    await adminCall('GET', '/iam/admin/users/u-nobody-here/identities', 404, { code: 'IAM_NOT_FOUND' });
+  });
+
+  it('PUT /iam/admin/identities/{identityId} 404 for a body naming an unknown user', async () => {
+    await adminCall('PUT', `/iam/admin/identities/id-oa-orphan-${stamp}`, 404, { json: { userId: 'u-nobody-here', identityDomain: 'openapi.example', enabled: true }, code: 'IAM_NOT_FOUND' });
+  });
+
+  it('PUT /iam/admin/profiles/{profileId} 201, 200 with If-Match, 409 stale, 422 unknown template; scopes 200, 404', async () => {
+    const path = `/iam/admin/profiles/${profileId}`;
+    const body = { userId, profileName: 'OpenAPI', templateVersionId: versionId, clientTypes: ['WEB'], enabled: true, revoked: false };
+    const created = await adminCall('PUT', path, 201, { json: body });
+    const etag = created.headers.get('etag')!;
+    const updated = await adminCall('PUT', path, 200, { json: { ...body, profileName: 'OpenAPI renamed' }, headers: { 'if-match': etag } });
+    await adminCall('PUT', path, 409, { json: body, headers: { 'if-match': etag }, code: 'IAM_CONFLICT' });
+    await adminCall('PUT', path, 422, { json: { ...body, templateVersionId: 'no-such-template' }, code: 'IAM_VALIDATION_FAILED' });
+    const scopes = [{ scopeType: 'PROJECT', scopeRefId: '7', accessMode: 'WRITE' }];
+    const scoped = await adminCall('PUT', `${path}/scopes`, 200, { json: scopes, headers: { 'if-match': updated.headers.get('etag')! } });
+    expect(scoped.body).toMatchObject({ profileId, scopes });
+    await adminCall('PUT', '/iam/admin/profiles/p-no-such-profile/scopes', 404, { json: scopes, code: 'IAM_NOT_FOUND' });
+  });
+
+  it('POST /iam/admin/users/{userId}/authorization-version 200, 404', async () => {
+    const raised = await adminCall('POST', `/iam/admin/users/${userId}/authorization-version`, 200);
+    expect(raised.body).toMatchObject({ userId, authorizationVersion: expect.any(Number) });
+    await adminCall('POST', '/iam/admin/users/u-nobody-here/authorization-version', 404, { code: 'IAM_NOT_FOUND' });
+  });
+
+  it('POST /iam/admin/sessions/{sessionId}/revoke 204, 404; POST /iam/admin/users/{userId}/sessions/revoke 200', async () => {
+    const victim = await fresh('bob');
+    await adminCall('POST', `/iam/admin/sessions/${victim.sessionId}/revoke`, 204, { json: { reason: 'openapi check' } });
+    expect((await send('GET', '/iam/auth/me', { token: victim.accessToken })).status).toBe(401);
+    await adminCall('POST', '/iam/admin/sessions/00000000-0000-4000-8000-000000000000/revoke', 404, { code: 'IAM_SESSION_NOT_FOUND' });
+    await fresh('bob');
+    const revoked = await adminCall('POST', '/iam/admin/users/u-bob/sessions/revoke', 200);
+    expect((revoked.body as { revoked: number }).revoked).toBeGreaterThanOrEqual(1);
+  });
+
+  it('GET /iam/admin/audit 200, 400', async () => {
+    const page = await adminCall('GET', `/iam/admin/audit?userId=u-admin&limit=5&since=${encodeURIComponent('2020-01-01T00:00:00Z')}`, 200);
+    expect((page.body as { items: unknown[] }).items.length).toBeGreaterThan(0);
+    await adminCall('GET', '/iam/admin/audit?since=yesterday', 400, { code: 'IAM_VALIDATION_FAILED' });
+  });
+});
+
+describe('problems from the proxy use the same components', () => {
+  it('a proxied 403 is an AccessDenied problem', async () => {
+    const alice = await fresh('alice');
+    const answer = await send('POST', '/api/admin/users', { token: alice.accessToken, json: {} });
+    expect(answer.status).toBe(403);
+    validator.assertMatchesComponent('AccessDenied', 403, answer.contentType, answer.body, answer.headers);
+  });
+
+  it('a proxied 401 is an Unauthenticated problem', async () => {
+    await upstream.clear();
+    const answer = await send('GET', '/api/projects');
+    expect(answer.status).toBe(401);
+    validator.assertMatchesComponent('Unauthenticated', 401, answer.contentType, answer.body, answer.headers);
+    expect(await upstream.requests()).toEqual([]);
+  });
+});
+
+describe('coverage of this file', () => {
+  it('checked a success answer of every documented operation, and the main failures', () => {
+    const withoutSuccess = validator
+      .operations()
+      .map((o) => o.operation.operationId)
+      .filter((id) => ![...exercised].some((e) => e.startsWith(`${id} 2`)));
+    expect(withoutSuccess).toEqual([]);
+    const failures = [
+      'login 400', 'login 401', 'login 413', 'login 429', 'getCurrentPrincipal 401', 'revokeSession 404', 'switchProfile 404', 'diagnose 400',
+      'getDecision 404', 'forwardAuth 401', 'forwardAuth 403', 'forwardAuth 400', 'listUsers 403', 'putProfile 409', 'putProfile 422',
+    ];
+    expect(failures.filter((f) => !exercised.has(f))).toEqual([]);
+  });
+});

@@ -1,0 +1,96 @@
+/**
+ * Issue 5 item 3: `iam-gateway provision FILE` applies the provisioning file of design.md §6.1
+ * idempotently (a second run changes nothing and says so); a bad file changes nothing and names the error.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { main } from '../../src/main';
+import { createTestDatabase, type TestDatabase } from '../support/database';
+import { testDatabaseKind, testDatabaseUrl } from '../support/env';
+import { ROOT } from '../support/gateway';
+
+let db: TestDatabase;
+const dir = mkdtempSync(join(tmpdir(), 'iam-provision-'));
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(() => db?.close());
+
+async function run(args: string[]): Promise<{ code: number; out: string; err: string }> {
+  const saved = { ...process.env };
+  Object.assign(process.env, {
+    DATABASE_URL: testDatabaseUrl(),
+    DATABASE_POOL_SIZE: testDatabaseKind() === 'pglite' ? '1' : '2',
+    REDIS_URL: '',
+    IAM_CONFIG: join(ROOT, 'config/default.yaml'),
+  });
+  let out = '';
+  let err = '';
+  const outSpy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => ((out += String(chunk)), true));
+  const errSpy = jest.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => ((err += String(chunk)), true));
+  try {
+    return { code: await main(args), out, err };
+  } finally {
+    outSpy.mockRestore();
+    errSpy.mockRestore();
+    process.env = saved;
+  }
+}
+
+async function counts(): Promise<Record<string, number>> {
+  const em = db.orm.em.fork();
+  const result: Record<string, number> = {};
+  for (const table of ['iam_users', 'iam_identities', 'iam_permission_templates', 'iam_template_permissions', 'iam_profiles', 'iam_resource_scopes']) {
+    const rows = (await em.execute(`select count(*)::int as n from ${table}`)) as Array<{ n: number }>;
+    result[table] = rows[0]!.n;
+  }
+  return result;
+}
+
+it('applies the example file, then a second run changes nothing and says so', async () => {
+  const file = join(ROOT, 'config/provision.example.yaml');
+  const first = await run(['provision', file]);
+  expect(first.err).toBe('');
+  expect(first.code).toBe(0);
+  expect(first.out).toMatch(/created/);
+  const after = await counts();
+  expect(after.iam_profiles).toBeGreaterThan(0);
+
+  const second = await run(['provision', file]);
+  expect(second.code).toBe(0);
+  expect(second.out).toMatch(/nothing changed/);
+  expect(await counts()).toEqual(after);
+});
+
+it('refuses a malformed file naming the line, and changes nothing', async () => {
+  const before = await counts();
+  const file = join(dir, 'broken.yaml');
+  writeFileSync(file, 'templates:\n  - versionId: x\n    permissions: [a:b\nusers: []\n');
+  const result = await run(['provision', file]);
+  expect(result.code).toBe(1);
+  expect(result.err).toMatch(/broken\.yaml/);
+  expect(result.err).toMatch(/line \d+/);
+  expect(await counts()).toEqual(before);
+});
+
+it('refuses a file with a bad permission code or an unknown template, naming where, and changes nothing', async () => {
+  const before = await counts();
+  const badCode = join(dir, 'bad-code.yaml');
+  writeFileSync(badCode, 'templates:\n  - { versionId: t1, name: t, permissions: ["not a code"] }\n');
+  const first = await run(['provision', badCode]);
+  expect(first.code).toBe(1);
+  expect(first.err).toContain('/templates/0/permissions/0');
+
+  const unknownTemplate = join(dir, 'unknown-template.yaml');
+  writeFileSync(
+    unknownTemplate,
+    'templates:\n  - { versionId: fresh-v1, name: fresh, permissions: ["a:b"] }\nusers:\n  - userId: u-new\n    profiles:\n      - { profileId: p-new, profileName: New, templateVersionId: nope-v9, clientTypes: [WEB] }\n',
+  );
+  const second = await run(['provision', unknownTemplate]);
+  expect(second.code).toBe(1);
+  expect(second.err).toContain('templateVersionId');
+  expect(await counts()).toEqual(before);
+  expect(await db.repository.getTemplate('fresh-v1')).toBeNull();
+});

@@ -1,0 +1,247 @@
+/**
+ * Issue 7, reliability: graceful shutdown of a real gateway process on SIGTERM (the way orchestrators stop
+ * it): readiness fails first, new connections are refused, idle keep-alive connections are closed, an
+ * in-flight slow upload still completes whole, and the process exits 0 within `server.shutdown-timeout`;
+ * a request still running at that deadline is cut and the process exits anyway.
+ */
+import { createHash } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { request as httpRequest, type ClientRequest } from 'node:http';
+import { connect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createTestDatabase } from '../support/database';
+import { testDatabaseUrl, testRedisUrl } from '../support/env';
+import { ensureBuilt, startGatewayProcess, type GatewayProcess } from '../support/gateway-process';
+import { login } from '../support/gateway';
+import { startRecordingUpstream, type RecordedRequest, type RecordingUpstream } from '../support/recording-upstream';
+import { relayedUrl, startTcpRelay, targetOf, type TcpRelay } from '../support/tcp-relay';
+
+const POLICY = `
+version: 1
+default: deny
+routes:
+  - { path: /health, methods: [GET], public: true }
+  - { path: /hang, methods: [GET], public: true }
+  - { path: /upload, methods: [POST], permission: project:create }
+`;
+
+let policies: string;
+let upstream: RecordingUpstream;
+const processes: GatewayProcess[] = [];
+
+beforeAll(async () => {
+  const built = ensureBuilt();
+  if (built === 'built') console.log('reliability: dist was older than src, ran npm run build');
+  policies = mkdtempSync(join(tmpdir(), 'iam-reliability-shutdown-'));
+  writeFileSync(join(policies, 'routes.yaml'), POLICY);
+  const db = await createTestDatabase();
+  await db.close();
+  upstream = await startRecordingUpstream();
+}, 180_000);
+
+afterAll(async () => {
+  for (const gateway of processes) await gateway.kill();
+  await upstream?.close();
+});
+
+async function start(env: Record<string, string>): Promise<GatewayProcess> {
+  const gateway = await startGatewayProcess(upstream.url, { IAM_POLICIES_DIR: policies, ...env });
+  processes.push(gateway);
+  const ready = await fetch(`${gateway.managementUrl}/health/ready`);
+  expect(ready.status).toBe(200);
+  return gateway;
+}
+
+/** A keep-alive connection that made one request and now sits idle; `closed` resolves when the server closes it. */
+async function idleKeepAliveConnection(port: number): Promise<{ socket: Socket; closed: Promise<number> }> {
+  const socket = connect(port, '127.0.0.1');
+  const closed = new Promise<number>((resolve) => socket.once('close', () => resolve(Date.now())));
+  socket.on('error', () => undefined);
+  let received = '';
+  await new Promise<void>((resolve, reject) => {
+    socket.on('data', (chunk: Buffer) => {
+      received += chunk.toString('latin1');
+      const head = received.indexOf('\r\n\r\n');
+      const length = /content-length: (\d+)/i.exec(received);
+      if (head >= 0 && length && received.length >= head + 4 + Number(length[1])) resolve();
+    });
+    socket.once('close', () => reject(new Error(`keep-alive connection closed before its answer: ${received}`)));
+    socket.write('GET /health HTTP/1.1\r\nHost: gateway\r\nConnection: keep-alive\r\n\r\n');
+  });
+  expect(received).toMatch(/^HTTP\/1\.1 200 /);
+  return { socket, closed };
+}
+
+/** Tries to open a new TCP connection: 'refused' or 'accepted'. */
+function tryConnect(port: number): Promise<'refused' | 'accepted'> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve('accepted');
+    });
+    socket.once('error', () => resolve('refused'));
+  });
+}
+
+/** Readiness right after SIGTERM: the status code, or 'refused' when the management port is gone. */
+async function readiness(gateway: GatewayProcess): Promise<number | 'refused'> {
+  try {
+    return (await fetch(`${gateway.managementUrl}/health/ready`, { signal: AbortSignal.timeout(3000) })).status;
+  } catch {
+    return 'refused';
+  }
+}
+
+/** `promise`, or `fallback` after `ms` (the timer is cleared either way, so jest can exit). */
+async function within<T, F>(promise: Promise<T>, ms: number, fallback: F): Promise<T | F> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([promise, new Promise<F>((resolve) => (timer = setTimeout(() => resolve(fallback), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+async function waitForRecorded(predicate: (r: RecordedRequest) => boolean, withinMs = 5000): Promise<RecordedRequest> {
+  const started = Date.now();
+  while (Date.now() - started < withinMs) {
+    const found = (await upstream.requests()).find(predicate);
+    if (found) return found;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  throw new Error('the upstream never received the request');
+}
+
+describe('SIGTERM to a gateway process', () => {
+  it('fails readiness, refuses new connections, closes idle ones, lets a slow upload finish whole, then exits 0', async () => {
+    const gateway = await start({ SERVER_SHUTDOWN_TIMEOUT: '8s' });
+    const bob = await login(gateway.url, 'bob');
+    await upstream.clear();
+    const idle = await idleKeepAliveConnection(gateway.port);
+
+    // A 12 kB upload streamed over ~1.1 s.
+    const chunks = Array.from({ length: 12 }, (_, i) => Buffer.alloc(1000, 65 + i));
+    const whole = Buffer.concat(chunks);
+    let upload: ClientRequest;
+    const uploadAnswer = new Promise<{ status: number; body: string; at: number }>((resolve, reject) => {
+      upload = httpRequest(
+        `${gateway.url}/upload`,
+        {
+          method: 'POST',
+          agent: false,
+          headers: { authorization: `Bearer ${bob.accessToken}`, 'content-type': 'application/octet-stream', 'content-length': whole.length },
+        },
+        (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (chunk: string) => (body += chunk));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body, at: Date.now() }));
+          res.on('error', reject);
+        },
+      );
+      upload.on('error', reject);
+    });
+    upload!.write(chunks[0]);
+    // The upload is authorized and on its way to the host before the signal.
+    await waitForRecorded((r) => r.method === 'POST' && r.url === '/upload');
+
+    const signalledAt = Date.now();
+    gateway.child.kill('SIGTERM');
+    const sending = (async () => {
+      for (const chunk of chunks.slice(1)) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        upload!.write(chunk);
+      }
+      upload!.end();
+    })();
+
+    // Readiness fails first, while the upload is still in flight.
+    let ready: number | 'refused' = 200;
+    while (ready === 200 && Date.now() - signalledAt < 1000) {
+      ready = await readiness(gateway);
+      if (ready === 200) await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect([503, 'refused']).toContain(ready);
+    // New connections are refused; the idle keep-alive connection is closed; the upload is not done yet.
+    expect(await tryConnect(gateway.port)).toBe('refused');
+    const idleClosedAt = await within(idle.closed, 1000, -1);
+    expect(idleClosedAt).toBeGreaterThan(0);
+    const stillUploading = await within(uploadAnswer.then(() => false), 0, true);
+    expect(stillUploading).toBe(true);
+
+    await sending;
+    const answer = await uploadAnswer;
+    expect(answer.status).toBe(200);
+    expect(answer.at - signalledAt).toBeGreaterThanOrEqual(1000);
+    const received = (await upstream.requests()).filter((r) => r.method === 'POST' && r.url === '/upload');
+    expect(received).toHaveLength(1);
+    expect(received[0]).toMatchObject({ bodyComplete: true, bodyLength: whole.length, bodySha256: createHash('sha256').update(whole).digest('hex') });
+
+    const exit = await gateway.exited;
+    expect({ code: exit.code, signal: exit.signal }).toEqual({ code: 0, signal: null });
+    expect(exit.at - signalledAt).toBeLessThan(8000);
+    expect(gateway.logs().some((entry) => entry.msg === 'iam-gateway stopped')).toBe(true);
+  }, 40_000);
+
+  it('cuts a request still running at the shutdown deadline and exits anyway', async () => {
+    const gateway = await start({ SERVER_SHUTDOWN_TIMEOUT: '1s', UPSTREAM_RESPONSE_TIMEOUT: '60s' });
+    await upstream.clear();
+    const started = Date.now();
+    const hanging = new Promise<{ outcome: string; at: number }>((resolve) => {
+      const req = httpRequest(`${gateway.url}/hang`, { agent: false }, (res) => {
+        res.resume();
+        res.on('end', () => resolve({ outcome: `answered ${res.statusCode}`, at: Date.now() }));
+        res.on('error', () => resolve({ outcome: 'cut', at: Date.now() }));
+      });
+      req.on('error', () => resolve({ outcome: 'cut', at: Date.now() }));
+      req.end();
+    });
+    await waitForRecorded((r) => r.url === '/hang');
+    const signalledAt = Date.now();
+    gateway.child.kill('SIGTERM');
+
+    const result = await within(hanging, 6000, { outcome: 'still hanging', at: -1 });
+    expect(result.outcome).toBe('cut');
+    // Cut at the deadline, not before (it was in flight) and not much after.
+    expect(result.at - signalledAt).toBeGreaterThanOrEqual(900);
+    expect(result.at - signalledAt).toBeLessThan(2500);
+    const exit = await within(gateway.exited, 5000, null);
+    expect(exit).not.toBeNull();
+    expect({ code: exit!.code, signal: exit!.signal }).toEqual({ code: 0, signal: null });
+    expect(exit!.at - signalledAt).toBeLessThan(3500);
+    expect(started).toBeLessThan(signalledAt);
+  }, 30_000);
+
+  it('still exits when the database and the token store stopped answering (silent partition) before SIGTERM', async () => {
+    const relays: TcpRelay[] = [];
+    const env: Record<string, string> = { SERVER_SHUTDOWN_TIMEOUT: '1s' };
+    const database = targetOf(testDatabaseUrl());
+    relays.push(await startTcpRelay(database.host, database.port));
+    env.DATABASE_URL = relayedUrl(testDatabaseUrl(), relays[0]!);
+    const redisUrl = testRedisUrl();
+    if (redisUrl) {
+      const redis = targetOf(redisUrl);
+      relays.push(await startTcpRelay(redis.host, redis.port));
+      env.REDIS_URL = relayedUrl(redisUrl, relays[1]!);
+    }
+    try {
+      const gateway = await start(env);
+      // Leaves work for shutdown: an audit event and a last-seen time to write, pooled connections to close.
+      const bob = await login(gateway.url, 'bob');
+      expect((await fetch(`${gateway.url}/health`, { headers: { authorization: `Bearer ${bob.accessToken}` } })).status).toBe(200);
+      for (const relay of relays) relay.freeze();
+      const signalledAt = Date.now();
+      gateway.child.kill('SIGTERM');
+      const exit = await within(gateway.exited, 10_000, null);
+      expect(exit).not.toBeNull();
+      expect(exit!.code).toBe(0);
+      // Drain (1 s, nothing in flight) plus the bounded cleanup grace, not forever.
+      expect(exit!.at - signalledAt).toBeLessThan(6000);
+      expect(gateway.logs().some((entry) => entry.level === 50 && /cleanup did not finish/.test(String(entry.msg)))).toBe(true);
+    } finally {
+      for (const relay of relays) await relay.close();
+    }
+  }, 40_000);
+});

@@ -1,0 +1,147 @@
+/**
+ * The gateway as a real process (`node bin/iam-gateway.js serve` over the compiled dist), for tests of what
+ * only a process has: signals, exit codes, the event loop draining at shutdown. Configured like users do,
+ * through the environment (config/default.yaml plus overrides).
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { testDatabaseKind, testDatabaseUrl, testRedisUrl, uniquePrefix } from './env';
+import { ROOT } from './gateway';
+
+const ENTRY = join(ROOT, 'dist', 'src', 'main.js');
+const BIN = join(ROOT, 'bin', 'iam-gateway.js');
+const SOURCE_DIRS = ['src', 'migrations'].map((dir) => join(ROOT, dir));
+
+export interface GatewayProcess {
+  pid: number;
+  url: string;
+  port: number;
+  managementUrl: string;
+  managementPort: number;
+  child: ChildProcess;
+  /** Resolves when the process has exited. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>;
+  /** Everything the process wrote so far (stdout then stderr), for failure messages. */
+  output(): string;
+  /** Parsed JSON log lines written so far. */
+  logs(): Array<Record<string, unknown>>;
+  /** SIGKILLs the process if it is still running (test cleanup). */
+  kill(): Promise<void>;
+}
+
+function newestMtime(dir: string): number {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) newest = Math.max(newest, newestMtime(path));
+    else if (entry.name.endsWith('.ts')) newest = Math.max(newest, statSync(path).mtimeMs);
+  }
+  return newest;
+}
+
+/**
+ * Runs `npm run build` when dist is missing or older than any source file, so the process runs the code
+ * under test. Returns what it did. tsc still emits when other files of the tree have type errors; the
+ * build output is kept for the failure message only if dist is still missing afterwards.
+ */
+export function ensureBuilt(): 'fresh' | 'built' {
+  const sourcesAt = Math.max(...SOURCE_DIRS.map(newestMtime));
+  if (existsSync(ENTRY) && statSync(ENTRY).mtimeMs >= sourcesAt) return 'fresh';
+  let output = '';
+  try {
+    execFileSync('npm', ['run', 'build'], { cwd: ROOT, stdio: 'pipe', timeout: 170_000 });
+  } catch (error) {
+    const failure = error as { stdout?: Buffer; stderr?: Buffer };
+    output = `${failure.stdout?.toString() ?? ''}${failure.stderr?.toString() ?? ''}`;
+  }
+  if (!existsSync(ENTRY) || statSync(ENTRY).mtimeMs < sourcesAt - 1000) throw new Error(`npm run build did not produce ${ENTRY}:\n${output}`);
+  return 'built';
+}
+
+/**
+ * Spawns a gateway process on OS-assigned ports against the test run's database and token store, and
+ * resolves once it logged that it listens. `env` overrides any configuration key (e.g.
+ * `{ SERVER_SHUTDOWN_TIMEOUT: '2s' }`).
+ */
+export async function startGatewayProcess(upstreamUrl: string, env: Record<string, string> = {}): Promise<GatewayProcess> {
+  const child = spawn(process.execPath, [BIN, 'serve'], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      PORT: '0',
+      MANAGEMENT_PORT: '0',
+      SERVER_HOST: '127.0.0.1',
+      UPSTREAM_URL: upstreamUrl,
+      DATABASE_URL: testDatabaseUrl(),
+      DATABASE_POOL_SIZE: testDatabaseKind() === 'pglite' ? '1' : '4',
+      // Empty = null: the in-process store when this test run has no Redis.
+      REDIS_URL: testRedisUrl() ?? '',
+      IAM_TOKEN_STORE_PREFIX: uniquePrefix('proc'),
+      LOG_LEVEL: 'info',
+      ...env,
+    },
+  });
+  let stdout = '';
+  let stderr = '';
+  const logs: Array<Record<string, unknown>> = [];
+  let pendingLine = '';
+  child.stdout!.setEncoding('utf8');
+  child.stderr!.setEncoding('utf8');
+  child.stderr!.on('data', (chunk: string) => (stderr += chunk));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; at: number }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal, at: Date.now() })),
+  );
+  const output = (): string => `--- stdout ---\n${stdout}\n--- stderr ---\n${stderr}`;
+
+  const listening = new Promise<{ port: number; managementPort: number }>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`gateway process did not listen within 30 s\n${output()}`)), 30_000);
+    child.stdout!.on('data', (chunk: string) => {
+      stdout += chunk;
+      const lines = (pendingLine + chunk).split('\n');
+      pendingLine = lines.pop() ?? '';
+      for (const line of lines) {
+        let entry: Record<string, unknown>;
+        try {
+          entry = JSON.parse(line) as Record<string, unknown>;
+        } catch {
+          continue;
+        }
+        logs.push(entry);
+        if (entry.msg === 'iam-gateway listening' && typeof entry.port === 'number' && typeof entry.managementPort === 'number') {
+          clearTimeout(timer);
+          resolve({ port: entry.port, managementPort: entry.managementPort });
+        }
+      }
+    });
+    void exited.then(({ code, signal }) => {
+      clearTimeout(timer);
+      reject(new Error(`gateway process exited before listening (code ${String(code)}, signal ${String(signal)})\n${output()}`));
+    });
+  });
+
+  try {
+    const { port, managementPort } = await listening;
+    return {
+      pid: child.pid ?? -1,
+      url: `http://127.0.0.1:${port}`,
+      port,
+      managementUrl: `http://127.0.0.1:${managementPort}`,
+      managementPort,
+      child,
+      exited,
+      output,
+      logs: () => logs,
+      kill: async () => {
+        if (child.exitCode !== null || child.signalCode !== null) return;
+        child.kill('SIGKILL');
+        await exited;
+      },
+    };
+  } catch (error) {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    throw error;
+  }
+}
