@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { IamPrincipal } from '../auth/principal';
-import type { CompiledPolicy, CompiledRoute } from '../policy/compiled-policy';
+import type { CompiledPolicy, CompiledRoute, RouteMatch } from '../policy/compiled-policy';
 import { ProblemError, problems, type ProblemCode } from '../problem';
 import { caslSubject, type CompiledGrant } from './ability-compiler';
 import type { AuthorizationDecision, DecisionRoute, FailedStepCode, PassedStepCode } from './decision';
@@ -49,10 +49,19 @@ export interface DecideRequestInput {
   policy: CompiledPolicy;
   /** Null when the request carries no valid session. */
   subject: DecisionSubject | null;
+  /** `policy.match(method, path)` when the caller already has it (the proxy does), to match only once. */
+  match?: RouteMatch | null;
 }
 
+/** A decision now, or later when a grant must be loaded or a resolver asked. */
+export type MaybeDecision = AuthorizationDecision | Promise<AuthorizationDecision>;
+
 export interface DecisionEngineDeps {
-  grants: { getGrant(principal: IamPrincipal): Promise<CompiledGrant | null> };
+  grants: {
+    getGrant(principal: IamPrincipal): Promise<CompiledGrant | null>;
+    /** A cached grant without a promise, or undefined when only getGrant can tell. */
+    peek?(principal: IamPrincipal): CompiledGrant | null | undefined;
+  };
   resolvers: Pick<ResourceResolverClient, 'resolve'>;
 }
 
@@ -131,8 +140,16 @@ export class DecisionEngine {
    * shadow route comes back `allowed: true, shadowed: true` with the would-be failure kept in the object.
    */
   async decideRequest(input: DecideRequestInput): Promise<AuthorizationDecision> {
+    return this.decideRequestFast(input);
+  }
+
+  /**
+   * {@link decideRequest} without a promise when nothing has to wait (cached grant, no resolver): the
+   * proxy's warm path, where every promise costs measurable time.
+   */
+  decideRequestFast(input: DecideRequestInput): MaybeDecision {
     const { policy, subject } = input;
-    const match = policy.match(input.method, input.path);
+    const match = input.match !== undefined ? input.match : policy.match(input.method, input.path);
     if (match === null) return this.decideUndeclared(input);
 
     const route = match.route;
@@ -154,20 +171,18 @@ export class DecisionEngine {
         pass(decision, 'AUTHENTICATED', authenticatedReason(subject.principal));
         fail(decision, 'RESOURCE_RESOLUTION_UNAVAILABLE', `route ${route.id} has no path parameter :${declared.idParam}`, NO_RESOLVER);
       } else {
-        decision = await this.decide({
+        const pending = this.decideFast({
           subject,
           permissionCode: route.permission,
           resource: declared === null ? null : { type: declared.type, id: id as string, access: declared.access, resolve: declared.resolve },
           resources: policy.resources,
           route: view,
         });
+        if (pending instanceof Promise) return pending.then((later) => applyMode(route, later));
+        decision = pending;
       }
     }
-    if (route.mode === 'shadow' && !decision.allowed) {
-      decision.allowed = true;
-      decision.shadowed = true;
-    }
-    return decision;
+    return applyMode(route, decision);
   }
 
   /**
@@ -176,6 +191,11 @@ export class DecisionEngine {
    * Rejects only when the grant cannot be loaded (e.g. `DatabaseUnavailableError`).
    */
   async decide(input: DecideInput): Promise<AuthorizationDecision> {
+    return this.decideFast(input);
+  }
+
+  /** {@link decide} without a promise when the grant is cached and no resolver has to be asked. */
+  decideFast(input: DecideInput): MaybeDecision {
     const { subject, permissionCode } = input;
     const principal = subject.principal;
     const decision = newDecision(subject, permissionCode, input.route ?? null);
@@ -185,7 +205,14 @@ export class DecisionEngine {
       return fail(decision, 'DOMAIN_MISMATCH', `identity domain ${principal.identityDomain} is not ${input.expectedDomain}`, ACCESS_DENIED);
     }
 
-    const grant = await this.grants.getGrant(principal);
+    const cached = this.grants.peek?.(principal);
+    if (cached !== undefined) return this.decideWithGrant(input, decision, cached);
+    return this.grants.getGrant(principal).then((grant) => this.decideWithGrant(input, decision, grant));
+  }
+
+  private decideWithGrant(input: DecideInput, decision: AuthorizationDecision, grant: CompiledGrant | null): MaybeDecision {
+    const { subject, permissionCode } = input;
+    const principal = subject.principal;
     if (grant === null) {
       const reason =
         principal.activeProfileId === null
@@ -225,19 +252,24 @@ export class DecisionEngine {
     decision.resource = shown;
 
     const resolver = input.resources[resource.type]?.resolver ?? null;
-    let scopeRefs: ScopeRef[];
     if (resolver !== null) {
-      const result = await this.resolvers.resolve(resolver, resource.type, resource.id).catch((error: unknown) => ({
-        kind: 'unavailable' as const,
-        reason: `resolver for ${resource.type} failed (${(error as Error)?.name ?? 'error'})`,
-      }));
-      if (result.kind === 'not-found') {
-        return fail(decision, 'RESOURCE_NOT_FOUND', `the resolver for ${resource.type} knows no ${resource.type} ${resourceId}`, NOT_FOUND);
-      }
-      if (result.kind === 'unavailable') return fail(decision, 'RESOURCE_RESOLUTION_UNAVAILABLE', result.reason, RESOLVER_DOWN);
-      scopeRefs = result.scopeRefs;
-      pass(decision, 'RESOURCE_RESOLVED', `${resource.type} ${resourceId} resolved to ${describeRefs(scopeRefs)}`);
-    } else if (resource.resolve === 'required') {
+      return this.resolvers
+        .resolve(resolver, resource.type, resource.id)
+        .catch((error: unknown) => ({
+          kind: 'unavailable' as const,
+          reason: `resolver for ${resource.type} failed (${(error as Error)?.name ?? 'error'})`,
+        }))
+        .then((result) => {
+          if (result.kind === 'not-found') {
+            return fail(decision, 'RESOURCE_NOT_FOUND', `the resolver for ${resource.type} knows no ${resource.type} ${resourceId}`, NOT_FOUND);
+          }
+          if (result.kind === 'unavailable') return fail(decision, 'RESOURCE_RESOLUTION_UNAVAILABLE', result.reason, RESOLVER_DOWN);
+          pass(decision, 'RESOURCE_RESOLVED', `${resource.type} ${resourceId} resolved to ${describeRefs(result.scopeRefs)}`);
+          return this.checkScope(input, decision, grant, parsed, shown, result.scopeRefs);
+        });
+    }
+    let scopeRefs: ScopeRef[];
+    if (resource.resolve === 'required') {
       return fail(
         decision,
         'RESOURCE_RESOLUTION_UNAVAILABLE',
@@ -248,6 +280,21 @@ export class DecisionEngine {
       scopeRefs = [{ type: resource.type, id: resourceId }];
       pass(decision, 'RESOURCE_RESOLVED', `${resource.type} has no resolver: ${resource.type} ${resourceId} is checked as its own scope`);
     }
+    return this.checkScope(input, decision, grant, parsed, shown, scopeRefs);
+  }
+
+  /** The last step: does a scope of the profile cover the resource's scope refs for the access? */
+  private checkScope(
+    input: DecideInput,
+    decision: AuthorizationDecision,
+    grant: CompiledGrant,
+    parsed: { resource: string; action: string },
+    shown: NonNullable<AuthorizationDecision['resource']>,
+    scopeRefs: ScopeRef[],
+  ): AuthorizationDecision {
+    const resource = input.resource!;
+    const profileId = grant.profileId;
+    const permissionCode = input.permissionCode;
     shown.scopeRefs = scopeRefs;
 
     const scopeRule = grant.ability.relevantRuleFor(parsed.action, caslSubject(parsed.resource, { scopeRefs, access: resource.access }));
@@ -280,6 +327,15 @@ export class DecisionEngine {
         return fail(decision, 'ROUTE_NOT_DECLARED', `no policy route declares ${input.method} ${input.path} and the default is deny`, ACCESS_DENIED);
     }
   }
+}
+
+/** Shadow routes (design.md §9): a denial is kept in the decision but the request goes through. */
+function applyMode(route: CompiledRoute, decision: AuthorizationDecision): AuthorizationDecision {
+  if (route.mode === 'shadow' && !decision.allowed) {
+    decision.allowed = true;
+    decision.shadowed = true;
+  }
+  return decision;
 }
 
 /** Safe `detail` for 5xx answers: the step reason may name hosts or error codes only the log should see. */

@@ -55,6 +55,20 @@ export class GrantProvider {
    * missing, not the user's, disabled or revoked (or the user is missing or disabled). Repository errors
    * (`DatabaseUnavailableError`) propagate.
    */
+  /**
+   * The grant if it is cached and the cache is trusted, without a promise (the proxy's warm path);
+   * `undefined` when only {@link getGrant} can tell.
+   */
+  peek(principal: IamPrincipal): CompiledGrant | null | undefined {
+    const profileId = principal.activeProfileId;
+    if (profileId === null) return null;
+    if (!this.trustCache()) return undefined;
+    const cached = this.cache.get(`${principal.userId}|${profileId}`);
+    if (cached === undefined) return undefined;
+    this.hits++;
+    return cached.grant;
+  }
+
   async getGrant(principal: IamPrincipal): Promise<CompiledGrant | null> {
     const profileId = principal.activeProfileId;
     if (profileId === null) return null;

@@ -127,6 +127,7 @@ async function test(args: string[], context: CommandContext, out: (lines: readon
       }
       return readProvisioningFile(provisioningPath);
     },
+    // A getter: which file it is is only known once a case needs it.
     get provisioningOrigin() {
       return origin;
     },
@@ -240,11 +241,15 @@ class CommandContext {
     const config = this.config();
     if (config.database.url === null) throw new Error('--database needs a PostgreSQL database (DATABASE_URL or database.url)');
     const [{ createOrm }, { MikroOrmIamRepository }] = await Promise.all([import('../persistence/orm'), import('../persistence/mikro-orm-iam-repository')]);
-    const orm = await createOrm({ url: config.database.url, poolSize: 1, historyTable: config.iam.schema.historyTable, embedded: false, connectTimeoutMs: 5000 });
     try {
-      return await new MikroOrmIamRepository(orm).listTemplates();
-    } finally {
-      await orm.close(true);
+      const orm = await createOrm({ url: config.database.url, poolSize: 1, historyTable: config.iam.schema.historyTable, embedded: false, connectTimeoutMs: 5000 });
+      try {
+        return await new MikroOrmIamRepository(orm).listTemplates();
+      } finally {
+        await orm.close(true);
+      }
+    } catch (error) {
+      throw new Error(`--database: cannot read the templates: ${(error as Error).message}`);
     }
   }
 }

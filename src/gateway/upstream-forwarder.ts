@@ -112,7 +112,8 @@ export class UpstreamForwarder {
 }
 
 function headerTokens(value: string | string[] | undefined): Set<string> | null {
-  if (value === undefined) return null;
+  // The usual values name no other header: skip building a set for them on every response.
+  if (value === undefined || value === 'keep-alive' || value === 'close') return null;
   const joined = Array.isArray(value) ? value.join(',') : value;
   return new Set(joined.split(',').map((token) => token.trim().toLowerCase()).filter(Boolean));
 }

@@ -12,7 +12,8 @@
  * - `shadowed` (warning): a more specific route takes requests away from a broader one and checks less
  *   for them: public or shadow mode (lets everything through) over a route that needs a session, or no
  *   permission over a route that needs one. `/api/admin/stats` public under `/api/admin/**` is the
- *   classic hole; a `HEAD` route that is weaker than the `GET` route of the same path is another.
+ *   classic hole; a `HEAD` route that is weaker than the `GET` route of the same path is another. A
+ *   site-wide `/**` is not counted: like `default`, it exists to have exceptions.
  * - `unknown-permission` (warning): a route asks for a permission code that no known template grants
  *   (exactly, through `<resource>:*`, or `*:*`), so nobody can pass it. Only when templates are given.
  * - `path-syntax` (warning): a static segment written like another router's parameter (`{id}`, `<id>`):
@@ -95,9 +96,10 @@ export function lintPolicy(policy: CompiledPolicy, options: PolicyLintOptions = 
 
   if (options.templates) {
     const origin = options.templatesOrigin ? ` in ${options.templatesOrigin}` : '';
+    const count = options.templates.length;
     for (const route of policy.routes) {
       if (route.permission === null || isGranted(route.permission, options.templates)) continue;
-      warn('unknown-permission', `permission ${route.permission} of route ${route.pattern} is granted by no template${origin} (${options.templates.length} templates): nobody can pass it`, route);
+      warn('unknown-permission', `permission ${route.permission} of route ${route.pattern} is granted by no template${origin} (${count} template${count === 1 ? '' : 's'}): nobody can pass it`, route);
     }
   }
   return issues;
@@ -226,7 +228,8 @@ function weakerOverrides(policy: CompiledPolicy, route: CompiledRoute, segments:
       if (policy.match(method, path)?.route !== route) continue;
       without ??= RouteTree.fromRoutes(policy.routes.filter((other) => other !== route));
       const broader = without.match(method, path)?.route;
-      if (broader && protectionLevel(broader) > level && !found.has(broader.id)) found.set(broader.id, { method, broader });
+      // `/**` plays the part of `default`: exceptions to it are the point, not a hole.
+      if (broader && broader.pattern !== '/**' && protectionLevel(broader) > level && !found.has(broader.id)) found.set(broader.id, { method, broader });
     }
   }
   return [...found.values()];

@@ -234,9 +234,9 @@ export class PolicyReloader {
     if (this.closed) return { ok: holder.lastError === null, changed: false, hash: serving.hash, issues: [] };
     try {
       let snapshot = await this.readOnce();
-      if (snapshot.issues.length === 0 && snapshot.fingerprint === serving.hash) return this.unchanged(serving.hash);
+      if (snapshot.issues.length === 0 && snapshot.fingerprint === serving.hash) return this.unchanged(reason, force, serving.hash);
       snapshot = await this.readStable(snapshot);
-      if (snapshot.issues.length === 0 && snapshot.fingerprint === serving.hash) return this.unchanged(serving.hash);
+      if (snapshot.issues.length === 0 && snapshot.fingerprint === serving.hash) return this.unchanged(reason, force, serving.hash);
       if (!force && snapshot.fingerprint === this.rejectedFingerprint) {
         return { ok: false, changed: false, hash: serving.hash, issues: holder.lastError?.issues ?? snapshot.issues };
       }
@@ -263,13 +263,15 @@ export class PolicyReloader {
     }
   }
 
-  private unchanged(hash: string): ReloadOutcome {
+  private unchanged(reason: string, force: boolean, hash: string): ReloadOutcome {
     const { holder, logger } = this.options;
     this.rejectedFingerprint = null;
     if (holder.lastError !== null) {
       // The directory is back to what serves (a broken edit was reverted): nothing is wrong any more.
       holder.swap(holder.current);
-      logger.info({ hash }, 'policy: the directory matches the serving policy again');
+      logger.info({ reason, hash }, 'policy: the directory matches the serving policy again');
+    } else if (force) {
+      logger.info({ reason, hash }, 'policy: reload requested; the directory matches the serving policy');
     }
     return { ok: true, changed: false, hash, issues: [] };
   }

@@ -46,7 +46,7 @@ import { SessionService } from '../sessions/session-service';
 import type { EventSubscription, TokenStore } from '../sessions/token-store';
 import { answerClientErrors } from './client-errors';
 import { createManagementServer } from './management-server';
-import { listen, settlesWithin, stopServer, trackConnections } from './server-lifecycle';
+import { listen, settlesWithin, SHUTDOWN_CLEANUP_GRACE_MS, stopServer, timeoutSweepInterval, trackConnections } from './server-lifecycle';
 import { createTransparentProxy } from './transparent-proxy';
 
 /** A started gateway: both ports listening. */
@@ -132,7 +132,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     }
 
     const store: TokenStore = config.redis.url
-      ? await RedisTokenStore.connect({ url: config.redis.url, prefix: config.iam.token.storePrefix, logger })
+      ? await RedisTokenStore.connect({ url: config.redis.url, prefix: config.iam.token.storePrefix, logger, slidingExpiry: config.iam.token.idleTimeoutMs > 0 })
       : new MemoryTokenStore({ prefix: config.iam.token.storePrefix });
     cleanups.push(() => store.close());
 
@@ -330,13 +330,6 @@ function createProxyServer(config: GatewayConfig, listener: (req: IncomingMessag
   return server;
 }
 
-/** A quarter of the shortest enabled client timeout, between 100 ms and 1 s. */
-function timeoutSweepInterval(...timeoutsMs: number[]): number {
-  const enabled = timeoutsMs.filter((ms) => ms > 0);
-  if (enabled.length === 0) return 1000;
-  return Math.min(1000, Math.max(100, Math.floor(Math.min(...enabled) / 4)));
-}
-
 async function startTransparent(config: GatewayConfig, logger: Logger, metrics: GatewayMetrics): Promise<RunningGateway> {
   const forwarder = createTransparentProxy(config);
   let shuttingDown = false;
@@ -352,9 +345,6 @@ async function startTransparent(config: GatewayConfig, logger: Logger, metrics: 
     afterStop: () => forwarder.close(),
   });
 }
-
-/** Time allowed after the drain for closing pools and flushing buffered writes. */
-const SHUTDOWN_CLEANUP_GRACE_MS = 3000;
 
 async function startListening(
   config: GatewayConfig,

@@ -38,6 +38,20 @@ export async function stopServer(server: Server, sockets: Set<Socket>, deadlineM
   await closed;
 }
 
+/** Time allowed after the drain for closing pools and flushing buffered writes (then the stop gives up). */
+export const SHUTDOWN_CLEANUP_GRACE_MS = 3000;
+
+/**
+ * How often Node's HTTP server checks `headersTimeout`/`requestTimeout` (its `connectionsCheckingInterval`,
+ * 30 s by default, which would let a slowloris client hold a socket up to 30 s past the configured timeout):
+ * a quarter of the shortest enabled timeout, between 100 ms and 1 s.
+ */
+export function timeoutSweepInterval(...timeoutsMs: number[]): number {
+  const enabled = timeoutsMs.filter((ms) => ms > 0);
+  if (enabled.length === 0) return 1000;
+  return Math.min(1000, Math.max(100, Math.floor(Math.min(...enabled) / 4)));
+}
+
 /**
  * Resolves true when `work` settles within `ms`, false otherwise (it keeps running; its outcome is
  * ignored). Shutdown uses it so that an unreachable database or token store cannot hold a stop forever.

@@ -21,6 +21,11 @@ export interface RedisTokenStoreOptions {
   /** Upper bound of the reconnect backoff; reconnection itself never gives up. Default 2000 ms. */
   maxReconnectDelayMs?: number;
   logger?: { warn(obj: object, msg: string): void };
+  /**
+   * Whether tokens may carry an idle timeout (`iam.token.idle-timeout` > 0). When false, `getToken` is a
+   * plain GET instead of the sliding-expiry script (a tenth of the server time per call).
+   */
+  slidingExpiry?: boolean;
 }
 
 type Logger = NonNullable<RedisTokenStoreOptions['logger']>;
@@ -103,6 +108,7 @@ export class RedisTokenStore implements TokenStore {
   private pendingSubscribe: { epoch: number; promise: Promise<void> } | undefined;
   private pingTimer: NodeJS.Timeout | undefined;
   private closed = false;
+  private slidingExpiry = true;
 
   private constructor(
     readonly prefix: string,
@@ -157,11 +163,15 @@ export class RedisTokenStore implements TokenStore {
     }
     const store = new RedisTokenStore(options.prefix, commands, subscriber, options.logger, names);
     store.startSubscriberPing(options.subscriberPingMs ?? 1000);
+    store.slidingExpiry = options.slidingExpiry ?? true;
     return store;
   }
 
   async getToken(tokenHash: string): Promise<TokenRecord | null> {
-    const raw = await this.runScript(GET_TOKEN, this.tokenKey(tokenHash), Date.now()).catch(rethrowUnavailable);
+    // decodeRecord checks the absolute expiry either way; only sliding needs the script.
+    const raw = this.slidingExpiry
+      ? await this.runScript(GET_TOKEN, this.tokenKey(tokenHash), Date.now()).catch(rethrowUnavailable)
+      : await this.commands.get(this.tokenKey(tokenHash)).catch(rethrowUnavailable);
     return typeof raw === 'string' ? this.decodeRecord(tokenHash, raw) : null;
   }
 

@@ -110,6 +110,22 @@ export class SessionService {
   }
 
   /**
+   * The warm path without a promise: the session when the local cache vouches for it, null when the token
+   * cannot be valid at all, `'miss'` when only {@link verify} (a store round trip) can tell.
+   */
+  verifyCached(token: string): VerifiedSession | null | 'miss' {
+    if (!isWellFormedToken(token)) return null;
+    const cache = this.deps.cache;
+    if (!cache) return 'miss';
+    const tokenHash = hashToken(token);
+    const nowMs = Date.now();
+    const cached = cache.get(tokenHash, nowMs);
+    if (!cached) return 'miss';
+    this.deps.lastSeen.touch(cached.sessionId, nowMs);
+    return { tokenHash, record: cached };
+  }
+
+  /**
    * The hot path: a bearer token to its live session, or null. No database access; at most one store round
    * trip, none on a warm cache. Rejects with StoreUnavailableError when the store cannot be read (fail closed).
    */

@@ -10,6 +10,8 @@ import { runPolicyCommand } from '../../src/cli/policy-command';
 import type { CompiledPolicy, PolicyIssue } from '../../src/policy/compiled-policy';
 import { compilePolicyFiles } from '../../src/policy/load-policy-directory';
 import { checkPolicyDirectory, isGranted, lintPolicy } from '../../src/policy/policy-lint';
+import { createTestDatabase } from '../support/database';
+import { testDatabaseUrl } from '../support/env';
 
 const FIXTURES = join(__dirname, '../fixtures/policy-check');
 
@@ -24,10 +26,10 @@ function sink(): { stream: Writable; text: () => string } {
   return { stream, text: () => text };
 }
 
-async function runCheck(args: string[], cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {
+async function runCheck(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   const stdout = sink();
   const stderr = sink();
-  const code = await runPolicyCommand(['check', ...args], { stdout: stdout.stream, stderr: stderr.stream, env: {}, cwd });
+  const code = await runPolicyCommand(['check', ...args], { stdout: stdout.stream, stderr: stderr.stream, env, cwd });
   return { code, stdout: stdout.text(), stderr: stderr.text() };
 }
 
@@ -139,8 +141,11 @@ routes:
   - { path: /u/x, methods: [GET], permission: u:other }
   - { path: /v/**, methods: [POST], permission: v:write }
   - { path: /v/open, methods: [GET], public: true }
+  - { path: /**, methods: ["*"] }
+  - { path: /welcome, methods: [GET], public: true }
 `);
-    // Stricter specific routes, a different permission, and a public GET next to a POST-only area are all fine.
+    // Stricter specific routes, a different permission, a public GET next to a POST-only area, and exceptions to a
+    // site-wide /** (it plays the part of `default`) are all fine.
     expect(lintPolicy(policy)).toEqual([]);
     const hole = compile(`version: 1
 routes:
@@ -227,5 +232,30 @@ describe('unreachable agrees with brute force', () => {
       }),
       { numRuns: 300 },
     );
+  });
+});
+
+describe('policy check --database', () => {
+  it('checks permission codes against the templates stored in the configured database', async () => {
+    const db = await createTestDatabase();
+    try {
+      await db.repository.applyProvisioning({ templates: [{ versionId: 'db-v1', name: 'db', permissions: ['report:list', 'project:*'] }] });
+      const result = await runCheck(['test/fixtures/policy-check/permissions', '--database'], join(__dirname, '../..'), { DATABASE_URL: testDatabaseUrl() });
+      const unknown = result.stdout.split('\n').filter((line) => line.includes('unknown-permission'));
+      expect(unknown).toEqual([
+        'test/fixtures/policy-check/permissions/routes.yaml:19: warning unknown-permission: permission billing:manage of route /api/billing/** is granted by no template in the database (1 template): nobody can pass it',
+        'test/fixtures/policy-check/permissions/routes.yaml:23: warning unknown-permission: permission task:read of route /api/tasks/:taskId is granted by no template in the database (1 template): nobody can pass it',
+        'test/fixtures/policy-check/permissions/routes.yaml:27: warning unknown-permission: permission org:delete of route /api/orgs/:orgId is granted by no template in the database (1 template): nobody can pass it',
+      ]);
+      expect(result.code).toBe(0);
+    } finally {
+      await db.close();
+    }
+  });
+
+  it('exits 1 saying why when the database cannot be read', async () => {
+    const result = await runCheck(['test/fixtures/policy-check/clean', '--database'], join(__dirname, '../..'), { DATABASE_URL: 'postgresql://postgres@127.0.0.1:1/none' });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/^iam-gateway policy: --database: cannot read the templates: /);
   });
 });
