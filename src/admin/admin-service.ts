@@ -45,7 +45,7 @@ export interface AuditListParams {
 export interface AdminServiceDeps {
   admin: AdminRepository;
   repository: Pick<IamRepository, 'getUser'>;
-  sessions: Pick<SessionService, 'revokeById' | 'revokeUser'>;
+  sessions: Pick<SessionService, 'revokeById' | 'revokeUser' | 'revokeIdentity'>;
   store: Pick<TokenStore, 'publish'>;
   audit: Pick<AuditTrail, 'flush' | 'record'>;
 }
@@ -102,8 +102,13 @@ export class AdminService {
     return identities;
   }
 
-  upsertIdentity(actor: AdminActor, identityId: string, body: IdentityBody): Promise<{ identity: IdentityRecord; created: boolean }> {
-    return this.write(() => this.deps.admin.upsertIdentity(identityId, body, auditContext(actor)));
+  /** A disabled identity can no longer log in, and the sessions opened through it end at once. */
+  async upsertIdentity(actor: AdminActor, identityId: string, body: IdentityBody): Promise<{ identity: IdentityRecord; created: boolean }> {
+    const result = await this.write(() => this.deps.admin.upsertIdentity(identityId, body, auditContext(actor)));
+    if (!result.identity.enabled) {
+      await this.deps.sessions.revokeIdentity(result.identity.userId, identityId, 'identity_disabled', actor.userId, actor.facts);
+    }
+    return result;
   }
 
   /** A disabled or revoked profile stops granting on the next request of every session using it. */

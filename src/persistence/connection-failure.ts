@@ -30,6 +30,8 @@ const UNAVAILABLE_MESSAGES = [
   'Client has encountered a connection error',
   'Client was closed and is not queryable',
   'Unable to acquire a connection',
+  // knex, when the connection dies as a transaction begins (no cause attached).
+  'Transaction query already complete',
 ];
 
 /** True when `error` (or any cause inside it) says the database cannot be reached, not that a query failed. */

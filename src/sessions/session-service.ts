@@ -88,7 +88,14 @@ export class SessionService {
       clientAddress: facts.clientAddress,
       userAgent: facts.userAgent ?? null,
     };
-    await this.deps.repository.insertSession(session);
+    try {
+      await this.deps.repository.insertSession(session);
+    } catch (error) {
+      // The insert may have committed even though its reply was lost: make sure no row claims a live
+      // session that never got a token.
+      this.retireSession(sessionId, 'issue_failed');
+      throw error;
+    }
     const record: TokenRecord = {
       sessionId,
       principal,
@@ -101,9 +108,7 @@ export class SessionService {
       await this.deps.store.putToken(tokenHash, record);
     } catch (error) {
       // The session row must not claim a session that never became usable.
-      await this.deps.repository
-        .updateSession(sessionId, { revokedAt: new Date(), revokeReason: 'store_unavailable' })
-        .catch(() => undefined);
+      this.retireSession(sessionId, 'store_unavailable');
       throw error;
     }
     return { accessToken, sessionId, expiresAt: record.expiresAt, principal };
@@ -187,11 +192,37 @@ export class SessionService {
     return changed.length;
   }
 
+  /** Revokes every live session a user opened through one identity; resolves how many were revoked. */
+  async revokeIdentity(userId: string, identityId: string, reason: string, actorUserId: string, facts: RequestFacts): Promise<number> {
+    const sessions = await this.deps.repository.listSessions(userId);
+    let revoked = 0;
+    for (const session of sessions) {
+      if (session.identityId !== identityId || session.revokedAt || session.logoutAt) continue;
+      await this.revokeSession(session, reason, actorUserId, facts);
+      revoked++;
+    }
+    return revoked;
+  }
+
   async list(caller: VerifiedSession): Promise<SessionView[]> {
     const userId = caller.record.principal.userId;
     const [sessions, live] = await Promise.all([this.deps.repository.listSessions(userId), this.deps.store.listUserTokens(userId)]);
     const now = Date.now();
     return sessions.map((session) => toView(session, live.has(session.sessionId), session.sessionId === caller.record.sessionId, now));
+  }
+
+  /**
+   * Marks a session that never became usable as revoked, retrying in the background until the database
+   * answers (the update is idempotent and does nothing when the row does not exist).
+   */
+  private retireSession(sessionId: string, reason: string, attempt = 0): void {
+    this.deps.repository.updateSession(sessionId, { revokedAt: new Date(), revokeReason: reason }).catch((error: unknown) => {
+      if (attempt >= 60) {
+        this.deps.logger.error({ err: error, sessionId }, 'sessions: could not retire a session that failed to issue');
+        return;
+      }
+      setTimeout(() => this.retireSession(sessionId, reason, attempt + 1), Math.min(250 * 2 ** attempt, 5000)).unref();
+    });
   }
 
   /** Keeps the local cache in step with changes made by any instance. */

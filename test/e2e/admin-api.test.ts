@@ -276,6 +276,25 @@ describe('identities', () => {
     expect(moved.status).toBe(409);
     expect(await db.repository.getIdentity('id-ident')).toMatchObject({ userId: 'u-ident', enabled: false });
   });
+
+  it('disabling an identity ends the sessions opened through it at once and refuses its logins', async () => {
+    const session = await login(gateway.url, 'alice');
+    expect((await fetch(`${gateway.url}/iam/auth/me`, { headers: bearer(session.accessToken) })).status).toBe(200);
+    const disabled = await call('PUT', '/iam/admin/identities/id-alice', adminToken, { userId: 'u-alice', identityDomain: 'example.com', enabled: false });
+    expect(disabled.status).toBe(200);
+    try {
+      expect((await fetch(`${gateway.url}/iam/auth/me`, { headers: bearer(session.accessToken) })).status).toBe(401);
+      expect((await db.repository.getSession(session.sessionId))?.revokeReason).toBe('identity_disabled');
+      const refused = await fetch(`${gateway.url}/iam/auth/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ username: 'alice', password: 'alice-password', clientType: 'WEB' }),
+      });
+      expect(refused.status).toBe(401);
+    } finally {
+      await call('PUT', '/iam/admin/identities/id-alice', adminToken, { userId: 'u-alice', identityDomain: 'example.com', enabled: true });
+    }
+  });
 });
 
 const profileBody = (overrides: Record<string, unknown> = {}): Record<string, unknown> => ({
