@@ -5,7 +5,7 @@ import { runPolicyCommand } from './cli/policy-command';
 import { ConfigError, loadConfig } from './config';
 import type { GatewayConfig } from './config/gateway-config';
 import { createOrm } from './persistence/orm';
-import { startEmbeddedDatabase } from './persistence/embedded-database';
+import { startEmbeddedDatabaseProcess } from './persistence/embedded-database-process';
 import { migrateDown, migrateUp, migrationStatus } from './persistence/migrator';
 import { openDatabase } from './persistence/database';
 import { ProvisioningError } from './persistence/iam-repository';
@@ -151,7 +151,7 @@ async function tokens(action: string | undefined): Promise<number> {
 }
 
 async function withOrm(config: GatewayConfig, work: (orm: Awaited<ReturnType<typeof createOrm>>) => Promise<number>): Promise<number> {
-  const embedded = config.database.url ? null : await startEmbeddedDatabase(config.database.embeddedDir);
+  const embedded = config.database.url ? null : await startEmbeddedDatabaseProcess(config.database.embeddedDir);
   const orm = await createOrm({
     url: config.database.url ?? embedded!.url,
     poolSize: config.database.url ? config.database.poolSize : 1,

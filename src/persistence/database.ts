@@ -1,6 +1,7 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { GatewayConfig } from '../config/gateway-config';
-import { startEmbeddedDatabase, type EmbeddedDatabase } from './embedded-database';
+import type { EmbeddedDatabase } from './embedded-database';
+import { startEmbeddedDatabaseProcess } from './embedded-database-process';
 import type { IamRepository } from './iam-repository';
 import { migrateUp } from './migrator';
 import { MikroOrmIamRepository } from './mikro-orm-iam-repository';
@@ -18,12 +19,12 @@ export interface OpenDatabase {
 
 /**
  * Connects to `database.url` or, when it is null, starts the embedded PGlite in `database.embedded-dir`
- * and connects to it over its socket (design.md §1); then applies pending migrations. On any failure
+ * (in a child process) and connects to it over its socket (design.md §1); then applies pending migrations. On any failure
  * everything opened so far is closed again before the error propagates.
  */
 export async function openDatabase(config: GatewayConfig): Promise<OpenDatabase> {
   const embedded: EmbeddedDatabase | null =
-    config.database.url === null ? await startEmbeddedDatabase(config.database.embeddedDir) : null;
+    config.database.url === null ? await startEmbeddedDatabaseProcess(config.database.embeddedDir) : null;
   let orm: MikroORM | null = null;
   const close = async (): Promise<void> => {
     try {

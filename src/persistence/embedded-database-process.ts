@@ -1,0 +1,77 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import type { EmbeddedDatabase } from './embedded-database';
+
+/**
+ * The child's program, run with `node -e` so it needs no build step and no TypeScript loader. It starts
+ * PGlite behind its wire-protocol socket, reports the address over IPC, and stops when asked or when the
+ * gateway goes away (the IPC channel closes), so it never outlives its parent.
+ */
+const CHILD_PROGRAM = `
+const { PGlite } = require(process.env.IAM_PGLITE_MODULE);
+const { PGLiteSocketServer } = require(process.env.IAM_PGLITE_SOCKET_MODULE);
+(async () => {
+  const dir = process.env.IAM_PGLITE_DIR;
+  const db = await PGlite.create(dir.startsWith('memory://') ? undefined : dir);
+  const server = new PGLiteSocketServer({ db, port: 0, host: '127.0.0.1', maxConnections: 16 });
+  await server.start();
+  let stopping = false;
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    try { await server.stop(); await db.close(); } finally { process.exit(0); }
+  };
+  process.on('message', (message) => { if (message === 'stop') void stop(); });
+  process.on('disconnect', () => void stop());
+  process.send({ url: 'postgresql://postgres@' + server.getServerConn() + '/postgres?sslmode=disable' });
+})().catch((error) => {
+  process.send({ error: String(error && error.message || error) });
+  process.exit(1);
+});
+`;
+
+/**
+ * Starts the embedded PGlite (design.md §1, §8) in a child process and returns its wire-protocol URL.
+ * Running it outside the gateway's process keeps database work — a login costs ~15 ms of PGlite time —
+ * off the event loop that proxies requests, and keeps its memory (WASM heap) out of the gateway's.
+ */
+export async function startEmbeddedDatabaseProcess(dataDir: string, startTimeoutMs = 60_000): Promise<EmbeddedDatabase> {
+  if (!dataDir.startsWith('memory://')) mkdirSync(dataDir, { recursive: true });
+  const child: ChildProcess = spawn(process.execPath, ['-e', CHILD_PROGRAM], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    env: {
+      ...process.env,
+      IAM_PGLITE_MODULE: require.resolve('@electric-sql/pglite'),
+      IAM_PGLITE_SOCKET_MODULE: require.resolve('@electric-sql/pglite-socket'),
+      IAM_PGLITE_DIR: dataDir,
+    },
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => fail(new Error(`the embedded database did not start within ${startTimeoutMs} ms`)), startTimeoutMs);
+    const fail = (error: Error): void => {
+      clearTimeout(timer);
+      child.kill('SIGKILL');
+      reject(error);
+    };
+    child.once('message', (message: { url?: string; error?: string }) => {
+      clearTimeout(timer);
+      if (message.url) resolve(message.url);
+      else fail(new Error(`the embedded database failed to start: ${message.error ?? 'unknown error'}`));
+    });
+    child.once('exit', (code) => fail(new Error(`the embedded database exited during start (code ${code})`)));
+    child.once('error', fail);
+  });
+  const exited = new Promise<void>((resolve) => {
+    if (child.exitCode !== null) resolve();
+    else child.once('exit', () => resolve());
+  });
+  return {
+    url,
+    async stop() {
+      if (child.exitCode === null && child.connected) child.send('stop');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
