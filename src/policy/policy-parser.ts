@@ -117,7 +117,8 @@ function displayPath(path: readonly string[]): string {
 }
 
 /** The deepest node along `path`; for a map member that is the last segment, its key node. */
-function locateNode(doc: Document, path: ReadonlyArray<string | number>): Node | null {
+/** The deepest YAML node along `path` (for a map member that is the last segment, its key); aliases followed. */
+export function locateNode(doc: Document, path: ReadonlyArray<string | number>): Node | null {
   let node: unknown = doc.contents;
   let found: Node | null = (node as Node | null) ?? null;
   for (let i = 0; i < path.length; i++) {

@@ -6,10 +6,11 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
-import { isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml';
+import { LineCounter, parseDocument, type Document, type Node } from 'yaml';
 import { isValidPermissionCode } from '../authz/permission-code';
 import type { ScopeRecord } from '../persistence/records';
 import type { PolicyIssue } from './compiled-policy';
+import { locateNode } from './policy-parser';
 
 /** A principal described by its permissions: one unscoped or scoped profile made up for the case. */
 export interface PermissionsPrincipal {
@@ -163,7 +164,7 @@ export function parsePolicyTestCases(file: string, text: string, problems: Polic
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, uniqueKeys: true, prettyErrors: true });
   const lineOf = (path: ReadonlyArray<string | number>): number => {
-    const node = locate(doc, path);
+    const node = locateNode(doc, path);
     const offset = node?.range?.[0];
     return offset === undefined ? 1 : lineCounter.linePos(offset).line;
   };
@@ -224,24 +225,3 @@ function schemaIssue(
   return issue(`${shown}: ${error.message ?? 'is invalid'}`, lineOf(path));
 }
 
-/** The deepest node along `path` (for a map member that is the last segment, its key). */
-function locate(doc: Document, path: ReadonlyArray<string | number>): Node | null {
-  let node: unknown = doc.contents;
-  let found: Node | null = (node as Node | null) ?? null;
-  for (let i = 0; i < path.length; i++) {
-    const segment = path[i];
-    if (isMap(node)) {
-      const pair = node.items.find((item) => isScalar(item.key) && String(item.key.value) === String(segment));
-      if (!pair) return found;
-      if (i === path.length - 1 && isScalar(pair.key)) return pair.key;
-      node = pair.value;
-    } else if (isSeq(node)) {
-      node = node.items[Number(segment)];
-    } else {
-      return found;
-    }
-    if (node === null || node === undefined) return found;
-    found = node as Node;
-  }
-  return found;
-}
