@@ -1,0 +1,27 @@
+# iam-gateway: a Node 20 image running `iam-gateway serve`.
+# Build: docker build -t iam-gateway .
+# Run:   docker run -p 8080:8080 -p 9090:9090 -e UPSTREAM_URL=http://host:3000 \
+#          -e DATABASE_URL=postgresql://... -e REDIS_URL=redis://... \
+#          -v $PWD/policies:/app/policies:ro iam-gateway
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
+COPY src ./src
+COPY migrations ./migrations
+COPY examples ./examples
+RUN npm ci --no-audit --no-fund && npm prune --omit=dev
+
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY package.json ./
+COPY bin ./bin
+COPY config ./config
+COPY policies ./policies
+USER node
+EXPOSE 8080 9090
+HEALTHCHECK --interval=10s --timeout=3s CMD node -e "fetch('http://127.0.0.1:'+(process.env.MANAGEMENT_PORT||9090)+'/health/live').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
+ENTRYPOINT ["node", "bin/iam-gateway.js"]
+CMD ["serve"]
