@@ -79,6 +79,9 @@ describeWithRedis('two gateway instances sharing Redis', () => {
     expect(line).toBeDefined();
     const id = /\bid=(\d+)/.exec(line!)![1]!;
     await admin.call('CLIENT', 'KILL', 'ID', id);
+    // B notices the lost connection within milliseconds (and from then on bypasses, then clears, its cache).
+    const noticeBy = Date.now() + 1000;
+    while (b.services!.subscription.connected && Date.now() < noticeBy) await new Promise((r) => setTimeout(r, 5));
 
     // Revoked while B's channel is down: B must not serve its cached copy.
     expect((await fetch(`${a.url}/iam/sessions/${victim.sessionId}/revoke`, { method: 'POST', headers: bearer(keeper.accessToken) })).status).toBe(204);

@@ -69,6 +69,8 @@ describeWithRedis('two gateway processes sharing Redis and PostgreSQL', () => {
     expect(await projects(b.url, victim.accessToken)).toBe(200); // cached in B
 
     await relay.cut();
+    // B learns of the cut within milliseconds; until then nothing was revoked, so a 200 would be right.
+    await waitFor(async () => /^iam_store_events_connected 0$/m.test(await (await fetch(`${b.managementUrl}/metrics`)).text()));
     const down = await fetch(`${b.url}/api/projects`, { headers: bearer(victim.accessToken) });
     expect(down.status).toBe(503);
     expect(((await down.json()) as { code: string }).code).toBe('IAM_STORE_UNAVAILABLE');
