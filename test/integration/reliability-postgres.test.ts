@@ -12,6 +12,7 @@ import { testDatabaseKind, testDatabaseUrl } from '../support/env';
 import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
 import { relayedUrl, startTcpRelay, targetOf, type TcpRelay } from '../support/tcp-relay';
+import { timed as timedFetch, type Answer } from '../support/timed-fetch';
 
 const POLICIES = join(ROOT, 'test/fixtures/e2e-policies');
 const USERS = [
@@ -20,19 +21,7 @@ const USERS = [
   { username: 'admin', userId: 'u-admin' },
 ];
 
-interface Answer {
-  status: number;
-  headers: Headers;
-  body: string;
-  elapsedMs: number;
-}
-
-async function timed(url: string, init: RequestInit = {}): Promise<Answer> {
-  const started = Date.now();
-  const response = await fetch(url, { ...init, signal: AbortSignal.timeout(15_000) });
-  const body = await response.text();
-  return { status: response.status, headers: response.headers, body, elapsedMs: Date.now() - started };
-}
+const timed = (url: string, init: RequestInit = {}): Promise<Answer> => timedFetch(url, init, 15_000);
 
 function tryLogin(gateway: RunningGateway, username: string): Promise<Answer> {
   return timed(`${gateway.url}/iam/auth/login`, {

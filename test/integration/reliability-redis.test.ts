@@ -13,23 +13,11 @@ import { testRedisUrl } from '../support/env';
 import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
 import { relayedUrl, startTcpRelay, targetOf, type TcpRelay } from '../support/tcp-relay';
+import { timed, type Answer } from '../support/timed-fetch';
 
 const POLICIES = join(ROOT, 'test/fixtures/e2e-policies');
 const REDIS_URL = testRedisUrl();
 
-interface Answer {
-  status: number;
-  headers: Headers;
-  body: string;
-  elapsedMs: number;
-}
-
-async function timed(url: string, init: RequestInit = {}): Promise<Answer> {
-  const started = Date.now();
-  const response = await fetch(url, { ...init, signal: AbortSignal.timeout(10_000) });
-  const body = await response.text();
-  return { status: response.status, headers: response.headers, body, elapsedMs: Date.now() - started };
-}
 
 function problemCode(answer: Answer): string | undefined {
   expect(answer.headers.get('content-type')).toMatch(/^application\/problem\+json/);

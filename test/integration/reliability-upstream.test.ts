@@ -14,6 +14,7 @@ import { createTestDatabase } from '../support/database';
 import { bearer, login, startTestGateway } from '../support/gateway';
 import { recordedHeader, startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
 import { startTcpRelay, type TcpRelay } from '../support/tcp-relay';
+import { timed, type Answer } from '../support/timed-fetch';
 
 /** Routes for the recording upstream's fault paths; bob (editor) has project:create. */
 const POLICY = `
@@ -26,19 +27,6 @@ routes:
   - { path: /stall, methods: [GET], public: true }
 `;
 
-interface Answer {
-  status: number;
-  headers: Headers;
-  body: string;
-  elapsedMs: number;
-}
-
-async function timed(url: string, init: RequestInit = {}): Promise<Answer> {
-  const started = Date.now();
-  const response = await fetch(url, { ...init, signal: AbortSignal.timeout(10_000) });
-  const body = await response.text();
-  return { status: response.status, headers: response.headers, body, elapsedMs: Date.now() - started };
-}
 
 function expectProblem(answer: Answer, status: number, code: string): void {
   expect(answer.status).toBe(status);
