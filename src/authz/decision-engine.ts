@@ -72,6 +72,18 @@ const NOT_FOUND: DecisionFailure = { status: 404, problemCode: 'IAM_RESOURCE_NOT
 const NO_RESOLVER: DecisionFailure = { status: 500, problemCode: 'IAM_RESOURCE_RESOLUTION_UNAVAILABLE' };
 const RESOLVER_DOWN: DecisionFailure = { status: 502, problemCode: 'IAM_UPSTREAM_UNAVAILABLE' };
 
+/** `toISOString()` costs ~0.4 µs; under load many decisions share a millisecond, so reuse its string. */
+let isoMs = 0;
+let isoText = '';
+function nowIso(): string {
+  const ms = Date.now();
+  if (ms !== isoMs) {
+    isoMs = ms;
+    isoText = new Date(ms).toISOString();
+  }
+  return isoText;
+}
+
 function newDecision(
   subject: DecisionSubject | null,
   permissionCode: string | null,
@@ -89,7 +101,7 @@ function newDecision(
     problemCode: null,
     failedStep: null,
     shadowed: false,
-    evaluatedAt: new Date().toISOString(),
+    evaluatedAt: nowIso(),
   };
 }
 

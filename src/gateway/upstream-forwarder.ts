@@ -65,16 +65,17 @@ export class UpstreamForwarder {
       },
       onResponseStart(ctrl, statusCode, headers, statusMessage) {
         request.onResponse?.(statusCode);
-        const out: Array<[string, string | string[]]> = [];
+        // Flat [name, value, ...] as writeHead takes it; set-cookie stays one name with an array value.
+        const out: Array<string | string[]> = [];
         const connectionTokens = headerTokens(headers.connection);
         for (const name in headers) {
           const value = headers[name];
           if (value === undefined || HOP_BY_HOP_RESPONSE.has(name) || connectionTokens?.has(name) || name === 'x-request-id') continue;
           if (stripCors && name.startsWith('access-control-')) continue;
-          out.push([name, value]);
+          out.push(name, value);
         }
-        out.push(['x-request-id', request.requestId]);
-        res.writeHead(statusCode, statusMessage || undefined, out.flat() as unknown as string[]);
+        out.push('x-request-id', request.requestId);
+        res.writeHead(statusCode, statusMessage || undefined, out as string[]);
         res.on('drain', () => ctrl.resume());
       },
       onResponseData(ctrl, chunk) {
