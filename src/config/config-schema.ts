@@ -5,7 +5,7 @@ import { DURATION_EXAMPLES, SIZE_EXAMPLES, tryParseByteSize, tryParseDuration } 
 /**
  * The YAML/environment form of the configuration after defaults are applied: kebab-case keys,
  * durations and sizes as written (`8h`, `16kb` or numbers). The schema below is typed against this
- * interface (ajv `JSONSchemaType`), so the two cannot drift; `load-config.ts` turns it into `GatewayConfig`.
+ * interface (ajv `JSONSchemaType`), so the two cannot drift; `to-gateway-config.ts` turns it into `GatewayConfig`.
  * Nullable keys are optional here only because `JSONSchemaType` requires it; defaults always set them.
  */
 export interface RawConfig {
@@ -99,7 +99,7 @@ function isAddressOrRange(value: string): boolean {
   return Number(prefix) <= (family === 4 ? 32 : 128);
 }
 
-/** Every custom `format` the schema uses; `load-config.ts` registers them with ajv. */
+/** Every custom `format` the schema uses; `validate-config.ts` registers them with ajv. */
 export const CONFIG_FORMATS: Readonly<Record<string, ConfigFormat>> = {
   duration: { validate: (v) => tryParseDuration(v) !== undefined, expected: `a duration (${DURATION_EXAMPLES})`, echo: true },
   'positive-duration': {

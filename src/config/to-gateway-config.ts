@@ -1,0 +1,110 @@
+import * as path from 'node:path';
+import type { RawConfig } from './config-schema';
+import { parseByteSize, parseDuration } from './durations';
+import type { GatewayConfig } from './gateway-config';
+
+/** The validated YAML form → what the code uses. Nothing here can fail: validation ran first. */
+export function toGatewayConfig(raw: RawConfig, cwd: string, file: string): GatewayConfig {
+  const ms = (value: string | number, key: string): number => parseDuration(value, key);
+  const bytes = (value: string | number, key: string): number => parseByteSize(value, key);
+  const fromCwd = (value: string): string => path.resolve(cwd, value);
+  const { server, upstream, iam } = raw;
+  const { token, authenticator, forward, cors } = iam;
+  return {
+    server: {
+      port: server.port,
+      managementPort: server['management-port'],
+      host: server.host,
+      requestTimeoutMs: ms(server['request-timeout'], 'server.request-timeout'),
+      headersTimeoutMs: ms(server['headers-timeout'], 'server.headers-timeout'),
+      keepAliveTimeoutMs: ms(server['keep-alive-timeout'], 'server.keep-alive-timeout'),
+      maxHeaderSize: bytes(server['max-header-size'], 'server.max-header-size'),
+      maxUrlLength: bytes(server['max-url-length'], 'server.max-url-length'),
+      iamBodyLimit: bytes(server['iam-body-limit'], 'server.iam-body-limit'),
+      shutdownTimeoutMs: ms(server['shutdown-timeout'], 'server.shutdown-timeout'),
+    },
+    upstream: {
+      url: upstream.url,
+      connectTimeoutMs: ms(upstream['connect-timeout'], 'upstream.connect-timeout'),
+      responseTimeoutMs: ms(upstream['response-timeout'], 'upstream.response-timeout'),
+      bodyTimeoutMs: ms(upstream['body-timeout'], 'upstream.body-timeout'),
+      connections: upstream.connections,
+    },
+    database: {
+      url: raw.database.url ?? null,
+      embeddedDir: raw.database['embedded-dir'].startsWith('memory://')
+        ? raw.database['embedded-dir']
+        : fromCwd(raw.database['embedded-dir']),
+      poolSize: raw.database['pool-size'],
+    },
+    redis: { url: raw.redis.url ?? null },
+    log: { level: raw.log.level },
+    iam: {
+      enabled: iam.enabled,
+      token: {
+        storePrefix: token['store-prefix'],
+        ttlMs: ms(token.ttl, 'iam.token.ttl'),
+        idleTimeoutMs: ms(token['idle-timeout'], 'iam.token.idle-timeout'),
+        cache: { enabled: token.cache.enabled, maxEntries: token.cache['max-entries'] },
+      },
+      schema: { historyTable: iam.schema['history-table'] },
+      clientTypes: [...iam['client-types']],
+      login: {
+        rateLimit: {
+          maxFailures: iam.login['rate-limit']['max-failures'],
+          windowMs: ms(iam.login['rate-limit'].window, 'iam.login.rate-limit.window'),
+        },
+      },
+      authenticator: {
+        type: authenticator.type,
+        path: nullable(authenticator.path, fromCwd),
+        url: authenticator.url ?? null,
+        module: nullable(authenticator.module, (module) => (isPackageSpecifier(module) ? module : fromCwd(module))),
+        timeoutMs: ms(authenticator.timeout, 'iam.authenticator.timeout'),
+      },
+      provision: { file: nullable(iam.provision.file, fromCwd) },
+      policy: {
+        dir: fromCwd(iam.policy.dir),
+        pollIntervalMs: ms(iam.policy['poll-interval'], 'iam.policy.poll-interval'),
+        debounceMs: ms(iam.policy.debounce, 'iam.policy.debounce'),
+      },
+      authz: {
+        abilityCacheSize: iam.authz['ability-cache-size'],
+        resolverTimeoutMs: ms(iam.authz['resolver-timeout'], 'iam.authz.resolver-timeout'),
+      },
+      gateway: { allowPathParameters: iam.gateway['allow-path-parameters'] },
+      forward: {
+        trustedProxies: [...forward['trusted-proxies']],
+        assertion: {
+          enabled: forward.assertion.enabled,
+          ttlMs: ms(forward.assertion.ttl, 'iam.forward.assertion.ttl'),
+          issuer: forward.assertion.issuer,
+          audience: forward.assertion.audience ?? null,
+          keyFile: nullable(forward.assertion['key-file'] ?? null, fromCwd),
+        },
+      },
+      cors: {
+        enabled: cors.enabled,
+        origins: [...cors.origins],
+        methods: [...cors.methods],
+        headers: [...cors.headers],
+        maxAgeSeconds: cors['max-age'],
+        credentials: cors.credentials,
+      },
+      audit: { flushIntervalMs: ms(iam.audit['flush-interval'], 'iam.audit.flush-interval') },
+    },
+    source: { file, directory: path.dirname(file) },
+  };
+}
+
+/**
+ * `iam.authenticator.module` may name an installed package (`@acme/iam-login`) rather than a file:
+ * Node resolves bare specifiers from node_modules, so only path-like values (`./x.js`, `/opt/x.js`,
+ * `lib/x.js`) are made absolute.
+ */
+function isPackageSpecifier(value: string): boolean {
+  return !value.startsWith('.') && !path.isAbsolute(value) && !/\.(c|m)?js$/.test(value);
+}
+
+const nullable = (value: string | null | undefined, map: (value: string) => string): string | null =>
+  value === undefined || value === null ? null : map(value);

@@ -1,0 +1,156 @@
+import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
+import { valueAt, type Data } from './config-data';
+import { keyOf, type Problem, type Segment } from './config-error';
+import { CONFIG_FORMATS, configSchema } from './config-schema';
+
+let validator: ValidateFunction | undefined;
+
+/** Compiled once (a pure function, not a connection): ajv compilation is the costly part. */
+export function compiledValidator(): ValidateFunction {
+  if (validator === undefined) {
+    const ajv = new Ajv({ allErrors: true, verbose: true, strict: true, allowUnionTypes: true });
+    for (const [name, format] of Object.entries(CONFIG_FORMATS)) {
+      ajv.addFormat(name, { type: 'string', validate: format.validate });
+    }
+    validator = ajv.compile(configSchema);
+  }
+  return validator;
+}
+
+/** Turns one ajv error into a sentence naming the dotted key. */
+export function describeAjvError(error: ErrorObject, data: Data): Problem {
+  const base = pointerToPath(error.instancePath, data);
+  const schema = (error.parentSchema ?? {}) as { format?: string; nullable?: boolean; properties?: object };
+  const format = schema.format === undefined ? undefined : CONFIG_FORMATS[schema.format];
+  const params = error.params as Record<string, unknown>;
+  const value = error.data;
+  const shown = format?.echo === false ? 'the value' : show(value);
+  const problem = (text: string): Problem => ({ path: base, message: `${keyOf(base) || 'the file'}: ${text}` });
+  switch (error.keyword) {
+    case 'additionalProperties': {
+      const name = String(params.additionalProperty);
+      const unknown: Problem = { path: [...base, name], message: `unknown key "${keyOf([...base, name])}"` };
+      const hint = closest(name, Object.keys(schema.properties ?? {}));
+      return hint === undefined ? unknown : { ...unknown, hint: `did you mean "${keyOf([...base, hint])}"?` };
+    }
+    case 'required': {
+      const path = [...base, String(params.missingProperty)];
+      return { path, message: `${keyOf(path)} is missing` };
+    }
+    case 'format':
+    case 'minimum':
+    case 'maximum':
+      // Durations and sizes may be numbers: a number below their minimum is "not a duration" too.
+      if (format !== undefined) return problem(`${format.echo ? `${shown} is not` : 'is not'} ${format.expected}`);
+      return problem(`${shown} must be ${String(params.comparison)} ${String(params.limit)}`);
+    case 'type': {
+      const expected = format?.expected ?? typeWords(String(params.type), schema.nullable === true);
+      return problem(`expected ${expected}, got ${format?.echo === false ? typeof value : shown}`);
+    }
+    case 'enum':
+      return problem(`${shown} is not one of ${(params.allowedValues as unknown[]).join(', ')}`);
+    case 'minLength':
+      return problem('must not be empty');
+    case 'minItems':
+      return problem(`must list at least ${String(params.limit)} value(s)`);
+    case 'uniqueItems':
+      return problem(`lists ${show((value as unknown[])[Number(params.i)])} twice`);
+    default:
+      return problem(error.message ?? 'is invalid');
+  }
+}
+
+const COMPANION_KEYS = new Map([
+  ['users-file', 'path'],
+  ['http', 'url'],
+  ['module', 'module'],
+]);
+
+/** Rules that span several keys. Written defensively: they run even when other keys are invalid. */
+export function crossChecks(data: Data): Problem[] {
+  const problems: Problem[] = [];
+  const get = (key: string): unknown => valueAt(data, key.split('.'));
+
+  const type = get('iam.authenticator.type');
+  const companion = typeof type === 'string' ? COMPANION_KEYS.get(type) : undefined;
+  if (companion !== undefined && (get(`iam.authenticator.${companion}`) ?? null) === null) {
+    problems.push({
+      path: ['iam', 'authenticator', companion],
+      message: `iam.authenticator.${companion} is required when iam.authenticator.type is "${type}"`,
+      at: ['iam', 'authenticator', 'type'],
+    });
+  }
+  const port = get('server.port');
+  if (typeof port === 'number' && port !== 0 && get('server.management-port') === port) {
+    const message = `server.management-port: must differ from server.port (${port})`;
+    problems.push({ path: ['server', 'management-port'], message });
+  }
+  // Fetch standard, CORS protocol: `Access-Control-Allow-Origin: *` is refused with credentials; allowing
+  // "any origin with credentials" would mean reflecting every origin, which lets any site act as the user.
+  const origins = get('iam.cors.origins');
+  if (get('iam.cors.credentials') === true && Array.isArray(origins) && origins.includes('*')) {
+    const message = 'iam.cors.origins: "*" cannot be combined with iam.cors.credentials: true';
+    problems.push({ path: ['iam', 'cors', 'origins'], message });
+  }
+  return problems;
+}
+
+/** `/iam/client-types/1` → `['iam', 'client-types', 1]` (numbers only where the data is a list). */
+function pointerToPath(pointer: string, data: Data): Segment[] {
+  const segments: Segment[] = [];
+  let node: unknown = data;
+  for (const raw of pointer.split('/').slice(1)) {
+    const segment = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+    const step: Segment = Array.isArray(node) ? Number(segment) : segment;
+    segments.push(step);
+    node = (node as Record<Segment, unknown> | undefined)?.[step];
+  }
+  return segments;
+}
+
+/** A known sibling the unknown key was probably meant to be: same letters (`storePrefix`) or a typo. */
+function closest(name: string, known: string[]): string | undefined {
+  const squash = (value: string): string => value.toLowerCase().replace(/[-_]/g, '');
+  const same = known.find((candidate) => squash(candidate) === squash(name));
+  if (same !== undefined) return same;
+  let best: { candidate: string; distance: number } | undefined;
+  for (const candidate of known) {
+    const distance = editDistance(name, candidate);
+    const plausible = distance <= 2 && distance < name.length / 2;
+    if (plausible && (best === undefined || distance < best.distance)) best = { candidate, distance };
+  }
+  return best?.candidate;
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, index) => index);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = current;
+  }
+  return previous[b.length];
+}
+
+const TYPE_WORDS = new Map([
+  ['object', 'a mapping of keys'],
+  ['array', 'a list'],
+  ['string', 'a string'],
+  ['integer', 'an integer'],
+  ['boolean', 'true or false'],
+]);
+
+function typeWords(types: string, nullable: boolean): string {
+  const expected = types
+    .split(',')
+    .map((type) => TYPE_WORDS.get(type) ?? type)
+    .join(' or ');
+  return nullable ? `${expected} or null` : expected;
+}
+
+function show(value: unknown): string {
+  const shown = JSON.stringify(value) ?? String(value);
+  return shown.length > 80 ? `${shown.slice(0, 77)}...` : shown;
+}
