@@ -1,0 +1,164 @@
+/** The `/iam/admin` paths of the `/iam` OpenAPI document; each operation names its `iam.admin.*` permission. */
+import { IDENTIFIER_PATTERN } from '../auth/identity-validation';
+import { BODY_FAILURES, PROTECTED_FAILURES, empty, header, json, jsonBody, param, problem, ref, response } from './openapi-builders';
+import type { JsonSchema, OperationObject, PathItemObject, ResponseObject } from './openapi-types';
+
+/** Admin operations (design.md §4.1 and the admin issue): a token whose active profile grants `permission`. */
+function admin(permission: string, operation: Omit<OperationObject, 'tags' | 'security' | 'x-permission'>): OperationObject {
+  return {
+    ...operation,
+    tags: ['admin'],
+    description: `${operation.description ? `${operation.description} ` : ''}Needs \`${permission}\` in the caller's active profile.`,
+    // OpenAPI 3.1 §4.8.30: for non-OAuth schemes the array lists the roles required.
+    security: [{ bearer: [permission] }],
+    'x-permission': permission,
+    responses: { ...operation.responses, '403': response('AccessDenied'), ...PROTECTED_FAILURES },
+  };
+}
+
+/** Admin answers are never cached (they may name users and sessions). */
+const NO_STORE: ResponseObject['headers'] = { 'Cache-Control': header('NoStore') };
+
+const upserted = (schema: JsonSchema, what: string, headers: ResponseObject['headers'] = {}): OperationObject['responses'] => ({
+  '200': json(`The ${what} existed and was updated (or was already so).`, schema, { ...NO_STORE, ...headers }),
+  '201': json(`The ${what} did not exist and was created.`, schema, { ...NO_STORE, ...headers }),
+});
+
+/** Every admin write: the path id and the body are checked (400) before anything is written. */
+const ADMIN_WRITE_FAILURES = { '400': response('ValidationFailed'), ...BODY_FAILURES };
+const conflict = (description: string): ResponseObject => problem(409, ['IAM_CONFLICT'], description);
+const unknownUser = problem(404, ['IAM_NOT_FOUND'], 'No such user.');
+
+/** The `/iam/admin/*` path items. */
+export const adminPaths: Record<string, PathItemObject> = {
+  '/iam/admin/templates/{versionId}': {
+    parameters: [{ name: 'versionId', in: 'path', required: true, schema: { type: 'string', pattern: IDENTIFIER_PATTERN } }],
+    put: admin('iam.admin.templates:write', {
+      operationId: 'putTemplate',
+      summary: 'Create or update a permission template version',
+      description: 'Changing the permissions raises the authorization version of every user with a profile on it.',
+      requestBody: jsonBody(ref('TemplateInput')),
+      responses: {
+        ...upserted(ref('Template'), 'template version'),
+        ...ADMIN_WRITE_FAILURES,
+        '409': conflict('Created concurrently by another request; retry.'),
+      },
+    }),
+  },
+  '/iam/admin/users': {
+    get: admin('iam.admin.users:read', {
+      operationId: 'listUsers',
+      summary: 'List users, by userId',
+      parameters: [
+        param('Limit'),
+        param('Cursor'),
+        { name: 'q', in: 'query', description: 'Matches userId or displayName.', schema: { type: 'string', minLength: 1, maxLength: 200 } },
+        { name: 'domain', in: 'query', description: 'Only users with an identity in this domain.', schema: { type: 'string', minLength: 1, maxLength: 200 } },
+      ],
+      responses: { '200': json('One page.', ref('UserPage'), NO_STORE), '400': response('ValidationFailed') },
+    }),
+  },
+  '/iam/admin/users/{userId}': {
+    parameters: [param('UserId')],
+    put: admin('iam.admin.users:write', {
+      operationId: 'putUser',
+      summary: 'Create or update a user',
+      description: 'Disabling a user ends every session of the user at once.',
+      requestBody: jsonBody(ref('UserInput')),
+      responses: { ...upserted(ref('User'), 'user'), ...ADMIN_WRITE_FAILURES, '409': conflict('Created concurrently by another request; retry.') },
+    }),
+  },
+  '/iam/admin/users/{userId}/identities': {
+    parameters: [param('UserId')],
+    get: admin('iam.admin.users:read', {
+      operationId: 'listUserIdentities',
+      summary: 'List a user\'s identities',
+      responses: { '200': json('Identities, by identityId.', { type: 'array', items: ref('Identity') }, NO_STORE), '400': response('ValidationFailed'), '404': unknownUser },
+    }),
+  },
+  '/iam/admin/identities/{identityId}': {
+    parameters: [{ name: 'identityId', in: 'path', required: true, schema: { type: 'string', pattern: IDENTIFIER_PATTERN } }],
+    put: admin('iam.admin.identities:write', {
+      operationId: 'putIdentity',
+      summary: 'Create or update an identity',
+      requestBody: jsonBody(ref('IdentityInput')),
+      responses: {
+        ...upserted(ref('Identity'), 'identity'),
+        ...ADMIN_WRITE_FAILURES,
+        '409': conflict('The identity belongs to another user (identities are never moved), or a concurrent write.'),
+        '404': problem(404, ['IAM_NOT_FOUND'], 'The body names an unknown user (issue 5: "404 for an unknown user").'),
+      },
+    }),
+  },
+  '/iam/admin/profiles/{profileId}': {
+    parameters: [param('ProfileId')],
+    put: admin('iam.admin.profiles:write', {
+      operationId: 'putProfile',
+      summary: 'Create or update a profile (optimistic locking with If-Match)',
+      description: 'A disabled or revoked profile stops granting on the next request of every session using it.',
+      parameters: [param('IfMatch')],
+      requestBody: jsonBody(ref('ProfileInput')),
+      responses: {
+        ...upserted(ref('Profile'), 'profile', { ETag: header('ETag') }),
+        ...ADMIN_WRITE_FAILURES,
+        '409': conflict('If-Match names a version that is no longer current, the profile belongs to another user, or a concurrent write.'),
+        '422': problem(422, ['IAM_VALIDATION_FAILED'], 'A well-formed body naming an unknown user or template version (RFC 9110 §15.5.21).'),
+      },
+    }),
+  },
+  '/iam/admin/profiles/{profileId}/scopes': {
+    parameters: [param('ProfileId')],
+    put: admin('iam.admin.profiles:write', {
+      operationId: 'putProfileScopes',
+      summary: 'Replace a profile\'s scopes',
+      parameters: [param('IfMatch')],
+      requestBody: jsonBody(ref('ScopesInput')),
+      responses: {
+        '200': json('The profile with its new scopes.', ref('Profile'), { ...NO_STORE, ETag: header('ETag') }),
+        ...ADMIN_WRITE_FAILURES,
+        '404': problem(404, ['IAM_NOT_FOUND'], 'No such profile.'),
+        '409': conflict('If-Match names a version that is no longer current, or a concurrent write.'),
+      },
+    }),
+  },
+  '/iam/admin/users/{userId}/authorization-version': {
+    parameters: [param('UserId')],
+    post: admin('iam.admin.users:write', {
+      operationId: 'raiseAuthorizationVersion',
+      summary: 'Raise a user\'s authorization version (live sessions pick up fresh permissions)',
+      responses: { '200': json('The new version.', ref('AuthorizationVersion'), NO_STORE), '400': response('ValidationFailed'), '404': unknownUser },
+    }),
+  },
+  '/iam/admin/sessions/{sessionId}/revoke': {
+    parameters: [param('SessionId')],
+    post: admin('iam.admin.sessions:revoke', {
+      operationId: 'adminRevokeSession',
+      summary: 'Revoke any session',
+      requestBody: jsonBody(ref('RevokeInput'), 'Optional reason (default `revoked_by_admin`), kept with the session and in the audit trail.', false),
+      responses: { '204': empty('Revoked (or already ended).'), ...ADMIN_WRITE_FAILURES, '404': problem(404, ['IAM_SESSION_NOT_FOUND'], 'No such session.') },
+    }),
+  },
+  '/iam/admin/users/{userId}/sessions/revoke': {
+    parameters: [param('UserId')],
+    post: admin('iam.admin.sessions:revoke', {
+      operationId: 'revokeUserSessions',
+      summary: 'Revoke every session of a user',
+      requestBody: jsonBody(ref('RevokeInput'), 'Optional reason (default `revoked_by_admin`).', false),
+      responses: { '200': json('How many sessions ended.', ref('RevokedCount'), NO_STORE), ...ADMIN_WRITE_FAILURES, '404': unknownUser },
+    }),
+  },
+  '/iam/admin/audit': {
+    get: admin('iam.admin.audit:read', {
+      operationId: 'listAuditEvents',
+      summary: 'Read the audit trail, newest first',
+      parameters: [
+        { name: 'userId', in: 'query', description: 'Acting user.', schema: { type: 'string', minLength: 1, maxLength: 200 } },
+        { name: 'action', in: 'query', description: 'e.g. authz.deny.', schema: { type: 'string', minLength: 1, maxLength: 200 } },
+        { name: 'since', in: 'query', description: 'ISO 8601 timestamp with a zone.', schema: { type: 'string', format: 'date-time' } },
+        param('Limit'),
+        param('Cursor'),
+      ],
+      responses: { '200': json('One page.', ref('AuditPage'), NO_STORE), '400': response('ValidationFailed') },
+    }),
+  },
+};

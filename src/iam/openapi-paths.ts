@@ -1,0 +1,183 @@
+/** The non-admin paths of the `/iam` OpenAPI document: auth, sessions, authorization and meta. */
+import { BODY_FAILURES, PROTECTED_FAILURES, empty, header, json, jsonBody, param, problem, ref, response } from './openapi-builders';
+import type { PathItemObject } from './openapi-types';
+
+/** The path items outside `/iam/admin`. */
+export const nonAdminPaths: Record<string, PathItemObject> = {
+  '/iam/auth/login': {
+    post: {
+      operationId: 'login',
+      summary: 'Log in and receive a bearer token',
+      description: 'The active profile is the user\'s first enabled, non-revoked profile (lowest profileId) whose clientTypes include the clientType, or null.',
+      tags: ['auth'],
+      security: [],
+      requestBody: jsonBody(ref('LoginRequest')),
+      responses: {
+        '200': json('Logged in.', ref('AuthenticationResult'), { 'Cache-Control': header('NoStore') }),
+        '400': response('ValidationFailed'),
+        '401': problem(401, ['IAM_INVALID_CREDENTIALS'], 'Wrong username or password, or a disabled user or identity.', {
+          headers: { 'WWW-Authenticate': header('WwwAuthenticate') },
+        }),
+        ...BODY_FAILURES,
+        '429': problem(429, ['IAM_RATE_LIMITED'], 'Too many failures for this username and address.', { headers: { 'Retry-After': header('RetryAfter') } }),
+        '500': response('InternalError'),
+        '502': problem(502, ['IAM_AUTHENTICATOR_UNAVAILABLE'], 'The host\'s credential check did not answer usefully; never a login.'),
+        '503': response('Unavailable'),
+      },
+    },
+  },
+  '/iam/auth/logout': {
+    post: {
+      operationId: 'logout',
+      summary: 'End the current session',
+      tags: ['auth'],
+      responses: { '204': empty('The token no longer works, on every instance.'), ...PROTECTED_FAILURES },
+    },
+  },
+  '/iam/auth/me': {
+    get: {
+      operationId: 'getCurrentPrincipal',
+      summary: 'The principal of the current token',
+      tags: ['auth'],
+      responses: { '200': json('The principal.', ref('Principal')), ...PROTECTED_FAILURES },
+    },
+  },
+  '/iam/sessions': {
+    get: {
+      operationId: 'listSessions',
+      summary: 'The caller\'s sessions, every state',
+      tags: ['sessions'],
+      responses: { '200': json('Sessions of the caller\'s user.', { type: 'array', items: ref('Session') }), ...PROTECTED_FAILURES },
+    },
+  },
+  '/iam/sessions/{sessionId}/revoke': {
+    parameters: [param('SessionId')],
+    post: {
+      operationId: 'revokeSession',
+      summary: 'Revoke one of the caller\'s own sessions',
+      tags: ['sessions'],
+      responses: {
+        '204': empty('Revoked (or already ended).'),
+        '404': problem(404, ['IAM_SESSION_NOT_FOUND'], 'Unknown, or another user\'s: never revealed.'),
+        ...PROTECTED_FAILURES,
+      },
+    },
+  },
+  '/iam/sessions/revoke-others': {
+    post: {
+      operationId: 'revokeOtherSessions',
+      summary: 'Revoke every session of the caller\'s user except the current one',
+      tags: ['sessions'],
+      responses: { '204': empty('Revoked.'), ...PROTECTED_FAILURES },
+    },
+  },
+  '/iam/authorization/profiles': {
+    get: {
+      operationId: 'listProfiles',
+      summary: 'The caller\'s enabled, non-revoked profiles with their scopes',
+      tags: ['authorization'],
+      responses: {
+        '200': json('Available profiles.', {
+          type: 'array',
+          items: { allOf: [ref('Profile'), { type: 'object', properties: { enabled: { const: true }, revoked: { const: false } } }] },
+        }),
+        ...PROTECTED_FAILURES,
+      },
+    },
+  },
+  '/iam/authorization/profiles/{profileId}/switch': {
+    parameters: [param('ProfileId')],
+    post: {
+      operationId: 'switchProfile',
+      summary: 'Issue a new token acting under another of the caller\'s profiles',
+      description: 'The original token keeps its own profile, unchanged.',
+      tags: ['authorization'],
+      responses: {
+        '200': json('A new session under that profile.', ref('AuthenticationResult'), { 'Cache-Control': header('NoStore') }),
+        '404': problem(404, ['IAM_PROFILE_NOT_FOUND'], 'Unknown, another user\'s, disabled or revoked.'),
+        ...PROTECTED_FAILURES,
+      },
+    },
+  },
+  '/iam/authorization/diagnostics': {
+    post: {
+      operationId: 'diagnose',
+      summary: 'Explain a decision with the real engine',
+      description: 'Runs the same decision the proxy enforces, for the caller\'s session, and returns it whatever the outcome.',
+      tags: ['authorization'],
+      requestBody: jsonBody(ref('DiagnosticsRequest')),
+      responses: {
+        '200': json('The decision (allowed or not).', ref('Decision')),
+        '400': problem(400, ['IAM_VALIDATION_FAILED', 'IAM_BAD_REQUEST'], 'An invalid body, or a `path` the proxy would refuse to interpret.'),
+        ...BODY_FAILURES,
+        ...PROTECTED_FAILURES,
+      },
+    },
+  },
+  '/iam/authorization/decisions/{decisionId}': {
+    parameters: [{ name: 'decisionId', in: 'path', required: true, schema: { type: 'string', minLength: 1 } }],
+    get: {
+      operationId: 'getDecision',
+      summary: 'The decision behind a denial',
+      description: 'Visible to the user it concerns, and to callers granted `iam.admin.audit:read`.',
+      tags: ['authorization'],
+      responses: {
+        '200': json('The decision as it was made.', ref('Decision')),
+        '404': problem(404, ['IAM_DECISION_NOT_FOUND'], 'Unknown, or not visible to the caller.'),
+        ...PROTECTED_FAILURES,
+      },
+    },
+  },
+  '/iam/authorization/forward-auth': {
+    get: {
+      operationId: 'forwardAuth',
+      summary: 'Authorize a request for nginx auth_request, Traefik ForwardAuth, Caddy forward_auth, Envoy',
+      description:
+        'Reads the original method and URI from X-Forwarded-Method/X-Forwarded-Uri (or X-Original-Method/X-Original-URI) and decides with the proxy\'s own engine and policy. ' +
+        'Any HTTP method is accepted (auth_request keeps the original one); the bearer token is needed when the matched route needs one.',
+      tags: ['authorization'],
+      security: [{ bearer: [] }, {}],
+      parameters: [
+        { name: 'X-Forwarded-Uri', in: 'header', description: 'The original request target (or X-Original-URI).', schema: { type: 'string' } },
+        { name: 'X-Forwarded-Method', in: 'header', description: 'The original method (or X-Original-Method); default GET.', schema: { type: 'string' } },
+      ],
+      responses: {
+        '200': empty('Allowed. Carries the identity headers the host would receive (design.md §4.3) when a session was presented.', {
+          'X-IAM-User-Id': { schema: { type: 'string' } },
+          'X-IAM-Identity-Id': { schema: { type: 'string' } },
+          'X-IAM-Identity-Domain': { schema: { type: 'string' } },
+          'X-IAM-Session-Id': { schema: { type: 'string' } },
+          'X-IAM-Profile-Id': { schema: { type: 'string' } },
+          'X-IAM-Permission': { schema: { type: 'string' } },
+          'X-IAM-Assertion': { description: 'When `iam.forward.assertion` is on: an EdDSA JWT, keys at /iam/.well-known/jwks.json.', schema: { type: 'string' } },
+        }),
+        '400': problem(400, ['IAM_BAD_REQUEST'], 'No original URI, a method that is not one, or a target the proxy would refuse.'),
+        '401': response('Unauthenticated'),
+        '403': response('AccessDenied'),
+        '404': problem(404, ['IAM_RESOURCE_NOT_FOUND'], 'The host\'s resolver knows no such resource (not a lack of rights).'),
+        '500': problem(500, ['IAM_RESOURCE_RESOLUTION_UNAVAILABLE', 'IAM_INTERNAL_ERROR'], 'The route needs resolution and no resolver is configured, or an unexpected failure.'),
+        '502': problem(502, ['IAM_UPSTREAM_UNAVAILABLE'], 'The resolver could not be reached.'),
+        '503': response('Unavailable'),
+      },
+    },
+  },
+  '/iam/openapi.json': {
+    get: {
+      operationId: 'getOpenApiDocument',
+      summary: 'This OpenAPI description',
+      tags: ['meta'],
+      security: [],
+      responses: { '200': json('OpenAPI 3.1.', ref('OpenApi')) },
+    },
+  },
+  '/iam/.well-known/jwks.json': {
+    get: {
+      operationId: 'getJwks',
+      summary: 'Public keys of the X-IAM-Assertion signatures',
+      description: 'Present even when `iam.forward.assertion` is off (then `keys` is empty), so hosts can configure verification ahead.',
+      tags: ['meta'],
+      security: [],
+      responses: { '200': json('JWK set (RFC 7517 §5).', ref('JwkSet')) },
+    },
+  },
+};
