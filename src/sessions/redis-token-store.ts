@@ -1,7 +1,18 @@
-import { createHash, randomBytes } from 'node:crypto';
-import { Redis, type ChainableCommander, type RedisOptions } from 'ioredis';
+import { randomBytes } from 'node:crypto';
+import { Redis, type RedisOptions } from 'ioredis';
 import type { StoreEvent, TokenRecord } from './token-record';
-import { StoreUnavailableError, type EventSubscription, type TokenStore } from './token-store';
+import type { EventSubscription, TokenStore } from './token-store';
+import {
+  assertServerVersion,
+  execTransaction,
+  quitConnection,
+  rethrowUnavailable,
+  toUnavailable,
+  waitUntilReady,
+  watchConnection,
+} from './redis-connection';
+import { RedisEventsChannel } from './redis-events-channel';
+import { GET_TOKEN, HIT_COUNTER, runScript } from './redis-lua-scripts';
 
 /** How `RedisTokenStore.connect` reaches Redis. */
 export interface RedisTokenStoreOptions {
@@ -30,64 +41,6 @@ export interface RedisTokenStoreOptions {
 
 type Logger = NonNullable<RedisTokenStoreOptions['logger']>;
 
-interface RedisListener {
-  onEvent: (event: StoreEvent) => void;
-  onConnectionChange?: (connected: boolean) => void;
-  active: boolean;
-  /** The state this listener last saw; undefined until its own subscribe() resolved (no initial call). */
-  lastSeen?: boolean;
-}
-
-interface LuaScript {
-  lua: string;
-  sha: string;
-}
-
-const luaScript = (lua: string): LuaScript => ({ lua, sha: createHash('sha1').update(lua).digest('hex') });
-
-/**
- * Reads a token and, in the same round trip, slides its idle window (design.md §10: one round trip).
- * Value layout: `<expiresAtMs>|<idleTimeoutMs>|<json>`. ARGV[1] = the caller's clock (the same clock that
- * computed the PX at put time). A malformed value is returned as is for the client to reject.
- */
-const GET_TOKEN = luaScript(`
-local v = redis.call('GET', KEYS[1])
-if not v then return false end
-local a = string.find(v, '|', 1, true)
-local b = a and string.find(v, '|', a + 1, true)
-if not b then return v end
-local expiresAt = tonumber(string.sub(v, 1, a - 1))
-local idle = tonumber(string.sub(v, a + 1, b - 1))
-if not expiresAt or not idle then return v end
-local left = expiresAt - tonumber(ARGV[1])
-if left <= 0 then return false end
-if idle > 0 then
-  local ttl = idle
-  if left < ttl then ttl = left end
-  redis.call('PEXPIRE', KEYS[1], string.format('%d', math.ceil(ttl)))
-end
-return v`);
-
-/** Fixed-window counter: INCR, and start the window on the first hit (or if a TTL was lost). */
-const HIT_COUNTER = luaScript(`
-local count = redis.call('INCR', KEYS[1])
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl < 0 then
-  redis.call('PEXPIRE', KEYS[1], ARGV[1])
-  ttl = tonumber(ARGV[1])
-end
-return {count, ttl}`);
-
-const KNOWN_EVENT_TYPES: ReadonlySet<string> = new Set([
-  'session-ended',
-  'user-sessions-ended',
-  'authorization-changed',
-  'profile-changed',
-  'template-changed',
-]);
-
-/** Redis >= 7.0: `PEXPIRE … NX|GT` keeps the user index alive as long as its longest token. */
-const MIN_REDIS_MAJOR = 7;
 const PURGE_BATCH = 500;
 
 /**
@@ -100,13 +53,7 @@ export class RedisTokenStore implements TokenStore {
   readonly kind = 'redis' as const;
   /** `CLIENT SETNAME` of both connections (unique per instance), for operators and `CLIENT LIST`. */
   readonly connectionNames: { readonly commands: string; readonly subscriber: string };
-  private readonly channel: string;
-  private readonly listeners = new Set<RedisListener>();
-  private channelSubscribed = false;
-  /** Incremented whenever the subscriber socket closes: a SUBSCRIBE confirmed on an older socket is stale. */
-  private subscriberEpoch = 0;
-  private pendingSubscribe: { epoch: number; promise: Promise<void> } | undefined;
-  private pingTimer: NodeJS.Timeout | undefined;
+  private readonly events: RedisEventsChannel;
   private closed = false;
   private slidingExpiry = true;
 
@@ -118,10 +65,7 @@ export class RedisTokenStore implements TokenStore {
     names: { commands: string; subscriber: string },
   ) {
     this.connectionNames = names;
-    this.channel = `${prefix}:events`;
-    subscriber.on('message', (channel: string, message: string) => this.deliver(channel, message));
-    subscriber.on('close', () => this.onSubscriberClosed());
-    subscriber.on('ready', () => this.onSubscriberReady());
+    this.events = new RedisEventsChannel(`${prefix}:events`, subscriber, logger);
   }
 
   /** Opens both connections; rejects with `StoreUnavailableError` when Redis cannot be reached in time. */
@@ -149,7 +93,7 @@ export class RedisTokenStore implements TokenStore {
         Math.min(50 * 2 ** Math.min(attempt, 16), maxDelay) + Math.floor(Math.random() * 100),
     };
     const commands = new Redis(options.url, { ...base, connectionName: names.commands });
-    // Resubscription is ours (onSubscriberReady) so that `connected` follows the real confirmation.
+    // Resubscription is ours (RedisEventsChannel) so that `connected` follows the real confirmation.
     const subscriber = new Redis(options.url, { ...base, connectionName: names.subscriber, autoResubscribe: false });
     watchConnection(commands, 'commands', options.logger);
     watchConnection(subscriber, 'subscriber', options.logger);
@@ -162,7 +106,7 @@ export class RedisTokenStore implements TokenStore {
       throw toUnavailable(error);
     }
     const store = new RedisTokenStore(options.prefix, commands, subscriber, options.logger, names);
-    store.startSubscriberPing(options.subscriberPingMs ?? 1000);
+    store.events.startPing(options.subscriberPingMs ?? 1000);
     store.slidingExpiry = options.slidingExpiry ?? true;
     return store;
   }
@@ -170,7 +114,7 @@ export class RedisTokenStore implements TokenStore {
   async getToken(tokenHash: string): Promise<TokenRecord | null> {
     // decodeRecord checks the absolute expiry either way; only sliding needs the script.
     const raw = this.slidingExpiry
-      ? await this.runScript(GET_TOKEN, this.tokenKey(tokenHash), Date.now()).catch(rethrowUnavailable)
+      ? await runScript(this.commands, GET_TOKEN, this.tokenKey(tokenHash), Date.now()).catch(rethrowUnavailable)
       : await this.commands.get(this.tokenKey(tokenHash)).catch(rethrowUnavailable);
     return typeof raw === 'string' ? this.decodeRecord(tokenHash, raw) : null;
   }
@@ -222,7 +166,7 @@ export class RedisTokenStore implements TokenStore {
   }
 
   async publish(event: StoreEvent): Promise<void> {
-    await this.commands.publish(this.channel, JSON.stringify(event)).catch(rethrowUnavailable);
+    await this.commands.publish(this.events.channel, JSON.stringify(event)).catch(rethrowUnavailable);
   }
 
   /**
@@ -233,30 +177,12 @@ export class RedisTokenStore implements TokenStore {
     onEvent: (event: StoreEvent) => void,
     onConnectionChange?: (connected: boolean) => void,
   ): Promise<EventSubscription> {
-    if (this.closed) throw new StoreUnavailableError('the Redis token store is closed');
-    const listener: RedisListener = { onEvent, onConnectionChange, active: true };
-    this.listeners.add(listener);
-    try {
-      await this.ensureChannelSubscribed();
-    } catch (error) {
-      this.listeners.delete(listener);
-      throw toUnavailable(error);
-    }
-    listener.lastSeen = this.channelSubscribed;
-    const store = this;
-    return {
-      get connected() {
-        return listener.active && store.channelSubscribed;
-      },
-      async close() {
-        listener.active = false;
-        store.listeners.delete(listener);
-      },
-    };
+    return this.events.subscribe(onEvent, onConnectionChange);
   }
 
   async hit(key: string, windowMs: number): Promise<{ count: number; resetInMs: number }> {
-    const reply = await this.runScript(HIT_COUNTER, this.counterKey(key), Math.max(1, Math.ceil(windowMs))).catch(
+    const windowArg = Math.max(1, Math.ceil(windowMs));
+    const reply = await runScript(this.commands, HIT_COUNTER, this.counterKey(key), windowArg).catch(
       rethrowUnavailable,
     );
     const [count, ttl] = reply as [number, number];
@@ -300,10 +226,7 @@ export class RedisTokenStore implements TokenStore {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    clearInterval(this.pingTimer);
-    this.channelSubscribed = false;
-    for (const listener of this.listeners) listener.active = false;
-    this.listeners.clear();
+    this.events.stop();
     await Promise.all([quitConnection(this.commands), quitConnection(this.subscriber)]);
   }
 
@@ -317,16 +240,6 @@ export class RedisTokenStore implements TokenStore {
 
   private counterKey(key: string): string {
     return `${this.prefix}:ratelimit:${key}`;
-  }
-
-  /** EVALSHA, falling back to EVAL when the server lost its script cache (restart, SCRIPT FLUSH). */
-  private async runScript(script: LuaScript, key: string, arg: number): Promise<unknown> {
-    try {
-      return await this.commands.evalsha(script.sha, 1, key, arg);
-    } catch (error) {
-      if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
-      return this.commands.eval(script.lua, 1, key, arg);
-    }
   }
 
   private decodeRecord(tokenHash: string, raw: string): TokenRecord | null {
@@ -343,86 +256,6 @@ export class RedisTokenStore implements TokenStore {
       return null;
     }
   }
-
-  private ensureChannelSubscribed(): Promise<void> {
-    if (this.channelSubscribed) return Promise.resolve();
-    const epoch = this.subscriberEpoch;
-    if (this.pendingSubscribe?.epoch === epoch) return this.pendingSubscribe.promise;
-    const promise = this.subscriber.subscribe(this.channel).then(() => {
-      // Only a confirmation received on the current socket counts.
-      if (epoch === this.subscriberEpoch && !this.closed) this.setChannelSubscribed(true);
-    });
-    const pending = { epoch, promise };
-    this.pendingSubscribe = pending;
-    const clear = (): void => {
-      if (this.pendingSubscribe === pending) this.pendingSubscribe = undefined;
-    };
-    promise.then(clear, clear);
-    return promise;
-  }
-
-  private onSubscriberClosed(): void {
-    this.subscriberEpoch += 1;
-    if (this.channelSubscribed) this.setChannelSubscribed(false);
-  }
-
-  private onSubscriberReady(): void {
-    if (this.closed || this.listeners.size === 0 || this.channelSubscribed) return;
-    this.ensureChannelSubscribed().catch((error: unknown) => {
-      // The next 'ready' tries again; until then subscriptions report connected = false.
-      this.logger?.warn({ err: error }, 'token store: resubscribing to the events channel failed');
-    });
-  }
-
-  private setChannelSubscribed(connected: boolean): void {
-    this.channelSubscribed = connected;
-    for (const listener of this.listeners) {
-      if (!listener.active || listener.lastSeen === undefined || listener.lastSeen === connected) continue;
-      listener.lastSeen = connected;
-      if (!listener.onConnectionChange) continue;
-      try {
-        listener.onConnectionChange(connected);
-      } catch (error) {
-        this.logger?.warn({ err: error }, 'token store: onConnectionChange listener threw');
-      }
-    }
-  }
-
-  private deliver(channel: string, message: string): void {
-    if (channel !== this.channel) return;
-    let event: StoreEvent;
-    try {
-      const parsed: unknown = JSON.parse(message);
-      const type = (parsed as { type?: unknown } | null)?.type;
-      if (typeof type !== 'string' || !KNOWN_EVENT_TYPES.has(type)) throw new Error('unknown event type');
-      event = parsed as StoreEvent;
-    } catch (error) {
-      this.logger?.warn({ err: error, channel }, 'token store: malformed event ignored');
-      return;
-    }
-    for (const listener of this.listeners) {
-      if (!listener.active) continue;
-      try {
-        listener.onEvent(event);
-      } catch (error) {
-        this.logger?.warn({ err: error, type: event.type }, 'token store: event listener threw');
-      }
-    }
-  }
-
-  /**
-   * A subscriber socket can die without a FIN (NAT timeout, failover); PING through it so `socketTimeout`
-   * notices, the socket is replaced, and `connected` turns false meanwhile.
-   */
-  private startSubscriberPing(intervalMs: number): void {
-    this.pingTimer = setInterval(() => {
-      if (this.subscriber.status !== 'ready') return;
-      this.subscriber.ping().catch(() => {
-        if (!this.closed && this.subscriber.status === 'ready') this.subscriber.disconnect(true);
-      });
-    }, intervalMs);
-    this.pingTimer.unref();
-  }
 }
 
 /** Escapes Redis glob metacharacters (`* ? [ ] \`) so a prefix only ever matches itself literally. */
@@ -432,89 +265,4 @@ export function escapeGlob(text: string): string {
     out += char === '*' || char === '?' || char === '[' || char === ']' || char === '\\' ? `\\${char}` : char;
   }
   return out;
-}
-
-function toUnavailable(error: unknown): StoreUnavailableError {
-  if (error instanceof StoreUnavailableError) return error;
-  const reason = error instanceof Error ? error.message : String(error);
-  return new StoreUnavailableError(`token store unavailable: ${reason}`, { cause: error });
-}
-
-function rethrowUnavailable(error: unknown): never {
-  throw toUnavailable(error);
-}
-
-/** Runs a MULTI or pipeline and returns its replies, failing on any per-command error. */
-async function execTransaction(tx: ChainableCommander): Promise<unknown[]> {
-  let results: [Error | null, unknown][] | null;
-  try {
-    results = await tx.exec();
-  } catch (error) {
-    throw toUnavailable(error);
-  }
-  if (!results) throw new StoreUnavailableError('token store unavailable: transaction aborted');
-  return results.map(([error, reply]) => {
-    if (error) throw toUnavailable(error);
-    return reply;
-  });
-}
-
-function waitUntilReady(redis: Redis, timeoutMs: number): Promise<void> {
-  if (redis.status === 'ready') return Promise.resolve();
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      redis.off('ready', onReady);
-      reject(new Error(`Redis not ready after ${timeoutMs} ms`));
-    }, timeoutMs);
-    const onReady = (): void => {
-      clearTimeout(timer);
-      resolve();
-    };
-    redis.once('ready', onReady);
-  });
-}
-
-async function assertServerVersion(redis: Redis): Promise<void> {
-  const info = await redis.info('server');
-  const line = info.split('\n').find((entry) => entry.startsWith('redis_version:'));
-  const major = line ? Number.parseInt(line.slice('redis_version:'.length), 10) : Number.NaN;
-  if (!(major >= MIN_REDIS_MAJOR)) {
-    throw new Error(`Redis >= ${MIN_REDIS_MAJOR}.0 is required (server reports ${line?.trim() ?? 'no version'})`);
-  }
-}
-
-/** Logs state changes only (lost, restored, first error of an outage), never one line per retry. */
-function watchConnection(redis: Redis, role: string, logger: Logger | undefined): void {
-  let up = false;
-  let wasUp = false;
-  let errorLogged = false;
-  redis.on('ready', () => {
-    if (wasUp && !up) logger?.warn({ role }, 'token store: Redis connection restored');
-    up = true;
-    wasUp = true;
-    errorLogged = false;
-  });
-  redis.on('close', () => {
-    if (up) logger?.warn({ role }, 'token store: Redis connection lost; reconnecting');
-    up = false;
-  });
-  // Without an 'error' listener ioredis prints every failed reconnect to stderr.
-  redis.on('error', (error: Error) => {
-    if (errorLogged) return;
-    errorLogged = true;
-    logger?.warn({ role, err: error }, 'token store: Redis connection error');
-  });
-}
-
-async function quitConnection(redis: Redis): Promise<void> {
-  if (redis.status === 'end') return;
-  if (redis.status !== 'ready') {
-    redis.disconnect();
-    return;
-  }
-  try {
-    await redis.quit();
-  } catch {
-    redis.disconnect();
-  }
 }
