@@ -10,6 +10,7 @@
  *
  * Usage: node bench/match.js [--quick]   (also: npm run bench -- --match)
  */
+const { runMain } = require('./lib/children');
 const { requireDist } = require('./lib/dist');
 const { generatePolicy, samplePaths, spreadPaths } = require('./lib/policy');
 const { fmt, table } = require('./lib/report');
@@ -160,16 +161,6 @@ async function main(argv = []) {
   return flat ? 0 : 1;
 }
 
-if (require.main === module) {
-  main(process.argv.slice(2)).then(
-    (code) => {
-      process.exitCode = code;
-    },
-    (error) => {
-      process.stderr.write(`bench match: ${error.stack || error.message}\n`);
-      process.exitCode = 1;
-    },
-  );
-}
+if (require.main === module) runMain('bench match', main);
 
 module.exports = { main };

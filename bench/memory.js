@@ -20,7 +20,7 @@ const { randomBytes, randomUUID } = require('node:crypto');
 const { mkdirSync, mkdtempSync, rmSync, writeFileSync } = require('node:fs');
 const os = require('node:os');
 const { join } = require('node:path');
-const { addCleanup, stopAll } = require('./lib/children');
+const { addCleanup, stopAll, runMain } = require('./lib/children');
 const { requireDist } = require('./lib/dist');
 const { gatewayMemoryMetrics, startGatewayProcess } = require('./lib/gateway');
 const { drive, login } = require('./lib/http');
@@ -164,17 +164,6 @@ async function main(argv = []) {
   }
 }
 
-if (require.main === module) {
-  main(process.argv.slice(2)).then(
-    (code) => {
-      process.exitCode = code;
-    },
-    async (error) => {
-      process.stderr.write(`bench memory: ${error.stack || error.message}\n`);
-      await stopAll();
-      process.exitCode = 1;
-    },
-  );
-}
+if (require.main === module) runMain('bench memory', main);
 
 module.exports = { main };

@@ -21,7 +21,7 @@
 const { mkdtempSync, rmSync, writeFileSync } = require('node:fs');
 const os = require('node:os');
 const { join } = require('node:path');
-const { addCleanup, stopAll } = require('./lib/children');
+const { addCleanup, stopAll, runMain } = require('./lib/children');
 const { requireDist } = require('./lib/dist');
 const { startGatewayProcess } = require('./lib/gateway');
 const { login, request } = require('./lib/http');
@@ -332,17 +332,6 @@ async function main(argv) {
   }
 }
 
-if (require.main === module) {
-  main(process.argv.slice(2)).then(
-    (code) => {
-      process.exitCode = code ?? 0;
-    },
-    async (error) => {
-      process.stderr.write(`bench: ${error.usage ? error.message : error.stack || error.message}\n`);
-      await stopAll();
-      process.exitCode = error.usage ? 2 : 1;
-    },
-  );
-}
+if (require.main === module) runMain('bench', main);
 
 module.exports = { main };

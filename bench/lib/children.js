@@ -144,4 +144,21 @@ function installHandlers() {
   }
 }
 
-module.exports = { ROOT, spawnNode, stopAll, addCleanup };
+/**
+ * The entry point of a bench script run directly: its exit code, or on an error the message (the stack
+ * unless it is a usage error), every child stopped, and exit code 1 (2 for usage errors).
+ */
+function runMain(label, main) {
+  main(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code ?? 0;
+    },
+    async (error) => {
+      process.stderr.write(`${label}: ${error.usage ? error.message : error.stack || error.message}\n`);
+      await stopAll();
+      process.exitCode = error.usage ? 2 : 1;
+    },
+  );
+}
+
+module.exports = { ROOT, spawnNode, stopAll, addCleanup, runMain };

@@ -16,7 +16,7 @@
 const { mkdtempSync, readdirSync, readFileSync, rmSync, copyFileSync, mkdirSync, writeFileSync } = require('node:fs');
 const os = require('node:os');
 const { join, relative } = require('node:path');
-const { ROOT, addCleanup, stopAll } = require('./children');
+const { ROOT, addCleanup, stopAll, runMain } = require('./children');
 const { startGatewayProcess } = require('./gateway');
 const { login } = require('./http');
 const { measure } = require('./load');
@@ -188,17 +188,6 @@ async function main(argv = []) {
   }
 }
 
-if (require.main === module) {
-  main(process.argv.slice(2)).then(
-    (code) => {
-      process.exitCode = code;
-    },
-    async (error) => {
-      process.stderr.write(`bench profile: ${error.stack || error.message}\n`);
-      await stopAll();
-      process.exitCode = 1;
-    },
-  );
-}
+if (require.main === module) runMain('bench profile', main);
 
 module.exports = { main, analyze };

@@ -9,6 +9,7 @@
  *
  * Usage: node bench/lib/hot-path.js [--quick]   (also: npm run bench -- --hot-path)
  */
+const { runMain } = require('./children');
 const { AsyncLocalStorage } = require('node:async_hooks');
 const { randomUUID } = require('node:crypto');
 const { requireDist } = require('./dist');
@@ -137,16 +138,6 @@ async function main(argv = []) {
   return 0;
 }
 
-if (require.main === module) {
-  main(process.argv.slice(2)).then(
-    (code) => {
-      process.exitCode = code;
-    },
-    (error) => {
-      process.stderr.write(`bench hot-path: ${error.stack || error.message}\n`);
-      process.exitCode = 1;
-    },
-  );
-}
+if (require.main === module) runMain('bench hot-path', main);
 
 module.exports = { main };

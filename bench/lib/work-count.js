@@ -16,7 +16,7 @@ const { join } = require('node:path');
 const os = require('node:os');
 const { mkdtempSync, rmSync, writeFileSync } = require('node:fs');
 const { Session } = require('node:inspector');
-const { ROOT, addCleanup, spawnNode, stopAll } = require('./children');
+const { ROOT, addCleanup, spawnNode, stopAll, runMain } = require('./children');
 const { requireDist } = require('./dist');
 const { login } = require('./http');
 const { BENCH_PATH, generatePolicy } = require('./policy');
@@ -161,17 +161,6 @@ async function main(argv = []) {
   }
 }
 
-if (require.main === module) {
-  main(process.argv.slice(2)).then(
-    (code) => {
-      process.exitCode = code;
-    },
-    async (error) => {
-      process.stderr.write(`bench work: ${error.stack || error.message}\n`);
-      await stopAll();
-      process.exitCode = 1;
-    },
-  );
-}
+if (require.main === module) runMain('bench work', main);
 
 module.exports = { main };
