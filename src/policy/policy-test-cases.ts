@@ -6,7 +6,7 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
-import { LineCounter, parseDocument, type Document, type Node } from 'yaml';
+import { LineCounter, parseDocument } from 'yaml';
 import { isValidPermissionCode } from '../authz/permission-code';
 import type { ScopeRecord } from '../persistence/records';
 import type { PolicyIssue } from './compiled-policy';

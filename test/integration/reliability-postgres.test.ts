@@ -6,7 +6,6 @@
  */
 import { join } from 'node:path';
 import type { RunningGateway } from '../../src/server/gateway';
-import { hashToken } from '../../src/sessions/token-hash';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { testDatabaseKind, testDatabaseUrl } from '../support/env';
 import { bearer, login, ROOT, startTestGateway } from '../support/gateway';

@@ -2,7 +2,7 @@
  * `policy check`: golden outputs (test/fixtures/policy-check/<case>/expected.txt holds the exact lines), the
  * lint definitions one by one, and a property test holding the `unreachable` claim against brute force.
  */
-import { readdirSync, readFileSync, existsSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import fc from 'fast-check';
