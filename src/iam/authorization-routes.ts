@@ -10,6 +10,7 @@ import type { IamRepository } from '../persistence/iam-repository';
 import type { CompiledPolicy } from '../policy/compiled-policy';
 import { ProblemError, problems } from '../problem';
 import { callerOf, factsOf, stateOf } from './iam-context';
+import { decidePermission } from './require-session';
 import { assertValid, createBodyValidator } from './validate-body';
 
 export interface AuthorizationRoutesDeps {
@@ -95,13 +96,7 @@ export function registerAuthorizationRoutes(router: Router, deps: AuthorizationR
     const event = await deps.repository.findAuditByDecisionId(ctx.params.decisionId ?? '');
     let visible = event !== null && event.actorUserId === caller.record.principal.userId;
     if (event && !visible) {
-      const audit = await deps.engine.decide({
-        subject: { principal: caller.record.principal, clientType: caller.record.clientType },
-        permissionCode: 'iam.admin.audit:read',
-        resource: null,
-        resources: {},
-      });
-      visible = audit.allowed;
+      visible = (await decidePermission(deps.engine, caller, 'iam.admin.audit:read')).allowed;
     }
     const decision = event?.details?.decision;
     if (!visible || !decision) throw new ProblemError('IAM_DECISION_NOT_FOUND', 'No such decision is visible to you.');

@@ -3,7 +3,8 @@ import type { DecisionEngine } from '../authz/decision-engine';
 import { problemFromDecision } from '../authz/decision-engine';
 import { parseBearerToken } from '../gateway/inbound-headers';
 import { problems } from '../problem';
-import type { SessionService } from '../sessions/session-service';
+import type { SessionService, VerifiedSession } from '../sessions/session-service';
+import type { AuthorizationDecision } from '../authz/decision';
 import { callerOf, stateOf } from './iam-context';
 
 /**
@@ -21,16 +22,20 @@ export function requireSession(sessions: Pick<SessionService, 'verify'>): Middle
   };
 }
 
+/** The caller's active-profile decision for a permission on no particular resource. */
+export function decidePermission(engine: Pick<DecisionEngine, 'decide'>, caller: VerifiedSession, permissionCode: string): Promise<AuthorizationDecision> {
+  return engine.decide({
+    subject: { principal: caller.record.principal, clientType: caller.record.clientType },
+    permissionCode,
+    resource: null,
+    resources: {},
+  });
+}
+
 /** Admin endpoints: the caller's active profile must grant `permissionCode` (design.md §4.1), else 403. */
 export function requirePermission(engine: Pick<DecisionEngine, 'decide'>, permissionCode: string): Middleware {
   return async (ctx, next) => {
-    const caller = callerOf(ctx);
-    const decision = await engine.decide({
-      subject: { principal: caller.record.principal, clientType: caller.record.clientType },
-      permissionCode,
-      resource: null,
-      resources: {},
-    });
+    const decision = await decidePermission(engine, callerOf(ctx), permissionCode);
     if (!decision.allowed) throw problemFromDecision(decision);
     await next();
   };
