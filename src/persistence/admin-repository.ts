@@ -1,4 +1,5 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
+import { withOrmContext } from './async-context-gate';
 import { sameSet, unique } from './apply-profile';
 import { writeProfile, writeProfileScopes, type ProfileInput, type ProfileWriteResult, type VersionPrecondition } from './admin-profile-writes';
 import {
@@ -95,7 +96,7 @@ export class MikroOrmAdminRepository implements AdminRepository {
 
   private async run<T>(work: (em: EntityManager) => Promise<T>): Promise<T> {
     try {
-      return await work(this.orm.em.fork());
+      return await withOrmContext(() => work(this.orm.em.fork()));
     } catch (error) {
       throw toRepositoryError(toAdminWriteError(error));
     }

@@ -1,3 +1,4 @@
+import { withOrmContext } from './async-context-gate';
 import type { MikroORM } from '@mikro-orm/postgresql';
 
 /** Applied and not-yet-applied migrations, by name, oldest first. */
@@ -11,7 +12,7 @@ export interface MigrationStatus {
  * the CLI can say "nothing to apply"). All pending migrations run in one transaction.
  */
 export async function migrateUp(orm: MikroORM): Promise<string[]> {
-  const applied = await orm.getMigrator().up();
+  const applied = await withOrmContext(() => orm.getMigrator().up());
   return applied.map((migration) => migration.name);
 }
 
@@ -22,22 +23,18 @@ export async function migrateUp(orm: MikroORM): Promise<string[]> {
  */
 export async function migrateDown(orm: MikroORM, options: { to?: string; step?: number } = {}): Promise<string[]> {
   const migrator = orm.getMigrator();
-  let reverted;
-  if (options.to !== undefined) {
-    reverted = await migrator.down({ to: options.to === '0' ? 0 : options.to });
-  } else if (options.step !== undefined) {
+  const reverted = await withOrmContext(() => {
+    if (options.to !== undefined) return migrator.down({ to: options.to === '0' ? 0 : options.to });
     // umzug's `step` option; MikroORM passes unknown options through.
-    reverted = await migrator.down({ step: options.step } as Parameters<typeof migrator.down>[0]);
-  } else {
-    reverted = await migrator.down();
-  }
+    if (options.step !== undefined) return migrator.down({ step: options.step } as Parameters<typeof migrator.down>[0]);
+    return migrator.down();
+  });
   return reverted.map((migration) => migration.name);
 }
 
 /** What the history table says was applied, and what the migration list still holds. */
 export async function migrationStatus(orm: MikroORM): Promise<MigrationStatus> {
   const migrator = orm.getMigrator();
-  const executed = await migrator.getExecutedMigrations();
-  const pending = await migrator.getPendingMigrations();
+  const [executed, pending] = await withOrmContext(async () => [await migrator.getExecutedMigrations(), await migrator.getPendingMigrations()] as const);
   return { executed: executed.map((row) => row.name), pending: pending.map((migration) => migration.name) };
 }

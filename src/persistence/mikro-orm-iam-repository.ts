@@ -1,4 +1,5 @@
 import { LockMode } from '@mikro-orm/core';
+import { withOrmContext } from './async-context-gate';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { applyProvisioningDocument } from './apply-provisioning';
 import { toRepositoryError } from './connection-failure';
@@ -42,7 +43,7 @@ export class MikroOrmIamRepository implements IamRepository {
   /** Runs `work` in a fresh entity manager and maps connection failures. */
   private async run<T>(work: (em: EntityManager) => Promise<T>): Promise<T> {
     try {
-      return await work(this.orm.em.fork());
+      return await withOrmContext(() => work(this.orm.em.fork()));
     } catch (error) {
       throw toRepositoryError(error);
     }
