@@ -26,7 +26,7 @@ const { gatewayMemoryMetrics, startGatewayProcess } = require('./lib/gateway');
 const { drive, login } = require('./lib/http');
 const { BENCH_PATH, generatePolicy } = require('./lib/policy');
 const { memoryKb } = require('./lib/proc');
-const { commandCalls, connectStore, purgePrefixes, resolveRedis } = require('./lib/redis');
+const { commandCalls, connectStore, purgePrefixes, resolveRedis, TOKEN_READ_COMMANDS } = require('./lib/redis');
 const { fmt, fmtInt, table } = require('./lib/report');
 const { startDatabaseProcess, startUpstream } = require('./lib/services');
 
@@ -107,9 +107,9 @@ async function main(argv = []) {
     log(`  drove ${options.cached.toLocaleString('en-US')} distinct sessions through the gateway in ${((Date.now() - t0) / 1000).toFixed(1)} s: ${JSON.stringify(first.statuses)}`);
     if (first.statuses[200] !== options.cached) throw new Error(`expected ${options.cached} × 200, got ${JSON.stringify(first.statuses)}`);
     // Second pass over the same sessions: served from the local cache (no Redis read) if they all fit.
-    const evalBefore = await commandCalls(redis.url, 'evalsha');
+    const evalBefore = await commandCalls(redis.url, TOKEN_READ_COMMANDS);
     const second = await drive({ url, count: options.cached, concurrency: options.concurrency, headersFor: (i) => bearer(tokens[i]) });
-    const evalAfter = await commandCalls(redis.url, 'evalsha');
+    const evalAfter = await commandCalls(redis.url, TOKEN_READ_COMMANDS);
     const redisReadsPerRequest = evalBefore === null || evalAfter === null ? null : (evalAfter - evalBefore) / options.cached;
     log(`  second pass over the same sessions: ${JSON.stringify(second.statuses)}, Redis token reads per request ${fmt(redisReadsPerRequest, 3)} (server-wide counter; ~0 = all cached)`);
     const cachedSample = await sample(`${options.cached.toLocaleString('en-US')} sessions in the local cache`);

@@ -29,7 +29,7 @@ const { measure } = require('./lib/load');
 const { loginDriver } = require('./lib/login-driver');
 const { BENCH_PATH, generatePolicy } = require('./lib/policy');
 const { memoryKb } = require('./lib/proc');
-const { commandCalls, purgePrefixes, resolveRedis } = require('./lib/redis');
+const { commandCalls, purgePrefixes, resolveRedis, TOKEN_READ_COMMANDS } = require('./lib/redis');
 const { fmt, fmtInt, table, writeResults } = require('./lib/report');
 const { startBareForwarder, startBaselineProxy, startDatabaseProcess, startUpstream } = require('./lib/services');
 const { median, ratio, round } = require('./lib/stats');
@@ -99,13 +99,16 @@ async function sanityCheck(targets, gateways) {
   }
 }
 
-/** Redis EVALSHA calls per request around a measured run (server-wide counter: other clients add noise). */
+/**
+ * Redis token-read commands (GET, MGET, EVALSHA) per request around a measured run: 1 = one command per
+ * request; below 1 = reads of one event-loop turn coalesced into one MGET. Server-wide counter: other clients add noise.
+ */
 function redisHooks(redisUrl) {
   if (!redisUrl) return {};
   return {
-    before: () => commandCalls(redisUrl, 'evalsha'),
+    before: () => commandCalls(redisUrl, TOKEN_READ_COMMANDS),
     after: async (before, requests) => {
-      const after = await commandCalls(redisUrl, 'evalsha');
+      const after = await commandCalls(redisUrl, TOKEN_READ_COMMANDS);
       return before === null || after === null || requests === 0 ? null : (after - before) / requests;
     },
   };

@@ -56,15 +56,22 @@ async function purgePrefixes(url, prefixes) {
 }
 
 /** `calls` of one command from INFO commandstats (server-wide: other clients count too), or null. */
-async function commandCalls(url, command) {
+/** The commands that read a token record: GET, MGET (coalesced reads), EVALSHA (sliding idle timeout). */
+const TOKEN_READ_COMMANDS = ['get', 'mget', 'evalsha'];
+
+/** Calls of the given commands since the server started (`INFO commandstats`), summed; null if unreadable. */
+async function commandCalls(url, commands) {
   const { Redis } = require('ioredis');
   const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false });
   try {
     await client.connect();
     const info = await client.info('commandstats');
-    const line = info.split('\n').find((entry) => entry.startsWith(`cmdstat_${command}:`));
-    const match = line && /calls=(\d+)/.exec(line);
-    return match ? Number(match[1]) : 0;
+    let total = 0;
+    for (const command of [].concat(commands)) {
+      const match = new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(info);
+      total += match ? Number(match[1]) : 0;
+    }
+    return total;
   } catch {
     return null;
   } finally {
@@ -72,4 +79,4 @@ async function commandCalls(url, command) {
   }
 }
 
-module.exports = { LOCAL_REDIS, resolveRedis, connectStore, purgePrefixes, commandCalls };
+module.exports = { LOCAL_REDIS, resolveRedis, connectStore, purgePrefixes, commandCalls, TOKEN_READ_COMMANDS };

@@ -354,6 +354,63 @@ if (!redisUrl) {
       }
     });
 
+    /** Calls of one command since the server started (`INFO commandstats`), e.g. `mget`. */
+    const commandCalls = async (command: string): Promise<number> => {
+      const info = await admin.info('commandstats');
+      const match = new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(info);
+      return match ? Number(match[1]) : 0;
+    };
+
+    it('sends the token reads of one event-loop turn as one MGET, each caller getting its own record', async () => {
+      const store = await connect(uniquePrefix('coalesced'), redisUrl, { slidingExpiry: false });
+      try {
+        const entries = Array.from({ length: 20 }, () => ({ hash: newHash(), record: makeRecord() }));
+        for (const entry of entries) await store.putToken(entry.hash, entry.record);
+        const unknown = Array.from({ length: 5 }, newHash);
+        const [mgetBefore, getBefore] = [await commandCalls('mget'), await commandCalls('get')];
+        const answers = await Promise.all([...entries.map((entry) => store.getToken(entry.hash)), ...unknown.map((hash) => store.getToken(hash))]);
+        const [mgetAfter, getAfter] = [await commandCalls('mget'), await commandCalls('get')];
+        expect(answers.slice(0, 20)).toEqual(entries.map((entry) => entry.record));
+        expect(answers.slice(20)).toEqual([null, null, null, null, null]);
+        expect(mgetAfter - mgetBefore).toBe(1);
+        expect(getAfter - getBefore).toBe(0);
+        // Reads of a later turn are a new batch.
+        expect(await store.getToken(entries[3]!.hash)).toEqual(entries[3]!.record);
+        expect((await commandCalls('mget')) - mgetAfter).toBe(1);
+      } finally {
+        await store.purge();
+        await store.close();
+      }
+    });
+
+    it('rejects every read of a coalesced batch with StoreUnavailableError while Redis is away', async () => {
+      const relay = new TcpRelay(new URL(redisUrl));
+      const port = await relay.start(0);
+      const url = new URL(redisUrl);
+      url.hostname = '127.0.0.1';
+      url.port = String(port);
+      const prefix = uniquePrefix('coalesced-down');
+      const store = await connect(prefix, url.toString(), { slidingExpiry: false, commandTimeoutMs: 900, maxReconnectDelayMs: 200 });
+      try {
+        const hash = newHash();
+        const record = makeRecord();
+        await store.putToken(hash, record);
+        expect(await store.getToken(hash)).toEqual(record);
+        await relay.stop();
+        const outcomes = await Promise.allSettled(Array.from({ length: 10 }, () => store.getToken(hash)));
+        for (const outcome of outcomes) {
+          expect(outcome.status).toBe('rejected');
+          expect((outcome as PromiseRejectedResult).reason).toBeInstanceOf(StoreUnavailableError);
+        }
+        await relay.start(port);
+        await waitFor('the store to recover', () => store.getToken(hash).then((got) => got !== null, () => false), 10_000);
+      } finally {
+        await relay.stop().catch(() => undefined);
+        await purgeDirect(prefix);
+        await store.close();
+      }
+    });
+
     it('refuses to start when Redis cannot be reached', async () => {
       const port = await freePort();
       const started = Date.now();
