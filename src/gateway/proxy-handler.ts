@@ -4,7 +4,7 @@ import type { AuthorizationDecision } from '../authz/decision';
 import type { DecisionEngine } from '../authz/decision-engine';
 import { problemFromDecision } from '../authz/decision-engine';
 import type { Logger } from '../observability/logger';
-import type { GatewayMetrics } from '../observability/metrics';
+import { ProxyRequestMetrics, type GatewayMetrics } from '../observability/metrics';
 import { DatabaseUnavailableError } from '../persistence/iam-repository';
 import type { CompiledPolicy, RouteMatch } from '../policy/compiled-policy';
 import { ProblemError, problems, toProblem } from '../problem';
@@ -48,7 +48,11 @@ function invalidToken(): Authorization {
 }
 
 export class ProxyHandler {
-  constructor(private readonly deps: ProxyHandlerDeps) {}
+  private readonly requestMetrics: ProxyRequestMetrics;
+
+  constructor(private readonly deps: ProxyHandlerDeps) {
+    this.requestMetrics = new ProxyRequestMetrics(deps.metrics);
+  }
 
   /** Authorizes a prepared request exactly as the proxy enforces it. Never rejects. */
   async authorize(request: PreparedRequest, clientAddress: string | undefined): Promise<Authorization> {
@@ -187,15 +191,14 @@ export class ProxyHandler {
   }
 
   private forward(req: IncomingMessage, res: ServerResponse, request: PreparedRequest, outcome: Extract<Authorization, { allowed: true }>): void {
-    const started = process.hrtime.bigint();
+    const started = performance.now();
     this.deps.forwarder.forward(req, res, {
       method: request.method,
       path: request.path + request.search,
       headers: this.upstreamHeaders(req, request, outcome),
       requestId: request.requestId,
       onResponse: (statusCode) => {
-        this.deps.metrics.requests.inc({ outcome: 'forwarded' });
-        this.deps.metrics.upstreamDuration.observe({ status_class: `${Math.floor(statusCode / 100)}xx` }, Number(process.hrtime.bigint() - started) / 1e9);
+        this.requestMetrics.forwardedResponse(statusCode, (performance.now() - started) / 1000);
       },
       onProblem: (problem) => {
         this.deps.metrics.requests.inc({ outcome: 'error' });

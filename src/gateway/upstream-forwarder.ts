@@ -76,10 +76,13 @@ export class UpstreamForwarder {
         }
         out.push('x-request-id', request.requestId);
         res.writeHead(statusCode, statusMessage || undefined, out as string[]);
-        res.on('drain', () => ctrl.resume());
       },
       onResponseData(ctrl, chunk) {
-        if (!res.write(chunk)) ctrl.pause();
+        // Back-pressure: pause the host's body until the client has drained (listener only when needed).
+        if (!res.write(chunk)) {
+          ctrl.pause();
+          res.once('drain', () => ctrl.resume());
+        }
       },
       onResponseEnd() {
         finished = true;

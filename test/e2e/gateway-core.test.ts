@@ -233,6 +233,22 @@ describe('management port', () => {
     expect(metrics).toContain('iam_proxy_requests_total');
   });
 
+  it('counts forwarded requests and times them by the status class of the host answer', async () => {
+    const read = async (): Promise<{ forwarded: number; timed2xx: number }> => {
+      const text = await (await fetch(`${gateway.managementUrl}/metrics`)).text();
+      const value = (pattern: RegExp): number => Number(pattern.exec(text)?.[1] ?? 0);
+      return {
+        forwarded: value(/^iam_proxy_requests_total\{outcome="forwarded"\} (\d+)$/m),
+        timed2xx: value(/^iam_upstream_duration_seconds_count\{status_class="2xx"\} (\d+)$/m),
+      };
+    };
+    const before = await read();
+    for (let i = 0; i < 3; i++) expect((await rawRequest('/health')).status).toBe(200);
+    const after = await read();
+    expect(after.forwarded - before.forwarded).toBe(3);
+    expect(after.timed2xx - before.timed2xx).toBe(3);
+  });
+
   it('does not serve the management endpoints on the proxy port', async () => {
     const response = await rawRequest('/metrics');
     expect(response.status).toBe(403);
