@@ -1,22 +1,14 @@
-import { hash, verify } from '@node-rs/argon2';
+import { hash } from '@node-rs/argon2';
 
 /** `Algorithm.Argon2id` of @node-rs/argon2 (a const enum, which isolated modules cannot read). */
 const ARGON2ID = 2;
 
 /**
- * argon2id (RFC 9106) with OWASP's minimum parameters (m=19 MiB, t=2, p=1). Hashing runs on libuv's thread
- * pool, so logins do not block the event loop that proxies other requests.
+ * argon2id (RFC 9106) with OWASP's minimum parameters (m=19 MiB, t=2, p=1), on libuv's thread pool (for
+ * `hash-password` and the timing-equalizer hash). Logins verify on PasswordVerifierPool's low-priority threads.
  */
 export async function hashPassword(password: string): Promise<string> {
   return hash(password, { algorithm: ARGON2ID, memoryCost: 19456, timeCost: 2, parallelism: 1 });
-}
-
-export async function verifyPassword(passwordHash: string, password: string): Promise<boolean> {
-  try {
-    return await verify(passwordHash, password);
-  } catch {
-    return false;
-  }
 }
 
 let dummyHash: Promise<string> | null = null;

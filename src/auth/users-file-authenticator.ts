@@ -3,7 +3,8 @@ import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import type { AuthenticationOutcome, IdentityAuthenticator, LoginRequest } from './authenticator';
 import { IDENTIFIER_PATTERN } from './identity-validation';
-import { dummyPasswordHash, verifyPassword } from './password-hash';
+import { dummyPasswordHash } from './password-hash';
+import { PasswordVerifierPool } from './password-verifier-pool';
 
 interface UsersFileEntry {
   username: string;
@@ -69,14 +70,17 @@ export function readUsersFile(path: string): Map<string, UsersFileEntry> {
 export class UsersFileAuthenticator implements IdentityAuthenticator {
   readonly type = 'users-file' as const;
   private readonly users: Map<string, UsersFileEntry>;
+  private readonly passwords: PasswordVerifierPool;
 
-  constructor(path: string) {
+  /** `passwords`: where hashes are verified (default: a pool of low-priority threads, closed with this). */
+  constructor(path: string, passwords: PasswordVerifierPool = new PasswordVerifierPool()) {
     this.users = readUsersFile(path);
+    this.passwords = passwords;
   }
 
   async authenticate(request: LoginRequest): Promise<AuthenticationOutcome> {
     const entry = this.users.get(request.username.toLowerCase());
-    const passwordMatches = await verifyPassword(entry?.passwordHash ?? (await dummyPasswordHash()), request.password);
+    const passwordMatches = await this.passwords.verify(entry?.passwordHash ?? (await dummyPasswordHash()), request.password);
     if (!entry || !passwordMatches) return { kind: 'rejected', reason: 'invalid-credentials' };
     if (entry.enabled === false) return { kind: 'rejected', reason: 'disabled' };
     return {
@@ -88,5 +92,9 @@ export class UsersFileAuthenticator implements IdentityAuthenticator {
         ...(entry.displayName !== undefined ? { displayName: entry.displayName } : {}),
       },
     };
+  }
+
+  async close(): Promise<void> {
+    await this.passwords.close();
   }
 }
