@@ -7,6 +7,12 @@ import { migrateUp } from './migrator';
 import { MikroOrmIamRepository } from './mikro-orm-iam-repository';
 import { createOrm } from './orm';
 
+/** What opening the database reads from the configuration (`GatewayConfig` has it). */
+export interface DatabaseSettings {
+  database: GatewayConfig['database'];
+  iam: { schema: GatewayConfig['iam']['schema'] };
+}
+
 /** An open, migrated database and the repository over it. */
 export interface OpenDatabase {
   orm: MikroORM;
@@ -22,7 +28,7 @@ export interface OpenDatabase {
  * (in a child process) and connects to it over its socket (design.md §1); then applies pending migrations. On any failure
  * everything opened so far is closed again before the error propagates.
  */
-export async function openDatabase(config: GatewayConfig): Promise<OpenDatabase> {
+export async function openDatabase(config: DatabaseSettings): Promise<OpenDatabase> {
   const embedded: EmbeddedDatabase | null =
     config.database.url === null ? await startEmbeddedDatabaseProcess(config.database.embeddedDir) : null;
   let orm: MikroORM | null = null;

@@ -22,7 +22,6 @@ import { sendProblemOnSocket } from '../gateway/problem-response';
 import { ProblemError } from '../problem';
 import { AdminService } from '../admin/admin-service';
 import { registerAdminRoutes } from '../admin/admin-routes';
-import { MikroOrmAdminRepository } from '../persistence/admin-repository';
 import { registerAuthRoutes } from '../iam/auth-routes';
 import { registerAuthorizationRoutes } from '../iam/authorization-routes';
 import { createIamApp } from '../iam/iam-app';
@@ -33,7 +32,7 @@ import { registerSessionRoutes } from '../iam/session-routes';
 import { registerOpenApiRoutes } from '../iam/openapi-routes';
 import { createLogger, type Logger } from '../observability/logger';
 import { createMetrics, type GatewayMetrics } from '../observability/metrics';
-import { openDatabase } from '../persistence/database';
+import { openDatabaseThread } from '../persistence/database-thread';
 import type { IamRepository } from '../persistence/iam-repository';
 import { loadPolicyDirectory } from '../policy/load-policy-directory';
 import { PolicyHolder } from '../policy/policy-holder';
@@ -121,7 +120,10 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       process.off('SIGHUP', onSighup);
     });
 
-    const database = await openDatabase(config);
+    // The ORM runs on its own thread: the proxy's event loop never waits behind database work.
+    const database = await openDatabaseThread(config, {
+      onUnexpectedExit: ({ code, error }) => logger.error({ code, err: error }, 'database thread stopped unexpectedly; it restarts on the next database call'),
+    });
     cleanups.push(() => database.close());
     const repository = database.repository;
     logger.info({ database: database.kind }, 'database ready, migrations applied');
@@ -230,7 +232,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
           requireSession: sessionGuard,
           allowPathParameters: config.iam.gateway.allowPathParameters,
         });
-        const admin = new AdminService({ admin: new MikroOrmAdminRepository(database.orm), repository, sessions, store, audit });
+        const admin = new AdminService({ admin: database.admin, repository, sessions, store, audit });
         registerAdminRoutes(router, { admin, engine, requireSession: sessionGuard });
       },
     });
