@@ -4,13 +4,13 @@
  * errors with their classes), a thread that dies fails its calls closed and comes back on the next call, and
  * the thread runs at a lower priority than the proxy. Against the test database (PostgreSQL or PGlite).
  */
-import { readdirSync, readFileSync } from 'node:fs';
 import { AdminWriteError } from '../../src/persistence/admin-write-support';
 import type { DatabaseSettings } from '../../src/persistence/database';
 import { DATABASE_THREAD_NICE, openDatabaseThread, type DatabaseThread } from '../../src/persistence/database-thread';
 import { DatabaseUnavailableError, ProvisioningError } from '../../src/persistence/iam-repository';
 import { createTestDatabase } from '../support/database';
 import { testDatabaseKind, testDatabaseUrl } from '../support/env';
+import { threadNiceValues } from '../support/threads';
 
 const settings = (url = testDatabaseUrl()): DatabaseSettings => ({
   database: { url, embeddedDir: 'memory://', poolSize: testDatabaseKind() === 'pglite' ? 1 : 4 },
@@ -69,10 +69,7 @@ describe('database thread', () => {
 
   it('runs on a thread of lower priority than the caller (Linux)', async () => {
     if (process.platform !== 'linux') return console.warn('database-thread: priority check NOT run (Linux only)');
-    const niceValues = readdirSync('/proc/self/task').map((tid) => {
-      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
-      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
-    });
+    const niceValues = threadNiceValues();
     expect(niceValues).toContain(DATABASE_THREAD_NICE);
     expect(niceValues[0]).not.toBe(DATABASE_THREAD_NICE); // this (the main) thread keeps its priority
   });

@@ -3,20 +3,12 @@
  * run at a lower priority than the proxy (issue 7: logins must not raise the proxied p99).
  */
 import { execFile } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { hashPassword } from '../../src/auth/password-hash';
 import { PASSWORD_THREAD_NICE, PasswordVerifierPool } from '../../src/auth/password-verifier-pool';
+import { threadNiceValues } from '../support/threads';
 
 const ROOT = join(__dirname, '..', '..');
-
-/** Nice value of every thread of this process (Linux `/proc/self/task/<tid>/stat`, field 19). */
-function threadNiceValues(): number[] {
-  return readdirSync('/proc/self/task').map((tid) => {
-    const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
-  });
-}
 
 let aliceHash: string;
 let bobHash: string;
