@@ -4,7 +4,8 @@
  * Micro-benchmark of each step of the gateway's per-request path (warm session and grant caches), with the
  * real dist/ modules on the benchmarked request (GET /bench/projects/1 as alice, 1,000-route policy): ns per
  * call, so a fix can be checked step by step without the noise of a loaded machine. Each step runs twice:
- * plain, and with three AsyncLocalStorage instances enabled, as MikroORM leaves them in the gateway process
+ * plain, and with three AsyncLocalStorage instances enabled, as MikroORM left them in the gateway process before
+ * src/persistence/async-context-gate.ts and the database thread
  * (on Node 20 an enabled AsyncLocalStorage installs async_hooks: every promise and tick then pays a hook).
  *
  * Usage: node bench/lib/hot-path.js [--quick]   (also: npm run bench -- --hot-path)
@@ -124,7 +125,7 @@ async function main(argv = []) {
   const steps = await buildSteps();
   const plain = [];
   for (const [, fn] of steps) plain.push(await timeStep(fn, iterations, batches));
-  // As in the gateway process: MikroORM's TransactionContext, RequestContext and RawQueryFragment storages.
+  // As the gateway process had them before the gate: MikroORM's TransactionContext, RequestContext and RawQueryFragment storages.
   const storages = [new AsyncLocalStorage(), new AsyncLocalStorage(), new AsyncLocalStorage()];
   for (const storage of storages) storage.run({}, () => undefined);
   const withHooks = [];
