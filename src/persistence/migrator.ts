@@ -1,5 +1,5 @@
-import { withOrmContext } from './async-context-gate';
 import type { MikroORM } from '@mikro-orm/postgresql';
+import { withOrmContext } from './async-context-gate';
 
 /** Applied and not-yet-applied migrations, by name, oldest first. */
 export interface MigrationStatus {
