@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { startLowPriorityWorker } from '../threads/low-priority-worker';
 
 /**
  * How much lower than the proxy the password threads run (Linux nice value; 19 is the lowest priority).
@@ -9,17 +10,10 @@ import { Worker } from 'node:worker_threads';
  */
 export const PASSWORD_THREAD_NICE = 10;
 
-/**
- * The worker's program, run with `eval` so it needs no build step and no TypeScript loader. It lowers the
- * priority of its own thread only: on Linux `setpriority(PRIO_PROCESS, 0, …)` applies to the calling
- * thread, while elsewhere (macOS) it would renice the whole gateway, so it is skipped there.
- */
+/** The worker's program (plain CommonJS, so it needs no TypeScript loader). */
 const WORKER_PROGRAM = `
 const { parentPort, workerData } = require('node:worker_threads');
 const { verifySync } = require(workerData.argon2Module);
-if (process.platform === 'linux' && workerData.nice > 0) {
-  try { require('node:os').setPriority(workerData.nice); } catch {}
-}
 parentPort.on('message', (job) => {
   let ok = false;
   try { ok = verifySync(job.passwordHash, job.password); } catch { ok = false; }
@@ -46,10 +40,7 @@ class VerifierThread {
   }
 
   private spawn(): Worker {
-    const worker = new Worker(WORKER_PROGRAM, {
-      eval: true,
-      workerData: { argon2Module: require.resolve('@node-rs/argon2'), nice: this.nice },
-    });
+    const worker = startLowPriorityWorker(WORKER_PROGRAM, this.nice, { argon2Module: require.resolve('@node-rs/argon2') });
     worker.unref();
     worker.on('message', (message: { id: number; ok: boolean }) => {
       const waiter = this.pending.get(message.id);

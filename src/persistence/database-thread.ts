@@ -1,4 +1,5 @@
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { startLowPriorityWorker } from '../threads/low-priority-worker';
 import type { AdminRepository } from './admin-repository';
 import type { DatabaseSettings } from './database';
 import {
@@ -19,9 +20,8 @@ import { DatabaseUnavailableError, type IamRepository } from './iam-repository';
 export const DATABASE_THREAD_NICE = 5;
 
 /**
- * The thread's program, run with `eval` so that it needs no build step: from the built package it loads the
- * compiled worker module; from the TypeScript sources (the test suite) it first installs a transpile-only
- * loader. Like the password threads, it lowers the priority of its own thread only, and only on Linux.
+ * The thread's program: from the built package it loads the compiled worker module; from the TypeScript
+ * sources (the test suite) it first installs a transpile-only loader.
  */
 const THREAD_PROGRAM = `
 const { workerData } = require('node:worker_threads');
@@ -35,9 +35,6 @@ if (workerData.typescriptModule) {
     });
     module._compile(output.outputText, filename);
   };
-}
-if (process.platform === 'linux' && workerData.nice > 0) {
-  try { require('node:os').setPriority(workerData.nice); } catch {}
 }
 require(workerData.entry).runDatabaseThread();
 `;
@@ -120,14 +117,10 @@ class DatabaseThreadClient {
 
   private spawn(): Promise<'postgres' | 'embedded'> {
     const entry = require.resolve('./database-thread-worker');
-    const worker = new Worker(THREAD_PROGRAM, {
-      eval: true,
-      workerData: {
-        entry,
-        typescriptModule: entry.endsWith('.ts') ? require.resolve('typescript') : null,
-        settings: this.settings,
-        nice: this.options.nice ?? DATABASE_THREAD_NICE,
-      },
+    const worker = startLowPriorityWorker(THREAD_PROGRAM, this.options.nice ?? DATABASE_THREAD_NICE, {
+      entry,
+      typescriptModule: entry.endsWith('.ts') ? require.resolve('typescript') : null,
+      settings: this.settings,
     });
     return new Promise((resolve, reject) => {
       let ready = false;
@@ -137,7 +130,7 @@ class DatabaseThreadClient {
           case 'ready':
             ready = true;
             this.worker = worker;
-            if (this.pending.size === 0) worker.unref();
+            worker.unref(); // calls wait for the start before they register, so none is pending yet
             resolve(message.kind);
             return;
           case 'open-failed':
