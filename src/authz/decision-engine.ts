@@ -327,6 +327,14 @@ export class DecisionEngine {
   private decideUndeclared(input: DecideRequestInput): AuthorizationDecision {
     const { subject } = input;
     const decision = newDecision(subject, null, null);
+    // A method a declared path does not list never falls through to a rule that checks less (#11.30).
+    const refusal = input.policy.refusal(input.method, input.path);
+    if (refusal !== null) {
+      const declared = refusal.declared;
+      const by = refusal.fallback ? `the broader route ${refusal.fallback.pattern} at ${refusal.fallback.id}` : `"default: ${input.policy.defaultAction}"`;
+      const reason = `${input.method} is not declared for ${declared[0].pattern} (${declared.map((route) => `${route.methods.join(',')} at ${route.id}`).join('; ')}) and ${by} checks less`;
+      return fail(decision, 'ROUTE_NOT_DECLARED', reason, ACCESS_DENIED);
+    }
     switch (input.policy.defaultAction) {
       case 'allow':
         return decision;

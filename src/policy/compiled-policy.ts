@@ -43,6 +43,18 @@ export interface RouteMatch {
   params: Record<string, string>;
 }
 
+/**
+ * A request whose path a route pattern declares, but not for its method, while what the method would fall
+ * through to (a broader route, or `default`) checks less than that pattern's routes: it is refused
+ * (403 `ROUTE_NOT_DECLARED`) instead of being decided by the weaker rule (#11.30).
+ */
+export interface MethodRefusal {
+  /** The routes of the most specific pattern matching the path; none lists the method. */
+  declared: CompiledRoute[];
+  /** The broader route the method would otherwise fall through to; null for `default`. */
+  fallback: CompiledRoute | null;
+}
+
 export interface ResourceResolverConfig {
   /** URL template with `{id}`, e.g. `http://127.0.0.1:3000/internal/resources/projects/{id}`. */
   url: string;
@@ -57,12 +69,20 @@ export interface CompiledPolicy {
   resources: Record<string, { resolver: ResourceResolverConfig | null }>;
   routes: CompiledRoute[];
   files: string[];
+  /** Static path segments compare exactly (`match: { case-sensitive: true }`); false: ASCII-case-insensitively. */
+  caseSensitive: boolean;
   /**
    * The most specific route for a method and a normalized path (static > `:param` > `**`, segment by
    * segment; `GET` routes also match `HEAD`), or null. Cost depends on the path's depth, not on the
    * number of routes.
    */
   match(method: string, path: string): RouteMatch | null;
+  /**
+   * When {@link match} is null: whether the method is refused because a more specific pattern declares the
+   * path for other methods only and the fallback checks less ({@link MethodRefusal}); null when `default`
+   * decides.
+   */
+  refusal(method: string, path: string): MethodRefusal | null;
 }
 
 /** A problem found while loading or linting a policy directory. */

@@ -4,6 +4,7 @@ export type {
   CompiledPolicy,
   CompiledRoute,
   DefaultAction,
+  MethodRefusal,
   PolicyIssue,
   PolicyLoadResult,
   ResourceResolverConfig,
@@ -26,9 +27,10 @@ export {
   policyFileSchema,
   policyFileValidator,
   type PolicyFileDocument,
+  type PolicyMatchOptions,
   type PolicyResourceDeclaration,
   type PolicyResolverDeclaration,
   type PolicyRouteEntry,
   type PolicyRouteResource,
 } from './policy-schema';
-export { parseRoutePattern, RouteTree, type MatchCounter, type ParsedPattern, type PatternSegment } from './route-tree';
+export { parseRoutePattern, RouteTree, type MatchCounter, type ParsedPattern, type PatternSegment, type RouteTreeOptions } from './route-tree';

@@ -11,6 +11,7 @@ import type {
 import type { ParsedPolicyFile } from './policy-parser';
 import type { PolicyRouteEntry, PolicyRouteResource } from './policy-schema';
 import { parseRoutePattern, RouteTree, type PatternSegment } from './route-tree';
+import { foldAsciiCase } from './route-strictness';
 
 /** What {@link compilePolicy} needs besides the parsed files. */
 export interface CompileContext {
@@ -24,7 +25,9 @@ export interface CompileContext {
 interface Leaf {
   route: CompiledRoute;
   segments: PatternSegment[];
-  /** `static/:/**` shape: two routes with the same shape match exactly the same paths. */
+  /** `static/:/**` shape, static segments as written. */
+  exactShape: string;
+  /** {@link exactShape} as matched (ASCII-folded unless case-sensitive): equal shapes match the same paths. */
   shape: string;
   /** Comparable outcome: public, permission, resource (id by param position), mode. */
   outcome: string;
@@ -60,6 +63,7 @@ export function compilePolicy(files: readonly ParsedPolicyFile[], context: Compi
   };
 
   let defaultAction: { value: DefaultAction; source: SourceLocation } | null = null;
+  let caseSensitive: { value: boolean; source: SourceLocation } | null = null;
   const resources = new Map<string, { resolver: ResourceResolverConfig | null; source: SourceLocation }>();
   const leaves: Leaf[] = [];
 
@@ -73,6 +77,16 @@ export function compilePolicy(files: readonly ParsedPolicyFile[], context: Compi
       if (!defaultAction) defaultAction = { value: doc.default, source };
       else if (defaultAction.value !== doc.default) {
         error('default-mismatch', `"default" is "${doc.default}" in ${parsed.file} but "${defaultAction.value}" in ${defaultAction.source.file}`, source, defaultAction.source);
+      }
+    }
+
+    // Like `default`: every file that sets it must agree; files that do not follow the directory.
+    const sensitive = doc.match?.['case-sensitive'];
+    if (sensitive != null) {
+      const source = at(['match', 'case-sensitive']);
+      if (!caseSensitive) caseSensitive = { value: sensitive, source };
+      else if (caseSensitive.value !== sensitive) {
+        error('match-mismatch', `"match.case-sensitive" is ${sensitive} in ${parsed.file} but ${caseSensitive.value} in ${where(caseSensitive.source)}: one directory protects one host, its files must agree`, source, caseSensitive.source);
       }
     }
 
@@ -104,6 +118,11 @@ export function compilePolicy(files: readonly ParsedPolicyFile[], context: Compi
           error('path', parsedPattern.error, at([...entryPath, 'path']));
           return;
         }
+        if (entry.public === true && (entry.permission != null || entry.resource != null)) {
+          // Contradictory: a public route needs no token, so its permission or resource could never be checked.
+          error('public-conflict', `${parsedPattern.pattern} is "public: true" and names a ${entry.permission != null ? 'permission' : 'resource'}: remove one (a public route checks nothing)`, source);
+          return;
+        }
         const own: Inherited = {
           path: parsedPattern.pattern,
           permission: entry.permission ?? inherited.permission,
@@ -127,11 +146,19 @@ export function compilePolicy(files: readonly ParsedPolicyFile[], context: Compi
   }
 
   reportResolverGaps(leaves, resources, warn);
-  const tree = new RouteTree();
+  const matchCase = caseSensitive?.value ?? false;
+  const tree = new RouteTree({ caseSensitive: matchCase, defaultAction: defaultAction?.value ?? 'deny' });
   const byShape = new Map<string, Leaf[]>();
   for (const leaf of leaves) {
+    if (!matchCase) leaf.shape = foldAsciiCase(leaf.shape);
     const sameShape = byShape.get(leaf.shape) ?? [];
     for (const other of sameShape) {
+      if (other.exactShape !== leaf.exactShape) {
+        // Hosts that route case-insensitively serve both with one handler: which rule applies must not be a guess.
+        const text = `routes ${other.route.pattern} at ${other.route.id} and ${leaf.route.pattern} at ${leaf.route.id} differ only in case`;
+        error('case-duplicate', `${text}; static segments match case-insensitively (set "match: { case-sensitive: true }" if the host routes by exact case)`, leaf.route.source, other.route.source);
+        continue;
+      }
       const methods = overlap(other.route.methods, leaf.route.methods);
       if (methods.length === 0) continue;
       const text = `${methods.join(',')} ${other.route.pattern} at ${other.route.id} and ${leaf.route.id}`;
@@ -156,7 +183,9 @@ export function compilePolicy(files: readonly ParsedPolicyFile[], context: Compi
     resources: Object.freeze(compiledResources),
     routes,
     files: files.map((file) => file.file),
+    caseSensitive: matchCase,
     match: (method, path) => tree.match(method, path),
+    refusal: (method, path) => tree.refusal(method, path),
   };
   return { policy: Object.freeze(policy), issues };
 }
@@ -175,16 +204,12 @@ function buildLeaf(
   const methods = entry.methods == null || entry.methods.includes('*') ? ['*'] : [...entry.methods];
   const resource = effective.resource;
   const id = where(source);
-  if (effective.isPublic) {
-    // A public route needs no token, so a permission or resource on it could never be checked.
-    if (effective.permission !== null && effective.permissionDepth >= effective.publicDepth) {
-      report.warn('public-permission', `route ${pattern} is public: its permission "${effective.permission}" is ignored`, source);
-    }
-    if (resource && resource.depth >= effective.publicDepth) report.warn('public-permission', `route ${pattern} is public: its resource is ignored`, source);
-  }
+  // The nearest entry (the route, then its groups outwards) that sets `public`, `permission` or `resource`
+  // decides: a route's own permission or resource inside a public group is checked, as written (#11.30).
+  const isPublic = effective.isPublic && effective.publicDepth > effective.permissionDepth && effective.publicDepth > (resource?.depth ?? -1);
   let compiledResource: CompiledRoute['resource'] = null;
   let idPosition = -1;
-  if (resource && !effective.isPublic) {
+  if (resource && !isPublic) {
     idPosition = segments.findIndex((segment) => segment.kind === 'param' && segment.name === resource.value.id);
     const declared = resource.source === source ? '' : ` (resource declared at ${where(resource.source)})`;
     if (idPosition < 0) {
@@ -203,19 +228,19 @@ function buildLeaf(
     source: Object.freeze({ ...source }),
     methods: Object.freeze(methods) as string[],
     pattern,
-    public: effective.isPublic,
-    permission: effective.isPublic ? null : effective.permission,
+    public: isPublic,
+    permission: isPublic ? null : effective.permission,
     resource: compiledResource,
     mode: effective.mode,
   });
-  const shape = segments.map((segment) => (segment.kind === 'static' ? segment.value : segment.kind === 'param' ? ':' : '**')).join('/');
+  const exactShape = segments.map((segment) => (segment.kind === 'static' ? segment.value : segment.kind === 'param' ? ':' : '**')).join('/');
   const outcome = JSON.stringify([
     route.public,
     route.permission,
     compiledResource && [compiledResource.type, idPosition, compiledResource.access, compiledResource.resolve],
     route.mode,
   ]);
-  return { route, segments, shape, outcome };
+  return { route, segments, exactShape, shape: exactShape, outcome };
 }
 
 /** `no-resolver`: a route's resource type is undeclared or has no resolver (one warning per route). */

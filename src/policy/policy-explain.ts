@@ -7,7 +7,7 @@
 import { decodeResourceId } from '../authz/resource-resolver';
 import { isIamPath } from '../gateway/prepare-request';
 import { normalizeRequestTarget } from '../gateway/normalize-target';
-import type { CompiledPolicy, CompiledRoute, DefaultAction, ResourceResolverConfig, RouteMatch } from './compiled-policy';
+import type { CompiledPolicy, CompiledRoute, DefaultAction, MethodRefusal, ResourceResolverConfig, RouteMatch } from './compiled-policy';
 import { POLICY_METHODS } from './policy-schema';
 
 /** Everything `policy explain` reports about one request. */
@@ -24,6 +24,8 @@ export interface RequestExplanation {
   resolver: ResourceResolverConfig | null;
   /** Routes that match the same path for other methods (why a method is "not declared"). */
   otherMethods: Array<{ method: string; route: CompiledRoute }>;
+  /** Set when the method is refused rather than left to `default` (a weaker rule would decide it). */
+  refusal: MethodRefusal | null;
   defaultAction: DefaultAction;
 }
 
@@ -31,7 +33,7 @@ export interface RequestExplanation {
 export function explainRequest(policy: CompiledPolicy, method: string, target: string, options: { allowPathParameters?: boolean } = {}): RequestExplanation {
   const upper = method.toUpperCase();
   const normalized = normalizeRequestTarget(target, { allowPathParameters: options.allowPathParameters ?? false, host: undefined });
-  const base = { method: upper, target, normalized, iam: false, match: null, resolver: null, otherMethods: [], defaultAction: policy.defaultAction };
+  const base = { method: upper, target, normalized, iam: false, match: null, resolver: null, otherMethods: [], refusal: null, defaultAction: policy.defaultAction };
   if (!normalized.ok) return base;
   if (isIamPath(normalized.path)) return { ...base, iam: true };
   const match = policy.match(upper, normalized.path);
@@ -44,7 +46,8 @@ export function explainRequest(policy: CompiledPolicy, method: string, target: s
       if (found && found.route.methods[0] !== '*') otherMethods.push({ method: other, route: found.route });
     }
   }
-  return { ...base, match, resolver: resource ? (policy.resources[resource.type]?.resolver ?? null) : null, otherMethods };
+  const refusal = match === null ? policy.refusal(upper, normalized.path) : null;
+  return { ...base, match, resolver: resource ? (policy.resources[resource.type]?.resolver ?? null) : null, otherMethods, refusal };
 }
 
 /** The explanation as aligned `label  value` lines. */
@@ -75,6 +78,12 @@ export function formatExplanation(explanation: RequestExplanation): string[] {
       byRoute.set(route.id, entry);
     }
     for (const { route, methods } of byRoute.values()) add('other', `${methods.join(',')} ${route.pattern} at ${route.id}`);
+    const refusal = explanation.refusal;
+    if (refusal) {
+      const by = refusal.fallback ? `the broader route ${refusal.fallback.pattern} at ${refusal.fallback.id}` : `"default: ${explanation.defaultAction}"`;
+      add('outcome', `deny: 403 IAM_ACCESS_DENIED, step ROUTE_NOT_DECLARED (${explanation.method} is not declared for ${refusal.declared[0].pattern}, and ${by} checks less)`);
+      return lines;
+    }
     add('default', describeDefault(explanation.defaultAction));
     return lines;
   }

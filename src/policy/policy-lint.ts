@@ -24,6 +24,7 @@ import { normalizeRequestTarget } from '../gateway/normalize-target';
 import type { CompiledPolicy, CompiledRoute, PolicyIssue, PolicyLoadResult } from './compiled-policy';
 import { compilePolicyFiles, readPolicyDirectory, type PolicyLoadOptions } from './load-policy-directory';
 import { parseRoutePattern, RouteTree, type PatternSegment } from './route-tree';
+import { foldAsciiCase } from './route-strictness';
 
 /** What lint knows besides the policy. */
 export interface PolicyLintOptions {
@@ -68,7 +69,7 @@ export function lintPolicy(policy: CompiledPolicy, options: PolicyLintOptions = 
         warn('path-syntax', `segment "${segment.value}" of ${route.pattern} is matched literally; a path parameter is written :${name}`, route);
       }
     }
-    const unmatchable = normalizationProblem(route, segments, options.allowPathParameters ?? false);
+    const unmatchable = normalizationProblem(route, segments, options.allowPathParameters ?? false, policy.caseSensitive);
     if (unmatchable) {
       warn('unreachable', unmatchable, route);
       continue;
@@ -138,7 +139,7 @@ function segmentsOf(route: CompiledRoute): PatternSegment[] {
  * Why no normalized request path can equal the pattern, or null. The pattern's static segments are run
  * through the gateway's own normalizer (design.md §7), with a plain value for each parameter.
  */
-function normalizationProblem(route: CompiledRoute, segments: readonly PatternSegment[], allowPathParameters: boolean): string | null {
+function normalizationProblem(route: CompiledRoute, segments: readonly PatternSegment[], allowPathParameters: boolean, caseSensitive: boolean): string | null {
   const parts = segments.filter((segment) => segment.kind !== 'wildcard').map((segment) => (segment.kind === 'static' ? segment.value : 'x'));
   const sample = `/${parts.join('/')}`;
   const normalized = normalizeRequestTarget(sample, { allowPathParameters, host: undefined });
@@ -146,7 +147,8 @@ function normalizationProblem(route: CompiledRoute, segments: readonly PatternSe
     const hint = /non-ASCII/.test(normalized.reason) ? `; write it percent-encoded: ${encodeURI(route.pattern)}` : '';
     return `path ${route.pattern} can never match: the gateway refuses such request paths (${normalized.reason})${hint}`;
   }
-  if (normalized.path !== sample) {
+  // Case-insensitive matching folds both sides: `%c3%a9` then matches the normalized `%C3%A9`.
+  if (caseSensitive ? normalized.path !== sample : foldAsciiCase(normalized.path) !== foldAsciiCase(sample)) {
     return `path ${route.pattern} can never match: requests for it arrive normalized as ${normalized.path}; write the pattern in that form`;
   }
   return null;
@@ -181,10 +183,12 @@ function probeMethods(route: CompiledRoute): string[] {
   return methods;
 }
 
-function shapeOf(route: CompiledRoute): string {
-  return segmentsOf(route)
+/** Routes with equal shapes match the same paths (static segments folded unless the policy is case-sensitive). */
+function shapeOf(route: CompiledRoute, caseSensitive: boolean): string {
+  const shape = segmentsOf(route)
     .map((segment) => (segment.kind === 'static' ? segment.value : segment.kind === 'param' ? ':' : '**'))
     .join('/');
+  return caseSensitive ? shape : foldAsciiCase(shape);
 }
 
 /**
@@ -196,13 +200,16 @@ function hiddenBy(policy: CompiledPolicy, route: CompiledRoute, segments: readon
   for (const method of probeMethods(route)) {
     for (const path of standInPaths(segments, maxDepth)) {
       const match = policy.match(method, path);
-      if (match === null || match.route === route) return null;
-      winners.set(match.route.id, match.route);
+      if (match?.route === route) return null;
+      // The route's own stand-in matches nothing only when a more specific pattern refuses the method there.
+      const takenBy = match ? [match.route] : (policy.refusal(method, path)?.declared ?? null);
+      if (takenBy === null) return null;
+      for (const other of takenBy) winners.set(other.id, other);
     }
   }
-  const shape = shapeOf(route);
+  const shape = shapeOf(route, policy.caseSensitive);
   const others = [...winners.values()];
-  return others.every((other) => shapeOf(other) === shape) ? null : others;
+  return others.every((other) => shapeOf(other, policy.caseSensitive) === shape) ? null : others;
 }
 
 /** 0 lets every request through (public, shadow mode), 1 needs a session, 2 needs a permission. */
@@ -226,7 +233,7 @@ function weakerOverrides(policy: CompiledPolicy, route: CompiledRoute, segments:
   for (const method of probeMethods(route)) {
     for (const path of standInPaths(segments, segments.length)) {
       if (policy.match(method, path)?.route !== route) continue;
-      without ??= RouteTree.fromRoutes(policy.routes.filter((other) => other !== route));
+      without ??= RouteTree.fromRoutes(policy.routes.filter((other) => other !== route), { caseSensitive: policy.caseSensitive, defaultAction: policy.defaultAction });
       const broader = without.match(method, path)?.route;
       // `/**` plays the part of `default`: exceptions to it are the point, not a hole.
       if (broader && broader.pattern !== '/**' && protectionLevel(broader) > level && !found.has(broader.id)) found.set(broader.id, { method, broader });

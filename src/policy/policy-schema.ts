@@ -46,10 +46,17 @@ export interface PolicyResourceDeclaration {
   resolver?: PolicyResolverDeclaration;
 }
 
+/** `match`: how request paths are compared with route patterns (the whole directory must agree). */
+export interface PolicyMatchOptions {
+  /** `true`: static segments compare exactly; default `false`: ASCII letters compare case-insensitively. */
+  'case-sensitive'?: boolean;
+}
+
 /** One policy file after schema validation. */
 export interface PolicyFileDocument {
   version: number;
   default?: 'deny' | 'authenticated' | 'allow';
+  match?: PolicyMatchOptions;
   resources?: Record<string, PolicyResourceDeclaration>;
   routes?: PolicyRouteEntry[];
 }
@@ -102,6 +109,12 @@ const authoredSchema: JSONSchemaType<PolicyFileDocument> = {
   properties: {
     version: { type: 'integer', const: 1 },
     default: { type: 'string', enum: ['deny', 'authenticated', 'allow'], nullable: true },
+    match: {
+      type: 'object',
+      nullable: true,
+      additionalProperties: false,
+      properties: { 'case-sensitive': { type: 'boolean', nullable: true } },
+    },
     resources: {
       type: 'object',
       nullable: true,

@@ -107,9 +107,10 @@ describe('specificity does not depend on order', () => {
     { method: 'GET', path: '/v', expect: 'v:any' },
     { method: 'GET', path: '/v/special', expect: 'v:special' },
     { method: 'GET', path: '/v/other', expect: 'v:kind' },
-    { method: 'DELETE', path: '/v/special', expect: 'v:any' },
+    // #11.30: /v/special lists GET only and /v/** asks for another permission: refused, not v:any
+    { method: 'DELETE', path: '/v/special', expect: undefined },
     { method: 'GET', path: '/v/special/3', expect: 'v:special-item' },
-    { method: 'GET', path: '/v/special/fixed', expect: 'v:special-item' },
+    { method: 'GET', path: '/v/special/fixed', expect: undefined },
     { method: 'POST', path: '/v/special/fixed', expect: 'v:fixed' },
     { method: 'GET', path: '/v/other/3', expect: 'v:item' },
     { method: 'GET', path: '/v/other/3/4', expect: 'v:any' },
@@ -352,12 +353,15 @@ describe('errors with file and line', () => {
 });
 
 describe('warnings', () => {
-  it('warns when a public route also names a permission or a resource, and ignores them', () => {
+  it('#11.30: refuses a route that is public and names a permission or a resource; a route inside a public group is checked as written', () => {
+    const conflicting = compile({ 'p.yaml': 'version: 1\nroutes:\n  - { path: /a, methods: [GET], public: true, permission: a:read }\n  - { path: /b/:id, public: true, resource: { type: B, id: id } }\n' });
+    expect(conflicting.policy).toBeNull();
+    expect(summary(conflicting.issues)).toEqual(['error public-conflict p.yaml:3', 'error public-conflict p.yaml:4']);
     const result = compile({
       'p.yaml': `
         version: 1
         routes:
-          - { path: /a, methods: [GET], public: true, permission: a:read }
+          - { path: /a, methods: [GET], public: true }
           - path: /pub
             public: true
             routes:
@@ -369,9 +373,9 @@ describe('warnings', () => {
       `,
     });
     const policy = policyOf(result);
-    expect(summary(result.issues)).toEqual(['warning public-permission p.yaml:3', 'warning public-permission p.yaml:7', 'warning public-permission p.yaml:7']);
+    expect(summary(result.issues)).toEqual(['warning no-resolver p.yaml:7']);
     expect(policy.match('GET', '/a')?.route).toMatchObject({ public: true, permission: null, resource: null });
-    expect(policy.match('GET', '/pub/x/1')?.route).toMatchObject({ public: true, permission: null, resource: null });
+    expect(policy.match('GET', '/pub/x/1')?.route).toMatchObject({ public: false, permission: 'x:read', resource: { type: 'X', idParam: 'id' } });
     expect(policy.match('GET', '/prot/health')?.route).toMatchObject({ public: true, permission: null });
   });
 
