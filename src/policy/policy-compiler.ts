@@ -39,9 +39,10 @@ interface Inherited {
   publicDepth: number;
   resource: { value: PolicyRouteResource; source: SourceLocation; depth: number } | null;
   mode: 'enforce' | 'shadow';
+  profile: 'required' | 'optional';
 }
 
-const ROOT: Inherited = { path: '', permission: null, permissionDepth: -1, isPublic: false, publicDepth: -1, resource: null, mode: 'enforce' };
+const ROOT: Inherited = { path: '', permission: null, permissionDepth: -1, isPublic: false, publicDepth: -1, resource: null, mode: 'enforce', profile: 'required' };
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
@@ -112,6 +113,7 @@ export function compilePolicy(files: readonly ParsedPolicyFile[], context: Compi
           publicDepth: entry.public != null ? depth : inherited.publicDepth,
           resource: entry.resource != null ? { value: entry.resource, source, depth } : inherited.resource,
           mode: entry.mode ?? inherited.mode,
+          profile: entry.profile ?? inherited.profile,
         };
         if (entry.routes != null) {
           if (entry.methods != null) error('group-methods', `a group (an entry with "routes") must not have "methods"; put them on its routes`, at([...entryPath, 'methods']));
@@ -207,6 +209,8 @@ function buildLeaf(
     permission: effective.isPublic ? null : effective.permission,
     resource: compiledResource,
     mode: effective.mode,
+    // A permission is checked against the active profile's grant, so `profile: optional` applies only without one.
+    ...(effective.profile === 'optional' && !effective.isPublic && effective.permission === null ? { profile: 'optional' as const } : {}),
   });
   const shape = segments.map((segment) => (segment.kind === 'static' ? segment.value : segment.kind === 'param' ? ':' : '**')).join('/');
   const outcome = JSON.stringify([
@@ -214,6 +218,7 @@ function buildLeaf(
     route.permission,
     compiledResource && [compiledResource.type, idPosition, compiledResource.access, compiledResource.resolve],
     route.mode,
+    route.profile ?? 'required',
   ]);
   return { route, segments, shape, outcome };
 }
