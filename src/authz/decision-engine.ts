@@ -122,6 +122,16 @@ function describeRefs(refs: ScopeRef[]): string {
   return refs.map((ref) => `${ref.type} ${ref.id}`).join(', ');
 }
 
+function noActiveProfile(principal: IamPrincipal): string {
+  return principal.activeProfileId === null
+    ? 'the session has no active profile'
+    : `profile ${principal.activeProfileId} is not available (missing, disabled, revoked or not the user's)`;
+}
+
+function clientTypeMismatch(grant: CompiledGrant, clientType: string): string {
+  return `profile ${grant.profileId} does not apply to client type ${clientType} (only ${grant.clientTypes.join(', ') || 'none'})`;
+}
+
 function authenticatedReason(principal: IamPrincipal): string {
   return `user ${principal.userId} is authenticated as ${principal.identityId} (${principal.identityDomain})`;
 }
@@ -174,6 +184,9 @@ export class DecisionEngine {
     } else if (route.permission === null) {
       decision = newDecision(subject, null, view);
       pass(decision, 'AUTHENTICATED', authenticatedReason(subject.principal));
+      const pending = this.checkSessionProfile(subject, decision, route.profile === 'optional');
+      if (pending instanceof Promise) return pending.then((later) => applyMode(route, later));
+      decision = pending;
     } else {
       const declared = route.resource;
       const id = declared === null ? undefined : match.params[declared.idParam];
@@ -225,23 +238,10 @@ export class DecisionEngine {
   private decideWithGrant(input: DecideInput, decision: AuthorizationDecision, grant: CompiledGrant | null): MaybeDecision {
     const { subject, permissionCode } = input;
     const principal = subject.principal;
-    if (grant === null) {
-      const reason =
-        principal.activeProfileId === null
-          ? 'the session has no active profile'
-          : `profile ${principal.activeProfileId} is not available (missing, disabled, revoked or not the user's)`;
-      return fail(decision, 'NO_ACTIVE_PROFILE', reason, ACCESS_DENIED);
-    }
+    if (grant === null) return fail(decision, 'NO_ACTIVE_PROFILE', noActiveProfile(principal), ACCESS_DENIED);
     const profileId = grant.profileId;
     const clientType = input.expectedClientType ?? subject.clientType;
-    if (!grant.clientTypes.includes(clientType)) {
-      return fail(
-        decision,
-        'CLIENT_TYPE_MISMATCH',
-        `profile ${profileId} does not apply to client type ${clientType} (only ${grant.clientTypes.join(', ') || 'none'})`,
-        ACCESS_DENIED,
-      );
-    }
+    if (!grant.clientTypes.includes(clientType)) return fail(decision, 'CLIENT_TYPE_MISMATCH', clientTypeMismatch(grant, clientType), ACCESS_DENIED);
     pass(decision, 'PROFILE_ACTIVE', `profile ${profileId} is active for client type ${clientType}`);
 
     // Permission before any resolver call: no existence oracle for callers without the permission.
@@ -323,8 +323,30 @@ export class DecisionEngine {
     return decision;
   }
 
+  /**
+   * A session on a route that asks no permission (or an undeclared request under `default: authenticated`):
+   * its active profile must still be valid for its client type, so a disabled, revoked, foreign or missing
+   * profile never passes and is never named to the host. With `optional` (policy `profile: optional`) the
+   * request passes either way, and only a valid profile gets its PROFILE_ACTIVE step (what the host sees).
+   */
+  private checkSessionProfile(subject: DecisionSubject, decision: AuthorizationDecision, optional: boolean): MaybeDecision {
+    const principal = subject.principal;
+    if (principal.activeProfileId === null && optional) return decision;
+    const conclude = (grant: CompiledGrant | null): AuthorizationDecision => {
+      if (grant === null) return optional ? decision : fail(decision, 'NO_ACTIVE_PROFILE', noActiveProfile(principal), ACCESS_DENIED);
+      if (!grant.clientTypes.includes(subject.clientType)) {
+        return optional ? decision : fail(decision, 'CLIENT_TYPE_MISMATCH', clientTypeMismatch(grant, subject.clientType), ACCESS_DENIED);
+      }
+      pass(decision, 'PROFILE_ACTIVE', `profile ${grant.profileId} is active for client type ${subject.clientType}`);
+      return decision;
+    };
+    const cached = this.grants.peek?.(principal);
+    if (cached !== undefined) return conclude(cached);
+    return this.grants.getGrant(principal).then(conclude);
+  }
+
   /** A request no route declares: the policy's `default` decides (design.md §5, §7: deny out of the box). */
-  private decideUndeclared(input: DecideRequestInput): AuthorizationDecision {
+  private decideUndeclared(input: DecideRequestInput): MaybeDecision {
     const { subject } = input;
     const decision = newDecision(subject, null, null);
     // A method a declared path does not list never falls through to a rule that checks less (#11.30).
@@ -341,7 +363,7 @@ export class DecisionEngine {
       case 'authenticated':
         if (subject === null) return fail(decision, 'UNAUTHENTICATED', 'undeclared routes need a valid session and none was presented', UNAUTHENTICATED);
         pass(decision, 'AUTHENTICATED', authenticatedReason(subject.principal));
-        return decision;
+        return this.checkSessionProfile(subject, decision, false);
       case 'deny':
       default:
         return fail(decision, 'ROUTE_NOT_DECLARED', `no policy route declares ${input.method} ${input.path} and the default is deny`, ACCESS_DENIED);

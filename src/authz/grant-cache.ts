@@ -1,4 +1,13 @@
 /**
+ * The cache key of one (user, profile) pair. Ids are free-form (Auth0-style `auth0|abc`, `:`...), so a
+ * separator alone is not enough: `auth0` + `victim|admin` and `auth0|victim` + `admin` would share
+ * `auth0|victim|admin`. The user id's length in front makes the split unambiguous (injective).
+ */
+export function grantKey(userId: string, profileId: string): string {
+  return `${userId.length}:${userId}|${profileId}`;
+}
+
+/**
  * A bounded least-recently-used cache over a `Map` (insertion order = recency order). Never holds more
  * than `max` entries: the oldest entry is evicted on insert.
  */

@@ -8,7 +8,7 @@ import type { IamPrincipal } from '../auth/principal';
 import type { IamRepository } from '../persistence/iam-repository';
 import type { StoreEvent } from '../sessions/token-record';
 import { compileGrant, type CompiledGrant } from './ability-compiler';
-import { GrantCache } from './grant-cache';
+import { GrantCache, grantKey } from './grant-cache';
 
 export interface GrantProviderOptions {
   repository: Pick<IamRepository, 'getProfile' | 'getTemplate' | 'getUser'>;
@@ -29,6 +29,11 @@ interface CachedGrant {
 interface InFlightLoad {
   generation: number;
   promise: Promise<CachedGrant>;
+}
+
+/** Checked on every read: a cached grant is served only to the user and profile it was loaded for. */
+function belongsTo(entry: CachedGrant, userId: string, profileId: string): boolean {
+  return entry.userId === userId && entry.profileId === profileId && (entry.grant === null || (entry.grant.userId === userId && entry.grant.profileId === profileId));
 }
 
 export class GrantProvider {
@@ -63,8 +68,8 @@ export class GrantProvider {
     const profileId = principal.activeProfileId;
     if (profileId === null) return null;
     if (!this.trustCache()) return undefined;
-    const cached = this.cache.get(`${principal.userId}|${profileId}`);
-    if (cached === undefined) return undefined;
+    const cached = this.cache.get(grantKey(principal.userId, profileId));
+    if (cached === undefined || !belongsTo(cached, principal.userId, profileId)) return undefined;
     this.hits++;
     return cached.grant;
   }
@@ -72,7 +77,7 @@ export class GrantProvider {
   async getGrant(principal: IamPrincipal): Promise<CompiledGrant | null> {
     const profileId = principal.activeProfileId;
     if (profileId === null) return null;
-    const key = `${principal.userId}|${profileId}`;
+    const key = grantKey(principal.userId, profileId);
 
     if (!this.trustCache()) {
       // Events may have been missed: whatever is cached now may be stale, also after the channel returns.
@@ -82,14 +87,17 @@ export class GrantProvider {
     }
 
     const cached = this.cache.get(key);
-    if (cached !== undefined) {
+    if (cached !== undefined && belongsTo(cached, principal.userId, profileId)) {
       this.hits++;
       return cached.grant;
     }
     this.misses++;
 
     const current = this.inFlight.get(key);
-    if (current !== undefined && current.generation === this.generation) return (await current.promise).grant;
+    if (current !== undefined && current.generation === this.generation) {
+      const shared = await current.promise;
+      if (belongsTo(shared, principal.userId, profileId)) return shared.grant;
+    }
 
     const generation = this.generation;
     const promise = this.load(principal.userId, profileId);

@@ -2,6 +2,7 @@ import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sig
 import { readFileSync } from 'node:fs';
 import type { AuthorizationDecision } from '../authz/decision';
 import type { VerifiedSession } from '../sessions/session-service';
+import { forwardedAuthorization } from './identity-headers';
 
 export interface AssertionOptions {
   ttlMs: number;
@@ -37,6 +38,7 @@ export class AssertionSigner {
   sign(decision: AuthorizationDecision, session: VerifiedSession, method: string, path: string, requestId: string): string {
     const now = Math.floor(Date.now() / 1000);
     const principal = session.record.principal;
+    const forwarded = forwardedAuthorization(decision);
     const claims: Record<string, unknown> = {
       iss: this.options.issuer,
       sub: principal.userId,
@@ -46,12 +48,14 @@ export class AssertionSigner {
       sid: session.record.sessionId,
       identity_id: principal.identityId,
       identity_domain: principal.identityDomain,
-      profile_id: principal.activeProfileId,
-      permission: decision.permissionCode,
+      // Only what the decision verified: no unchecked profile, no permission on a shadow denial.
+      profile_id: forwarded.profileId,
+      permission: forwarded.permission,
       decision_id: decision.decisionId,
       htm: method,
       htu: path,
     };
+    if (forwarded.shadowDenied !== null) claims.shadow_denied = forwarded.shadowDenied;
     if (this.options.audience !== null) claims.aud = this.options.audience;
     const signingInput = `${this.encodedHeader}.${base64url(JSON.stringify(claims))}`;
     return `${signingInput}.${sign(null, Buffer.from(signingInput), this.privateKey).toString('base64url')}`;

@@ -10,7 +10,7 @@ import type { CompiledPolicy, RouteMatch } from '../policy/compiled-policy';
 import { ProblemError, problems, toProblem } from '../problem';
 import type { SessionService, VerifiedSession } from '../sessions/session-service';
 import { StoreUnavailableError } from '../sessions/token-store';
-import { identityHeaders } from './identity-headers';
+import { forwardedAuthorization, identityHeaders } from './identity-headers';
 import { parseBearerToken } from './inbound-headers';
 import type { PreparedRequest } from './prepare-request';
 import { sendProblem, sendProblemOnSocket } from './problem-response';
@@ -167,9 +167,10 @@ export class ProxyHandler {
   /** The identity headers of design.md §4.3 for an authorized request (none for anonymous requests). */
   identityHeadersFor(request: PreparedRequest, outcome: Extract<Authorization, { allowed: true }>): Array<readonly [string, string]> | null {
     const { session, decision } = outcome;
-    if (!session) return null;
+    const forwarded = forwardedAuthorization(decision);
+    if (!session) return forwarded.shadowDenied === null ? null : identityHeaders(null, null, forwarded, null);
     const assertion = this.deps.signAssertion && decision ? this.deps.signAssertion(decision, session, request.method, request.path, request.requestId) : null;
-    return identityHeaders(session.record.principal, session.record.sessionId, decision?.permissionCode ?? null, assertion);
+    return identityHeaders(session.record.principal, session.record.sessionId, forwarded, assertion);
   }
 
   /** The headers the host receives for an authorized request. */

@@ -35,6 +35,11 @@ export interface CompiledRoute {
   resource: RouteResource | null;
   /** `shadow`: decide and log, but let the request through. */
   mode: 'enforce' | 'shadow';
+  /**
+   * `optional` (policy `profile: optional`): the session needs no valid active profile. Absent: it does,
+   * on every non-public route, with or without a permission.
+   */
+  profile?: 'optional';
 }
 
 export interface RouteMatch {

@@ -42,9 +42,10 @@ interface Inherited {
   publicDepth: number;
   resource: { value: PolicyRouteResource; source: SourceLocation; depth: number } | null;
   mode: 'enforce' | 'shadow';
+  profile: 'required' | 'optional';
 }
 
-const ROOT: Inherited = { path: '', permission: null, permissionDepth: -1, isPublic: false, publicDepth: -1, resource: null, mode: 'enforce' };
+const ROOT: Inherited = { path: '', permission: null, permissionDepth: -1, isPublic: false, publicDepth: -1, resource: null, mode: 'enforce', profile: 'required' };
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
@@ -131,6 +132,7 @@ export function compilePolicy(files: readonly ParsedPolicyFile[], context: Compi
           publicDepth: entry.public != null ? depth : inherited.publicDepth,
           resource: entry.resource != null ? { value: entry.resource, source, depth } : inherited.resource,
           mode: entry.mode ?? inherited.mode,
+          profile: entry.profile ?? inherited.profile,
         };
         if (entry.routes != null) {
           if (entry.methods != null) error('group-methods', `a group (an entry with "routes") must not have "methods"; put them on its routes`, at([...entryPath, 'methods']));
@@ -232,6 +234,8 @@ function buildLeaf(
     permission: isPublic ? null : effective.permission,
     resource: compiledResource,
     mode: effective.mode,
+    // A permission is checked against the active profile's grant, so `profile: optional` applies only without one.
+    ...(effective.profile === 'optional' && !effective.isPublic && effective.permission === null ? { profile: 'optional' as const } : {}),
   });
   const exactShape = segments.map((segment) => (segment.kind === 'static' ? segment.value : segment.kind === 'param' ? ':' : '**')).join('/');
   const outcome = JSON.stringify([
@@ -239,6 +243,7 @@ function buildLeaf(
     route.permission,
     compiledResource && [compiledResource.type, idPosition, compiledResource.access, compiledResource.resolve],
     route.mode,
+    route.profile ?? 'required',
   ]);
   return { route, segments, exactShape, shape: exactShape, outcome };
 }

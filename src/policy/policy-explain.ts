@@ -96,7 +96,7 @@ export function formatExplanation(explanation: RequestExplanation): string[] {
     add('needs', 'nothing: public route, no token needed');
     return lines;
   }
-  add('permission', route.permission ?? 'none: any valid session passes');
+  add('permission', route.permission ?? (route.profile === 'optional' ? 'none: any valid session passes (profile: optional)' : 'none: any valid session with a valid active profile passes'));
   const resource = route.resource;
   if (resource) {
     // The engine decodes the id once (design.md §7) before resolving and comparing it with scope refs.
@@ -128,7 +128,7 @@ function describeDefault(action: DefaultAction): string {
     case 'allow':
       return 'allow: forwarded without any check';
     case 'authenticated':
-      return 'authenticated: any valid session passes (401 without one)';
+      return 'authenticated: any valid session with a valid active profile passes (401 without one)';
     case 'deny':
     default:
       return 'deny: 403 IAM_ACCESS_DENIED, step ROUTE_NOT_DECLARED';

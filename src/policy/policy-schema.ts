@@ -29,6 +29,11 @@ export interface PolicyRouteEntry {
   public?: boolean;
   resource?: PolicyRouteResource;
   mode?: 'enforce' | 'shadow';
+  /**
+   * `required` (default): a route without a permission still needs a valid active profile for the
+   * session's client type. `optional`: any valid session passes (the host gets a profile id only when valid).
+   */
+  profile?: 'required' | 'optional';
   description?: string;
   routes?: PolicyRouteEntry[];
 }
@@ -95,6 +100,7 @@ const routeEntrySchema: JSONSchemaType<PolicyRouteEntry> = {
     public: { type: 'boolean', nullable: true },
     resource: { ...routeResourceSchema, nullable: true },
     mode: { type: 'string', enum: ['enforce', 'shadow'], nullable: true },
+    profile: { type: 'string', enum: ['required', 'optional'], nullable: true },
     description: { type: 'string', nullable: true },
     routes: { type: 'array', nullable: true, items: { $ref: '#/$defs/route' } as never },
   },

@@ -30,7 +30,7 @@ type ResolverAnswers = Record<string, Record<string, Array<{ type: string; id: s
 interface DecisionCase {
   name: string;
   default?: DefaultAction;
-  principal: { permissions: string[]; scopes?: ScopeRecord[]; clientTypes?: string[]; domain?: string; profile?: boolean } | null;
+  principal: { permissions: string[]; scopes?: ScopeRecord[]; clientTypes?: string[]; domain?: string; profile?: boolean; profileState?: 'disabled' | 'revoked' | 'foreign' | 'missing' } | null;
   request:
     | { method: string; path: string }
     | { permissionCode: string; resourceType?: string; resourceId?: string; scopeAccess?: 'READ' | 'WRITE'; domain?: string; clientType?: string };
@@ -81,6 +81,7 @@ const caseFileSchema = {
               clientTypes: { type: 'array', items: { type: 'string' } },
               domain: { type: 'string' },
               profile: { type: 'boolean' },
+              profileState: { enum: ['disabled', 'revoked', 'foreign', 'missing'] },
             },
           },
           request: {
@@ -174,13 +175,13 @@ const SESSION_CLIENT_TYPE = 'WEB';
 function grantsFor(principal: NonNullable<DecisionCase['principal']>) {
   const user: UserRecord = { userId: 'u-test', displayName: null, enabled: true, authorizationVersion: 1, createdAt: new Date(0), updatedAt: new Date(0) };
   const profile: ProfileRecord = {
-    profileId: 'p-test',
-    userId: 'u-test',
+    profileId: principal.profileState === 'missing' ? 'p-gone' : 'p-test',
+    userId: principal.profileState === 'foreign' ? 'u-other' : 'u-test',
     profileName: 'test profile',
     templateVersionId: 't-test',
     clientTypes: principal.clientTypes ?? ['WEB', 'API'],
-    enabled: true,
-    revoked: false,
+    enabled: principal.profileState !== 'disabled',
+    revoked: principal.profileState === 'revoked',
     scopes: principal.scopes ?? [],
     version: 1,
   };

@@ -1,5 +1,5 @@
 import type { IamPrincipal } from '../../src/auth/principal';
-import { GrantCache } from '../../src/authz/grant-cache';
+import { GrantCache, grantKey } from '../../src/authz/grant-cache';
 import { GrantProvider } from '../../src/authz/grant-provider';
 import { DatabaseUnavailableError } from '../../src/persistence/iam-repository';
 import type { ProfileRecord, TemplateRecord, UserRecord } from '../../src/persistence/records';
@@ -268,5 +268,49 @@ describe('GrantProvider', () => {
     repository.failWith = null;
     expect(await provider.getGrant(principal('u-alice', 'p-alice'))).not.toBeNull();
     expect(provider.stats().size).toBe(1);
+  });
+});
+
+describe('#11.24 grant cache keys cannot collide', () => {
+  /** `auth0|victim` holds `admin` (writer); `auth0` points at `victim|admin`, which is not his. */
+  function collidingSetup() {
+    const setupResult = setup();
+    setupResult.repository.addUser('auth0|victim', 'admin', 'writer-v1');
+    setupResult.repository.users.set('auth0', { userId: 'auth0', displayName: null, enabled: true, authorizationVersion: 1, createdAt: new Date(0), updatedAt: new Date(0) });
+    return setupResult;
+  }
+
+  it('#11.24: user auth0 on profile victim|admin is not served auth0|victim\'s admin grant (cached, peek and load)', async () => {
+    const { provider } = collidingSetup();
+    const victim = await provider.getGrant(principal('auth0|victim', 'admin'));
+    expect(victim).toMatchObject({ userId: 'auth0|victim', profileId: 'admin' });
+    expect(provider.peek(principal('auth0|victim', 'admin'))).toBe(victim);
+
+    const attacker = principal('auth0', 'victim|admin');
+    expect(provider.peek(attacker)).toBeUndefined();
+    expect(await provider.getGrant(attacker)).toBeNull();
+    // Now both are cached: each still gets its own.
+    expect(provider.peek(attacker)).toBeNull();
+    expect(provider.peek(principal('auth0|victim', 'admin'))).toBe(victim);
+  });
+
+  it('#11.24: the reverse order, and a concurrent load of the other pair, never share an entry', async () => {
+    const { repository, provider } = collidingSetup();
+    repository.addUser('auth0', 'victim|admin', 'reader-v1');
+    repository.hold();
+    const loads = [provider.getGrant(principal('auth0', 'victim|admin')), provider.getGrant(principal('auth0|victim', 'admin'))];
+    repository.release();
+    const [mine, theirs] = await Promise.all(loads);
+    expect(mine).toMatchObject({ userId: 'auth0', profileId: 'victim|admin', permissions: ['project:read'] });
+    expect(theirs).toMatchObject({ userId: 'auth0|victim', profileId: 'admin', permissions: ['project:update'] });
+    expect(provider.stats().size).toBe(2);
+  });
+
+  it('#11.24: separators inside ids (| : and digits) give distinct keys', () => {
+    const pairs: Array<[string, string]> = [
+      ['auth0', 'victim|admin'], ['auth0|victim', 'admin'], ['1:a', 'b'], ['1', 'a|b'], ['a|', '|b'], ['a', '||b'], ['', '1:|x'],
+    ];
+    const keys = new Set(pairs.map(([user, profile]) => grantKey(user, profile)));
+    expect(keys.size).toBe(pairs.length);
   });
 });

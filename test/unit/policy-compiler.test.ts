@@ -418,3 +418,52 @@ describe('hash', () => {
     expect(hashPolicyFiles([files[1], { file: 'c.yaml', text: 'version: 1\n' }])).not.toBe(expected);
   });
 });
+
+describe('#11.12 profile: optional', () => {
+  it('#11.12: is explicit, inherited from a group, kept only on routes without a permission, and part of the outcome', () => {
+    const policy = policyOf(
+      compile({
+        'p.yaml': `
+          version: 1
+          routes:
+            - path: /api/me
+              methods: [GET]
+            - path: /api/feed
+              profile: optional
+              routes:
+                - { path: "", methods: [GET] }
+                - { path: /strict, methods: [GET], profile: required }
+                - { path: /paid, methods: [GET], permission: feed:read }
+        `,
+      }),
+    );
+    const byPattern = (pattern: string) => policy.routes.find((route) => route.pattern === pattern);
+    expect(byPattern('/api/me')?.profile).toBeUndefined();
+    expect(byPattern('/api/feed')?.profile).toBe('optional');
+    expect(byPattern('/api/feed/strict')?.profile).toBeUndefined();
+    // A permission is checked against the active profile's grant: the profile stays required.
+    expect(byPattern('/api/feed/paid')?.profile).toBeUndefined();
+
+    const conflict = compile({
+      'a.yaml': `
+        version: 1
+        routes:
+          - { path: /x, methods: [GET] }
+      `,
+      'b.yaml': `
+        version: 1
+        routes:
+          - { path: /x, methods: [GET], profile: optional }
+      `,
+    });
+    expect(summary(conflict.issues)).toContain('error conflict b.yaml:3 ~ a.yaml:3');
+  });
+
+  it('#11.12: an emptied or unknown value is a schema error, never "optional"', () => {
+    for (const value of ['~', 'maybe', 'false']) {
+      const result = compile({ 'p.yaml': `\n        version: 1\n        routes:\n          - { path: /x, methods: [GET], profile: ${value} }\n      ` });
+      expect(result.policy).toBeNull();
+      expect(result.issues.some((issue) => issue.kind === 'schema')).toBe(true);
+    }
+  });
+});
