@@ -22,6 +22,23 @@ export interface PrepareOptions {
 }
 
 /**
+ * The proxy's reading of a request target, and its refusals (414 IAM_URI_TOO_LONG, 400 IAM_BAD_REQUEST):
+ * the one rule shared by proxied requests and forward-auth (`X-Forwarded-Uri`), so both judge the same path.
+ */
+export function interpretRequestTarget(
+  rawTarget: string,
+  host: string | undefined,
+  options: PrepareOptions,
+): { ok: true; path: string; search: string } | { ok: false; problem: ProblemError } {
+  if (rawTarget.length > options.maxUrlLength) {
+    return { ok: false, problem: new ProblemError('IAM_URI_TOO_LONG', `The request target is longer than ${options.maxUrlLength} bytes.`) };
+  }
+  const target = normalizeRequestTarget(rawTarget, { allowPathParameters: options.allowPathParameters, host });
+  if (!target.ok) return { ok: false, problem: problems.badRequest(target.reason) };
+  return target;
+}
+
+/**
  * The first step of every request, `/iam` and proxied alike: refuse what cannot be interpreted safely
  * (400 IAM_BAD_REQUEST, 414), then normalize the target once.
  */
@@ -38,8 +55,8 @@ export function prepareRequest(req: IncomingMessage, options: PrepareOptions): {
   }
   const inspected = inspectRequestHeaders(req.rawHeaders);
   if (!inspected.ok) return { ok: false, requestId, problem: problems.badRequest(inspected.reason) };
-  const target = normalizeRequestTarget(rawTarget, { allowPathParameters: options.allowPathParameters, host: req.headers.host });
-  if (!target.ok) return { ok: false, requestId, problem: problems.badRequest(target.reason) };
+  const target = interpretRequestTarget(rawTarget, req.headers.host, options);
+  if (!target.ok) return { ok: false, requestId, problem: target.problem };
   return {
     ok: true,
     request: { requestId, method: req.method ?? 'GET', path: target.path, search: target.search, authorization: inspected.authorization },

@@ -10,6 +10,7 @@ import type { IamRepository } from '../persistence/iam-repository';
 import type { CompiledPolicy } from '../policy/compiled-policy';
 import { ProblemError, problems } from '../problem';
 import { callerOf, factsOf, stateOf } from './iam-context';
+import { registerForwardAuthRoute } from './forward-auth-route';
 import { decidePermission } from './require-session';
 import { assertValid, createBodyValidator } from './validate-body';
 
@@ -22,6 +23,8 @@ export interface AuthorizationRoutesDeps {
   repository: IamRepository;
   requireSession: Middleware;
   allowPathParameters: boolean;
+  /** `server.max-url-length`, for forward-auth's URI. */
+  maxUrlLength: number;
 }
 
 type DiagnosticsBody =
@@ -103,20 +106,5 @@ export function registerAuthorizationRoutes(router: Router, deps: AuthorizationR
     ctx.body = decision;
   });
 
-  // design.md §4.4: nginx auth_request, Traefik ForwardAuth, Caddy forward_auth, Envoy ext_authz (HTTP).
-  router.all('/authorization/forward-auth', async (ctx) => {
-    const prepared = stateOf(ctx).prepared;
-    const method = (ctx.get('x-forwarded-method') || ctx.get('x-original-method') || 'GET').toUpperCase();
-    const uri = ctx.get('x-forwarded-uri') || ctx.get('x-original-uri');
-    if (!uri) throw problems.badRequest('X-Forwarded-Uri (or X-Original-URI) is required.');
-    if (!/^[A-Z]{1,20}$/.test(method)) throw problems.badRequest('X-Forwarded-Method is not a method.');
-    const target = normalizeRequestTarget(uri, { allowPathParameters: deps.allowPathParameters, host: undefined });
-    if (!target.ok) throw problems.badRequest(target.reason);
-    const outcome = await deps.proxy.authorize({ ...prepared, method, path: target.path, search: target.search }, ctx.req.socket.remoteAddress);
-    if (!outcome.allowed) throw outcome.problem;
-    for (const [name, value] of deps.proxy.identityHeadersFor({ ...prepared, method, path: target.path, search: target.search }, outcome) ?? []) ctx.set(name, value);
-    ctx.set('X-Request-Id', prepared.requestId);
-    ctx.status = 200;
-    ctx.body = '';
-  });
+  registerForwardAuthRoute(router, { proxy: deps.proxy, target: { allowPathParameters: deps.allowPathParameters, maxUrlLength: deps.maxUrlLength } });
 }

@@ -134,12 +134,13 @@ export const nonAdminPaths: Record<string, PathItemObject> = {
       summary: 'Authorize a request for nginx auth_request, Traefik ForwardAuth, Caddy forward_auth, Envoy',
       description:
         'Reads the original method and URI from X-Forwarded-Method/X-Forwarded-Uri (or X-Original-Method/X-Original-URI) and decides with the proxy\'s own engine and policy. ' +
-        'Any HTTP method is accepted (auth_request keeps the original one); the bearer token is needed when the matched route needs one.',
+        'Fails closed: a missing, unknown or conflicting method or URI header, a URI not in the proxy\'s normal form, or client X-IAM-* headers are a 400. ' +
+        'The bearer token is needed when the matched route needs one.',
       tags: ['authorization'],
       security: [{ bearer: [] }, {}],
       parameters: [
-        { name: 'X-Forwarded-Uri', in: 'header', description: 'The original request target (or X-Original-URI).', schema: { type: 'string' } },
-        { name: 'X-Forwarded-Method', in: 'header', description: 'The original method (or X-Original-Method); default GET.', schema: { type: 'string' } },
+        { name: 'X-Forwarded-Uri', in: 'header', description: 'The original request target (or X-Original-URI); required.', schema: { type: 'string' } },
+        { name: 'X-Forwarded-Method', in: 'header', description: 'The original method (or X-Original-Method); required, never guessed.', schema: { type: 'string' } },
       ],
       responses: {
         '200': empty('Allowed. Carries the identity headers the host would receive (design.md §4.3) when a session was presented.', {
@@ -151,7 +152,7 @@ export const nonAdminPaths: Record<string, PathItemObject> = {
           'X-IAM-Permission': { schema: { type: 'string' } },
           'X-IAM-Assertion': { description: 'When `iam.forward.assertion` is on: an EdDSA JWT, keys at /iam/.well-known/jwks.json.', schema: { type: 'string' } },
         }),
-        '400': problem(400, ['IAM_BAD_REQUEST'], 'No original URI, a method that is not one, or a target the proxy would refuse.'),
+        '400': problem(400, ['IAM_BAD_REQUEST'], 'No original method or URI, a method the proxy would not accept, a target the proxy would refuse or would rewrite, or client X-IAM-* headers.'),
         '401': response('Unauthenticated'),
         '403': response('AccessDenied'),
         '404': problem(404, ['IAM_RESOURCE_NOT_FOUND'], 'The host\'s resolver knows no such resource (not a lack of rights).'),

@@ -231,6 +231,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
           repository,
           requireSession: sessionGuard,
           allowPathParameters: config.iam.gateway.allowPathParameters,
+          maxUrlLength: config.server.maxUrlLength,
         });
         const admin = new AdminService({ admin: database.admin, repository, sessions, store, audit });
         registerAdminRoutes(router, { admin, engine, requireSession: sessionGuard });

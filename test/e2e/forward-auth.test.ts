@@ -50,14 +50,45 @@ it('answers 401 with a Bearer challenge without a token, 403 with the decision f
   expect(await denied.json()).toMatchObject({ code: 'IAM_ACCESS_DENIED', step: 'PERMISSION_DENIED', decisionId: expect.any(String) });
 });
 
-it('judges the normalized URI and refuses one it cannot interpret', async () => {
-  const sneaky = await check({ ...bearer(token), 'X-Forwarded-Method': 'GET', 'X-Forwarded-Uri': '/health/../api/admin/stats' });
-  expect(sneaky.status).toBe(403);
-  const refused = await check({ ...bearer(token), 'X-Forwarded-Method': 'GET', 'X-Forwarded-Uri': '/api%2fadmin' });
-  expect(refused.status).toBe(400);
-  expect(((await refused.json()) as { code: string }).code).toBe('IAM_BAD_REQUEST');
-  const missing = await check(bearer(token));
-  expect(missing.status).toBe(400);
+it('#11.6: refuses a URI the proxy would refuse or rewrite (the host would see another path)', async () => {
+  for (const uri of ['/health/../api/admin/stats', '/health/%2e%2e/api/admin/stats', '/api%2fadmin', '/api//admin/stats', '/api/projects/./1', 'http://other/api/projects', 'api/projects']) {
+    for (const headers of [bearer(token), {}]) {
+      const refused = await check({ ...headers, 'X-Forwarded-Method': 'GET', 'X-Forwarded-Uri': uri });
+      expect([uri, refused.status]).toEqual([uri, 400]);
+      expect(((await refused.json()) as { code: string }).code).toBe('IAM_BAD_REQUEST');
+    }
+  }
+  const tooLong = await check({ ...bearer(token), 'X-Forwarded-Method': 'GET', 'X-Forwarded-Uri': '/api/projects?' + 'a'.repeat(9000) });
+  expect(tooLong.status).toBe(414);
+});
+
+describe('#11.6 forward-auth never guesses the original request', () => {
+  it.each([
+    ['no method header', { 'X-Forwarded-Uri': '/api/projects' }],
+    ['no method header (nginx spelling)', { 'X-Original-URI': '/api/projects' }],
+    ['an empty method', { 'X-Forwarded-Method': '', 'X-Forwarded-Uri': '/api/projects' }],
+    ['an unknown method', { 'X-Forwarded-Method': 'FROB', 'X-Forwarded-Uri': '/api/projects' }],
+    ['a lower-case method', { 'X-Forwarded-Method': 'post', 'X-Forwarded-Uri': '/api/projects' }],
+    ['CONNECT', { 'X-Forwarded-Method': 'CONNECT', 'X-Forwarded-Uri': '/api/projects' }],
+    ['two methods that disagree', { 'X-Forwarded-Method': 'GET', 'X-Original-Method': 'POST', 'X-Forwarded-Uri': '/api/projects' }],
+    ['no URI header', { 'X-Forwarded-Method': 'GET' }],
+    ['two URIs that disagree', { 'X-Forwarded-Method': 'GET', 'X-Forwarded-Uri': '/health', 'X-Original-URI': '/api/admin/stats' }],
+    ['a client X-IAM-* header', { 'X-Forwarded-Method': 'GET', 'X-Forwarded-Uri': '/health', 'X-IAM-User-Id': 'u-admin' }],
+  ])('#11.6: 400 IAM_BAD_REQUEST for %s, with or without a token', async (_name, headers: Record<string, string>) => {
+    for (const auth of [bearer(token), {}]) {
+      const answer = await check({ ...auth, ...headers });
+      expect(answer.status).toBe(400);
+      expect(((await answer.json()) as { code: string }).code).toBe('IAM_BAD_REQUEST');
+    }
+  });
+
+  it('#11.6: both spellings with the same value are accepted; a non-GET endpoint method is not', async () => {
+    const same = await check({ ...bearer(token), 'X-Forwarded-Method': 'POST', 'X-Original-Method': 'POST', 'X-Forwarded-Uri': '/api/projects' });
+    expect(same.status).toBe(200);
+    expect(same.headers.get('x-iam-permission')).toBe('project:create');
+    const posted = await fetch(`${gateway.url}/iam/authorization/forward-auth`, { method: 'POST', headers: { ...bearer(token), 'X-Forwarded-Method': 'GET', 'X-Forwarded-Uri': '/api/projects' } });
+    expect(posted.status).toBe(405);
+  });
 });
 
 it('passes public routes without a token', async () => {

@@ -102,6 +102,7 @@ function registeredRoutes(): Array<{ method: string; path: string }> {
     repository: unused,
     requireSession: pass,
     allowPathParameters: false,
+    maxUrlLength: 8192,
   });
   registerAdminRoutes(router, { admin: unused, engine: unused, requireSession: pass });
   registerOpenApiRoutes(router);
@@ -499,7 +500,7 @@ describe('GET /iam/openapi.json and GET /iam/.well-known/jwks.json', () => {
       expect(body.keys).toHaveLength(1);
       expect(body.keys[0]).not.toHaveProperty('d');
       const alice = await login(signing.url, 'alice');
-      const allowed = await fetch(`${signing.url}/iam/authorization/forward-auth`, { headers: { ...bearer(alice.accessToken), 'x-forwarded-uri': '/api/projects' } });
+      const allowed = await fetch(`${signing.url}/iam/authorization/forward-auth`, { headers: { ...bearer(alice.accessToken), 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/api/projects' } });
       validator.assertMatches('GET', '/iam/authorization/forward-auth', allowed.status, allowed.headers.get('content-type'), await allowed.text(), allowed.headers);
       expect(allowed.headers.get('x-iam-assertion')).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
     } finally {
