@@ -233,7 +233,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
           allowPathParameters: config.iam.gateway.allowPathParameters,
         });
         const admin = new AdminService({ admin: database.admin, repository, sessions, store, audit });
-        registerAdminRoutes(router, { admin, engine, requireSession: sessionGuard });
+        registerAdminRoutes(router, { admin, engine, grants, requireSession: sessionGuard });
       },
     });
     const iamCallback = iamApp.callback();
