@@ -21,7 +21,8 @@ const USAGE = `usage: iam-gateway <command>
   policy test [DIR]           run the policy test cases of DIR/tests/*.yaml; exit 1 on a failure
   policy explain METHOD PATH  show the route a request selects and what it asks for (--dir DIR)
   policy coverage --openapi FILE  list host operations no route covers (--dir DIR, --fail-on-uncovered)
-  provision FILE              apply a provisioning file (templates, users, identities, profiles, scopes)
+  provision FILE [--overwrite]  create what a provisioning file describes and the database lacks;
+                              --overwrite also updates existing objects to match (audited, actor provisioning)
   tokens purge                delete every token-store key under iam.token.store-prefix
   hash-password [PASSWORD]    print an argon2id hash for a users file (reads stdin when no argument)
 
@@ -39,7 +40,7 @@ export async function main(argv: string[]): Promise<number> {
       case 'policy':
         return await runPolicyCommand(rest, { stdout: process.stdout, stderr: process.stderr, env: process.env, cwd: process.cwd() });
       case 'provision':
-        return await provision(rest[0]);
+        return await provision(rest);
       case 'tokens':
         return await tokens(rest[0]);
       case 'hash-password':
@@ -109,18 +110,22 @@ async function migrate(action: string | undefined): Promise<number> {
   });
 }
 
-async function provision(file: string | undefined): Promise<number> {
-  if (!file) {
-    process.stderr.write('usage: iam-gateway provision FILE\n');
+async function provision(args: string[]): Promise<number> {
+  const overwrite = args.includes('--overwrite');
+  const files = args.filter((arg) => arg !== '--overwrite');
+  const file = files[0];
+  if (!file || files.length > 1 || file.startsWith('-')) {
+    process.stderr.write('usage: iam-gateway provision FILE [--overwrite]\n');
     return 2;
   }
   const document = readProvisioningFile(file);
   const config = loadConfig();
   const database = await openDatabase(config);
   try {
-    const summary = await database.repository.applyProvisioning(document);
-    if (summary.created + summary.updated === 0) process.stdout.write(`provision: nothing changed (${summary.unchanged} objects already as described)\n`);
-    else process.stdout.write(summary.changes.map((line: string) => `provision: ${line}\n`).join('') + `provision: ${summary.created} created, ${summary.updated} updated, ${summary.unchanged} unchanged\n`);
+    const summary = await database.repository.applyProvisioning(document, { overwrite, audit: { actorUserId: 'provisioning', source: file } });
+    if (summary.created + summary.updated === 0) {
+      process.stdout.write(overwrite ? `provision: nothing changed (${summary.unchanged} objects already as described)\n` : 'provision: nothing changed (everything in the file exists; --overwrite updates existing objects)\n');
+    } else process.stdout.write(summary.changes.map((line: string) => `provision: ${line}\n`).join('') + `provision: ${summary.created} created, ${summary.updated} updated, ${summary.unchanged} unchanged\n`);
     if (summary.affectedUserIds.length > 0 && config.redis.url) {
       const store = await RedisTokenStore.connect({ url: config.redis.url, prefix: config.iam.token.storePrefix });
       for (const userId of summary.affectedUserIds) await store.publish({ type: 'authorization-changed', userId });

@@ -1,12 +1,13 @@
 import type Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import type { DecisionEngine } from '../authz/decision-engine';
+import type { GrantProvider } from '../authz/grant-provider';
 import { callerOf, factsOf } from '../iam/iam-context';
 import { requirePermission } from '../iam/require-session';
 import { assertValid, createBodyValidator } from '../iam/validate-body';
 import type { VersionPrecondition } from '../persistence/admin-repository';
 import type { ProfileRecord } from '../persistence/records';
-import { problems } from '../problem';
+import { ProblemError, problems } from '../problem';
 import { parseAuditListQuery, parseUserListQuery } from './admin-query';
 import {
   IDENTIFIER_REGEX,
@@ -22,6 +23,8 @@ import type { AdminActor, AdminService } from './admin-service';
 export interface AdminRoutesDeps {
   admin: AdminService;
   engine: Pick<DecisionEngine, 'decide'>;
+  /** The actor's compiled grant: what an admin write may grant at most (escalation prevention). */
+  grants: Pick<GrantProvider, 'getGrant'>;
   requireSession: Middleware;
 }
 
@@ -50,10 +53,11 @@ export function registerAdminRoutes(router: Router, deps: AdminRoutesDeps): void
   const validateRevoke = ajv.compile(revokeBodySchema);
   const guard = (code: string): Middleware[] => [deps.requireSession, requirePermission(deps.engine, code)];
   const admin = deps.admin;
+  const actorOf = (ctx: Context): Promise<AdminActor> => adminActor(ctx, deps.grants);
 
   router.put('/admin/templates/:versionId', ...guard(ADMIN_PERMISSIONS.templatesWrite), async (ctx) => {
     const body = assertValid(validateTemplate, ctx.request.body);
-    const { template, created } = await admin.upsertTemplate(actorOf(ctx), pathId(ctx, 'versionId'), body);
+    const { template, created } = await admin.upsertTemplate(await actorOf(ctx), pathId(ctx, 'versionId'), body);
     respond(ctx, created ? 201 : 200, template);
   });
 
@@ -63,7 +67,7 @@ export function registerAdminRoutes(router: Router, deps: AdminRoutesDeps): void
 
   router.put('/admin/users/:userId', ...guard(ADMIN_PERMISSIONS.usersWrite), async (ctx) => {
     const body = assertValid(validateUser, ctx.request.body);
-    const { user, created } = await admin.upsertUser(actorOf(ctx), pathId(ctx, 'userId'), body);
+    const { user, created } = await admin.upsertUser(await actorOf(ctx), pathId(ctx, 'userId'), body);
     respond(ctx, created ? 201 : 200, user);
   });
 
@@ -72,36 +76,36 @@ export function registerAdminRoutes(router: Router, deps: AdminRoutesDeps): void
   });
 
   router.post('/admin/users/:userId/authorization-version', ...guard(ADMIN_PERMISSIONS.usersWrite), async (ctx) => {
-    respond(ctx, 200, await admin.raiseAuthorizationVersion(actorOf(ctx), pathId(ctx, 'userId')));
+    respond(ctx, 200, await admin.raiseAuthorizationVersion(await actorOf(ctx), pathId(ctx, 'userId')));
   });
 
   router.post('/admin/users/:userId/sessions/revoke', ...guard(ADMIN_PERMISSIONS.sessionsRevoke), async (ctx) => {
     const body = assertValid(validateRevoke, ctx.request.body ?? {});
-    respond(ctx, 200, await admin.revokeUserSessions(actorOf(ctx), pathId(ctx, 'userId'), body.reason));
+    respond(ctx, 200, await admin.revokeUserSessions(await actorOf(ctx), pathId(ctx, 'userId'), body.reason));
   });
 
   router.put('/admin/identities/:identityId', ...guard(ADMIN_PERMISSIONS.identitiesWrite), async (ctx) => {
     const body = assertValid(validateIdentity, ctx.request.body);
-    const { identity, created } = await admin.upsertIdentity(actorOf(ctx), pathId(ctx, 'identityId'), body);
+    const { identity, created } = await admin.upsertIdentity(await actorOf(ctx), pathId(ctx, 'identityId'), body);
     respond(ctx, created ? 201 : 200, identity);
   });
 
   router.put('/admin/profiles/:profileId', ...guard(ADMIN_PERMISSIONS.profilesWrite), async (ctx) => {
     const body = assertValid(validateProfile, ctx.request.body);
     const precondition = ifMatch(ctx);
-    const { profile, created } = await admin.upsertProfile(actorOf(ctx), pathId(ctx, 'profileId'), body, precondition);
+    const { profile, created } = await admin.upsertProfile(await actorOf(ctx), pathId(ctx, 'profileId'), body, precondition);
     respondProfile(ctx, created ? 201 : 200, profile);
   });
 
   router.put('/admin/profiles/:profileId/scopes', ...guard(ADMIN_PERMISSIONS.profilesWrite), async (ctx) => {
     const body = assertValid(validateScopes, ctx.request.body);
     const precondition = ifMatch(ctx);
-    respondProfile(ctx, 200, await admin.replaceScopes(actorOf(ctx), pathId(ctx, 'profileId'), body, precondition));
+    respondProfile(ctx, 200, await admin.replaceScopes(await actorOf(ctx), pathId(ctx, 'profileId'), body, precondition));
   });
 
   router.post('/admin/sessions/:sessionId/revoke', ...guard(ADMIN_PERMISSIONS.sessionsRevoke), async (ctx) => {
     const body = assertValid(validateRevoke, ctx.request.body ?? {});
-    await admin.revokeSession(actorOf(ctx), pathId(ctx, 'sessionId'), body.reason);
+    await admin.revokeSession(await actorOf(ctx), pathId(ctx, 'sessionId'), body.reason);
     ctx.status = 204;
   });
 
@@ -110,8 +114,12 @@ export function registerAdminRoutes(router: Router, deps: AdminRoutesDeps): void
   });
 }
 
-function actorOf(ctx: Context): AdminActor {
-  return { userId: callerOf(ctx).record.principal.userId, facts: factsOf(ctx) };
+/** The caller and what their active profile grants (refused when it grants nothing any more). */
+async function adminActor(ctx: Context, grants: AdminRoutesDeps['grants']): Promise<AdminActor> {
+  const principal = callerOf(ctx).record.principal;
+  const grant = await grants.getGrant(principal);
+  if (grant === null) throw new ProblemError('IAM_ACCESS_DENIED', `profile ${principal.activeProfileId ?? '(none)'} is not available`);
+  return { userId: principal.userId, facts: factsOf(ctx), holds: { permissions: grant.permissions, unscoped: !grant.scoped, scopes: grant.scopes } };
 }
 
 /** Path ids follow the identifier rule of the bodies (visible ASCII, 1–200 characters). */

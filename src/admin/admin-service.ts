@@ -4,10 +4,12 @@ import {
   AdminWriteError,
   type AdminAuditContext,
   type AdminRepository,
+  type HeldGrant,
   type ProfileWriteResult,
   type RaisedAuthorization,
   type VersionPrecondition,
 } from '../persistence/admin-repository';
+import { ESCALATION_RULE } from '../persistence/admin-escalation';
 import type { IamRepository } from '../persistence/iam-repository';
 import type { AuditEventRecord, IdentityRecord, ProfileRecord, TemplateRecord, UserRecord } from '../persistence/records';
 import { ProblemError, problems } from '../problem';
@@ -19,6 +21,8 @@ import type { IdentityBody, ProfileBody, ScopesBody, TemplateBody, UserBody } fr
 export interface AdminActor {
   userId: string;
   facts: RequestFacts;
+  /** What the actor's active profile grants: writes may grant no more (escalation prevention). */
+  holds: HeldGrant;
 }
 
 /** A page of a list endpoint; `nextCursor` is opaque, null on the last page. */
@@ -184,7 +188,10 @@ export class AdminService {
     for (const user of raised) await this.deps.store.publish({ type: 'authorization-changed', userId: user.userId, authorizationVersion: user.authorizationVersion });
   }
 
-  /** Maps what the caller can fix to problems: unknown target 404, stale or racing write 409, unknown reference 422. */
+  /**
+   * Maps what the caller can fix to problems: unknown target 404, stale or racing write 409, unknown reference
+   * 422, a grant the actor does not hold 403 (`rule: ESCALATION_PREVENTION`, `errors` naming what).
+   */
   private async write<T>(work: () => Promise<T>): Promise<T> {
     try {
       return await work();
@@ -192,13 +199,14 @@ export class AdminService {
       if (!(error instanceof AdminWriteError)) throw error;
       if (error.kind === 'not-found') throw new ProblemError('IAM_NOT_FOUND', error.message);
       if (error.kind === 'conflict') throw new ProblemError('IAM_CONFLICT', error.message);
+      if (error.kind === 'forbidden') throw new ProblemError('IAM_ACCESS_DENIED', error.message, { extensions: { rule: ESCALATION_RULE, errors: error.problems } });
       throw new ProblemError('IAM_VALIDATION_FAILED', error.message, { status: 422, extensions: { errors: error.problems } });
     }
   }
 }
 
 function auditContext(actor: AdminActor): AdminAuditContext {
-  return { actorUserId: actor.userId, requestId: actor.facts.requestId, clientAddress: actor.facts.clientAddress };
+  return { actorUserId: actor.userId, requestId: actor.facts.requestId, clientAddress: actor.facts.clientAddress, holds: actor.holds };
 }
 
 function page<T>(rows: T[], limit: number, keyOf: (row: T) => string): Page<T> {

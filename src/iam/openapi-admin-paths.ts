@@ -1,6 +1,6 @@
 /** The `/iam/admin` paths of the `/iam` OpenAPI document; each operation names its `iam.admin.*` permission. */
 import { IDENTIFIER_PATTERN } from '../auth/identity-validation';
-import { BODY_FAILURES, PROTECTED_FAILURES, empty, header, json, jsonBody, param, problem, ref, response } from './openapi-builders';
+import { BODY_FAILURES, PROBLEM_MEDIA_TYPE, PROTECTED_FAILURES, empty, header, json, jsonBody, param, problem, ref, response } from './openapi-builders';
 import type { JsonSchema, OperationObject, PathItemObject, ResponseObject } from './openapi-types';
 
 /** Admin operations (design.md §4.1 and the admin issue): a token whose active profile grants `permission`. */
@@ -12,9 +12,20 @@ function admin(permission: string, operation: Omit<OperationObject, 'tags' | 'se
     // OpenAPI 3.1 §4.8.30: for non-OAuth schemes the array lists the roles required.
     security: [{ bearer: [permission] }],
     'x-permission': permission,
-    responses: { ...operation.responses, '403': response('AccessDenied'), ...PROTECTED_FAILURES },
+    responses: { ...operation.responses, '403': ADMIN_DENIED, ...PROTECTED_FAILURES },
   };
 }
+
+/**
+ * An admin 403: the caller's profile lacks the endpoint's permission (`decisionId`, `step`), or the write would
+ * grant what the caller does not hold (`rule: ESCALATION_PREVENTION`, `errors`).
+ */
+const ADMIN_DENIED: ResponseObject = (() => {
+  const denied = problem(403, ['IAM_ACCESS_DENIED'], 'The caller lacks the permission (`decisionId`, `step`), or the write would grant codes or scopes the caller does not hold (`rule`, `errors`).');
+  const schema = denied.content![PROBLEM_MEDIA_TYPE]!.schema as { allOf: JsonSchema[] };
+  schema.allOf.push({ type: 'object', anyOf: [{ type: 'object', required: ['decisionId', 'step'] }, { type: 'object', required: ['rule', 'errors'] }] });
+  return denied;
+})();
 
 /** Admin answers are never cached (they may name users and sessions). */
 const NO_STORE: ResponseObject['headers'] = { 'Cache-Control': header('NoStore') };

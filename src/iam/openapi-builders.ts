@@ -6,7 +6,7 @@ import { IDENTIFIER_PATTERN } from '../auth/identity-validation';
 import { PROBLEM_CATALOG, type ProblemCode } from '../problem';
 import type { JsonSchema, JsonType, OperationObject, ReferenceObject, ResponseObject } from './openapi-types';
 
-const PROBLEM_MEDIA_TYPE = 'application/problem+json';
+export const PROBLEM_MEDIA_TYPE = 'application/problem+json';
 export const ref = (name: string): JsonSchema => ({ $ref: `#/components/schemas/${name}` });
 export const header = (name: string): ReferenceObject => ({ $ref: `#/components/headers/${name}` });
 export const response = (name: string): ReferenceObject => ({ $ref: `#/components/responses/${name}` });

@@ -41,6 +41,10 @@ export const schemas: Record<string, JsonSchema> = {
       requestId: { type: 'string', format: 'uuid', description: 'Also in the `X-Request-Id` header and the log.' },
       decisionId: { type: 'string', format: 'uuid', description: 'Find the full decision with GET /iam/authorization/decisions/{decisionId}.' },
       step: { enum: STEP_FAILED, description: 'The decision step that failed.' },
+      rule: {
+        enum: ['ESCALATION_PREVENTION'],
+        description: 'An admin write refused by a rule rather than a decision: ESCALATION_PREVENTION = it would grant what the actor\'s active profile does not hold (`errors` names what).',
+      },
       errors: {
         type: 'array',
         minItems: 1,

@@ -9,6 +9,7 @@ import {
   type AdminAuditContext,
   type RaisedAuthorization,
 } from './admin-write-support';
+import { grantedBy, isUnscoped, profileEscalations, refuseEscalation, shareLockTemplate } from './admin-escalation';
 import { PermissionTemplateEntity } from './entities/permission-template-entity';
 import { ProfileEntity } from './entities/profile-entity';
 import { ResourceScopeEntity } from './entities/resource-scope-entity';
@@ -73,9 +74,10 @@ export async function writeProfile(
   audit: AdminAuditContext,
 ): Promise<ProfileWriteResult> {
   const stored = await lockProfile(em, profileId, precondition);
+  await shareLockTemplate(em, input.templateVersionId);
   const [user, template] = await Promise.all([
     em.findOne(UserEntity, { userId: input.userId }),
-    em.findOne(PermissionTemplateEntity, { versionId: input.templateVersionId }),
+    em.findOne(PermissionTemplateEntity, { versionId: input.templateVersionId }, { populate: ['permissions'] }),
   ]);
   const problems: Array<{ pointer: string; message: string }> = [];
   if (user === null) problems.push({ pointer: '/userId', message: `user "${input.userId}" does not exist` });
@@ -85,6 +87,10 @@ export async function writeProfile(
     // Moving a profile would hand its live sessions' grants to someone else; create a new profile instead.
     throw new AdminWriteError('conflict', `Profile "${profileId}" belongs to user "${stored.user.userId}"; it cannot be moved.`);
   }
+  const permissions = template!.permissions.getItems().map((permission) => permission.permissionCode);
+  // What the profile grants once written: the new template and flags, with its stored scopes.
+  const granted = stored === null ? { profileId, scopes: [], unscoped: isUnscoped({ scopes: [] }) } : grantedBy(stored, { permissions });
+  refuseEscalation(profileEscalations(audit.holds, { ...granted, permissions, active: input.enabled && !input.revoked }));
 
   const before = stored === null ? null : toProfileRecord(stored);
   const now = new Date();
@@ -133,6 +139,9 @@ export async function writeProfileScopes(
 ): Promise<ProfileWriteResult> {
   const stored = await lockProfile(em, profileId, precondition);
   if (stored === null) throw new AdminWriteError('not-found', `No profile "${profileId}".`);
+  await shareLockTemplate(em, stored.template.versionId);
+  await em.populate(stored, ['template.permissions']);
+  refuseEscalation(profileEscalations(audit.holds, grantedBy(stored, { scopes })));
   const before = toProfileRecord(stored);
 
   const wanted = new Map(scopes.map((scope) => [scopeKey(scope), scope]));

@@ -1,6 +1,7 @@
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { withOrmContext } from './async-context-gate';
 import { sameSet, unique } from './apply-profile';
+import { refuseTemplateEscalation, refuseUserEscalation } from './admin-escalation';
 import { writeProfile, writeProfileScopes, type ProfileInput, type ProfileWriteResult, type VersionPrecondition } from './admin-profile-writes';
 import {
   AdminWriteError,
@@ -20,6 +21,7 @@ import { UserEntity } from './entities/user-entity';
 import { toIdentityRecord, toTemplateRecord, toUserRecord } from './record-mappers';
 import type { AuditEventRecord, IdentityRecord, ScopeRecord, TemplateRecord, UserRecord } from './records';
 
+export { FULL_GRANT, type HeldGrant } from './admin-escalation';
 export { AdminWriteError, type AdminAuditContext, type AdminWriteErrorKind, type RaisedAuthorization } from './admin-write-support';
 export type { ProfileInput, ProfileWriteResult, VersionPrecondition } from './admin-profile-writes';
 
@@ -112,6 +114,7 @@ export class MikroOrmAdminRepository implements AdminRepository {
       const stored = exists ? await tx.findOneOrFail(PermissionTemplateEntity, { versionId }, { populate: ['permissions'] }) : null;
       const before = stored === null ? null : toTemplateRecord(stored);
       const wanted = unique(input.permissions);
+      if (before !== null) await refuseTemplateEscalation(tx, audit.holds, versionId, wanted, before.permissions);
       const description = input.description ?? before?.description ?? null;
       if (stored === null) {
         const template = tx.create(PermissionTemplateEntity, { versionId, name: input.name, description });
@@ -174,6 +177,8 @@ export class MikroOrmAdminRepository implements AdminRepository {
       const exists = await lockRow(tx, 'iam_users', 'user_id', userId);
       const stored = exists ? await tx.findOneOrFail(UserEntity, { userId }) : null;
       const before = stored === null ? null : toUserRecord(stored);
+      // Re-enabling a user hands back everything their active profiles grant.
+      if (before !== null && !before.enabled && input.enabled) await refuseUserEscalation(tx, audit.holds, userId, '/enabled');
       const now = new Date();
       let user = stored;
       if (user === null) {
@@ -219,6 +224,8 @@ export class MikroOrmAdminRepository implements AdminRepository {
         throw new AdminWriteError('conflict', `Identity "${identityId}" belongs to user "${stored.user.userId}"; it cannot be moved.`);
       }
       const before = stored === null ? null : toIdentityRecord(stored);
+      // An enabled identity logs in as its user, with everything the user's active profiles grant.
+      if (input.enabled) await refuseUserEscalation(tx, audit.holds, input.userId, '/userId');
       const now = new Date();
       let identity = stored;
       if (identity === null) {

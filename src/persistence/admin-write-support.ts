@@ -1,6 +1,7 @@
 import { OptimisticLockError, UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AuditEventEntity } from './entities/audit-event-entity';
+import type { HeldGrant } from './admin-escalation';
 import type { AuditEventRecord } from './records';
 
 /** Who made an admin change, and in which request (the rest of the audit row is filled in by the write). */
@@ -8,14 +9,16 @@ export interface AdminAuditContext {
   actorUserId: string;
   requestId: string | null;
   clientAddress: string | null;
+  /** What the actor's active profile grants: the most the write may grant (admin-escalation.ts). */
+  holds: HeldGrant;
 }
 
 /** Why an admin write changed nothing; the admin service maps the kind to a problem code. */
-export type AdminWriteErrorKind = 'not-found' | 'conflict' | 'unknown-reference';
+export type AdminWriteErrorKind = 'not-found' | 'conflict' | 'unknown-reference' | 'forbidden';
 
 /**
  * An admin write refused for a reason the caller can fix (unknown target, stale version, a body naming a
- * user or template that does not exist). Thrown inside the transaction, so nothing — not even the audit
+ * user or template that does not exist, a grant the actor does not hold). Thrown inside the transaction, so nothing — not even the audit
  * row — was written.
  */
 export class AdminWriteError extends Error {

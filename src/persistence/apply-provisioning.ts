@@ -6,6 +6,7 @@ import { TemplatePermissionEntity } from './entities/template-permission-entity'
 import { UserEntity } from './entities/user-entity';
 import { ProvisioningError } from './iam-repository';
 import { applyProfile, sameSet, unique } from './apply-profile';
+import { auditProvisioningChanges, missingPart, OVERWRITE_UNAUDITED, type ProvisioningOptions } from './provisioning-mode';
 import { SummaryBuilder } from './provisioning-summary';
 import { validateProvisioning, type StoredProvisioningState } from './provisioning-validation';
 import type { ProvisioningDocument, ProvisioningSummary } from './records';
@@ -31,8 +32,14 @@ const PROVISIONING_LOCK_KEY = 7_311_004_211;
  * the permissions of a template one of its profiles uses change. Users created by this run are not listed:
  * they have no sessions to refresh.
  */
-export async function applyProvisioningDocument(em: EntityManager, document: ProvisioningDocument): Promise<ProvisioningSummary> {
+export async function applyProvisioningDocument(
+  em: EntityManager,
+  input: ProvisioningDocument,
+  options: ProvisioningOptions = OVERWRITE_UNAUDITED,
+): Promise<ProvisioningSummary> {
   await em.execute('select pg_advisory_xact_lock(?)', [PROVISIONING_LOCK_KEY]);
+  // Create-missing (#11.22): the objects the database already holds are left out, so nothing existing changes.
+  const document = options.overwrite ? input : await missingPart(em, input);
   const templates = document.templates ?? [];
   const users = document.users ?? [];
 
@@ -75,6 +82,7 @@ export async function applyProvisioningDocument(em: EntityManager, document: Pro
     user.updatedAt = now;
   }
   builder.summary.affectedUserIds = raised;
+  await auditProvisioningChanges(em, builder.entries, options);
   return builder.summary;
 }
 

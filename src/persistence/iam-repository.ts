@@ -1,3 +1,4 @@
+import type { ProvisioningOptions } from './provisioning-mode';
 import type {
   AuditEventRecord,
   IdentityRecord,
@@ -48,9 +49,10 @@ export interface IamRepository {
   /**
    * Applies a provisioning document idempotently in one transaction: a second run with the same
    * document changes nothing and reports `unchanged` only. Referential errors (unknown template)
-   * reject with a `ProvisioningError` and change nothing.
+   * reject with a `ProvisioningError` and change nothing. `options` (default: overwrite, unaudited) picks
+   * create-missing or overwrite and the audit actor (provisioning-mode.ts).
    */
-  applyProvisioning(document: ProvisioningDocument): Promise<ProvisioningSummary>;
+  applyProvisioning(document: ProvisioningDocument, options?: ProvisioningOptions): Promise<ProvisioningSummary>;
 
   /** Resolves when the database answers a trivial query. */
   ping(): Promise<void>;

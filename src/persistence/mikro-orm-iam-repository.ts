@@ -2,6 +2,7 @@ import { LockMode } from '@mikro-orm/core';
 import { withOrmContext } from './async-context-gate';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { applyProvisioningDocument } from './apply-provisioning';
+import type { ProvisioningOptions } from './provisioning-mode';
 import { toRepositoryError } from './connection-failure';
 import { AuditEventEntity } from './entities/audit-event-entity';
 import { IdentityEntity } from './entities/identity-entity';
@@ -203,8 +204,8 @@ export class MikroOrmIamRepository implements IamRepository {
     });
   }
 
-  applyProvisioning(document: ProvisioningDocument): Promise<ProvisioningSummary> {
-    return this.run((em) => em.transactional((tx) => applyProvisioningDocument(tx, document)));
+  applyProvisioning(document: ProvisioningDocument, options?: ProvisioningOptions): Promise<ProvisioningSummary> {
+    return this.run((em) => em.transactional((tx) => applyProvisioningDocument(tx, document, options)));
   }
 
   ping(): Promise<void> {

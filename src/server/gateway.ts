@@ -129,7 +129,11 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     logger.info({ database: database.kind }, 'database ready, migrations applied');
 
     if (config.iam.provision.file) {
-      const summary = await repository.applyProvisioning(readProvisioningFile(config.iam.provision.file));
+      // Create-missing only (#11.22): a restart never reverts an admin API edit; `provision FILE --overwrite` syncs.
+      const summary = await repository.applyProvisioning(readProvisioningFile(config.iam.provision.file), {
+        overwrite: false,
+        audit: { actorUserId: 'provisioning', source: config.iam.provision.file },
+      });
       logger.info({ file: config.iam.provision.file, created: summary.created, updated: summary.updated, unchanged: summary.unchanged }, 'provisioning applied');
     }
 
@@ -234,7 +238,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
           maxUrlLength: config.server.maxUrlLength,
         });
         const admin = new AdminService({ admin: database.admin, repository, sessions, store, audit });
-        registerAdminRoutes(router, { admin, engine, requireSession: sessionGuard });
+        registerAdminRoutes(router, { admin, engine, grants, requireSession: sessionGuard });
       },
     });
     const iamCallback = iamApp.callback();

@@ -5,7 +5,7 @@
  * trail written in the same transaction as each change.
  */
 import { join } from 'node:path';
-import { MikroOrmAdminRepository } from '../../src/persistence/admin-repository';
+import { FULL_GRANT, MikroOrmAdminRepository } from '../../src/persistence/admin-repository';
 import type { AuditEventRecord, ProvisioningDocument } from '../../src/persistence/records';
 import type { RunningGateway } from '../../src/server/gateway';
 import { createTestDatabase, type TestDatabase } from '../support/database';
@@ -498,11 +498,11 @@ describe('GET /iam/admin/audit', () => {
   it('is atomic with the change: if the audit row cannot be written, the change is rolled back', async () => {
     const admin = new MikroOrmAdminRepository(db.orm);
     // PostgreSQL refuses NUL in text: the audit insert, the last statement of the transaction, fails.
-    await expect(admin.upsertUser('u-atomic', { enabled: true }, { actorUserId: 'u-admin', requestId: 'bad\u0000id', clientAddress: null })).rejects.toThrow();
+    await expect(admin.upsertUser('u-atomic', { enabled: true }, { actorUserId: 'u-admin', requestId: 'bad\u0000id', clientAddress: null, holds: FULL_GRANT })).rejects.toThrow();
     expect(await db.repository.getUser('u-atomic')).toBeNull();
-    await expect(admin.raiseAuthorizationVersion('u-admin', { actorUserId: 'u-admin', requestId: 'bad\u0000id', clientAddress: null })).rejects.toThrow();
+    await expect(admin.raiseAuthorizationVersion('u-admin', { actorUserId: 'u-admin', requestId: 'bad\u0000id', clientAddress: null, holds: FULL_GRANT })).rejects.toThrow();
     const version = (await db.repository.getUser('u-admin'))!.authorizationVersion;
-    await admin.raiseAuthorizationVersion('u-admin', { actorUserId: 'u-admin', requestId: 'ok', clientAddress: null });
+    await admin.raiseAuthorizationVersion('u-admin', { actorUserId: 'u-admin', requestId: 'ok', clientAddress: null, holds: FULL_GRANT });
     expect((await db.repository.getUser('u-admin'))!.authorizationVersion).toBe(version + 1);
   });
 });

@@ -246,7 +246,8 @@ describe('example YAML files', () => {
     expect([...templates.keys()]).toEqual(['reader-v1', 'editor-v1', 'operator-v1', 'iam-admin-v1']);
     expect(templates.get('reader-v1')).toEqual(['project:list', 'project:read', 'task:read']);
     expect(templates.get('operator-v1')).toEqual(['admin:write', 'project:*']);
-    expect(templates.get('iam-admin-v1')).toHaveLength(8);
+    expect(templates.get('iam-admin-v1')).toHaveLength(9);
+    expect(templates.get('iam-admin-v1')).toContain('*:*');
     expect(templates.get('iam-admin-v1')).toContain('iam.admin.sessions:revoke');
 
     const usersById = new Map((provision.users ?? []).map((u) => [u.userId, u]));

@@ -104,7 +104,7 @@ function registeredRoutes(): Array<{ method: string; path: string }> {
     allowPathParameters: false,
     maxUrlLength: 8192,
   });
-  registerAdminRoutes(router, { admin: unused, engine: unused, requireSession: pass });
+  registerAdminRoutes(router, { admin: unused, engine: unused, grants: unused, requireSession: pass });
   registerOpenApiRoutes(router);
   const routes: Array<{ method: string; path: string }> = [];
   // Routes the composition root registers inline, e.g. router.get('/.well-known/jwks.json', …).

@@ -4,6 +4,7 @@
  * errors with their classes), a thread that dies fails its calls closed and comes back on the next call, and
  * the thread runs at a lower priority than the proxy. Against the test database (PostgreSQL or PGlite).
  */
+import { FULL_GRANT } from '../../src/persistence/admin-escalation';
 import { AdminWriteError } from '../../src/persistence/admin-write-support';
 import type { DatabaseSettings } from '../../src/persistence/database';
 import { DATABASE_THREAD_NICE, openDatabaseThread, type DatabaseThread } from '../../src/persistence/database-thread';
@@ -16,7 +17,7 @@ const settings = (url = testDatabaseUrl()): DatabaseSettings => ({
   database: { url, embeddedDir: 'memory://', poolSize: testDatabaseKind() === 'pglite' ? 1 : 4 },
   iam: { schema: { historyTable: 'iam_mikro_orm_schema_history' } },
 });
-const audit = { actorUserId: 'u-admin', requestId: 'req-1', clientAddress: '127.0.0.1' };
+const audit = { actorUserId: 'u-admin', requestId: 'req-1', clientAddress: '127.0.0.1', holds: FULL_GRANT };
 
 let thread: DatabaseThread;
 const unexpectedExits: Array<{ code: number | null }> = [];
