@@ -92,7 +92,7 @@ export class LoginService {
       activeProfileId: profile.profileId,
       authorizationVersion: user?.authorizationVersion ?? current.authorizationVersion,
     };
-    const result = await this.deps.sessions.issue(principal, caller.record.clientType, facts);
+    const result = await this.deps.sessions.issue(principal, caller.record.clientType, facts, caller);
     this.deps.audit.record({
       action: 'auth.profile.switch',
       actorUserId: current.userId,

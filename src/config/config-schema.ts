@@ -28,7 +28,14 @@ export interface RawConfig {
     'body-timeout': Duration;
     connections: number;
   };
-  database: { url?: string | null; 'embedded-dir': string; 'pool-size': number };
+  database: {
+    url?: string | null;
+    'embedded-dir': string;
+    'pool-size': number;
+    'connect-timeout': Duration;
+    'query-timeout': Duration;
+    'idle-timeout': Duration;
+  };
   redis: { url?: string | null };
   log: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
   iam: {
@@ -232,6 +239,9 @@ export const configSchema = section({
     url: nullableText('PostgreSQL URL; null = embedded PGlite', 'postgres-url'),
     'embedded-dir': text('.data/pglite', 'PGlite data directory (relative to the working directory); memory:// keeps nothing'),
     'pool-size': integer(10, 1, 1000, 'PostgreSQL connection pool size'),
+    'connect-timeout': duration('3s', 'opening a database connection (or waiting for a pooled one), 503 above', true),
+    'query-timeout': duration('5s', 'a database statement without an answer after this fails, 503', true),
+    'idle-timeout': duration('30s', 'pooled database connections unused this long are closed', true),
   }),
   redis: section({
     url: nullableText('Redis URL for the token store; null = in-process store (single instance only)', 'redis-url'),

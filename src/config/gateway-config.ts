@@ -42,6 +42,12 @@ export interface GatewayConfig {
     /** `database.embedded-dir`: PGlite data directory; `memory://` keeps nothing. */
     embeddedDir: string;
     poolSize: number;
+    /** `database.connect-timeout`: opening a connection, and waiting for a pooled one. */
+    connectTimeoutMs: number;
+    /** `database.query-timeout`: a statement without an answer after this fails as unavailable (503). */
+    queryTimeoutMs: number;
+    /** `database.idle-timeout`: pooled connections unused this long are closed. */
+    idleTimeoutMs: number;
   };
   redis: {
     /** `redis.url` / `REDIS_URL`; null → in-process token store (single instance only). */

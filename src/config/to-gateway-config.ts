@@ -36,6 +36,9 @@ export function toGatewayConfig(raw: RawConfig, cwd: string, file: string): Gate
         ? raw.database['embedded-dir']
         : fromCwd(raw.database['embedded-dir']),
       poolSize: raw.database['pool-size'],
+      connectTimeoutMs: ms(raw.database['connect-timeout'], 'database.connect-timeout'),
+      queryTimeoutMs: ms(raw.database['query-timeout'], 'database.query-timeout'),
+      idleTimeoutMs: ms(raw.database['idle-timeout'], 'database.idle-timeout'),
     },
     redis: { url: raw.redis.url ?? null },
     log: { level: raw.log.level },

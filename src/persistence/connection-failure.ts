@@ -30,6 +30,9 @@ const UNAVAILABLE_MESSAGES = [
   'Client has encountered a connection error',
   'Client was closed and is not queryable',
   'Unable to acquire a connection',
+  // pg: `connectionTimeoutMillis` elapsed while connecting, and `query_timeout` elapsed without a reply.
+  'timeout expired',
+  'Query read timeout',
   // knex, when the connection dies as a transaction begins (no cause attached).
   'Transaction query already complete',
 ];

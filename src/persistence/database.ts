@@ -43,6 +43,9 @@ export async function openDatabase(config: DatabaseSettings): Promise<OpenDataba
     orm = await createOrm({
       url: config.database.url ?? embedded!.url,
       poolSize: config.database.poolSize,
+      connectTimeoutMs: config.database.connectTimeoutMs,
+      queryTimeoutMs: config.database.queryTimeoutMs,
+      idleTimeoutMs: config.database.idleTimeoutMs,
       historyTable: config.iam.schema.historyTable,
       embedded: embedded !== null,
     });

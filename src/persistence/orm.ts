@@ -17,6 +17,13 @@ export interface OrmOptions {
   debug?: boolean;
   /** Bound on opening a connection and on waiting for a pooled one (default 10 s). */
   connectTimeoutMs?: number;
+  /**
+   * A statement without an answer after this fails (pg `query_timeout`; default 0 = none) and its
+   * connection is dropped, so a silent partition answers 503 instead of hanging (issue 11 #11.37).
+   */
+  queryTimeoutMs?: number;
+  /** Pooled connections unused this long are closed (default 30 s). */
+  idleTimeoutMs?: number;
 }
 
 /**
@@ -27,6 +34,7 @@ export interface OrmOptions {
  */
 export async function createOrm(options: OrmOptions): Promise<MikroORM> {
   const connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
+  const queryTimeoutMs = options.queryTimeoutMs ?? 0;
   return MikroORM.init({
     clientUrl: options.url,
     entities: [...IAM_ENTITIES],
@@ -36,10 +44,21 @@ export async function createOrm(options: OrmOptions): Promise<MikroORM> {
     // The database is the operator's to create; never connect to a management database to create one.
     ensureDatabase: false,
     debug: options.debug ?? false,
-    pool: { min: 0, max: options.embedded ? 1 : Math.max(1, options.poolSize) },
+    pool: {
+      min: 0,
+      max: options.embedded ? 1 : Math.max(1, options.poolSize),
+      idleTimeoutMillis: options.idleTimeoutMs ?? 30_000,
+      afterCreate: dropConnectionOnQueryTimeout,
+    },
     driverOptions: {
       acquireConnectionTimeout: connectTimeoutMs,
-      connection: { connectionTimeoutMillis: connectTimeoutMs },
+      connection: {
+        connectionTimeoutMillis: connectTimeoutMs,
+        ...(queryTimeoutMs > 0 ? { query_timeout: queryTimeoutMs } : {}),
+        // The kernel notices a peer that vanished even while the connection sits idle in the pool.
+        keepAlive: true,
+        keepAliveInitialDelayMillis: 10_000,
+      },
     },
     extensions: [Migrator],
     migrations: {
@@ -51,4 +70,38 @@ export async function createOrm(options: OrmOptions): Promise<MikroORM> {
       silent: true,
     },
   });
+}
+
+/** The part of a `pg` client the pool hook touches. */
+interface PgClient {
+  query: (...args: unknown[]) => unknown;
+  connection?: { stream?: { destroy(error?: Error): void } };
+}
+
+/**
+ * pg answers a `query_timeout` with "Query read timeout" but keeps the connection, whose socket still
+ * waits for that reply: every later statement on it would queue behind it and time out too. The
+ * connection is destroyed instead, so the pool discards it (knex marks it disposed on 'end') and the next
+ * call opens a fresh one.
+ */
+function dropConnectionOnQueryTimeout(connection: PgClient, done: (error: Error | null, connection: PgClient) => void): void {
+  const query = connection.query.bind(connection);
+  const onError = (error: unknown): void => {
+    if (error instanceof Error && error.message === 'Query read timeout') connection.connection?.stream?.destroy();
+  };
+  connection.query = (...args: unknown[]) => {
+    // knex passes a callback; other callers may use the promise.
+    const last = args.length - 1;
+    const callback = args[last];
+    if (typeof callback === 'function') {
+      args[last] = (error: unknown, ...rest: unknown[]) => {
+        if (error) onError(error);
+        return (callback as (...values: unknown[]) => unknown)(error, ...rest);
+      };
+    }
+    const result = query(...args);
+    if (result && typeof (result as Promise<unknown>).then === 'function') (result as Promise<unknown>).catch(onError);
+    return result;
+  };
+  done(null, connection);
 }

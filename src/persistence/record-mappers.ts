@@ -92,6 +92,7 @@ export function toSessionRecord(session: SessionEntity): SessionRecord {
     revokeReason: session.revokeReason,
     clientAddress: session.clientAddress,
     userAgent: session.userAgent,
+    originSessionId: session.originSessionId ?? null,
   };
 }
 

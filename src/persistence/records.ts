@@ -63,6 +63,8 @@ export interface SessionRecord {
   revokeReason: string | null;
   clientAddress: string | null;
   userAgent: string | null;
+  /** The session this one was derived from by a profile switch; null (or absent) for a login. */
+  originSessionId?: string | null;
 }
 
 export interface AuditEventRecord {

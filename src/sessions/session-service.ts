@@ -5,6 +5,7 @@ import type { Logger } from '../observability/logger';
 import type { IamRepository } from '../persistence/iam-repository';
 import type { SessionRecord, SessionState } from '../persistence/records';
 import { ProblemError } from '../problem';
+import { derivedSessions } from './derived-sessions';
 import type { LastSeenTracker } from './last-seen-tracker';
 import type { SessionCache } from './session-cache';
 import { generateToken, hashToken, isWellFormedToken } from './token-hash';
@@ -66,11 +67,16 @@ export interface SessionServiceDeps {
 export class SessionService {
   constructor(private readonly deps: SessionServiceDeps) {}
 
-  async issue(principal: IamPrincipal, clientType: string, facts: RequestFacts): Promise<AuthenticationResult> {
+  /**
+   * Opens a session. With `origin` (a profile switch) the new session is derived from the caller's: it ends
+   * no later than the origin (absolute expiry inherited, never renewed) and ends when the origin ends.
+   */
+  async issue(principal: IamPrincipal, clientType: string, facts: RequestFacts, origin?: VerifiedSession): Promise<AuthenticationResult> {
     const accessToken = generateToken();
     const tokenHash = hashToken(accessToken);
     const now = new Date();
-    const expiresAt = new Date(now.getTime() + this.deps.ttlMs);
+    const ttlEnd = now.getTime() + this.deps.ttlMs;
+    const expiresAt = new Date(origin ? Math.min(ttlEnd, Date.parse(origin.record.expiresAt)) : ttlEnd);
     const sessionId = randomUUID();
     const session: SessionRecord = {
       sessionId,
@@ -87,6 +93,7 @@ export class SessionService {
       revokeReason: null,
       clientAddress: facts.clientAddress,
       userAgent: facts.userAgent ?? null,
+      originSessionId: origin?.record.sessionId ?? null,
     };
     try {
       await this.deps.repository.insertSession(session);
@@ -103,6 +110,7 @@ export class SessionService {
       createdAt: now.toISOString(),
       expiresAt: expiresAt.toISOString(),
       idleTimeoutMs: this.deps.idleTimeoutMs,
+      ...(origin ? { originSessionId: origin.record.sessionId } : {}),
     };
     try {
       await this.deps.store.putToken(tokenHash, record);
@@ -110,6 +118,13 @@ export class SessionService {
       // The session row must not claim a session that never became usable.
       this.retireSession(sessionId, 'store_unavailable');
       throw error;
+    }
+    if (origin && !(await this.deps.store.getToken(origin.tokenHash))) {
+      // The origin ended while this session was being opened (its end listed the derived sessions before
+      // this one existed): write-then-recheck, so no derived session outlives its origin.
+      await this.endToken(tokenHash, principal.userId, sessionId, 'origin_ended');
+      this.retireSession(sessionId, 'origin_ended');
+      throw new ProblemError('IAM_UNAUTHENTICATED', 'The session ended.');
     }
     return { accessToken, sessionId, expiresAt: record.expiresAt, principal };
   }
@@ -158,6 +173,7 @@ export class SessionService {
     await this.endToken(tokenHash, record.principal.userId, record.sessionId, 'logout');
     await this.deps.repository.updateSession(record.sessionId, { logoutAt: new Date() });
     this.audit('session.logout', record.principal.userId, record.sessionId, facts);
+    await this.endDerived(record.principal.userId, record.sessionId, record.principal.userId, facts);
   }
 
   /** Revokes one of the caller's own sessions; another user's or an unknown session is a 404 either way. */
@@ -239,6 +255,23 @@ export class SessionService {
       await this.deps.repository.updateSession(session.sessionId, { revokedAt: new Date(), revokeReason: reason });
     }
     this.audit('session.revoke', actorUserId, session.sessionId, facts, { reason, userId: session.userId });
+    await this.endDerived(session.userId, session.sessionId, actorUserId, facts);
+  }
+
+  /**
+   * Ends every live session derived (by profile switches, transitively) from `sessionId`: token deleted and
+   * published like any revocation, row marked revoked with reason `origin_ended`, audited.
+   */
+  private async endDerived(userId: string, sessionId: string, actorUserId: string, facts: RequestFacts): Promise<void> {
+    const sessions = await this.deps.repository.listSessions(userId);
+    const now = Date.now();
+    for (const derived of derivedSessions(sessions, sessionId)) {
+      // Ended ones were ended with their own derived sessions; the walk still goes through them.
+      if (derived.revokedAt || derived.logoutAt || derived.expiresAt.getTime() <= now) continue;
+      await this.endToken(derived.tokenHash, derived.userId, derived.sessionId, 'origin_ended');
+      await this.deps.repository.updateSession(derived.sessionId, { revokedAt: new Date(), revokeReason: 'origin_ended' });
+      this.audit('session.revoke', actorUserId, derived.sessionId, facts, { reason: 'origin_ended', userId, originSessionId: derived.originSessionId });
+    }
   }
 
   private async endToken(tokenHash: string, userId: string, sessionId: string, reason: string): Promise<void> {

@@ -14,6 +14,8 @@ export interface TokenRecord {
   expiresAt: string;
   /** Sliding idle timeout in ms for this session, 0 = off (`iam.token.idle-timeout` at issue time). */
   idleTimeoutMs: number;
+  /** The session a profile switch derived this one from (absent for a login); its end ends this one. */
+  originSessionId?: string;
 }
 
 /** Messages on the `{prefix}:events` channel, shared by every gateway instance. */

@@ -14,7 +14,7 @@ import { testDatabaseKind, testDatabaseUrl } from '../support/env';
 import { threadNiceValues } from '../support/threads';
 
 const settings = (url = testDatabaseUrl()): DatabaseSettings => ({
-  database: { url, embeddedDir: 'memory://', poolSize: testDatabaseKind() === 'pglite' ? 1 : 4 },
+  database: { url, embeddedDir: 'memory://', poolSize: testDatabaseKind() === 'pglite' ? 1 : 4, connectTimeoutMs: 3000, queryTimeoutMs: 5000, idleTimeoutMs: 30_000 },
   iam: { schema: { historyTable: 'iam_mikro_orm_schema_history' } },
 });
 const audit = { actorUserId: 'u-admin', requestId: 'req-1', clientAddress: '127.0.0.1', holds: FULL_GRANT };

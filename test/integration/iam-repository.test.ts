@@ -208,6 +208,7 @@ describe('sessions', () => {
     revokeReason: null,
     clientAddress: '203.0.113.7',
     userAgent: 'jest',
+    originSessionId: null,
     ...overrides,
   });
   const now = new Date('2030-01-01T12:00:00.000Z');

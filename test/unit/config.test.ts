@@ -51,7 +51,7 @@ describe('loadConfig defaults', () => {
         shutdownTimeoutMs: 10_000,
       },
       upstream: { url: 'http://127.0.0.1:3000', connectTimeoutMs: 5_000, responseTimeoutMs: 30_000, bodyTimeoutMs: 30_000, connections: 128 },
-      database: { url: null, embeddedDir: path.join(repoRoot, '.data/pglite'), poolSize: 10 },
+      database: { url: null, embeddedDir: path.join(repoRoot, '.data/pglite'), poolSize: 10, connectTimeoutMs: 3000, queryTimeoutMs: 5000, idleTimeoutMs: 30_000 },
       redis: { url: null },
       log: { level: 'info' },
       iam: {

@@ -21,6 +21,8 @@ export class SessionEntity {
   revokeReason!: string | null;
   clientAddress!: string | null;
   userAgent!: string | null;
+  /** The session a profile switch derived this one from (ending it ends this one); null for a login. */
+  originSessionId!: string | null;
 }
 
 const text = { type: 'string', columnType: 'text' } as const;
@@ -46,5 +48,6 @@ export const SessionSchema = new EntitySchema<SessionEntity>({
     revokeReason: optionalText,
     clientAddress: optionalText,
     userAgent: optionalText,
+    originSessionId: { ...optionalText, index: 'iam_sessions_origin_session_id_index' },
   },
 });
