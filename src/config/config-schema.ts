@@ -27,6 +27,8 @@ export interface RawConfig {
     'response-timeout': Duration;
     'body-timeout': Duration;
     connections: number;
+    'websocket-idle-timeout': Duration;
+    'websocket-recheck-interval': Duration;
   };
   database: {
     url?: string | null;
@@ -234,6 +236,8 @@ export const configSchema = section({
     'response-timeout': duration('30s', "time to the host's response headers, 504 above"),
     'body-timeout': duration('30s', 'longest silence while streaming a body either way'),
     connections: integer(128, 1, 65536, 'keep-alive connection pool size to the host'),
+    'websocket-idle-timeout': duration('5m', 'a WebSocket tunnel with no bytes either way for this long is closed', true),
+    'websocket-recheck-interval': duration('30s', "an open WebSocket tunnel's session and permission are checked again at least this often", true),
   }),
   database: section({
     url: nullableText('PostgreSQL URL; null = embedded PGlite', 'postgres-url'),

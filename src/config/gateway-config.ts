@@ -35,6 +35,10 @@ export interface GatewayConfig {
     bodyTimeoutMs: number;
     /** `upstream.connections`: keep-alive pool size. */
     connections: number;
+    /** `upstream.websocket-idle-timeout`: a tunnel with no bytes either way for this long is closed. */
+    websocketIdleTimeoutMs: number;
+    /** `upstream.websocket-recheck-interval`: longest time between two authorization checks of an open tunnel. */
+    websocketRecheckIntervalMs: number;
   };
   database: {
     /** `database.url` / `DATABASE_URL`; null → embedded PGlite. */

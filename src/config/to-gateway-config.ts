@@ -29,6 +29,8 @@ export function toGatewayConfig(raw: RawConfig, cwd: string, file: string): Gate
       responseTimeoutMs: ms(upstream['response-timeout'], 'upstream.response-timeout'),
       bodyTimeoutMs: ms(upstream['body-timeout'], 'upstream.body-timeout'),
       connections: upstream.connections,
+      websocketIdleTimeoutMs: ms(upstream['websocket-idle-timeout'], 'upstream.websocket-idle-timeout'),
+      websocketRecheckIntervalMs: ms(upstream['websocket-recheck-interval'], 'upstream.websocket-recheck-interval'),
     },
     database: {
       url: raw.database.url ?? null,

@@ -13,7 +13,7 @@ import { StoreUnavailableError } from '../sessions/token-store';
 import { forwardedAuthorization, identityHeaders } from './identity-headers';
 import { parseBearerToken } from './inbound-headers';
 import type { PreparedRequest } from './prepare-request';
-import { sendProblem, sendProblemOnSocket } from './problem-response';
+import { sendProblem } from './problem-response';
 import { buildUpstreamHeaders } from './upstream-headers';
 import type { UpstreamForwarder } from './upstream-forwarder';
 import type { WebSocketForwarder } from './websocket-forwarder';
@@ -150,18 +150,31 @@ export class ProxyHandler {
     this.forward(req, res, request, outcome);
   }
 
-  /** A WebSocket handshake: authorized like any request (design.md §4.3, §7), then tunnelled. */
+  /**
+   * A WebSocket handshake: authorized like any request (design.md §4.3, §7), then tunnelled once the host
+   * answers 101. The tunnel stays bound to this authorization: it closes when a recheck would refuse it.
+   */
   async handleUpgrade(req: IncomingMessage, socket: Socket, head: Buffer, request: PreparedRequest): Promise<void> {
-    const outcome = await this.authorize(request, req.socket.remoteAddress);
-    if (!outcome.allowed) {
-      this.deps.metrics.requests.inc({ outcome: outcome.problem.status === 401 ? 'unauthenticated' : 'denied' });
-      sendProblemOnSocket(socket, outcome.problem, request.path, request.requestId);
+    const handshake = this.deps.websockets.accept(req, socket, head, request.requestId, request.path);
+    if (!handshake) {
+      this.deps.metrics.requests.inc({ outcome: 'refused' });
       return;
     }
+    const clientAddress = req.socket.remoteAddress;
+    const outcome = await this.authorize(request, clientAddress);
+    if (!outcome.allowed) {
+      this.deps.metrics.requests.inc({ outcome: outcome.problem.status === 401 ? 'unauthenticated' : 'denied' });
+      handshake.refuse(outcome.problem);
+      return;
+    }
+    if (!handshake.open) return;
     this.deps.metrics.requests.inc({ outcome: 'forwarded' });
-    this.deps.websockets.forward(req, socket, head, request.path + request.search, this.upstreamHeaders(req, request, outcome, true), (problem) =>
-      sendProblemOnSocket(socket, problem, request.path, request.requestId),
-    );
+    const record = outcome.session?.record;
+    const session = outcome.session && record ? { tokenHash: outcome.session.tokenHash, userId: record.principal.userId, expiresAtMs: Date.parse(record.expiresAt) } : null;
+    handshake.forward(request.path + request.search, this.upstreamHeaders(req, request, outcome, true), {
+      session,
+      recheck: async () => (await this.authorize(request, clientAddress)).allowed,
+    });
   }
 
   /** The identity headers of design.md §4.3 for an authorized request (none for anonymous requests). */

@@ -15,6 +15,7 @@ import { sendProblem } from '../gateway/problem-response';
 import { ProxyHandler } from '../gateway/proxy-handler';
 import { compileTrustedProxies } from '../gateway/trusted-proxies';
 import { UpstreamForwarder } from '../gateway/upstream-forwarder';
+import { TunnelRegistry } from '../gateway/tunnel-registry';
 import { WebSocketForwarder } from '../gateway/websocket-forwarder';
 import { AssertionSigner } from '../gateway/assertion-signer';
 import { CorsPolicy } from '../gateway/cors';
@@ -144,6 +145,8 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
 
     let subscription: EventSubscription | null = null;
     const channelUp = (): boolean => subscription?.connected === true;
+    // Open WebSocket tunnels, closed when their session ends (the events below) or fails a recheck.
+    const tunnels = new TunnelRegistry({ recheckIntervalMs: config.upstream.websocketRecheckIntervalMs, channelUp, logger });
     const cache = config.iam.token.cache.enabled ? new SessionCache(config.iam.token.cache.maxEntries, channelUp) : null;
     const grants = new GrantProvider({ repository, maxEntries: config.iam.authz.abilityCacheSize, trustCache: channelUp });
     const audit = new AuditTrail(repository, logger, config.iam.audit.flushIntervalMs);
@@ -166,6 +169,8 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       (event) => {
         sessions.handleEvent(event);
         grants.handleEvent(event);
+        // After the caches: a tunnel rechecked on this event must not be vouched for by a stale entry.
+        tunnels.handleEvent(event);
       },
       (connected) => {
         metrics.storeChannelConnected.set(connected ? 1 : 0);
@@ -174,6 +179,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
           cache?.clear();
           grants.clear();
         }
+        tunnels.channelChanged(connected);
         logger[connected ? 'info' : 'warn']({}, connected ? 'store events channel connected' : 'store events channel lost: local caches bypassed');
       },
     );
@@ -206,7 +212,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       sessions,
       engine,
       forwarder,
-      websockets: new WebSocketForwarder(config.upstream.url, config.upstream.connectTimeoutMs),
+      websockets: new WebSocketForwarder({ ...config.upstream, idleTimeoutMs: config.upstream.websocketIdleTimeoutMs }, tunnels),
       audit,
       metrics,
       logger,
@@ -305,6 +311,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       services: { repository, store, sessions, login, engine, grants, policy, policyReloader, audit, subscription },
       beforeStop: () => {
         shuttingDown = true;
+        tunnels.closeAll('shutdown');
       },
       afterStop: cleanup,
     });
@@ -348,6 +355,7 @@ async function startTransparent(config: GatewayConfig, logger: Logger, metrics: 
     services: null,
     beforeStop: () => {
       shuttingDown = true;
+      forwarder.tunnels.closeAll('shutdown');
     },
     afterStop: () => forwarder.close(),
   });

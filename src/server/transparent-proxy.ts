@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { GatewayConfig } from '../config/gateway-config';
 import { sendProblem } from '../gateway/problem-response';
 import { UpstreamForwarder } from '../gateway/upstream-forwarder';
+import { TunnelRegistry } from '../gateway/tunnel-registry';
 import { WebSocketForwarder } from '../gateway/websocket-forwarder';
 import { sendProblemOnSocket } from '../gateway/problem-response';
 import type { Socket } from 'node:net';
@@ -18,20 +19,27 @@ const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te'
 export function createTransparentProxy(config: GatewayConfig): {
   handle: (req: IncomingMessage, res: ServerResponse) => void;
   handleUpgrade: (req: IncomingMessage, socket: Socket, head: Buffer) => void;
+  /** Open WebSocket tunnels (closed at shutdown). */
+  tunnels: TunnelRegistry;
   close: () => Promise<void>;
 } {
   const forwarder = new UpstreamForwarder({ ...config.upstream });
-  const websockets = new WebSocketForwarder(config.upstream.url, config.upstream.connectTimeoutMs);
+  const tunnels = new TunnelRegistry({ recheckIntervalMs: config.upstream.websocketRecheckIntervalMs });
+  const websockets = new WebSocketForwarder({ ...config.upstream, idleTimeoutMs: config.upstream.websocketIdleTimeoutMs }, tunnels);
   return {
+    tunnels,
+    // The same handshake rules as with iam enabled (only WebSocket, only after a 101), without the checks.
     handleUpgrade(req, socket, head) {
       const requestId = randomUUID();
       const target = req.url ?? '';
       if (!target.startsWith('/')) return sendProblemOnSocket(socket, problems.badRequest('Only origin-form request targets are forwarded.'), '/', requestId);
+      const handshake = websockets.accept(req, socket, head, requestId, target.split('?')[0] ?? '/');
+      if (!handshake) return;
       const headers: string[] = [];
       for (let i = 0; i < req.rawHeaders.length; i += 2) {
         if (req.rawHeaders[i]!.toLowerCase() !== 'host') headers.push(req.rawHeaders[i]!, req.rawHeaders[i + 1]!);
       }
-      websockets.forward(req, socket, head, target, headers, (problem) => sendProblemOnSocket(socket, problem, target, requestId));
+      handshake.forward(target, headers, { session: null, recheck: async () => true });
     },
     handle(req, res) {
       const requestId = randomUUID();

@@ -208,9 +208,29 @@ interface FuzzCase {
   body: string;
   framing: Framing;
   te: string;
+  /** #11.1: bytes the client writes after its request, with it or once the answer starts arriving. */
+  after?: { bytes: string; when: 'with' | 'on-answer' };
 }
 
-const proxyCase = fc.record({ method, target, headers, body: rawBody, framing, te: oddTransferEncoding });
+// #11.1: upgrade requests (WebSocket or not) followed by more bytes on the same connection: a forged
+// request, a WebSocket frame, junk. None of it may reach the host unchecked.
+const upgradeHeaders = fc.constantFrom<Header[]>(
+  [['Connection', 'Upgrade'], ['Upgrade', 'websocket'], ['Sec-WebSocket-Key', 'dGhlIHNhbXBsZSBub25jZQ=='], ['Sec-WebSocket-Version', '13']],
+  [['Connection', 'Upgrade'], ['Upgrade', 'websocket']],
+  [['Connection', 'upgrade, keep-alive'], ['Upgrade', 'WebSocket']],
+  [['Connection', 'Upgrade, HTTP2-Settings'], ['Upgrade', 'h2c'], ['HTTP2-Settings', 'AAMAAABkAAQAAP__']],
+  [['Connection', 'Upgrade'], ['Upgrade', 'websocket, h2c']],
+  [['Connection', 'Upgrade'], ['Upgrade', 'foo/1']],
+);
+const afterBytes = fc.record({
+  bytes: fc.oneof(fc.constant(SMUGGLED), fc.constant('\x81\x85abcd\x09\x07\x0f\x08\x0e'), fc.string({ maxLength: 60 }), fc.constant(`${SMUGGLED}${SMUGGLED}`)),
+  when: fc.constantFrom<'with' | 'on-answer'>('with', 'on-answer'),
+});
+const plainProxyCase = fc.record({ method, target, headers, body: rawBody, framing, te: oddTransferEncoding });
+const upgradeCase = fc
+  .tuple(fc.constantFrom('GET', 'GET', 'GET', 'POST'), fc.oneof(target, fc.constantFrom('/ws', '/ws?x=1', '/health')), headers, upgradeHeaders, afterBytes)
+  .map(([m, t, hs, upgrade, after]): FuzzCase => ({ method: m, target: t, headers: [...hs, ...upgrade], body: '', framing: 'none', te: 'chunked', after }));
+const proxyCase = fc.oneof({ weight: 3, arbitrary: plainProxyCase }, { weight: 1, arbitrary: upgradeCase });
 const iamCase = fc
   .tuple(fc.constantFrom('/iam/auth/login', '/iam/authorization/diagnostics', '/iam/auth/login?x=1', '/iam//auth/login', '/iam/auth/./login'), headers, contentType, fc.boolean(), framing, oddTransferEncoding)
   .chain(([path, hs, type, aliceSession, frame, te]) =>
@@ -301,6 +321,8 @@ function parseResponse(data: Buffer, headRequest: boolean, closed: boolean): Par
       headerList.push([line.slice(0, colon).toLowerCase(), line.slice(colon + 1).trim()]);
     }
     offset = end + 4;
+    // A 101 ends the HTTP exchange: what follows belongs to the tunnel (#11.1).
+    if (status === 101) return { state: 'complete', response: { status, headers: headerList, body: Buffer.alloc(0) } };
     if (status < 200) continue;
     const lengths = headerList.filter(([name]) => name === 'content-length');
     const encodings = headerList.filter(([name]) => name === 'transfer-encoding');
@@ -353,13 +375,16 @@ function send(c: FuzzCase): Promise<{ response: ParsedResponse | null; malformed
     };
     // Headers and request timeouts are 2 s: anything still open after 6 s is a hang.
     const timer = setTimeout(() => finish({ response: null, malformed: null, hung: true }), 6000);
+    let answered = false;
     socket.on('data', (chunk: Buffer) => {
       chunks.push(chunk);
+      if (!answered && c.after?.when === 'on-answer' && socket.writable) socket.write(c.after.bytes, 'latin1');
+      answered = true;
       check(false);
     });
     socket.on('close', () => check(true));
     socket.on('error', () => undefined);
-    socket.write(encode(c));
+    socket.write(c.after?.when === 'with' ? Buffer.concat([encode(c), Buffer.from(c.after.bytes, 'latin1')]) : encode(c));
   });
 }
 

@@ -7,6 +7,7 @@
  * Records every request as received (method, raw request-target, rawHeaders, body digest) and answers:
  *   /status/<code>  that status          /slow/<ms>  after <ms>          /hang  never
  *   /stream/<n>     n chunks, chunked    /ws         WebSocket upgrade, echoes every message
+ *   any other upgrade request: 200 keep-alive (the Upgrade ignored), later bytes parsed as HTTP requests
  *   anything else   200 {ok: true, method, url, headers}
  * IPC: the parent sends {id, command: 'requests' | 'clear' | 'close'}, the child answers {id, result}.
  * On start the child sends {type: 'ready', port}.
@@ -129,7 +130,14 @@ server.on('upgrade', (req, socket, head) => {
   const key = req.headers['sec-websocket-key'];
   const isWebSocket = String(req.headers.upgrade).toLowerCase() === 'websocket';
   if (req.url.split('?', 1)[0] !== '/ws' || !isWebSocket || typeof key !== 'string') {
-    socket.end('HTTP/1.1 404 Not Found\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+    // Like a host without WebSocket support here (an Express app): it ignores the Upgrade, answers 200 and
+    // keeps the connection alive, reading whatever comes next as more HTTP requests (recorded as 'http').
+    upgradedSockets.delete(socket);
+    const body = Buffer.from(JSON.stringify({ ok: true, method: req.method, url: req.url, headers: req.headers }));
+    socket.write(`HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: keep-alive\r\n\r\n`);
+    socket.write(body);
+    if (head && head.length > 0) socket.unshift(head);
+    server.emit('connection', socket);
     return;
   }
   const accept = createHash('sha1').update(key + WEBSOCKET_GUID).digest('base64');

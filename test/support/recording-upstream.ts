@@ -10,7 +10,10 @@ import { join } from 'node:path';
 export interface RecordedRequest {
   /** 1-based arrival order since start (not reset by `clear()`). */
   seq: number;
-  /** `upgrade`: a request with `Upgrade:` (WebSocket), answered 101 on `/ws`. */
+  /**
+   * `upgrade`: a request with `Upgrade:`, answered 101 on `/ws` (WebSocket); on any other path answered 200
+   * keep-alive like a host without WebSocket support, and what follows on that connection is parsed as HTTP.
+   */
   kind: 'http' | 'upgrade';
   /** Epoch milliseconds at which the request head arrived. */
   receivedAt: number;

@@ -1,0 +1,300 @@
+/**
+ * #11.1: an upgrade request never opens a path for unchecked bytes. Only `Upgrade: websocket` is tunnelled,
+ * and only after the host answered 101; any other answer is relayed and the connection closed; bytes the
+ * client sends before the 101 never reach the host; an open tunnel closes when its session is logged out,
+ * revoked or expires, and after `upstream.websocket-idle-timeout`. Everything over raw sockets (node:net),
+ * against a host that ignores Upgrade headers and keeps connections alive, as most HTTP frameworks do.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { connect, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { RunningGateway } from '../../src/server/gateway';
+import { createTestDatabase } from '../support/database';
+import { bearer, login, startTestGateway } from '../support/gateway';
+
+const POLICY = `
+version: 1
+default: deny
+routes:
+  - { path: /health, methods: [GET], public: true }
+  - { path: /public-ws, methods: [GET], public: true }
+  - { path: /ws, methods: [GET], permission: project:read }
+  - { path: /api/admin/**, methods: ["*"], permission: admin:write }
+`;
+
+/** What the host saw: every HTTP request it parsed, and the bytes that reached each tunnel after its 101. */
+interface HostRecord {
+  requests: Array<{ method: string; url: string; headers: IncomingMessage['headers'] }>;
+  tunnels: Array<{ bytes: Buffer; closed: Promise<void> }>;
+}
+
+/**
+ * A host in the test process: `/ws` and `/public-ws` accept WebSocket handshakes (101, after `?delay=ms`) and
+ * echo every byte; any other upgrade request is answered 200 keep-alive with the Upgrade ignored, and the
+ * connection goes on as HTTP — the behaviour that turned the old byte pipe into an unchecked channel.
+ */
+function startHost(): Promise<{ server: Server; url: string; record: HostRecord; stop: () => Promise<void> }> {
+  const record: HostRecord = { requests: [], tunnels: [] };
+  const server = createServer((req, res) => {
+    record.requests.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers });
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify({ ok: true }));
+  });
+  server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
+    record.requests.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers });
+    const url = new URL(req.url ?? '/', 'http://host');
+    if (url.pathname !== '/ws' && url.pathname !== '/public-ws') {
+      socket.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\nConnection: keep-alive\r\n\r\n{"ok":true}');
+      if (head.length > 0) socket.unshift(head);
+      server.emit('connection', socket);
+      return;
+    }
+    const tunnel = { bytes: Buffer.alloc(0), closed: new Promise<void>((resolve) => socket.once('close', () => resolve())) };
+    record.tunnels.push(tunnel);
+    socket.on('error', () => socket.destroy());
+    // The gateway closing its side ends the tunnel (upgraded sockets allow half-open connections).
+    socket.once('end', () => socket.end());
+    const onData = (chunk: Buffer): void => {
+      tunnel.bytes = Buffer.concat([tunnel.bytes, chunk]);
+      if (socket.writable) socket.write(chunk);
+    };
+    socket.on('data', onData);
+    setTimeout(() => {
+      if (socket.destroyed) return;
+      socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n');
+      if (head.length > 0) onData(head);
+    }, Number(url.searchParams.get('delay') ?? 0));
+  });
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  const stop = (): Promise<void> =>
+    new Promise((resolve) => {
+      server.close(() => resolve());
+      for (const socket of sockets) socket.destroy();
+    });
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve({ server, url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, record, stop })));
+}
+
+function handshakeHead(path: string, extra: string[] = [], upgrade = 'websocket'): string {
+  const lines = [`GET ${path} HTTP/1.1`, 'Host: gw.test', `Upgrade: ${upgrade}`, 'Connection: Upgrade', `Sec-WebSocket-Key: ${randomBytes(16).toString('base64')}`, 'Sec-WebSocket-Version: 13'];
+  return [...lines, ...extra, '', ''].join('\r\n');
+}
+
+const FORGED = 'GET /api/admin/stats HTTP/1.1\r\nHost: gw.test\r\nX-IAM-User-Id: u-admin\r\nX-IAM-Permission: admin:write\r\n\r\n';
+
+/** A raw client connection: everything it received, and a promise for its close. */
+interface RawClient {
+  socket: Socket;
+  received: () => string;
+  /** Resolves with the first response head once it is complete. */
+  head: Promise<string>;
+  closed: Promise<number>;
+  /** Resolves once `text` has been received (after the head). */
+  waitFor(text: string): Promise<void>;
+}
+
+function open(gateway: RunningGateway, first: string): RawClient {
+  const socket = connect(gateway.port, '127.0.0.1');
+  let data = '';
+  const waiters: Array<{ text: string; resolve: () => void }> = [];
+  let resolveHead: (head: string) => void = () => undefined;
+  const head = new Promise<string>((resolve) => (resolveHead = resolve));
+  socket.on('data', (chunk: Buffer) => {
+    data += chunk.toString('latin1');
+    const end = data.indexOf('\r\n\r\n');
+    if (end >= 0) resolveHead(data.slice(0, end));
+    for (const waiter of waiters.filter((w) => end >= 0 && data.slice(end).includes(w.text))) waiter.resolve();
+  });
+  socket.on('error', () => undefined);
+  const closed = new Promise<number>((resolve) => socket.once('close', () => resolve(Date.now())));
+  void closed.then(() => resolveHead(data));
+  socket.write(first);
+  return {
+    socket,
+    received: () => data,
+    head,
+    closed,
+    waitFor: (text) => new Promise((resolve) => waiters.push({ text, resolve })),
+  };
+}
+
+/** `promise`, or a rejection naming `what` after `ms`. */
+async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([promise, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms)))]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+let policies: string;
+let host: Awaited<ReturnType<typeof startHost>>;
+let gateway: RunningGateway;
+
+beforeAll(async () => {
+  policies = mkdtempSync(join(tmpdir(), 'iam-websocket-tunnel-'));
+  writeFileSync(join(policies, 'routes.yaml'), POLICY);
+  const db = await createTestDatabase();
+  await db.close();
+  host = await startHost();
+  gateway = await startTestGateway(host.url, { IAM_POLICIES_DIR: policies, UPSTREAM_WEBSOCKET_IDLE_TIMEOUT: '800ms' });
+});
+afterAll(async () => {
+  await gateway?.close();
+  await host?.stop();
+});
+beforeEach(() => {
+  host.record.requests.length = 0;
+  host.record.tunnels.length = 0;
+});
+
+function forgedReachedHost(): boolean {
+  return host.record.requests.some((r) => r.url.startsWith('/api/admin') || r.headers['x-iam-user-id'] === 'u-admin');
+}
+
+describe('#11.1 upgrade requests tunnel nothing unchecked', () => {
+  it.each([
+    ['in the same write as the handshake', 'together'],
+    ['right after the handshake, before its answer', 'after'],
+    ['after the host answered 200', 'answered'],
+  ])('#11.1: a host answering 200 keep-alive to a handshake never sees a forged request written %s', async (_name, when) => {
+    const client = open(gateway, handshakeHead('/health') + (when === 'together' ? FORGED : ''));
+    if (when === 'after') client.socket.write(FORGED);
+    const head = await within(client.head, 5000, 'answer');
+    if (when === 'answered' && !client.socket.destroyed) client.socket.write(FORGED);
+    await within(client.closed, 5000, 'the gateway closes the connection');
+    // Either the host's answer relayed (then closed), or a refusal of the early bytes: never a tunnel.
+    expect(head).toMatch(/^HTTP\/1\.1 (200|400) /);
+    if (head.startsWith('HTTP/1.1 200')) expect(head.toLowerCase()).toContain('connection: close');
+    if (head.startsWith('HTTP/1.1 400')) expect(client.received()).toContain('"code":"IAM_BAD_REQUEST"');
+    expect(forgedReachedHost()).toBe(false);
+    expect(host.record.requests.length).toBeLessThanOrEqual(1);
+  });
+
+  it.each([
+    ['h2c', ['HTTP2-Settings: AAMAAABkAAQAAP__'], 'Connection: Upgrade, HTTP2-Settings'],
+    ['websocket, h2c', [], null],
+    ['TLS/1.2', [], null],
+    ['foo', [], null],
+  ])('#11.1: "Upgrade: %s" is refused with 400 and nothing reaches the host', async (upgrade, extra, connection) => {
+    let request = handshakeHead('/health', extra, upgrade);
+    if (connection) request = request.replace('Connection: Upgrade', connection);
+    const client = open(gateway, request + FORGED);
+    await within(client.closed, 5000, 'the gateway closes the connection');
+    expect(client.received()).toMatch(/^HTTP\/1\.1 400 /);
+    expect(client.received()).toContain('"code":"IAM_BAD_REQUEST"');
+    expect(host.record.requests).toEqual([]);
+  });
+
+  it('#11.1: a WebSocket handshake that is not a plain GET is refused', async () => {
+    const client = open(gateway, handshakeHead('/public-ws').replace(/^GET/, 'POST').replace('\r\n\r\n', '\r\nContent-Length: 5\r\n\r\nhello'));
+    await within(client.closed, 5000, 'the gateway closes the connection');
+    expect(client.received()).toContain('"code":"IAM_BAD_REQUEST"');
+    expect(host.record.requests).toEqual([]);
+  });
+
+  it('#11.1: bytes written before the 101 never reach the host; the handshake ends with 400', async () => {
+    const client = open(gateway, handshakeHead('/public-ws?delay=400'));
+    // The host has the handshake (the gateway forwarded it) but has not answered yet.
+    while (host.record.requests.length === 0) await new Promise((resolve) => setImmediate(resolve));
+    client.socket.write('early bytes');
+    await within(client.closed, 5000, 'the gateway closes the connection');
+    expect(client.received()).toMatch(/^HTTP\/1\.1 400 /);
+    expect(client.received()).toContain('"code":"IAM_BAD_REQUEST"');
+    for (const tunnel of host.record.tunnels) await within(tunnel.closed, 5000, 'the host connection closes');
+    expect(host.record.tunnels.map((t) => t.bytes.toString())).toEqual(host.record.tunnels.map(() => ''));
+  });
+
+  it('#11.1: after the 101 the tunnel carries bytes both ways', async () => {
+    const client = open(gateway, handshakeHead('/public-ws'));
+    expect(await within(client.head, 5000, '101')).toMatch(/^HTTP\/1\.1 101 /);
+    client.socket.write('ping-1');
+    await within(client.waitFor('ping-1'), 5000, 'echo');
+    client.socket.destroy();
+  });
+
+  it('#11.1: an open tunnel closes after websocket-idle-timeout without traffic, not while bytes flow', async () => {
+    const client = open(gateway, handshakeHead('/public-ws'));
+    expect(await within(client.head, 5000, '101')).toMatch(/^HTTP\/1\.1 101 /);
+    // Traffic every 200 ms for longer than the 800 ms idle timeout: the tunnel stays open.
+    let last = Date.now();
+    for (let i = 0; i < 7; i++) {
+      client.socket.write(`tick-${i};`);
+      await within(client.waitFor(`tick-${i};`), 5000, 'echo');
+      last = Date.now();
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    expect(client.socket.destroyed).toBe(false);
+    const closedAt = await within(client.closed, 5000, 'the idle tunnel closes');
+    expect(closedAt - last).toBeGreaterThanOrEqual(700);
+  });
+
+  describe('#11.1 a tunnel lives only as long as its session', () => {
+    async function openTunnel(token: string): Promise<RawClient> {
+      const client = open(gateway, handshakeHead('/ws', [`Authorization: Bearer ${token}`]));
+      expect(await within(client.head, 5000, '101')).toMatch(/^HTTP\/1\.1 101 /);
+      client.socket.write('hello');
+      await within(client.waitFor('hello'), 5000, 'echo');
+      return client;
+    }
+
+    it('#11.1: logging out closes the open tunnel', async () => {
+      const alice = await login(gateway.url, 'alice');
+      const client = await openTunnel(alice.accessToken);
+      expect((await fetch(`${gateway.url}/iam/auth/logout`, { method: 'POST', headers: bearer(alice.accessToken) })).status).toBe(204);
+      await within(client.closed, 2000, 'the tunnel closes after logout');
+      await within(host.record.tunnels[0]!.closed, 2000, 'the host side closes too');
+    });
+
+    it('#11.1: revoking the session (from another session of the user) closes the open tunnel', async () => {
+      const alice = await login(gateway.url, 'alice');
+      const other = await login(gateway.url, 'alice');
+      const client = await openTunnel(alice.accessToken);
+      const survivor = await openTunnel(other.accessToken);
+      expect((await fetch(`${gateway.url}/iam/sessions/revoke-others`, { method: 'POST', headers: bearer(other.accessToken) })).status).toBe(204);
+      await within(client.closed, 2000, 'the revoked session tunnel closes');
+      // The other session's tunnel is untouched.
+      survivor.socket.write('still-here');
+      await within(survivor.waitFor('still-here'), 2000, 'echo on the surviving tunnel');
+      survivor.socket.destroy();
+    });
+
+    it('#11.1: revoking every session of the user closes the open tunnel', async () => {
+      const alice = await login(gateway.url, 'alice');
+      const client = await openTunnel(alice.accessToken);
+      const userId = (alice.principal as { userId: string }).userId;
+      await gateway.services!.sessions.revokeUser(userId, 'test', 'u-admin', { requestId: 'test', clientAddress: null });
+      await within(client.closed, 2000, 'the tunnel closes after revocation');
+    });
+  });
+});
+
+describe('#11.1 a tunnel closes when its session expires', () => {
+  let shortLived: RunningGateway;
+  beforeAll(async () => {
+    shortLived = await startTestGateway(host.url, { IAM_POLICIES_DIR: policies, IAM_TOKEN_TTL: '2s' });
+  });
+  afterAll(async () => {
+    await shortLived?.close();
+  });
+
+  it('#11.1: the tunnel of a session closes at its absolute expiry even while bytes flow', async () => {
+    const alice = await login(shortLived.url, 'alice');
+    const client = open(shortLived, handshakeHead('/ws', [`Authorization: Bearer ${alice.accessToken}`]));
+    expect(await within(client.head, 5000, '101')).toMatch(/^HTTP\/1\.1 101 /);
+    const ticker = setInterval(() => client.socket.writable && client.socket.write('tick'), 100);
+    try {
+      const closedAt = await within(client.closed, 5000, 'the tunnel closes at expiry');
+      expect(closedAt).toBeGreaterThanOrEqual(Date.parse(alice.expiresAt) - 50);
+    } finally {
+      clearInterval(ticker);
+    }
+  });
+});
