@@ -300,7 +300,7 @@ export const configSchema = section({
     policy: section({
       dir: text('policies', 'policy directory, relative to the working directory'),
       'poll-interval': duration('5s', 'periodic checksum check of the policy files; 0 = off'),
-      debounce: duration('200ms', 'quiet time after a file event before reloading'),
+      debounce: duration('200ms', 'quiet time after a file event before reloading; a changed policy file is read only once its size and mtime have held this long'),
     }),
     authz: section({
       'ability-cache-size': integer(10000, 1, MAX, 'bound of the in-process ability cache (LRU)'),

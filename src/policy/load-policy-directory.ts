@@ -46,6 +46,11 @@ export function compilePolicyFiles(files: readonly PolicyFileText[], options: Po
   );
 }
 
+/** A top-level `*.yaml`, `*.yml` or `*.json` name that is not a dot file: the names the loader reads. */
+export function isPolicyFileName(name: string): boolean {
+  return !name.startsWith('.') && POLICY_EXTENSIONS.some((extension) => name.endsWith(extension));
+}
+
 /**
  * Reads the top-level `*.yaml`, `*.yml` and `*.json` files of `dir` (sorted by name). Subdirectories
  * (e.g. `tests/`) and dot files (editor swap files, Kubernetes ConfigMap `..data`) are skipped; symlinks
@@ -64,7 +69,7 @@ export async function readPolicyDirectory(dir: string): Promise<{ files: PolicyF
   const files: PolicyFileText[] = [];
   const issues: PolicyIssue[] = [];
   for (const name of names.sort(compareNames)) {
-    if (name.startsWith('.') || !POLICY_EXTENSIONS.some((extension) => name.endsWith(extension))) continue;
+    if (!isPolicyFileName(name)) continue;
     const path = join(dir, name);
     try {
       if (!(await stat(path)).isFile()) continue;

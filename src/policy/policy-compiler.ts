@@ -10,8 +10,8 @@ import type {
 } from './compiled-policy';
 import type { ParsedPolicyFile } from './policy-parser';
 import type { PolicyRouteEntry, PolicyRouteResource } from './policy-schema';
-import { parseRoutePattern, RouteTree, type PatternSegment } from './route-tree';
-import { foldAsciiCase } from './route-strictness';
+import { buildRouteTree, type Leaf } from './route-conflicts';
+import { parseRoutePattern, type PatternSegment } from './route-tree';
 
 /** What {@link compilePolicy} needs besides the parsed files. */
 export interface CompileContext {
@@ -19,18 +19,6 @@ export interface CompileContext {
   hash: string;
   /** Timeout of resolvers that set none (`iam.authz.resolver-timeout`). */
   defaultResolverTimeoutMs: number;
-}
-
-/** A leaf route with what conflict detection and the tree need. */
-interface Leaf {
-  route: CompiledRoute;
-  segments: PatternSegment[];
-  /** `static/:/**` shape, static segments as written. */
-  exactShape: string;
-  /** {@link exactShape} as matched (ASCII-folded unless case-sensitive): equal shapes match the same paths. */
-  shape: string;
-  /** Comparable outcome: public, permission, resource (id by param position), mode. */
-  outcome: string;
 }
 
 /** Effective defaults a group hands to its routes; `*Depth` says which nesting level set a value. */
@@ -149,28 +137,7 @@ export function compilePolicy(files: readonly ParsedPolicyFile[], context: Compi
 
   reportResolverGaps(leaves, resources, warn);
   const matchCase = caseSensitive?.value ?? false;
-  const tree = new RouteTree({ caseSensitive: matchCase, defaultAction: defaultAction?.value ?? 'deny' });
-  const byShape = new Map<string, Leaf[]>();
-  for (const leaf of leaves) {
-    if (!matchCase) leaf.shape = foldAsciiCase(leaf.shape);
-    const sameShape = byShape.get(leaf.shape) ?? [];
-    for (const other of sameShape) {
-      if (other.exactShape !== leaf.exactShape) {
-        // Hosts that route case-insensitively serve both with one handler: which rule applies must not be a guess.
-        const text = `routes ${other.route.pattern} at ${other.route.id} and ${leaf.route.pattern} at ${leaf.route.id} differ only in case`;
-        error('case-duplicate', `${text}; static segments match case-insensitively (set "match: { case-sensitive: true }" if the host routes by exact case)`, leaf.route.source, other.route.source);
-        continue;
-      }
-      const methods = overlap(other.route.methods, leaf.route.methods);
-      if (methods.length === 0) continue;
-      const text = `${methods.join(',')} ${other.route.pattern} at ${other.route.id} and ${leaf.route.id}`;
-      if (other.outcome !== leaf.outcome) error('conflict', `conflicting routes ${text}`, leaf.route.source, other.route.source);
-      else warn('duplicate', `duplicate routes ${text} (same outcome; ${other.route.id} is used)`, leaf.route.source, other.route.source);
-    }
-    sameShape.push(leaf);
-    byShape.set(leaf.shape, sameShape);
-    tree.insert(leaf.route, leaf.segments);
-  }
+  const tree = buildRouteTree(leaves, { caseSensitive: matchCase, defaultAction: defaultAction?.value ?? 'deny' }, { error, warn });
 
   issues.sort(bySource);
   if (issues.some((issue) => issue.severity === 'error')) return { policy: null, issues };
@@ -237,7 +204,7 @@ function buildLeaf(
     // A permission is checked against the active profile's grant, so `profile: optional` applies only without one.
     ...(effective.profile === 'optional' && !effective.isPublic && effective.permission === null ? { profile: 'optional' as const } : {}),
   });
-  const exactShape = segments.map((segment) => (segment.kind === 'static' ? segment.value : segment.kind === 'param' ? ':' : '**')).join('/');
+  const shape = segments.map((segment) => (segment.kind === 'static' ? segment.value : segment.kind === 'param' ? ':' : '**')).join('/');
   const outcome = JSON.stringify([
     route.public,
     route.permission,
@@ -245,7 +212,7 @@ function buildLeaf(
     route.mode,
     route.profile ?? 'required',
   ]);
-  return { route, segments, exactShape, shape: exactShape, outcome };
+  return { route, segments, shape, outcome };
 }
 
 /** `no-resolver`: a route's resource type is undeclared or has no resolver (one warning per route). */
@@ -266,13 +233,6 @@ function joinPath(base: string, child: string, topLevel: boolean): string | { er
   if (child === '') return base;
   if (!child.startsWith('/')) return { error: `path "${child}" inside a group must be "" or start with "/"` };
   return (base.endsWith('/') ? base.slice(0, -1) : base) + child;
-}
-
-/** Methods matched by both lists: `*` overlaps every method; `GET` and `HEAD` do not overlap. */
-function overlap(a: readonly string[], b: readonly string[]): string[] {
-  if (a[0] === '*') return [...b];
-  if (b[0] === '*') return [...a];
-  return a.filter((method) => b.includes(method));
 }
 
 /** `"2s"`, `"500ms"` or milliseconds (validated by the schema). */

@@ -18,7 +18,8 @@
  *   (exactly, through `<resource>:*`, or `*:*`), so nobody can pass it. Only when templates are given.
  * - `path-syntax` (warning): a static segment written like another router's parameter (`{id}`, `<id>`):
  *   it is matched literally; parameters are `:id`.
- * - from the loader: `conflict` (error), `duplicate`, `no-resolver`, `public-permission`, `empty-group`.
+ * - from the loader: errors `conflict`, `case-duplicate`, `match-mismatch`, `default-mismatch`, `public-conflict`;
+ *   warnings `duplicate`, `no-resolver`, `empty-group`.
  */
 import { normalizeRequestTarget } from '../gateway/normalize-target';
 import type { CompiledPolicy, CompiledRoute, PolicyIssue, PolicyLoadResult } from './compiled-policy';

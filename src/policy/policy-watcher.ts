@@ -6,13 +6,17 @@ import type { GatewayMetrics } from '../observability/metrics';
 import type { PolicyIssue } from './compiled-policy';
 import { compilePolicyFiles, hashPolicyFiles, readPolicyDirectory, type PolicyFileText } from './load-policy-directory';
 import type { PolicyHolder } from './policy-holder';
+import { waitUntilSettled } from './policy-settle';
 
 /** What {@link PolicyReloader} needs; wired by the composition root (src/server/gateway.ts). */
 export interface PolicyReloaderOptions {
   /** The policies directory (`iam.policy.dir`), absolute. */
   dir: string;
   holder: PolicyHolder;
-  /** Quiet time after the last file event before reloading (`iam.policy.debounce`). */
+  /**
+   * Quiet time after the last file event before reloading, and the settle window: a changed file is read only
+   * once its size and mtime have held for this long (`iam.policy.debounce`).
+   */
   debounceMs: number;
   /** Periodic checksum check (`iam.policy.poll-interval`); 0 = off. */
   pollIntervalMs: number;
@@ -47,7 +51,9 @@ const READ_ATTEMPTS = 5;
 
 /**
  * Hot reload of the policies directory (design.md §5.4, §9; conventions habit 7, after cerbos `dirwatch.go`):
- * file events are debounced, then the directory is read (twice, until two reads agree, so a swap in
+ * file events are debounced; once a change is seen (by any trigger), the files must settle — the same size
+ * and modification time for `debounceMs`, none modified more recently ({@link waitUntilSettled}), so a file
+ * written in several steps is never read half-written — then the directory is read (twice, until two reads agree, so a swap in
  * progress is never compiled half-old, half-new), parsed, validated and compiled off the request path and
  * swapped into the {@link PolicyHolder} atomically. Requests that already took their snapshot finish on it.
  * A broken directory changes nothing that serves: its errors are logged with file:line, kept for
@@ -235,7 +241,9 @@ export class PolicyReloader {
     try {
       let snapshot = await this.readOnce();
       if (snapshot.issues.length === 0 && snapshot.fingerprint === serving.hash) return this.unchanged(reason, force, serving.hash);
-      snapshot = await this.readStable(snapshot);
+      // Something changed: let writers finish before reading for real (#11.19), whatever triggered this.
+      await waitUntilSettled(this.options.dir, this.options.debounceMs, { stopped: () => this.closed });
+      snapshot = await this.readStable(await this.readOnce());
       if (snapshot.issues.length === 0 && snapshot.fingerprint === serving.hash) return this.unchanged(reason, force, serving.hash);
       if (!force && snapshot.fingerprint === this.rejectedFingerprint) {
         return { ok: false, changed: false, hash: serving.hash, issues: holder.lastError?.issues ?? snapshot.issues };
