@@ -15,6 +15,8 @@ export type BearerCredential =
   | { kind: 'other' }
   | { kind: 'malformed' };
 
+import { authorizationCarriesToken, containsGatewayToken } from './forbidden-content';
+
 const AUTHORIZATION = 'authorization';
 const HOST = 'host';
 const CONTENT_LENGTH = 'content-length';
@@ -99,7 +101,9 @@ export function inspectRequestHeaders(rawHeaders: string[]): InboundHeaderInspec
         if (isNamed(name, AUTHORIZATION)) {
           authorizationCount++;
           authorization = value;
+          continue;
         }
+        if (isNamed(name, 'x-http-method')) return methodOverride(name);
         break;
       case 14:
         if (isNamed(name, CONTENT_LENGTH)) {
@@ -111,11 +115,21 @@ export function inspectRequestHeaders(rawHeaders: string[]): InboundHeaderInspec
         if (isNamed(name, TRANSFER_ENCODING)) {
           transferEncodingCount++;
           if (!isChunkedOnly(value)) return { ok: false, reason: "Transfer-Encoding other than 'chunked'" };
+        } else if (isNamed(name, 'x-method-override')) {
+          return methodOverride(name);
         }
+        break;
+      case 22:
+        if (isNamed(name, 'x-http-method-override')) return methodOverride(name);
         break;
       default:
         break;
     }
+    // The gateway's token belongs in `Authorization: Bearer` only; anywhere else the host would receive it.
+    if (value.length > 20 && containsGatewayToken(value)) return { ok: false, reason: `a gateway access token in the ${name} header (send it as Authorization: Bearer only)` };
+  }
+  if (authorization !== null && parseBearerToken(authorization).kind === 'other' && authorizationCarriesToken(authorization)) {
+    return { ok: false, reason: 'a gateway access token under an Authorization scheme other than Bearer' };
   }
   if (authorizationCount > 1) return { ok: false, reason: 'more than one Authorization header' };
   if (hostCount > 1) return { ok: false, reason: 'more than one Host header' };
@@ -125,6 +139,11 @@ export function inspectRequestHeaders(rawHeaders: string[]): InboundHeaderInspec
     return { ok: false, reason: 'both Transfer-Encoding and Content-Length' };
   }
   return { ok: true, authorization };
+}
+
+/** A method-override header (the host would run another method than the one authorized). */
+function methodOverride(name: string): InboundHeaderInspection {
+  return { ok: false, reason: `method-override header ${name} (send the real method)` };
 }
 
 /** RFC 9110 §5.6.2 tchar. */

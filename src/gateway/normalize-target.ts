@@ -1,3 +1,4 @@
+import { containsGatewayToken, findMethodOverrideParameter } from './forbidden-content';
 import type { NormalizeOptions, NormalizedTarget } from './request-target';
 
 /*
@@ -26,6 +27,28 @@ for (let c = 0x30; c <= 0x39; c++) UNRESERVED[c] = 1;
 for (let c = 0x41; c <= 0x5a; c++) UNRESERVED[c] = 1;
 for (let c = 0x61; c <= 0x7a; c++) UNRESERVED[c] = 1;
 for (const c of [0x2d, 0x2e, 0x5f, 0x7e]) UNRESERVED[c] = 1;
+
+/**
+ * Slash look-alikes that Windows "best fit" code-page conversion turns into `/` or `\` although NFKC keeps
+ * them: DIVISION SLASH, FRACTION SLASH, SET MINUS, BIG SOLIDUS / REVERSE SOLIDUS, REVERSE SOLIDUS OPERATOR.
+ */
+const SLASH_LOOKALIKES = new Set([0x2044, 0x2215, 0x2216, 0x29f5, 0x29f8, 0x29f9]);
+const lookalikeCache = new Map<number, boolean>();
+
+/**
+ * True when a non-ASCII code point becomes ASCII under Unicode compatibility normalization (NFKC: fullwidth
+ * `．／＼％Ａ`, `․` one dot leader, `ſ`, the Kelvin sign...) or is a slash look-alike. A host that applies
+ * NFKC (or a best-fit code page) after decoding would see dot segments, slashes or other letters than the
+ * path that was matched and authorized, so such characters are refused, never forwarded.
+ */
+function isAsciiLookalike(codePoint: number): boolean {
+  let known = lookalikeCache.get(codePoint);
+  if (known === undefined) {
+    known = SLASH_LOOKALIKES.has(codePoint) || /[\u0000-\u007f]/.test(String.fromCodePoint(codePoint).normalize('NFKC'));
+    if (lookalikeCache.size < 4096) lookalikeCache.set(codePoint, known);
+  }
+  return known;
+}
 
 function refuse(reason: string): NormalizedTarget {
   return { ok: false, reason };
@@ -108,6 +131,8 @@ export function normalizeRequestTarget(rawTarget: string, options: NormalizeOpti
     if (c === HASH) return refuse('fragment in request target');
   }
   const search = pathEnd < raw.length ? raw.slice(pathEnd) : '';
+  if (search.length > 0 && findMethodOverrideParameter(search) !== null) return refuse('method-override parameter in query (send the real method)');
+  if (raw.length > 24 && containsGatewayToken(raw)) return refuse('a gateway access token in the request target (send it as Authorization: Bearer only)');
 
   // Absolute-form with an empty path means "/" (RFC 9112 §3.2.2).
   if (pathStart === pathEnd) return { ok: true, path: '/', search };
@@ -130,6 +155,7 @@ export function normalizeRequestTarget(rawTarget: string, options: NormalizeOpti
     let utf8Needed = 0;
     let utf8Low = 0x80;
     let utf8High = 0xbf;
+    let codePoint = 0;
 
     while (i < pathEnd) {
       const c = raw.charCodeAt(i);
@@ -160,7 +186,10 @@ export function normalizeRequestTarget(rawTarget: string, options: NormalizeOpti
         utf8Needed--;
         utf8Low = 0x80;
         utf8High = 0xbf;
+        codePoint = (codePoint << 6) | (byte & 0x3f);
+        if (utf8Needed === 0 && isAsciiLookalike(codePoint)) return refuse('a compatibility character that means an ASCII character in path (e.g. fullwidth ．／)');
       } else if (byte >= 0x80) {
+        codePoint = byte & (byte >= 0xf0 ? 0x07 : byte >= 0xe0 ? 0x0f : 0x1f);
         // RFC 3629 §4 table: E0 and F0 exclude overlongs, ED excludes UTF-16 surrogates, F4 stops at U+10FFFF.
         if (byte >= 0xc2 && byte <= 0xdf) utf8Needed = 1;
         else if (byte >= 0xe0 && byte <= 0xef) utf8Needed = 2;

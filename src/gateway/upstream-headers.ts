@@ -41,6 +41,37 @@ const FORWARDED_HOST = 7;
 /** Other forwarding headers: kept from a trusted proxy, dropped otherwise. */
 const FORWARDING = 8;
 
+/** Kept only from `iam.forward.trusted-proxies`; from any other client they are dropped. */
+export const CLIENT_ADDRESS_HEADERS: readonly string[] = [
+  'true-client-ip', // Akamai, Cloudflare Enterprise
+  'x-client-ip',
+  'cf-connecting-ip', // Cloudflare
+  'cf-connecting-ipv6',
+  'client-ip',
+  'x-cluster-client-ip', // Rackspace, Riverbed
+  'fastly-client-ip', // Fastly
+  'fly-client-ip', // Fly.io
+  'x-appengine-user-ip', // Google App Engine
+  'x-azure-clientip', // Azure Front Door
+  'x-azure-socketip',
+  'x-nf-client-connection-ip', // Netlify
+  'x-vercel-forwarded-for', // Vercel
+  'x-envoy-external-address', // Envoy
+  'x-proxyuser-ip',
+  'x-originating-ip',
+  'x-remote-ip',
+  'x-remote-addr',
+  'x-original-remote-addr',
+  'x-original-forwarded-for',
+  'forwarded-for',
+  'wl-proxy-client-ip', // WebLogic
+  'proxy-client-ip',
+  'x-original-host',
+  'x-host',
+  'x-http-host-override',
+  'x-forwarded',
+];
+
 /** Lower-case name → what to do with it. Built once; names with `_`, `x-iam-*`, `x-forwarded-*` are prefix checks. */
 const HEADER_CLASS: ReadonlyMap<string, number> = new Map<string, number>([
   // RFC 9110 §7.6.1 hop-by-hop fields, plus Proxy-Authorization/-Authenticate (§11.7: meant for this hop).
@@ -74,13 +105,16 @@ const HEADER_CLASS: ReadonlyMap<string, number> = new Map<string, number>([
   ['x-forwarded-host', FORWARDED_HOST],
   ['forwarded', FORWARDING],
   ['x-real-ip', FORWARDING],
+  // Client-address and original-host headers that CDNs, load balancers and frameworks read as the truth
+  // (rate limits, allow-lists, audit, absolute URLs): only a trusted proxy may state them.
+  ...CLIENT_ADDRESS_HEADERS.map((name) => [name, FORWARDING] as [string, number]),
 ]);
 
 /**
  * Names a client's `Connection` header can never remove: framing fields and every field the gateway
  * decides (the `Connection: x-iam-user-id` trick). Prefixes `x-iam-` and `x-forwarded-` are checked too.
  */
-const CONNECTION_PROTECTED: ReadonlySet<string> = new Set(['content-length', 'content-type', 'host', 'forwarded', 'x-real-ip', 'x-request-id']);
+const CONNECTION_PROTECTED: ReadonlySet<string> = new Set(['content-length', 'content-type', 'host', 'forwarded', 'x-real-ip', 'x-request-id', ...CLIENT_ADDRESS_HEADERS]);
 
 /**
  * Adds the tokens of a Connection header value (RFC 9110 §7.6.1: `#connection-option`), lower case, that

@@ -26,6 +26,25 @@ const inspectRows: InspectRow[] = [
   { name: 'look-alike names are not counted', rawHeaders: ['X-Authorization', 'a', 'Authorization', 'Bearer b', 'Authorization-X', 'c', 'Hosts', 'd', 'Host', 'e'], expect: { authorization: 'Bearer b' } },
 ];
 
+const GATEWAY_TOKEN = `iamt_${'Q'.repeat(43)}`;
+const basic = (userPass: string): string => `Basic ${Buffer.from(userPass).toString('base64')}`;
+
+/** #11.17 method overrides and #11.20 gateway tokens outside `Authorization: Bearer`: refused, never forwarded. */
+inspectRows.push(
+  { name: '#11.17: X-HTTP-Method-Override', rawHeaders: ['X-HTTP-Method-Override', 'DELETE'], expect: { refused: 'method-override' } },
+  { name: '#11.17: x-http-method', rawHeaders: ['x-http-method', 'PUT'], expect: { refused: 'method-override' } },
+  { name: '#11.17: X-METHOD-OVERRIDE', rawHeaders: ['X-METHOD-OVERRIDE', 'PATCH'], expect: { refused: 'method-override' } },
+  { name: '#11.20: Basic with the token as is', rawHeaders: ['Authorization', `Basic ${GATEWAY_TOKEN}`], expect: { refused: 'gateway access token' } },
+  { name: '#11.20: Token scheme', rawHeaders: ['Authorization', `Token ${GATEWAY_TOKEN}`], expect: { refused: 'gateway access token' } },
+  { name: '#11.20: Basic base64 user:token', rawHeaders: ['Authorization', basic(`x:${GATEWAY_TOKEN}`)], expect: { refused: 'gateway access token' } },
+  { name: '#11.20: Basic base64 token:', rawHeaders: ['Authorization', basic(`${GATEWAY_TOKEN}:`)], expect: { refused: 'gateway access token' } },
+  { name: '#11.20: in a cookie', rawHeaders: ['Cookie', `session=${GATEWAY_TOKEN}`], expect: { refused: 'gateway access token' } },
+  { name: '#11.20: in another header, %5F-encoded', rawHeaders: ['X-Auth-Token', `iamt%5F${'Q'.repeat(43)}`], expect: { refused: 'gateway access token' } },
+  { name: '#11.20: in Proxy-Authorization', rawHeaders: ['Proxy-Authorization', `Bearer ${GATEWAY_TOKEN}`], expect: { refused: 'gateway access token' } },
+  { name: '#11.20: lowercase bearer is the gateway credential (read, then stripped)', rawHeaders: ['Authorization', `bearer ${GATEWAY_TOKEN}`], expect: { authorization: `bearer ${GATEWAY_TOKEN}` } },
+  { name: '#11.20: a Basic credential without a token is the host\'s', rawHeaders: ['Authorization', basic('alice:iamt_')], expect: { authorization: basic('alice:iamt_') } },
+);
+
 describe('inspectRequestHeaders', () => {
   it.each(inspectRows)('$name', ({ rawHeaders, expect: expected }) => {
     const result = inspectRequestHeaders(rawHeaders);

@@ -160,6 +160,9 @@ describe('normalizeRequestTarget', () => {
           const decoded = decodeURIComponent(segment);
           expect(decoded === '.' || decoded === '..').toBe(false);
           expect(decoded.includes('/') || decoded.includes('%')).toBe(false);
+          // #11.20: nor after compatibility normalization (a host applying NFKC after decoding).
+          const compatible = decoded.normalize('NFKC');
+          expect(compatible === '.' || compatible === '..' || /[/\\%]/.test(compatible)).toBe(false);
           if (index < segments.length - 1) expect(segment).not.toBe('');
         });
       }),
@@ -176,5 +179,61 @@ describe('normalizeRequestTarget', () => {
     const nanosPerCall = Number(process.hrtime.bigint() - started) / runs;
     // Measured ~0.2 µs; the bound leaves room for a loaded CI machine but catches a regex/allocating rewrite.
     expect(nanosPerCall).toBeLessThan(1000);
+  });
+});
+
+describe('#11.20 compatibility characters cannot become ASCII at the host', () => {
+  it.each([
+    ['/api/%EF%BC%8E%EF%BC%8E/admin', 'fullwidth full stops (NFKC ..)'],
+    ['/api/x/%EF%BC%8E%EF%BC%8E%EF%BC%8Fadmin', 'fullwidth ../'],
+    ['/api%EF%BC%8Fadmin', 'fullwidth solidus (NFKC /)'],
+    ['/api%EF%BC%BCadmin', 'fullwidth reverse solidus (NFKC \\)'],
+    ['/a/%E2%80%A4%E2%80%A4/b', 'one dot leader (NFKC .)'],
+    ['/a/%E2%80%A5/b', 'two dot leader (NFKC ..)'],
+    ['/a/%EF%B9%92/b', 'small full stop (NFKC .)'],
+    ['/a/%EF%BC%85%32%46', 'fullwidth percent (NFKC %)'],
+    ['/api/%EF%BC%A1DMIN', 'fullwidth A (NFKC A)'],
+    ['/api/%C5%BFtats', 'long s (NFKC s)'],
+    ['/api/%E2%84%AA', 'Kelvin sign (NFKC K)'],
+    ['/a%E2%88%95b', 'division slash (best-fit /)'],
+    ['/a%E2%81%84b', 'fraction slash'],
+    ['/a%E2%88%96b', 'set minus (best-fit \\)'],
+  ])('#11.20: %s is refused (%s)', (target) => {
+    const result = normalizeRequestTarget(target, defaults);
+    expect(result.ok).toBe(false);
+    if (!result.ok) expect(result.reason).toMatch(/compatibility character/);
+  });
+
+  it.each(['/caf%C3%A9', '/x/%E6%97%A5%E6%9C%AC', '/x%F0%9F%98%80', '/%D0%BF%D1%80%D0%B8%D0%B2%D0%B5%D1%82', '/e%CC%81'])('#11.20: ordinary non-ASCII text %s still passes', (target) => {
+    expect(normalizeRequestTarget(target, defaults).ok).toBe(true);
+  });
+});
+
+describe('#11.17 method-override query parameters are refused', () => {
+  it.each([
+    '/x?_method=DELETE', '/x?a=1&_method=PUT', '/x?a=1;_method=PUT', '/x?%5Fmethod=PUT', '/x?%5fMETHOD=PUT', '/x?_METHOD=put', '/x?_method[]=DELETE',
+    '/x?.method=PUT', '/x?+method=PUT', '/x?%20method=PUT', '/x?[method=PUT', '/x?_%6Dethod=PUT', '/x?x-http-method-override=DELETE', '/x?X-HTTP-Method=PUT',
+    '/x?_method', '/x?x-method-override=PATCH',
+  ])('#11.17: %s', (target) => {
+    const result = normalizeRequestTarget(target, defaults);
+    expect(result.ok).toBe(false);
+    if (!result.ok) expect(result.reason).toMatch(/method-override/);
+  });
+
+  it.each(['/x?method=GET', '/x?methods=a', '/x?my_method=1', '/x?a=_method', '/x?_methodology=1', '/x?q=x-http-method'])('#11.17: %s is an ordinary parameter', (target) => {
+    expect(normalizeRequestTarget(target, defaults).ok).toBe(true);
+  });
+});
+
+describe('#11.20 a gateway token in the request target is refused', () => {
+  const token = `iamt_${'A'.repeat(43)}`;
+  it.each([`/x?access_token=${token}`, `/x?t=iamt%5F${'b'.repeat(43)}`, `/api/${token}`])('#11.20: %s', (target) => {
+    const result = normalizeRequestTarget(target, defaults);
+    expect(result.ok).toBe(false);
+    if (!result.ok) expect(result.reason).toMatch(/gateway access token/);
+  });
+
+  it('#11.20: the word without a token is fine', () => {
+    expect(normalizeRequestTarget('/iamt_/x?q=iamt_short', defaults).ok).toBe(true);
   });
 });

@@ -3,6 +3,13 @@ import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
 import { buildUpstreamHeaders, unmapIpv4, type UpstreamHeaderInput } from '../../src/gateway/upstream-headers';
 
+/** #11.17: headers hosts and frameworks read as the client address or the original host. */
+const CLIENT_ADDRESS_HEADERS = [
+  'true-client-ip', 'x-client-ip', 'cf-connecting-ip', 'client-ip', 'x-cluster-client-ip', 'x-original-host', 'x-host', 'x-real-ip',
+  'fastly-client-ip', 'x-proxyuser-ip', 'fly-client-ip', 'x-appengine-user-ip', 'x-azure-clientip', 'x-envoy-external-address',
+  'x-originating-ip', 'x-remote-ip', 'x-remote-addr', 'forwarded-for', 'x-forwarded', 'forwarded', 'cf-connecting-ipv6', 'wl-proxy-client-ip',
+];
+
 const IDENTITY: ReadonlyArray<readonly [string, string]> = [
   ['X-IAM-User-Id', 'user-1'],
   ['X-IAM-Profile-Id', 'profile-1'],
@@ -97,6 +104,22 @@ const rows: Row[] = [
     name: 'no Host: no X-Forwarded-Host',
     input: { host: undefined, rawHeaders: ['X-Forwarded-Host', 'evil.example'] },
     expect: { 'x-forwarded-host': [] },
+  },
+  {
+    name: '#11.17: client-address and original-host headers from an untrusted client are removed',
+    input: {
+      trustedProxy: false,
+      rawHeaders: CLIENT_ADDRESS_HEADERS.flatMap((name) => [name.toUpperCase(), '6.6.6.6']).concat(['Accept', 'application/json']),
+    },
+    expect: { ...Object.fromEntries(CLIENT_ADDRESS_HEADERS.map((name) => [name, []])), accept: ['application/json'] },
+  },
+  {
+    name: '#11.17: the same headers from a trusted proxy are kept, and Connection cannot remove them',
+    input: {
+      trustedProxy: true,
+      rawHeaders: ['True-Client-IP', '203.0.113.7', 'CF-Connecting-IP', '203.0.113.7', 'X-Original-Host', 'app.example', 'Connection', 'true-client-ip, x-original-host'],
+    },
+    expect: { 'true-client-ip': ['203.0.113.7'], 'cf-connecting-ip': ['203.0.113.7'], 'x-original-host': ['app.example'] },
   },
   {
     name: 'method-override and internal-URL headers are removed (CVE-2025-29927)',
