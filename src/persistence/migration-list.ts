@@ -1,5 +1,6 @@
 import type { MigrationObject } from '@mikro-orm/core';
 import { Migration20261122000001_initial } from '../../migrations/Migration20261122000001_initial';
+import { Migration20261124000001_profile_unscoped } from '../../migrations/Migration20261124000001_profile_unscoped';
 
 /**
  * Every migration, oldest first, handed to MikroORM as `migrations.migrationsList`. Listing them
@@ -9,4 +10,5 @@ import { Migration20261122000001_initial } from '../../migrations/Migration20261
  */
 export const IAM_MIGRATIONS: MigrationObject[] = [
   { name: 'Migration20261122000001_initial', class: Migration20261122000001_initial },
+  { name: 'Migration20261124000001_profile_unscoped', class: Migration20261124000001_profile_unscoped },
 ];

@@ -5,11 +5,15 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { GatewayConfig } from '../../src/config/gateway-config';
 import { openDatabase } from '../../src/persistence/database';
+import { IAM_MIGRATIONS } from '../../src/persistence/migration-list';
 import { migrateDown, migrateUp, migrationStatus } from '../../src/persistence/migrator';
 import { createTestOrm, DEFAULT_HISTORY_TABLE, dropPublicSchema } from '../support/database';
 import { testDatabaseKind, testDatabaseUrl } from '../support/env';
 
 const INITIAL = 'Migration20261122000001_initial';
+/** Every migration, oldest first (each release may add one). */
+const ALL = IAM_MIGRATIONS.map((migration) => migration.name);
+const LATEST = ALL[ALL.length - 1]!;
 const IAM_TABLES = [
   'iam_audit_events',
   'iam_identities',
@@ -46,25 +50,26 @@ describe('migrations with a custom history table', () => {
     await orm.close(true);
   });
 
-  it('lists the initial migration as pending on an empty database', async () => {
-    await expect(migrationStatus(orm)).resolves.toEqual({ executed: [], pending: [INITIAL] });
+  it('lists every migration as pending on an empty database, the initial one first', async () => {
+    expect(ALL[0]).toBe(INITIAL);
+    await expect(migrationStatus(orm)).resolves.toEqual({ executed: [], pending: ALL });
   });
 
   it('up creates every iam_ table and records itself in the configured history table', async () => {
-    await expect(migrateUp(orm)).resolves.toEqual([INITIAL]);
+    await expect(migrateUp(orm)).resolves.toEqual(ALL);
     const tables = await publicTables(orm);
     expect(tables).toEqual([...IAM_TABLES, 'my_history'].sort());
     expect(tables).not.toContain(DEFAULT_HISTORY_TABLE);
-    await expect(historyNames(orm, 'my_history')).resolves.toEqual([INITIAL]);
+    await expect(historyNames(orm, 'my_history')).resolves.toEqual(ALL);
   });
 
   it('a second up applies nothing', async () => {
     await expect(migrateUp(orm)).resolves.toEqual([]);
-    await expect(historyNames(orm, 'my_history')).resolves.toEqual([INITIAL]);
+    await expect(historyNames(orm, 'my_history')).resolves.toEqual(ALL);
   });
 
   it('status lists what was executed and nothing pending', async () => {
-    await expect(migrationStatus(orm)).resolves.toEqual({ executed: [INITIAL], pending: [] });
+    await expect(migrationStatus(orm)).resolves.toEqual({ executed: ALL, pending: [] });
   });
 
   it('the schema enforces scope uniqueness, access modes and unique token hashes', async () => {
@@ -87,20 +92,58 @@ describe('migrations with a custom history table', () => {
     await expect(em.execute(session('s-2'))).rejects.toThrow();
   });
 
-  it('down removes every iam_ table and leaves an empty history', async () => {
-    await expect(migrateDown(orm)).resolves.toEqual([INITIAL]);
+  it('down reverts the latest; to: 0 removes every iam_ table and leaves an empty history', async () => {
+    await orm.em.fork().execute('truncate table iam_resource_scopes, iam_profiles, iam_sessions, iam_users, iam_permission_templates cascade');
+    await expect(migrateDown(orm)).resolves.toEqual([LATEST]);
+    await migrateUp(orm);
+    await expect(migrateDown(orm, { to: '0' })).resolves.toEqual([...ALL].reverse());
     await expect(publicTables(orm)).resolves.toEqual(['my_history']);
     await expect(historyNames(orm, 'my_history')).resolves.toEqual([]);
-    await expect(migrationStatus(orm)).resolves.toEqual({ executed: [], pending: [INITIAL] });
+    await expect(migrationStatus(orm)).resolves.toEqual({ executed: [], pending: ALL });
   });
 
   it('down with nothing applied reverts nothing; step and to: 0 revert what was applied', async () => {
     await expect(migrateDown(orm)).resolves.toEqual([]);
     await migrateUp(orm);
-    await expect(migrateDown(orm, { step: 1 })).resolves.toEqual([INITIAL]);
+    await expect(migrateDown(orm, { step: 1 })).resolves.toEqual([LATEST]);
     await migrateUp(orm);
-    await expect(migrateDown(orm, { to: '0' })).resolves.toEqual([INITIAL]);
+    await expect(migrateDown(orm, { to: '0' })).resolves.toEqual([...ALL].reverse());
     await expect(publicTables(orm)).resolves.toEqual(['my_history']);
+  });
+});
+
+describe('#11.31 the profile_unscoped migration', () => {
+  const MIGRATION = 'Migration20261124000001_profile_unscoped';
+
+  it('#11.31: keeps what existing profiles granted: without scopes → unscoped, with scopes → scoped; down refuses to widen', async () => {
+    const orm = await createTestOrm();
+    try {
+      await dropPublicSchema(orm);
+      await migrateUp(orm);
+      // Back to just before this migration (later ones, if any, first).
+      while ((await migrationStatus(orm)).executed.includes(MIGRATION)) await migrateDown(orm);
+      await expect(migrationStatus(orm)).resolves.toMatchObject({ executed: [INITIAL] });
+      const em = orm.em.fork();
+      await em.execute("insert into iam_users (user_id) values ('u-1')");
+      await em.execute("insert into iam_permission_templates (version_id, name) values ('t-1', 't')");
+      await em.execute(
+        "insert into iam_profiles (profile_id, user_id, profile_name, template_version_id) values ('p-none', 'u-1', 'p', 't-1'), ('p-some', 'u-1', 'p', 't-1')",
+      );
+      await em.execute("insert into iam_resource_scopes values ('p-some', 'PROJECT', '1', 'READ')");
+      await migrateUp(orm);
+      const rows = await em.execute<Array<{ profile_id: string; unscoped: boolean }>>('select profile_id, unscoped from iam_profiles order by profile_id');
+      expect(rows).toEqual([
+        { profile_id: 'p-none', unscoped: true },
+        { profile_id: 'p-some', unscoped: false },
+      ]);
+      // A scoped profile that lost its last scope would become unscoped (every resource) without the column.
+      await em.execute("delete from iam_resource_scopes where profile_id = 'p-some'");
+      while ((await migrationStatus(orm)).executed.at(-1) !== MIGRATION) await migrateDown(orm);
+      await expect(migrateDown(orm)).rejects.toThrow();
+      await expect(migrationStatus(orm)).resolves.toMatchObject({ pending: [] });
+    } finally {
+      await orm.close(true);
+    }
   });
 });
 
@@ -109,10 +152,10 @@ describe('migrations with the default history table', () => {
     const orm = await createTestOrm();
     try {
       await dropPublicSchema(orm);
-      await expect(migrateUp(orm)).resolves.toEqual([INITIAL]);
+      await expect(migrateUp(orm)).resolves.toEqual(ALL);
       const tables = await publicTables(orm);
       expect(tables).toEqual([...IAM_TABLES, DEFAULT_HISTORY_TABLE].sort());
-      await expect(historyNames(orm, DEFAULT_HISTORY_TABLE)).resolves.toEqual([INITIAL]);
+      await expect(historyNames(orm, DEFAULT_HISTORY_TABLE)).resolves.toEqual(ALL);
     } finally {
       await orm.close(true);
     }
@@ -140,7 +183,7 @@ describe('openDatabase', () => {
     const database = await openDatabase(databaseConfig({ url: testDatabaseUrl(), poolSize: testDatabaseKind() === 'pglite' ? 1 : 2 }));
     try {
       expect(database.kind).toBe('postgres');
-      await expect(migrationStatus(database.orm)).resolves.toEqual({ executed: [INITIAL], pending: [] });
+      await expect(migrationStatus(database.orm)).resolves.toEqual({ executed: ALL, pending: [] });
       await expect(database.repository.ping()).resolves.toBeUndefined();
     } finally {
       await database.close();

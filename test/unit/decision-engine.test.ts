@@ -181,6 +181,7 @@ function grantsFor(principal: NonNullable<DecisionCase['principal']>) {
     clientTypes: principal.clientTypes ?? ['WEB', 'API'],
     enabled: true,
     revoked: false,
+    unscoped: (principal.scopes ?? []).length === 0,
     scopes: principal.scopes ?? [],
     version: 1,
   };
