@@ -30,6 +30,8 @@ export interface ProfileBody {
   clientTypes: string[];
   enabled: boolean;
   revoked: boolean;
+  /** Every resource (drops the scopes). Omitted: true for a new profile, else unchanged. */
+  unscoped?: boolean;
 }
 
 export type ScopesBody = ScopeRecord[];
@@ -84,6 +86,7 @@ export const profileBodySchema: JSONSchemaType<ProfileBody> = {
     clientTypes: { type: 'array', items: { type: 'string', minLength: 1, maxLength: 50 }, uniqueItems: true, maxItems: 50 },
     enabled: { type: 'boolean' },
     revoked: { type: 'boolean' },
+    unscoped: { type: 'boolean', nullable: true },
   },
 };
 

@@ -29,8 +29,12 @@ export const projectedProfileSchema = {
     clientTypes: { type: 'array', items: { type: 'string', minLength: 1 }, uniqueItems: true },
     enabled: { type: 'boolean' },
     revoked: { type: 'boolean' },
+    // True: every resource (#11.31), so no scopes beside it. Omitted: true for a new profile without scopes.
+    unscoped: { type: 'boolean' },
     scopes: { type: 'array', items: scopeSchema },
   },
+  if: { type: 'object', required: ['unscoped'], properties: { unscoped: { const: true } } },
+  then: { type: 'object', properties: { scopes: { type: 'array', maxItems: 0 } } },
 } as const;
 
 export const authenticatedIdentitySchema = {

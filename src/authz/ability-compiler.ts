@@ -42,7 +42,7 @@ export interface CompiledGrant {
   /** The template's valid permission codes (malformed ones are left out and never grant anything). */
   permissions: string[];
   scopes: ScopeRecord[];
-  /** True when the profile has at least one scope: every rule then carries scope conditions. */
+  /** False only for an explicitly unscoped profile: otherwise every rule carries scope conditions. */
   scoped: boolean;
   ability: MongoAbility;
 }
@@ -89,8 +89,11 @@ function scopeConditions(group: ScopeGroup): { conditions: Record<string, unknow
   };
 }
 
+/** The one alternative of a scoped profile that has no scopes: a condition no resource meets. */
+const NO_RESOURCE = { conditions: { access: { $in: [] as string[] } }, description: 'scoped profile without scopes (no resource)' };
+
 /**
- * Compiles a grant. Unscoped profiles get plain rules (their permissions apply to every resource);
+ * Compiles a grant. Unscoped profiles (`unscoped: true`) get plain rules (their permissions apply to every resource);
  * scoped profiles get one rule per (permission, scope group), each with conditions, and the rule's
  * `reason` names the scope so a decision can say which scope let it through.
  */
@@ -111,12 +114,14 @@ export function compileGrant(input: {
   }
 
   const scopes = profile.scopes.map((scope) => ({ ...scope }));
-  const scoped = scopes.length > 0;
+  // Unscoped only when the profile says so explicitly (#11.31); a scope next to the flag wins (fail closed).
+  const scoped = !profile.unscoped || scopes.length > 0;
   const rules: RawRuleOf<MongoAbility>[] = [];
   if (!scoped) {
     for (const { action, subject } of subjects) rules.push({ action, subject, reason: 'unscoped profile' });
   } else {
-    const alternatives = groupScopes(scopes).map(scopeConditions);
+    // A scoped profile without scopes keeps its permissions for routes naming no resource, but no scope covers any resource.
+    const alternatives = scopes.length > 0 ? groupScopes(scopes).map(scopeConditions) : [NO_RESOURCE];
     for (const { action, subject } of subjects) {
       for (const { conditions, description } of alternatives) rules.push({ action, subject, conditions, reason: description });
     }

@@ -103,7 +103,8 @@ export const schemas: Record<string, JsonSchema> = {
     clientTypes: { type: 'array', items: { type: 'string', minLength: 1 }, uniqueItems: true },
     enabled: { type: 'boolean' },
     revoked: { type: 'boolean' },
-    scopes: { type: 'array', items: ref('Scope'), description: 'Empty = unscoped (every resource).' },
+    unscoped: { type: 'boolean', description: 'True: the permissions apply to every resource (no scopes). False: only to what `scopes` cover; none = no resource.' },
+    scopes: { type: 'array', items: ref('Scope'), description: 'What a scoped profile\'s permissions apply to; empty on a scoped profile = no resource.' },
     version: { type: 'integer', minimum: 0, description: 'Raised on every change; the admin API\'s ETag.' },
   }),
   DecisionStep: {
@@ -253,12 +254,16 @@ export const schemas: Record<string, JsonSchema> = {
     clientTypes: { type: 'array', items: { type: 'string', minLength: 1, maxLength: 50 }, uniqueItems: true, maxItems: 50 },
     enabled: { type: 'boolean' },
     revoked: { type: 'boolean' },
-  }),
+    unscoped: {
+      type: 'boolean',
+      description: 'True makes the profile apply to every resource and drops its scopes (audited; only an unscoped admin may). Omitted: true for a new profile, else unchanged.',
+    },
+  }, ['userId', 'profileName', 'templateVersionId', 'clientTypes', 'enabled', 'revoked']),
   ScopesInput: {
     type: 'array',
     items: ref('Scope'),
     maxItems: 1000,
-    description: 'Replaces every scope of the profile; [] = unscoped. One entry per (scopeType, scopeRefId), else 400.',
+    description: 'Replaces every scope of the profile and makes it scoped; [] leaves a scoped profile with no resource (unscoped only by `unscoped: true` on the profile). One entry per (scopeType, scopeRefId), else 400.',
   },
   AuthorizationVersion: strictObject({ userId: identifier('The user.'), authorizationVersion: { type: 'integer', minimum: 0 } }),
   RevokeInput: strictObject({ reason: { type: 'string', pattern: '^[\\x20-\\x7E]{1,200}$', description: 'Printable ASCII.' } }, []),

@@ -99,11 +99,6 @@ export function refuseEscalation(found: Problem[]): void {
   );
 }
 
-/** Whether a profile applies to every resource. */
-export function isUnscoped(profile: { scopes: { length: number } }): boolean {
-  return profile.scopes.length === 0;
-}
-
 /** A loaded profile entity (scopes and, unless given, template permissions populated) as what it grants. */
 export function grantedBy(profile: ProfileEntity, overrides: Partial<GrantedProfile> = {}): GrantedProfile {
   const scopes = overrides.scopes ?? profile.scopes.getItems().map((s) => ({ scopeType: s.scopeType, scopeRefId: s.scopeRefId, accessMode: s.accessMode }));
@@ -111,7 +106,7 @@ export function grantedBy(profile: ProfileEntity, overrides: Partial<GrantedProf
     profileId: profile.profileId,
     active: overrides.active ?? (profile.enabled && !profile.revoked),
     permissions: overrides.permissions ?? profile.template.permissions.getItems().map((permission) => permission.permissionCode),
-    unscoped: overrides.unscoped ?? isUnscoped({ scopes }),
+    unscoped: overrides.unscoped ?? profile.unscoped,
     scopes,
   };
 }

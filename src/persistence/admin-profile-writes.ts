@@ -9,7 +9,7 @@ import {
   type AdminAuditContext,
   type RaisedAuthorization,
 } from './admin-write-support';
-import { grantedBy, isUnscoped, profileEscalations, refuseEscalation, shareLockTemplate } from './admin-escalation';
+import { grantedBy, profileEscalations, refuseEscalation, shareLockTemplate } from './admin-escalation';
 import { PermissionTemplateEntity } from './entities/permission-template-entity';
 import { ProfileEntity } from './entities/profile-entity';
 import { ResourceScopeEntity } from './entities/resource-scope-entity';
@@ -25,6 +25,8 @@ export interface ProfileInput {
   clientTypes: string[];
   enabled: boolean;
   revoked: boolean;
+  /** True makes the profile unscoped (every resource) and drops its scopes; omitted: true for a new profile, else unchanged. */
+  unscoped?: boolean;
 }
 
 /** `If-Match`: a profile version, `*` (any existing version), or null (no precondition). */
@@ -88,9 +90,11 @@ export async function writeProfile(
     throw new AdminWriteError('conflict', `Profile "${profileId}" belongs to user "${stored.user.userId}"; it cannot be moved.`);
   }
   const permissions = template!.permissions.getItems().map((permission) => permission.permissionCode);
-  // What the profile grants once written: the new template and flags, with its stored scopes.
-  const granted = stored === null ? { profileId, scopes: [], unscoped: isUnscoped({ scopes: [] }) } : grantedBy(stored, { permissions });
-  refuseEscalation(profileEscalations(audit.holds, { ...granted, permissions, active: input.enabled && !input.revoked }));
+  // Unscoped is explicit (#11.31): a new profile without scopes is unscoped unless the body says otherwise.
+  const unscoped = input.unscoped ?? stored?.unscoped ?? true;
+  const scopes = unscoped || stored === null ? [] : grantedBy(stored, { permissions }).scopes;
+  // What the profile grants once written: the new template, flags and scoping.
+  refuseEscalation(profileEscalations(audit.holds, { profileId, permissions, scopes, unscoped, active: input.enabled && !input.revoked }));
 
   const before = stored === null ? null : toProfileRecord(stored);
   const now = new Date();
@@ -103,6 +107,7 @@ export async function writeProfile(
       clientTypes: unique(input.clientTypes),
       enabled: input.enabled,
       revoked: input.revoked,
+      unscoped,
       createdAt: now,
       updatedAt: now,
     });
@@ -112,8 +117,11 @@ export async function writeProfile(
     stored.clientTypes = unique(input.clientTypes);
     stored.enabled = input.enabled;
     stored.revoked = input.revoked;
+    stored.unscoped = unscoped;
+    // An unscoped profile has no scopes: making it unscoped drops them (audited in `changed`).
+    if (unscoped) stored.scopes.removeAll();
   }
-  const afterInput = { ...(before ?? { scopes: [] }), profileId, ...input, clientTypes: unique(input.clientTypes) };
+  const afterInput = { ...(before ?? { scopes: [] }), profileId, ...input, clientTypes: unique(input.clientTypes), unscoped, scopes };
   const changed = changedFields(before === null ? null : summary(before), summary(afterInput as ProfileRecord));
   if (stored !== null && changed.length > 0) stored.updatedAt = now;
   await em.flush();
@@ -141,7 +149,9 @@ export async function writeProfileScopes(
   if (stored === null) throw new AdminWriteError('not-found', `No profile "${profileId}".`);
   await shareLockTemplate(em, stored.template.versionId);
   await em.populate(stored, ['template.permissions']);
-  refuseEscalation(profileEscalations(audit.holds, grantedBy(stored, { scopes })));
+  // Scopes make a profile scoped; removing the last one leaves it scoped, granting no resource (#11.31).
+  const unscoped = scopes.length > 0 ? false : stored.unscoped;
+  refuseEscalation(profileEscalations(audit.holds, grantedBy(stored, { scopes, unscoped })));
   const before = toProfileRecord(stored);
 
   const wanted = new Map(scopes.map((scope) => [scopeKey(scope), scope]));
@@ -165,6 +175,10 @@ export async function writeProfileScopes(
     stored.scopes.add(em.create(ResourceScopeEntity, { profile: stored, ...scope }));
     changed = true;
   }
+  if (stored.unscoped !== unscoped) {
+    stored.unscoped = unscoped;
+    changed = true;
+  }
   // Touching the profile row raises its version, so If-Match also guards scope changes.
   if (changed) stored.updatedAt = new Date();
   await em.flush();
@@ -174,7 +188,12 @@ export async function writeProfileScopes(
     action: 'admin.profile.scopes.update',
     targetType: 'profile',
     targetId: profileId,
-    details: { before: { scopes: before.scopes }, after: { scopes: profile.scopes }, changed: changed ? ['scopes'] : [], authorizationVersion: raised?.authorizationVersion ?? null },
+    details: {
+      before: { scopes: before.scopes, unscoped: before.unscoped },
+      after: { scopes: profile.scopes, unscoped: profile.unscoped },
+      changed: changed ? (before.unscoped !== profile.unscoped ? ['scopes', 'unscoped'] : ['scopes']) : [],
+      authorizationVersion: raised?.authorizationVersion ?? null,
+    },
   });
   return { profile, created: false, changed, raised };
 }

@@ -39,6 +39,8 @@ export function applyProfile(
       clientTypes: unique(input.clientTypes),
       enabled: input.enabled ?? true,
       revoked: input.revoked ?? false,
+      // A new profile without scopes keeps the long-standing meaning, every resource, unless it says otherwise.
+      unscoped: input.unscoped ?? (input.scopes ?? []).length === 0,
       createdAt: now,
       updatedAt: now,
     });
@@ -68,10 +70,24 @@ export function applyProfile(
     fields.push('revoked');
   }
   if (input.scopes !== undefined && replaceScopes(em, stored, input.scopes)) fields.push('scopes');
+  if (applyUnscoped(stored, input)) fields.push('unscoped');
   // Touching updatedAt also makes a scope-only change raise the profile's optimistic-lock version.
   if (fields.length > 0) stored.updatedAt = now;
   builder.compared('profile', input.profileId, fields);
   return fields.some((field) => field !== 'profileName');
+}
+
+/**
+ * Unscoped is explicit (#11.31): `unscoped: true` makes the profile apply to every resource (its scopes go);
+ * given scopes make it scoped; a scoped profile whose last scope is removed stays scoped and grants no
+ * resource. True when the flag changed.
+ */
+function applyUnscoped(profile: ProfileEntity, input: ProfileInput): boolean {
+  const unscoped = input.unscoped ?? ((input.scopes ?? []).length > 0 ? false : profile.unscoped);
+  if (unscoped && profile.scopes.length > 0) profile.scopes.removeAll();
+  if (profile.unscoped === unscoped) return false;
+  profile.unscoped = unscoped;
+  return true;
 }
 
 /** Makes the stored scopes equal the wanted set; true when anything changed. */

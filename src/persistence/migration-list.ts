@@ -1,5 +1,6 @@
 import type { MigrationObject } from '@mikro-orm/core';
 import { Migration20261122000001_initial } from '../../migrations/Migration20261122000001_initial';
+import { Migration20261124000001_profile_unscoped } from '../../migrations/Migration20261124000001_profile_unscoped';
 import { Migration20261124000708_session_origin } from '../../migrations/Migration20261124000708_session_origin';
 
 /**
@@ -10,5 +11,6 @@ import { Migration20261124000708_session_origin } from '../../migrations/Migrati
  */
 export const IAM_MIGRATIONS: MigrationObject[] = [
   { name: 'Migration20261122000001_initial', class: Migration20261122000001_initial },
+  { name: 'Migration20261124000001_profile_unscoped', class: Migration20261124000001_profile_unscoped },
   { name: 'Migration20261124000708_session_origin', class: Migration20261124000708_session_origin },
 ];

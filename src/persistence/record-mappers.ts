@@ -58,6 +58,7 @@ export function toProfileRecord(profile: ProfileEntity): ProfileRecord {
     clientTypes: [...profile.clientTypes],
     enabled: profile.enabled,
     revoked: profile.revoked,
+    unscoped: profile.unscoped,
     scopes: profile.scopes.getItems().map(toScopeRecord).sort(compareScopes),
     version: profile.version,
   };

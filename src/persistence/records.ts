@@ -40,6 +40,11 @@ export interface ProfileRecord {
   clientTypes: string[];
   enabled: boolean;
   revoked: boolean;
+  /**
+   * True: the profile's permissions apply to every resource (it has no scopes). False: only to what `scopes`
+   * cover, so a scoped profile without scopes grants no resource at all.
+   */
+  unscoped: boolean;
   scopes: ScopeRecord[];
   /** Optimistic-lock version, raised on every change. */
   version: number;
@@ -100,6 +105,8 @@ export interface ProvisioningDocument {
       clientTypes: string[];
       enabled?: boolean;
       revoked?: boolean;
+      /** Every resource; needs no scopes. Omitted: true for a new profile without scopes, else unchanged. */
+      unscoped?: boolean;
       scopes?: ScopeRecord[];
     }>;
   }>;

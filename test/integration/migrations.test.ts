@@ -10,10 +10,10 @@ import { migrateDown, migrateUp, migrationStatus } from '../../src/persistence/m
 import { createTestOrm, DEFAULT_HISTORY_TABLE, dropPublicSchema } from '../support/database';
 import { testDatabaseKind, testDatabaseUrl } from '../support/env';
 
-/** Every migration, oldest first (a new migration is added to the list, not to this test). */
+const INITIAL = 'Migration20261122000001_initial';
+/** Every migration, oldest first (each release may add one). */
 const ALL = IAM_MIGRATIONS.map((migration) => migration.name);
-const LATEST = ALL[ALL.length - 1];
-const NEWEST_FIRST = [...ALL].reverse();
+const LATEST = ALL[ALL.length - 1]!;
 const IAM_TABLES = [
   'iam_audit_events',
   'iam_identities',
@@ -50,7 +50,8 @@ describe('migrations with a custom history table', () => {
     await orm.close(true);
   });
 
-  it('lists the initial migration as pending on an empty database', async () => {
+  it('lists every migration as pending on an empty database, the initial one first', async () => {
+    expect(ALL[0]).toBe(INITIAL);
     await expect(migrationStatus(orm)).resolves.toEqual({ executed: [], pending: ALL });
   });
 
@@ -91,9 +92,11 @@ describe('migrations with a custom history table', () => {
     await expect(em.execute(session('s-2'))).rejects.toThrow();
   });
 
-  it('down removes every iam_ table and leaves an empty history', async () => {
+  it('down reverts the latest; to: 0 removes every iam_ table and leaves an empty history', async () => {
+    await orm.em.fork().execute('truncate table iam_resource_scopes, iam_profiles, iam_sessions, iam_users, iam_permission_templates cascade');
     await expect(migrateDown(orm)).resolves.toEqual([LATEST]);
-    await expect(migrateDown(orm, { to: '0' })).resolves.toEqual(NEWEST_FIRST.slice(1));
+    await migrateUp(orm);
+    await expect(migrateDown(orm, { to: '0' })).resolves.toEqual([...ALL].reverse());
     await expect(publicTables(orm)).resolves.toEqual(['my_history']);
     await expect(historyNames(orm, 'my_history')).resolves.toEqual([]);
     await expect(migrationStatus(orm)).resolves.toEqual({ executed: [], pending: ALL });
@@ -104,8 +107,43 @@ describe('migrations with a custom history table', () => {
     await migrateUp(orm);
     await expect(migrateDown(orm, { step: 1 })).resolves.toEqual([LATEST]);
     await migrateUp(orm);
-    await expect(migrateDown(orm, { to: '0' })).resolves.toEqual(NEWEST_FIRST);
+    await expect(migrateDown(orm, { to: '0' })).resolves.toEqual([...ALL].reverse());
     await expect(publicTables(orm)).resolves.toEqual(['my_history']);
+  });
+});
+
+describe('#11.31 the profile_unscoped migration', () => {
+  const MIGRATION = 'Migration20261124000001_profile_unscoped';
+
+  it('#11.31: keeps what existing profiles granted: without scopes → unscoped, with scopes → scoped; down refuses to widen', async () => {
+    const orm = await createTestOrm();
+    try {
+      await dropPublicSchema(orm);
+      await migrateUp(orm);
+      // Back to just before this migration (later ones, if any, first).
+      while ((await migrationStatus(orm)).executed.includes(MIGRATION)) await migrateDown(orm);
+      await expect(migrationStatus(orm)).resolves.toMatchObject({ executed: [INITIAL] });
+      const em = orm.em.fork();
+      await em.execute("insert into iam_users (user_id) values ('u-1')");
+      await em.execute("insert into iam_permission_templates (version_id, name) values ('t-1', 't')");
+      await em.execute(
+        "insert into iam_profiles (profile_id, user_id, profile_name, template_version_id) values ('p-none', 'u-1', 'p', 't-1'), ('p-some', 'u-1', 'p', 't-1')",
+      );
+      await em.execute("insert into iam_resource_scopes values ('p-some', 'PROJECT', '1', 'READ')");
+      await migrateUp(orm);
+      const rows = await em.execute<Array<{ profile_id: string; unscoped: boolean }>>('select profile_id, unscoped from iam_profiles order by profile_id');
+      expect(rows).toEqual([
+        { profile_id: 'p-none', unscoped: true },
+        { profile_id: 'p-some', unscoped: false },
+      ]);
+      // A scoped profile that lost its last scope would become unscoped (every resource) without the column.
+      await em.execute("delete from iam_resource_scopes where profile_id = 'p-some'");
+      while ((await migrationStatus(orm)).executed.at(-1) !== MIGRATION) await migrateDown(orm);
+      await expect(migrateDown(orm)).rejects.toThrow();
+      await expect(migrationStatus(orm)).resolves.toMatchObject({ pending: [] });
+    } finally {
+      await orm.close(true);
+    }
   });
 });
 

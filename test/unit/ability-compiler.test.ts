@@ -11,6 +11,7 @@ function grantOf(permissions: string[], scopes: ScopeRecord[] = []) {
     clientTypes: ['WEB'],
     enabled: true,
     revoked: false,
+    unscoped: scopes.length === 0,
     scopes,
     version: 1,
   };

@@ -182,6 +182,7 @@ function grantsFor(principal: NonNullable<DecisionCase['principal']>) {
     clientTypes: principal.clientTypes ?? ['WEB', 'API'],
     enabled: principal.profileState !== 'disabled',
     revoked: principal.profileState === 'revoked',
+    unscoped: (principal.scopes ?? []).length === 0,
     scopes: principal.scopes ?? [],
     version: 1,
   };

@@ -48,6 +48,7 @@ class FakeRepository {
       clientTypes: ['WEB'],
       enabled: true,
       revoked: false,
+      unscoped: (overrides.scopes ?? []).length === 0,
       scopes: [],
       version: 1,
       ...overrides,

@@ -6,7 +6,7 @@ import { UserEntity } from './user-entity';
 /** Row of `iam_profiles`: an authorization profile of a user (template + client types + scopes + flags). */
 export class ProfileEntity {
   [PrimaryKeyProp]?: 'profileId';
-  [OptionalProps]?: 'enabled' | 'revoked' | 'createdAt' | 'updatedAt' | 'version';
+  [OptionalProps]?: 'enabled' | 'revoked' | 'unscoped' | 'createdAt' | 'updatedAt' | 'version';
   profileId!: string;
   user!: UserEntity;
   profileName!: string;
@@ -14,6 +14,8 @@ export class ProfileEntity {
   clientTypes!: string[];
   enabled = true;
   revoked = false;
+  /** Applies to every resource; only ever set explicitly (never by removing the last scope). Implies no scopes. */
+  unscoped = false;
   scopes = new Collection<ResourceScopeEntity>(this);
   createdAt: Date = new Date();
   updatedAt: Date = new Date();
@@ -32,6 +34,7 @@ export const ProfileSchema = new EntitySchema<ProfileEntity>({
     clientTypes: { type: ArrayType, columnType: 'text[]' },
     enabled: { type: 'boolean' },
     revoked: { type: 'boolean' },
+    unscoped: { type: 'boolean' },
     // Scopes are replaced as a set: one dropped from the collection is deleted on flush.
     scopes: { kind: '1:m', entity: () => ResourceScopeEntity, mappedBy: 'profile', orphanRemoval: true },
     createdAt: { type: 'datetime', columnType: 'timestamptz' },
