@@ -32,6 +32,7 @@ import { registerSessionRoutes } from '../iam/session-routes';
 import { registerOpenApiRoutes } from '../iam/openapi-routes';
 import { createLogger, type Logger } from '../observability/logger';
 import { createMetrics, type GatewayMetrics } from '../observability/metrics';
+import { OutageLog } from '../observability/outage-log';
 import { openDatabaseThread } from '../persistence/database-thread';
 import type { IamRepository } from '../persistence/iam-repository';
 import { loadPolicyDirectory } from '../policy/load-policy-directory';
@@ -141,6 +142,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     let subscription: EventSubscription | null = null;
     const channelUp = (): boolean => subscription?.connected === true;
     const cache = config.iam.token.cache.enabled ? new SessionCache(config.iam.token.cache.maxEntries, channelUp) : null;
+    if (cache) metrics.observeSessionCache(() => cache.size);
     const grants = new GrantProvider({ repository, maxEntries: config.iam.authz.abilityCacheSize, trustCache: channelUp });
     const audit = new AuditTrail(repository, logger, config.iam.audit.flushIntervalMs);
     audit.start();
@@ -211,8 +213,11 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     });
 
     const sessionGuard = requireSession(sessions);
+    const outages = new OutageLog(logger, { probes: { database: () => repository.ping(), tokenStore: () => store.ping() } });
+    cleanups.push(async () => outages.close());
     const iamApp = createIamApp({
       logger,
+      outages,
       bodyLimit: config.server.iamBodyLimit,
       register: (router: Router) => {
         registerAuthRoutes(router, { login, sessions, clientTypes: config.iam.clientTypes, requireSession: sessionGuard });
