@@ -298,6 +298,8 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       checks: [
         { name: 'database', check: async () => (await repository.ping(), { ok: true, detail: { kind: database.kind } }) },
         { name: 'tokenStore', check: async () => (await store.ping(), { ok: true, detail: { kind: store.kind, eventsConnected: channelUp() } }) },
+        // Unsubscribed, revocations from other instances are not heard: caches are bypassed, and readiness says so.
+        { name: 'eventsChannel', check: async () => ({ ok: channelUp(), detail: { connected: channelUp() } }) },
         { name: 'policy', check: async () => ({ ok: true, detail: policy.describe() }) },
       ],
     });
