@@ -141,7 +141,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
 
     let subscription: EventSubscription | null = null;
     const channelUp = (): boolean => subscription?.connected === true;
-    const cache = config.iam.token.cache.enabled ? new SessionCache(config.iam.token.cache.maxEntries, channelUp) : null;
+    const cache = config.iam.token.cache.enabled ? new SessionCache(config.iam.token.cache.maxEntries, channelUp, config.iam.token.cache.revalidateMs) : null;
     if (cache) metrics.observeSessionCache(() => cache.size);
     const grants = new GrantProvider({ repository, maxEntries: config.iam.authz.abilityCacheSize, trustCache: channelUp });
     const audit = new AuditTrail(repository, logger, config.iam.audit.flushIntervalMs);

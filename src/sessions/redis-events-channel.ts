@@ -17,6 +17,7 @@ const KNOWN_EVENT_TYPES: ReadonlySet<string> = new Set([
   'authorization-changed',
   'profile-changed',
   'template-changed',
+  'tokens-flushed',
 ]);
 
 /**
