@@ -148,6 +148,8 @@ async function tokens(action: string | undefined): Promise<number> {
     : new MemoryTokenStore({ prefix: config.iam.token.storePrefix });
   try {
     const deleted = await store.purge();
+    // Every instance drops its cached sessions now instead of at its next revalidation.
+    if (store.kind === 'redis') await store.publish({ type: 'tokens-flushed', reason: 'tokens purge' });
     process.stdout.write(`tokens: deleted ${deleted} keys under "${config.iam.token.storePrefix}:"${store.kind === 'memory' ? ' (in-process store: nothing persists between runs)' : ''}\n`);
     return 0;
   } finally {

@@ -126,6 +126,7 @@ export class GrantProvider {
         break;
       case 'session-ended':
       case 'user-sessions-ended':
+      case 'tokens-flushed':
         // Sessions ending do not change what a profile grants.
         break;
     }

@@ -46,7 +46,7 @@ export interface RawConfig {
       'store-prefix': string;
       ttl: Duration;
       'idle-timeout': Duration;
-      cache: { enabled: boolean; 'max-entries': number };
+      cache: { enabled: boolean; 'max-entries': number; 'revalidate-interval': Duration };
     };
     schema: { 'history-table': string };
     'client-types': string[];
@@ -267,6 +267,7 @@ export const configSchema = section({
       cache: section({
         enabled: flag(true, 'cache token lookups in process (bounded by max-entries)'),
         'max-entries': integer(10000, 1, MAX, 'bound of the token lookup cache'),
+        'revalidate-interval': duration('2s', 'a cached session is read from the store again after this long (bound for deletions outside the gateway)', true),
       }),
     }),
     schema: section({

@@ -65,7 +65,8 @@ export interface GatewayConfig {
       ttlMs: number;
       /** 0 = off. */
       idleTimeoutMs: number;
-      cache: { enabled: boolean; maxEntries: number };
+      /** `revalidateMs`: `iam.token.cache.revalidate-interval`, the longest a cached session goes unchecked. */
+      cache: { enabled: boolean; maxEntries: number; revalidateMs: number };
     };
     schema: { historyTable: string };
     clientTypes: string[];

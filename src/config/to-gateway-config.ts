@@ -50,7 +50,11 @@ export function toGatewayConfig(raw: RawConfig, cwd: string, file: string): Gate
         storePrefix: token['store-prefix'],
         ttlMs: ms(token.ttl, 'iam.token.ttl'),
         idleTimeoutMs: ms(token['idle-timeout'], 'iam.token.idle-timeout'),
-        cache: { enabled: token.cache.enabled, maxEntries: token.cache['max-entries'] },
+        cache: {
+          enabled: token.cache.enabled,
+          maxEntries: token.cache['max-entries'],
+          revalidateMs: ms(token.cache['revalidate-interval'], 'iam.token.cache.revalidate-interval'),
+        },
       },
       schema: { historyTable: iam.schema['history-table'] },
       clientTypes: [...iam['client-types']],

@@ -2,6 +2,7 @@ import Router from '@koa/router';
 import Koa from 'koa';
 import { koaBody } from 'koa-body';
 import type { Logger } from '../observability/logger';
+import type { OutageLog } from '../observability/outage-log';
 import { ProblemError } from '../problem';
 import { PREPARED_REQUEST, stateOf, type RequestWithPrepared } from './iam-context';
 import { problemMiddleware } from './problem-middleware';
@@ -10,7 +11,7 @@ import { problemMiddleware } from './problem-middleware';
  * The gateway's own endpoints under `/iam` (a Koa app; the proxy path does not go through Koa).
  * `register` adds the route groups; the server hands requests over with the prepared request attached.
  */
-export function createIamApp(options: { logger: Logger; bodyLimit: number; register: (router: Router) => void }): Koa {
+export function createIamApp(options: { logger: Logger; outages?: OutageLog; bodyLimit: number; register: (router: Router) => void }): Koa {
   const app = new Koa();
   app.proxy = false;
   app.silent = true;
@@ -21,7 +22,7 @@ export function createIamApp(options: { logger: Logger; bodyLimit: number; regis
     ctx.set('X-Request-Id', prepared.requestId);
     await next();
   });
-  app.use(problemMiddleware(options.logger));
+  app.use(problemMiddleware(options.logger, options.outages));
   app.use(
     koaBody({
       json: true,

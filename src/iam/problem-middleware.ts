@@ -1,5 +1,6 @@
 import type { Middleware } from 'koa';
 import type { Logger } from '../observability/logger';
+import type { Dependency, OutageLog } from '../observability/outage-log';
 import { ProblemError, toProblem } from '../problem';
 import { DatabaseUnavailableError } from '../persistence/iam-repository';
 import { problems } from '../problem';
@@ -10,14 +11,17 @@ import { stateOf } from './iam-context';
  * Every error of the /iam app becomes `application/problem+json` (design.md §4.2): problems as they are,
  * body-parser errors mapped to stable codes, store/database outages to 503, anything else a bare 500.
  */
-export function problemMiddleware(logger: Logger): Middleware {
+export function problemMiddleware(logger: Logger, outages?: OutageLog): Middleware {
   return async (ctx, next) => {
     try {
       await next();
       if (ctx.status === 404 && ctx.body === undefined) throw new ProblemError('IAM_NOT_FOUND', `No endpoint ${ctx.method} ${ctx.path}.`);
     } catch (error) {
       const problem = mapError(error);
-      if (problem.status >= 500) logger.error({ err: error, requestId: stateOf(ctx).prepared?.requestId }, 'iam: request failed');
+      const dependency = unavailable(error);
+      // An outage is logged as a state change with counts (outage-log.ts), not once per answer.
+      if (dependency && outages) outages.failed(dependency, error);
+      else if (problem.status >= 500) logger.error({ err: error, requestId: stateOf(ctx).prepared?.requestId }, 'iam: request failed');
       ctx.status = problem.status;
       ctx.set('Cache-Control', 'no-store');
       for (const [name, value] of Object.entries(problem.headers)) ctx.set(name, value);
@@ -25,6 +29,12 @@ export function problemMiddleware(logger: Logger): Middleware {
       ctx.type = 'application/problem+json';
     }
   };
+}
+
+function unavailable(error: unknown): Dependency | null {
+  if (error instanceof StoreUnavailableError) return 'tokenStore';
+  if (error instanceof DatabaseUnavailableError) return 'database';
+  return null;
 }
 
 function mapError(error: unknown): ProblemError {

@@ -11,12 +11,18 @@ export interface GatewayMetrics {
   policyRoutes: Gauge;
   sessionCacheEntries: Gauge;
   storeChannelConnected: Gauge;
+  /** Makes `iam_session_cache_entries` report `size()` at every scrape (the real cache size). */
+  observeSessionCache(size: () => number): void;
 }
 
 export function createMetrics(options: { collectDefaults?: boolean } = {}): GatewayMetrics {
   const registry = new Registry();
   if (options.collectDefaults !== false) collectDefaultMetrics({ register: registry, prefix: 'iam_' });
+  let sessionCacheSize: () => number = () => 0;
   return {
+    observeSessionCache(size) {
+      sessionCacheSize = size;
+    },
     registry,
     requests: new Counter({
       name: 'iam_proxy_requests_total',
@@ -45,7 +51,14 @@ export function createMetrics(options: { collectDefaults?: boolean } = {}): Gate
       registers: [registry],
     }),
     policyRoutes: new Gauge({ name: 'iam_policy_routes', help: 'Routes in the serving policy.', registers: [registry] }),
-    sessionCacheEntries: new Gauge({ name: 'iam_session_cache_entries', help: 'Entries in the local session cache.', registers: [registry] }),
+    sessionCacheEntries: new Gauge({
+      name: 'iam_session_cache_entries',
+      help: 'Entries in the local session cache.',
+      registers: [registry],
+      collect() {
+        this.set(sessionCacheSize());
+      },
+    }),
     storeChannelConnected: new Gauge({
       name: 'iam_store_events_connected',
       help: '1 while the revocation channel is connected (local caches are trusted only then).',

@@ -33,6 +33,7 @@ import { registerSessionRoutes } from '../iam/session-routes';
 import { registerOpenApiRoutes } from '../iam/openapi-routes';
 import { createLogger, type Logger } from '../observability/logger';
 import { createMetrics, type GatewayMetrics } from '../observability/metrics';
+import { OutageLog } from '../observability/outage-log';
 import { openDatabaseThread } from '../persistence/database-thread';
 import type { IamRepository } from '../persistence/iam-repository';
 import { loadPolicyDirectory } from '../policy/load-policy-directory';
@@ -147,7 +148,8 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     const channelUp = (): boolean => subscription?.connected === true;
     // Open WebSocket tunnels, closed when their session ends (the events below) or fails a recheck.
     const tunnels = new TunnelRegistry({ recheckIntervalMs: config.upstream.websocketRecheckIntervalMs, channelUp, logger });
-    const cache = config.iam.token.cache.enabled ? new SessionCache(config.iam.token.cache.maxEntries, channelUp) : null;
+    const cache = config.iam.token.cache.enabled ? new SessionCache(config.iam.token.cache.maxEntries, channelUp, config.iam.token.cache.revalidateMs) : null;
+    if (cache) metrics.observeSessionCache(() => cache.size);
     const grants = new GrantProvider({ repository, maxEntries: config.iam.authz.abilityCacheSize, trustCache: channelUp });
     const audit = new AuditTrail(repository, logger, config.iam.audit.flushIntervalMs);
     audit.start();
@@ -221,8 +223,11 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     });
 
     const sessionGuard = requireSession(sessions);
+    const outages = new OutageLog(logger, { probes: { database: () => repository.ping(), tokenStore: () => store.ping() } });
+    cleanups.push(async () => outages.close());
     const iamApp = createIamApp({
       logger,
+      outages,
       bodyLimit: config.server.iamBodyLimit,
       register: (router: Router) => {
         registerAuthRoutes(router, { login, sessions, clientTypes: config.iam.clientTypes, requireSession: sessionGuard });
@@ -304,6 +309,8 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       checks: [
         { name: 'database', check: async () => (await repository.ping(), { ok: true, detail: { kind: database.kind } }) },
         { name: 'tokenStore', check: async () => (await store.ping(), { ok: true, detail: { kind: store.kind, eventsConnected: channelUp() } }) },
+        // Unsubscribed, revocations from other instances are not heard: caches are bypassed, and readiness says so.
+        { name: 'eventsChannel', check: async () => ({ ok: channelUp(), detail: { connected: channelUp() } }) },
         { name: 'policy', check: async () => ({ ok: true, detail: policy.describe() }) },
       ],
     });

@@ -17,6 +17,7 @@ const KNOWN_EVENT_TYPES: ReadonlySet<string> = new Set([
   'authorization-changed',
   'profile-changed',
   'template-changed',
+  'tokens-flushed',
 ]);
 
 /**
@@ -32,12 +33,17 @@ export class RedisEventsChannel {
   private pendingSubscribe: { epoch: number; promise: Promise<void> } | undefined;
   private pingTimer: NodeJS.Timeout | undefined;
   private closed = false;
+  /** A resubscribe that failed on a live connection is retried on this timer (issue 11 #11.38). */
+  private retryTimer: NodeJS.Timeout | undefined;
+  private retryAttempt = 0;
 
   constructor(
     /** The channel name, `{prefix}:events`. */
     readonly channel: string,
     private readonly subscriber: Redis,
     private readonly logger: StoreLogger | undefined,
+    /** Upper bound of the resubscribe backoff (the store's reconnect bound). */
+    private readonly maxRetryDelayMs = 2000,
   ) {
     subscriber.on('message', (channel: string, message: string) => this.deliver(channel, message));
     subscriber.on('close', () => this.onSubscriberClosed());
@@ -92,6 +98,7 @@ export class RedisEventsChannel {
   stop(): void {
     this.closed = true;
     clearInterval(this.pingTimer);
+    clearTimeout(this.retryTimer);
     this.channelSubscribed = false;
     for (const listener of this.listeners) listener.active = false;
     this.listeners.clear();
@@ -116,15 +123,40 @@ export class RedisEventsChannel {
 
   private onSubscriberClosed(): void {
     this.subscriberEpoch += 1;
+    // The next 'ready' starts over.
+    clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+    this.retryAttempt = 0;
     if (this.channelSubscribed) this.setChannelSubscribed(false);
   }
 
   private onSubscriberReady(): void {
-    if (this.closed || this.listeners.size === 0 || this.channelSubscribed) return;
-    this.ensureChannelSubscribed().catch((error: unknown) => {
-      // The next 'ready' tries again; until then subscriptions report connected = false.
-      this.logger?.warn({ err: error }, 'token store: resubscribing to the events channel failed');
-    });
+    this.resubscribe();
+  }
+
+  /**
+   * Subscribes again after a reconnect. A SUBSCRIBE can fail on a connection that stays up (an error reply
+   * such as NOPERM, a command timeout); no new 'ready' would come, so it is retried with a capped backoff
+   * while the connection lives. Until it succeeds subscriptions report connected = false: the local caches
+   * are bypassed (fail closed) and readiness says so.
+   */
+  private resubscribe(): void {
+    this.retryTimer = undefined;
+    if (this.closed || this.listeners.size === 0 || this.channelSubscribed || this.subscriber.status !== 'ready') return;
+    const epoch = this.subscriberEpoch;
+    this.ensureChannelSubscribed().then(
+      () => {
+        this.retryAttempt = 0;
+      },
+      (error: unknown) => {
+        if (this.retryAttempt === 0) this.logger?.warn({ err: error }, 'token store: resubscribing to the events channel failed; retrying');
+        if (this.closed || epoch !== this.subscriberEpoch || this.retryTimer) return;
+        const delay = Math.min(100 * 2 ** Math.min(this.retryAttempt, 10), this.maxRetryDelayMs);
+        this.retryAttempt++;
+        this.retryTimer = setTimeout(() => this.resubscribe(), delay);
+        this.retryTimer.unref();
+      },
+    );
   }
 
   private setChannelSubscribed(connected: boolean): void {

@@ -67,9 +67,10 @@ export class RedisTokenStore implements TokenStore {
     private readonly subscriber: Redis,
     private readonly logger: Logger | undefined,
     names: { commands: string; subscriber: string },
+    maxReconnectDelayMs?: number,
   ) {
     this.connectionNames = names;
-    this.events = new RedisEventsChannel(`${prefix}:events`, subscriber, logger);
+    this.events = new RedisEventsChannel(`${prefix}:events`, subscriber, logger, maxReconnectDelayMs);
     this.tokenReads = new CoalescedReads((keys) => this.commands.mget(keys));
   }
 
@@ -110,7 +111,7 @@ export class RedisTokenStore implements TokenStore {
       subscriber.disconnect();
       throw toUnavailable(error);
     }
-    const store = new RedisTokenStore(options.prefix, commands, subscriber, options.logger, names);
+    const store = new RedisTokenStore(options.prefix, commands, subscriber, options.logger, names, maxDelay);
     store.events.startPing(options.subscriberPingMs ?? 1000);
     store.slidingExpiry = options.slidingExpiry ?? true;
     return store;

@@ -3,6 +3,8 @@ import type { TokenRecord } from './token-record';
 interface Entry {
   record: TokenRecord;
   expiresAtMs: number;
+  /** After this the entry is read from the store again (a deletion nobody announced is seen by then). */
+  revalidateAtMs: number;
 }
 
 /**
@@ -10,7 +12,8 @@ interface Entry {
  * trip. It is only as good as the revocation channel: `trusted()` must say whether the channel is up, and
  * while it is not, nothing is served from or added to the cache. A fetch that started before an
  * invalidation is not cached when it completes (generation check), so no revoked session can be re-added
- * by a slow read.
+ * by a slow read. Deletions nobody announces (a FLUSHALL, a failover that lost keys, a manual DEL) are seen
+ * within `revalidateMs`: an entry older than that is read from the store again.
  */
 export class SessionCache {
   private readonly entries = new Map<string, Entry>();
@@ -19,6 +22,8 @@ export class SessionCache {
   constructor(
     private readonly maxEntries: number,
     private readonly trusted: () => boolean,
+    /** `iam.token.cache.revalidate-interval`: the longest an entry is served without a store read. */
+    private readonly revalidateMs = 2000,
   ) {}
 
   get size(): number {
@@ -34,7 +39,7 @@ export class SessionCache {
     if (!this.trusted()) return null;
     const entry = this.entries.get(tokenHash);
     if (!entry) return null;
-    if (entry.expiresAtMs <= nowMs) {
+    if (entry.expiresAtMs <= nowMs || entry.revalidateAtMs <= nowMs) {
       this.entries.delete(tokenHash);
       return null;
     }
@@ -52,7 +57,7 @@ export class SessionCache {
     if (this.maxEntries <= 0 || !this.trusted() || generationAtRead !== this.generation || record.idleTimeoutMs > 0) return;
     const expiresAtMs = Date.parse(record.expiresAt);
     this.entries.delete(tokenHash);
-    this.entries.set(tokenHash, { record, expiresAtMs });
+    this.entries.set(tokenHash, { record, expiresAtMs, revalidateAtMs: Date.now() + this.revalidateMs });
     if (this.entries.size > this.maxEntries) {
       const oldest = this.entries.keys().next().value;
       if (oldest !== undefined) this.entries.delete(oldest);

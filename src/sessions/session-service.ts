@@ -247,6 +247,7 @@ export class SessionService {
     if (!cache) return;
     if (event.type === 'session-ended') cache.deleteToken(event.tokenHash);
     else if (event.type === 'user-sessions-ended') cache.deleteUser(event.userId);
+    else if (event.type === 'tokens-flushed') cache.clear();
   }
 
   private async revokeSession(session: SessionRecord, reason: string, actorUserId: string, facts: RequestFacts): Promise<void> {

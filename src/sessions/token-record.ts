@@ -24,4 +24,6 @@ export type StoreEvent =
   | { type: 'user-sessions-ended'; userId: string; reason: string }
   | { type: 'authorization-changed'; userId: string; authorizationVersion?: number }
   | { type: 'profile-changed'; profileId: string; userId: string }
-  | { type: 'template-changed'; versionId: string };
+  | { type: 'template-changed'; versionId: string }
+  /** Every token under the prefix was deleted (`iam-gateway tokens purge`): drop every cached session. */
+  | { type: 'tokens-flushed'; reason: string };

@@ -1,0 +1,115 @@
+/**
+ * Issue 11 #11.34: token deletions made outside the gateway reach the caches of every instance.
+ * `iam-gateway tokens purge` tells every instance at once (a `tokens-flushed` event); a deletion nobody
+ * announces (FLUSHALL, a failover that lost keys, a manual DEL) is seen within
+ * `iam.token.cache.revalidate-interval` (default 2 s), because a cached session is read from the store again
+ * after that long. Two gateway instances share a PRIVATE redis-server spawned here (FLUSHALL is never sent
+ * to the shared one).
+ */
+import { join } from 'node:path';
+import { main } from '../../src/main';
+import type { RunningGateway } from '../../src/server/gateway';
+import { createTestDatabase, type TestDatabase } from '../support/database';
+import { uniquePrefix } from '../support/env';
+import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
+import { privateRedisAvailable, startPrivateRedis, type PrivateRedis } from '../support/private-redis';
+import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
+import { timed } from '../support/timed-fetch';
+
+const runnable = privateRedisAvailable() || Boolean(process.env.CI);
+if (!runnable) console.log('external-token-deletion: tests NOT run (/usr/bin/redis-server missing; CI always has it)');
+const describeIfRedisServer = runnable ? describe : describe.skip;
+
+/** The default `iam.token.cache.revalidate-interval`, plus one store read and scheduling slack. */
+const FLUSH_BOUND_MS = 2000 + 1000;
+
+describeIfRedisServer('#11.34 token deletions made outside the gateway reach every cache', () => {
+  let redis: PrivateRedis;
+  let upstream: RecordingUpstream;
+  let a: RunningGateway;
+  let b: RunningGateway;
+  let db: TestDatabase;
+  const prefix = uniquePrefix('flush');
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    redis = await startPrivateRedis();
+    upstream = await startRecordingUpstream();
+    const shared = { IAM_POLICIES_DIR: join(ROOT, 'test/fixtures/e2e-policies'), REDIS_URL: redis.url(), IAM_TOKEN_STORE_PREFIX: prefix };
+    a = await startTestGateway(upstream.url, shared);
+    b = await startTestGateway(upstream.url, shared);
+  }, 30_000);
+
+  afterAll(async () => {
+    await a?.close();
+    await b?.close();
+    await upstream?.close();
+    await redis?.stop();
+    await db?.close();
+  });
+
+  const projects = async (gateway: RunningGateway, token: string): Promise<number> => (await timed(`${gateway.url}/api/projects`, { headers: bearer(token) })).status;
+  const cacheEntries = async (gateway: RunningGateway): Promise<number> => {
+    const match = /^iam_session_cache_entries (\d+)$/m.exec((await timed(`${gateway.managementUrl}/metrics`)).body);
+    return Number(match?.[1]);
+  };
+
+  async function warmSessions(): Promise<string[]> {
+    const tokens = [(await login(a.url, 'alice')).accessToken, (await login(b.url, 'bob')).accessToken];
+    for (const gateway of [a, b]) for (const token of tokens) expect(await projects(gateway, token)).toBe(200);
+    return tokens;
+  }
+
+  /** Polls until `token` is refused on `gateway`; resolves the time it took from `sinceMs`. */
+  async function refusedAfter(gateway: RunningGateway, token: string, sinceMs: number, boundMs: number): Promise<number> {
+    for (;;) {
+      const status = await projects(gateway, token);
+      const elapsed = Date.now() - sinceMs;
+      if (status === 401) return elapsed;
+      expect(status).toBe(200);
+      if (elapsed > boundMs) throw new Error(`a deleted token still works after ${elapsed} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
+  it('#11.34: after a FLUSHALL, cached tokens stop working on every instance within the revalidation bound', async () => {
+    const tokens = await warmSessions();
+    const flushedAt = Date.now();
+    await redis.admin.flushall();
+    for (const gateway of [a, b]) {
+      for (const token of tokens) expect(await refusedAfter(gateway, token, flushedAt, FLUSH_BOUND_MS)).toBeLessThanOrEqual(FLUSH_BOUND_MS);
+    }
+  });
+
+  it('#11.34: a token deleted by hand (DEL) stops working on every instance within the revalidation bound', async () => {
+    const [alice] = await warmSessions();
+    const keys = await redis.admin.keys(`${prefix}:token:*`);
+    expect(keys.length).toBeGreaterThan(0);
+    const deletedAt = Date.now();
+    await redis.admin.del(...keys);
+    for (const gateway of [a, b]) expect(await refusedAfter(gateway, alice!, deletedAt, FLUSH_BOUND_MS)).toBeLessThanOrEqual(FLUSH_BOUND_MS);
+  });
+
+  it('#11.34: `iam-gateway tokens purge` empties the session cache of every instance at once', async () => {
+    const tokens = await warmSessions();
+    for (const gateway of [a, b]) expect(await cacheEntries(gateway)).toBeGreaterThanOrEqual(2);
+    const saved = { ...process.env };
+    Object.assign(process.env, { REDIS_URL: redis.url(), IAM_TOKEN_STORE_PREFIX: prefix, DATABASE_URL: process.env.DATABASE_URL ?? '' });
+    const write = jest.spyOn(process.stdout, 'write').mockImplementation(() => true);
+    try {
+      expect(await main(['tokens', 'purge'])).toBe(0);
+    } finally {
+      write.mockRestore();
+      process.env = saved;
+    }
+    // Cached entries are dropped by the event, not lazily at their next use.
+    const purgedAt = Date.now();
+    for (const gateway of [a, b]) {
+      while ((await cacheEntries(gateway)) !== 0) {
+        expect(Date.now() - purgedAt).toBeLessThan(1000);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    }
+    for (const gateway of [a, b]) for (const token of tokens) expect(await projects(gateway, token)).toBe(401);
+  });
+});
