@@ -51,19 +51,31 @@ export class UpstreamForwarder {
   }
 
   forward(req: IncomingMessage, res: ServerResponse, request: ForwardRequest): void {
+    // The client may have left while the request was authorized: nothing is sent for it.
+    if (res.destroyed || req.socket.destroyed) return;
     const hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
-    let controller: Dispatcher.DispatchController | null = null;
     const stripCors = this.options.stripCorsHeaders === true;
-    let finished = false;
-    const onClientGone = (): void => {
-      if (!finished) controller?.abort(new Error('client went away'));
+    const stallLimitMs = this.options.bodyTimeoutMs;
+    let controller: Dispatcher.DispatchController | null = null;
+    let done = false;
+    let stall: NodeJS.Timeout | null = null;
+    // Ends the exchange at whatever stage it is: waiting for a pooled connection (aborted as soon as undici
+    // hands it one, before a byte is written), sending, or streaming the answer. Never waits on `res` again.
+    const abort = (reason: string): void => {
+      if (done) return;
+      done = true;
+      if (stall) clearTimeout(stall);
+      controller?.abort(new Error(reason));
+      if (!res.destroyed) res.destroy();
     };
-    res.once('close', onClientGone);
+    res.once('close', () => abort('client went away'));
     const handler: Dispatcher.DispatchHandler = {
       onRequestStart(ctrl) {
         controller = ctrl;
+        if (done) ctrl.abort(new Error('client went away'));
       },
       onResponseStart(ctrl, statusCode, headers, statusMessage) {
+        if (done) return ctrl.abort(new Error('client went away'));
         request.onResponse?.(statusCode);
         // Flat [name, value, ...] as writeHead takes it; set-cookie stays one name with an array value.
         const out: Array<string | string[]> = [];
@@ -78,18 +90,29 @@ export class UpstreamForwarder {
         res.writeHead(statusCode, statusMessage || undefined, out as string[]);
       },
       onResponseData(ctrl, chunk) {
+        if (done) return ctrl.abort(new Error('client went away'));
         // Back-pressure: pause the host's body until the client has drained (listener only when needed).
+        // undici's body timeout does not run while paused: a client that stops reading gets body-timeout
+        // to drain, then the exchange is cut and the pooled connection freed.
         if (!res.write(chunk)) {
           ctrl.pause();
-          res.once('drain', () => ctrl.resume());
+          stall = setTimeout(() => abort('client stopped reading'), stallLimitMs);
+          res.once('drain', () => {
+            if (stall) clearTimeout(stall);
+            stall = null;
+            if (!done) ctrl.resume();
+          });
         }
       },
       onResponseEnd() {
-        finished = true;
+        if (done) return;
+        done = true;
         res.end();
       },
       onResponseError(_ctrl, error) {
-        finished = true;
+        if (done) return;
+        done = true;
+        if (stall) clearTimeout(stall);
         if (!res.headersSent) request.onProblem(upstreamProblem(error));
         else res.destroy(error);
       },
