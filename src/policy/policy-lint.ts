@@ -18,6 +18,8 @@
  *   (exactly, through `<resource>:*`, or `*:*`), so nobody can pass it. Only when templates are given.
  * - `path-syntax` (warning): a static segment written like another router's parameter (`{id}`, `<id>`):
  *   it is matched literally; parameters are `:id`.
+ * - `refused-method` (warning): methods a pattern does not list that are refused rather than decided by a
+ *   weaker broader route (see policy-lint-methods.ts).
  * - from the loader: errors `conflict`, `case-duplicate`, `match-mismatch`, `default-mismatch`, `public-conflict`;
  *   warnings `duplicate`, `no-resolver`, `empty-group`.
  */
@@ -25,6 +27,7 @@ import { normalizeRequestTarget } from '../gateway/normalize-target';
 import type { CompiledPolicy, CompiledRoute, PolicyIssue, PolicyLoadResult } from './compiled-policy';
 import { compilePolicyFiles, readPolicyDirectory, type PolicyLoadOptions } from './load-policy-directory';
 import { parseRoutePattern, RouteTree, type PatternSegment } from './route-tree';
+import { refusedMethods } from './policy-lint-methods';
 import { foldAsciiCase } from './route-strictness';
 
 /** What lint knows besides the policy. */
@@ -95,6 +98,8 @@ export function lintPolicy(policy: CompiledPolicy, options: PolicyLintOptions = 
       );
     }
   }
+
+  issues.push(...refusedMethods(policy));
 
   if (options.templates) {
     const origin = options.templatesOrigin ? ` in ${options.templatesOrigin}` : '';

@@ -151,6 +151,19 @@ routes:
     );
   });
 
+  it('policy check lists the refused methods per path (a warning: refusing is the safe reading)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'iam-as-written-'));
+    temps.push(dir);
+    writeFileSync(join(dir, 'routes.yaml'), routes);
+    const result = await policyCli(['check', dir]);
+    expect(result.code).toBe(0);
+    expect(result.lines.filter((line) => line.includes('refused-method')).map((line) => line.replace(/^.*?routes\.yaml:/, 'routes.yaml:'))).toEqual([
+      'routes.yaml:5: warning refused-method: POST, PUT, PATCH, DELETE, OPTIONS, TRACE, other methods of /api/projects are refused (403 ROUTE_NOT_DECLARED): no route of that path lists them, and /api/** (routes.yaml:4) checks less; list them on a route of /api/projects if the host serves them',
+      'routes.yaml:6: warning refused-method: POST, PUT, PATCH, DELETE, OPTIONS, TRACE, other methods of /api/projects/:projectId are refused (403 ROUTE_NOT_DECLARED): no route of that path lists them, and /api/** (routes.yaml:4) checks less; list them on a route of /api/projects/:projectId if the host serves them',
+      'routes.yaml:7: warning refused-method: GET, HEAD, PUT, PATCH, DELETE, OPTIONS, TRACE, other methods of /api/projects/:projectId/archive are refused (403 ROUTE_NOT_DECLARED): no route of that path lists them, and /api/** (routes.yaml:4) checks less; list them on a route of /api/projects/:projectId/archive if the host serves them',
+    ]);
+  });
+
   it('policy explain names the refusal', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'iam-as-written-'));
     temps.push(dir);
