@@ -37,6 +37,8 @@ export const ADMIN_PERMISSIONS = {
   profilesWrite: 'iam.admin.profiles:write',
   sessionsRevoke: 'iam.admin.sessions:revoke',
   auditRead: 'iam.admin.audit:read',
+  /** The `{permissionCode, resourceType?, resourceId?}` form of POST /iam/authorization/diagnostics. */
+  diagnosticsRead: 'iam.admin.diagnostics:read',
 } as const;
 
 /**

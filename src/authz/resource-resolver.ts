@@ -32,6 +32,27 @@ export function decodeResourceId(id: string): string {
   }
 }
 
+/**
+ * The resolver URL for a resource id (`id` as it appears in the normalized path), or null when the id cannot
+ * name a resource without changing the URL's structure. The id is decoded once and then percent-encoded as
+ * one path segment (`/`, `?`, `#`, `%`, `\` never survive as such); ids that are or make a `.`/`..` segment
+ * (which URL parsers resolve, reaching another resolver URL), empty ids and control characters are refused.
+ * One function for the proxy, forward-auth, diagnostics and `policy explain`.
+ */
+export function resolverUrl(template: string, id: string): string | null {
+  const decoded = decodeResourceId(id);
+  if (decoded.length === 0 || decoded === '.' || decoded === '..' || /[\u0000-\u001f\u007f]/.test(decoded)) return null;
+  const url = template.replaceAll('{id}', encodeURIComponent(decoded));
+  // The template's own text around {id} could still form a dot segment with the id (`/.{id}` and `.`).
+  const end = url.search(/[?#]/);
+  const path = end < 0 ? url : url.slice(0, end);
+  const afterScheme = path.indexOf('//');
+  for (const segment of path.slice(afterScheme + 2).split('/').slice(1)) {
+    if (segment === '.' || segment === '..') return null;
+  }
+  return url;
+}
+
 /** Parses a 200 body; null when it is not `{scopes?: [{type: string, id: string|number}]}`. */
 function parseScopes(text: string, type: string, id: string): ScopeRef[] | null {
   let body: unknown;
@@ -97,7 +118,9 @@ export class ResourceResolverClient {
   /** Resolves the scope refs of resource `type`/`id` (`id` as it appears in the normalized path). */
   async resolve(config: ResourceResolverConfig, type: string, id: string): Promise<ResolveResult> {
     const decodedId = decodeResourceId(id);
-    const url = config.url.replaceAll('{id}', encodeURIComponent(decodedId));
+    const url = resolverUrl(config.url, id);
+    // An id that cannot name a resource is one the host does not know: no request is made.
+    if (url === null) return { kind: 'not-found' };
     const timeoutMs = config.timeoutMs;
     let response: Awaited<ReturnType<typeof request>>;
     try {

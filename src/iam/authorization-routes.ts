@@ -3,7 +3,8 @@ import type { Middleware } from 'koa';
 import type { AuditTrail } from '../audit/audit-trail';
 import type { LoginService } from '../auth/login-service';
 import type { AuthorizationDecision } from '../authz/decision';
-import type { DecisionEngine } from '../authz/decision-engine';
+import { problemFromDecision, type DecisionEngine } from '../authz/decision-engine';
+import { ADMIN_PERMISSIONS } from '../admin/admin-routes';
 import { normalizeRequestTarget } from '../gateway/normalize-target';
 import type { ProxyHandler } from '../gateway/proxy-handler';
 import type { IamRepository } from '../persistence/iam-repository';
@@ -79,6 +80,10 @@ export function registerAuthorizationRoutes(router: Router, deps: AuthorizationR
       if (!target.ok) throw problems.badRequest(`The proxy would refuse this path: ${target.reason}.`);
       decision = await deps.engine.decideRequest({ method: body.method.toUpperCase(), path: target.path, policy, subject });
     } else {
+      // Pairing any permission with any resource type and id would make the resolvers an oracle (which task
+      // belongs to which project): this form is for administrators; `{method, path}` is for everyone.
+      const admitted = await decidePermission(deps.engine, caller, ADMIN_PERMISSIONS.diagnosticsRead);
+      if (!admitted.allowed) throw problemFromDecision(admitted);
       decision = await deps.engine.decide({
         subject,
         permissionCode: body.permissionCode,

@@ -103,12 +103,16 @@ export const nonAdminPaths: Record<string, PathItemObject> = {
     post: {
       operationId: 'diagnose',
       summary: 'Explain a decision with the real engine',
-      description: 'Runs the same decision the proxy enforces, for the caller\'s session, and returns it whatever the outcome.',
+      description:
+        'Runs the same decision the proxy enforces, for the caller\'s session, and returns it whatever the outcome. ' +
+        '`{method, path}` is open to every session; the `{permissionCode, resourceType?, resourceId?}` form needs `iam.admin.diagnostics:read` ' +
+        '(it can ask the host\'s resolvers about any resource type).',
       tags: ['authorization'],
       requestBody: jsonBody(ref('DiagnosticsRequest')),
       responses: {
         '200': json('The decision (allowed or not).', ref('Decision')),
         '400': problem(400, ['IAM_VALIDATION_FAILED', 'IAM_BAD_REQUEST'], 'An invalid body, or a `path` the proxy would refuse to interpret.'),
+        '403': response('AccessDenied'),
         ...BODY_FAILURES,
         ...PROTECTED_FAILURES,
       },
@@ -149,7 +153,8 @@ export const nonAdminPaths: Record<string, PathItemObject> = {
           'X-IAM-Identity-Domain': { schema: { type: 'string' } },
           'X-IAM-Session-Id': { schema: { type: 'string' } },
           'X-IAM-Profile-Id': { schema: { type: 'string' } },
-          'X-IAM-Permission': { schema: { type: 'string' } },
+          'X-IAM-Permission': { description: 'Only when the permission was granted (never on a shadow denial).', schema: { type: 'string' } },
+          'X-IAM-Shadow-Denied': { description: 'The failed step of a shadow route that let the request through although it would deny.', schema: { type: 'string' } },
           'X-IAM-Assertion': { description: 'When `iam.forward.assertion` is on: an EdDSA JWT, keys at /iam/.well-known/jwks.json.', schema: { type: 'string' } },
         }),
         '400': problem(400, ['IAM_BAD_REQUEST'], 'No original method or URI, a method the proxy would not accept, a target the proxy would refuse or would rewrite, or client X-IAM-* headers.'),

@@ -164,7 +164,7 @@ export const schemas: Record<string, JsonSchema> = {
     clientType: { type: 'string', description: 'One of `iam.client-types` (default WEB, MOBILE, DESKTOP, API); others get 400.' },
   }),
   DiagnosticsRequest: {
-    description: 'The specification\'s body, or `{method, path}` to explain a host request exactly as the proxy would.',
+    description: 'A permission check (needs `iam.admin.diagnostics:read`), or `{method, path}` to explain a host request exactly as the proxy would (any session).',
     oneOf: [ref('DiagnosticsPermissionCheck'), ref('DiagnosticsRequestTarget')],
   },
   DiagnosticsPermissionCheck: {

@@ -4,7 +4,7 @@
  * specific match selects (file:line), and what that route asks for; or, with no route, what `default`
  * does. Uses the proxy's own normalizer and the compiled policy's own matcher: a view, not a re-implementation.
  */
-import { decodeResourceId } from '../authz/resource-resolver';
+import { decodeResourceId, resolverUrl } from '../authz/resource-resolver';
 import { isIamPath } from '../gateway/prepare-request';
 import { normalizeRequestTarget } from '../gateway/normalize-target';
 import type { CompiledPolicy, CompiledRoute, DefaultAction, MethodRefusal, ResourceResolverConfig, RouteMatch } from './compiled-policy';
@@ -103,7 +103,9 @@ export function formatExplanation(explanation: RequestExplanation): string[] {
     const id = decodeResourceId(match.params[resource.idParam] ?? '');
     add('resource', `${resource.type} ${JSON.stringify(id)} (from :${resource.idParam}), access ${resource.access}, resolve ${resource.resolve}`);
     const resolver = explanation.resolver;
-    if (resolver) add('resolver', `GET ${resolver.url.replaceAll('{id}', encodeURIComponent(id))} (timeout ${resolver.timeoutMs} ms; 404 → 404 IAM_RESOURCE_NOT_FOUND)`);
+    const url = resolver ? resolverUrl(resolver.url, match.params[resource.idParam] ?? '') : null;
+    if (resolver && url === null) add('resolver', `none: ${JSON.stringify(id)} cannot be a resource id in a URL, requests answer 404 IAM_RESOURCE_NOT_FOUND`);
+    else if (resolver) add('resolver', `GET ${url} (timeout ${resolver.timeoutMs} ms; 404 → 404 IAM_RESOURCE_NOT_FOUND)`);
     else if (resource.resolve === 'required') add('resolver', `none for ${resource.type}: requests answer 500 IAM_RESOURCE_RESOLUTION_UNAVAILABLE`);
     else add('resolver', `none for ${resource.type}: ${resource.type} ${id} is checked as its own scope`);
   }

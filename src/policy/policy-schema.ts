@@ -137,7 +137,8 @@ const authoredSchema: JSONSchemaType<PolicyFileDocument> = {
             required: ['url'],
             properties: {
               // Only http(s): a policy file must not make the gateway read file:// or other schemes.
-              url: { type: 'string', pattern: '^https?://[^\\s]*\\{id\\}' },
+              // {id} only after the authority: an id must never choose the host the gateway calls.
+              url: { type: 'string', pattern: '^https?://[^/?#\\s{}]+[/?][^\\s]*\\{id\\}' },
               timeout: {
                 type: ['string', 'integer'],
                 nullable: true,

@@ -60,6 +60,9 @@ beforeAll(async () => {
   host = await startHost(0);
   policyDir = writePolicy(host.url);
   gateway = await startTestGateway(host.url, { IAM_POLICIES_DIR: policyDir });
+  // The permission form of diagnostics is an administrator's tool (#11.13): alice's editor template gets it
+  // here so the explanations below can be asked for her own profile; her reader template does not.
+  await db.orm.em.fork().execute(`insert into iam_template_permissions (version_id, permission_code) values ('editor-v1', 'iam.admin.diagnostics:read')`);
 });
 
 afterAll(async () => {

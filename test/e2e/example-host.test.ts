@@ -10,6 +10,7 @@ import { verify } from '@node-rs/argon2';
 import { WebSocket } from 'undici';
 import { parse } from 'yaml';
 import { startHost, type RunningHost } from '../../examples/host/server';
+import { ADMIN_PERMISSIONS } from '../../src/admin/admin-routes';
 import type { ProvisioningDocument } from '../../src/persistence/records';
 import { recordedHeader, startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
 
@@ -246,8 +247,9 @@ describe('example YAML files', () => {
     expect([...templates.keys()]).toEqual(['reader-v1', 'editor-v1', 'operator-v1', 'iam-admin-v1']);
     expect(templates.get('reader-v1')).toEqual(['project:list', 'project:read', 'task:read']);
     expect(templates.get('operator-v1')).toEqual(['admin:write', 'project:*']);
-    expect(templates.get('iam-admin-v1')).toHaveLength(9);
-    expect(templates.get('iam-admin-v1')).toContain('*:*');
+    // Every admin permission of the gateway (diagnostics included, #11.13), the host's admin area, and `*:*`
+    // (an admin grants only what they hold, #11.4).
+    expect(new Set(templates.get('iam-admin-v1'))).toEqual(new Set(['*:*', ...Object.values(ADMIN_PERMISSIONS), 'admin:write']));
     expect(templates.get('iam-admin-v1')).toContain('iam.admin.sessions:revoke');
 
     const usersById = new Map((provision.users ?? []).map((u) => [u.userId, u]));

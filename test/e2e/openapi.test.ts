@@ -394,21 +394,26 @@ describe('authorization', () => {
   describe('POST /iam/authorization/diagnostics', () => {
     const path = '/iam/authorization/diagnostics';
     it.each([
-      ['a granted permission on a scoped resource', { permissionCode: 'project:read', resourceType: 'PROJECT', resourceId: '1', scopeAccess: 'READ' }, true, 'SCOPE_GRANTED'],
-      ['a resource outside the scopes', { permissionCode: 'project:read', resourceType: 'PROJECT', resourceId: '2' }, false, 'SCOPE_DENIED'],
-      ['a permission the profile lacks', { permissionCode: 'admin:write' }, false, 'PERMISSION_DENIED'],
-      ['another identity domain', { permissionCode: 'project:read', domain: 'elsewhere.org' }, false, 'DOMAIN_MISMATCH'],
-      ['a declared host route', { method: 'GET', path: '/api/projects/1' }, true, 'PERMISSION_GRANTED'],
-      ['an undeclared host route', { method: 'GET', path: '/nowhere' }, false, 'ROUTE_NOT_DECLARED'],
-    ])('200 with the decision for %s', async (_name, body, allowed, lastStep) => {
+      ['an administrator: a granted permission on a resource', 'admin', { permissionCode: 'admin:write', resourceType: 'PROJECT', resourceId: '1', scopeAccess: 'READ' }, true, 'SCOPE_GRANTED'],
+      ['an administrator: a permission the profile lacks', 'admin', { permissionCode: 'project:read' }, false, 'PERMISSION_DENIED'],
+      ['an administrator: another identity domain', 'admin', { permissionCode: 'admin:write', domain: 'elsewhere.org' }, false, 'DOMAIN_MISMATCH'],
+      ['a declared host route', 'alice', { method: 'GET', path: '/api/projects/1' }, true, 'PERMISSION_GRANTED'],
+      ['an undeclared host route', 'alice', { method: 'GET', path: '/nowhere' }, false, 'ROUTE_NOT_DECLARED'],
+    ])('200 with the decision for %s', async (_name, user, body, allowed, lastStep) => {
       expect(validator.requestBodyErrors('POST', path, body)).toEqual([]);
-      const alice = await fresh('alice');
-      const answer = await send('POST', path, { token: alice.accessToken, json: body });
+      const caller = await fresh(user);
+      const answer = await send('POST', path, { token: caller.accessToken, json: body });
       expectDocumented('POST', path, answer, 200);
       const decision = answer.body as { allowed: boolean; steps: Array<{ code: string }>; route?: unknown };
       expect(decision.allowed).toBe(allowed);
       expect(decision.steps.at(-1)?.code).toBe(lastStep);
       if ('method' in body && allowed) expect(decision.route).toMatchObject({ pattern: expect.any(String), line: expect.any(Number) });
+    });
+
+    it('#11.13: 403 for the permission form without iam.admin.diagnostics:read', async () => {
+      const alice = await fresh('alice');
+      const body = { permissionCode: 'project:read', resourceType: 'PROJECT', resourceId: '2' };
+      expectDocumented('POST', path, await send('POST', path, { token: alice.accessToken, json: body }), 403, 'IAM_ACCESS_DENIED');
     });
 
     it.each([

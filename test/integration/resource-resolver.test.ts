@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ResourceResolverClient } from '../../src/authz/resource-resolver';
+import { ResourceResolverClient, resolverUrl } from '../../src/authz/resource-resolver';
+import { compilePolicyFiles } from '../../src/policy/load-policy-directory';
 
 /** A real host resolver: answers per path, records every request path it saw. */
 function startHost(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<{ server: Server; base: string; seen: string[] }> {
@@ -101,9 +102,43 @@ describe('ResourceResolverClient (real HTTP)', () => {
     expect(host.seen).toEqual(['/internal/resources/..%2F..%2Fadmin%3Fx%3D1']);
   });
 
+  it.each(['..', '.', '%2e%2e', '.%2E', '%2e', ''])('#11.13: never sends id %j (a dot segment would reach another resolver URL): not-found, no request', async (id) => {
+    host.seen.length = 0;
+    expect(await client.resolve(config(), 'DOC', id)).toEqual({ kind: 'not-found' });
+    expect(host.seen).toEqual([]);
+  });
+
   it('keeps working after many error answers (bodies are released)', async () => {
     const results = await Promise.all(Array.from({ length: 100 }, (_, i) => client.resolve(config(), 'PROJECT', i % 2 ? 'broken' : 'missing')));
     expect(results.filter((r) => r.kind === 'not-found')).toHaveLength(50);
     expect(await client.resolve(config(), 'TASK', 'task-7')).toMatchObject({ kind: 'found' });
+  });
+});
+
+describe('#11.13 resolverUrl', () => {
+  it.each([
+    ['http://h/r/{id}', '..', null],
+    ['http://h/r/{id}', '.', null],
+    ['http://h/r/.{id}', '.', null],
+    ['http://h/r/{id}.', '.', null],
+    ['http://h/r/{id}', '', null],
+    ['http://h/r/{id}', 'a%00b', null],
+    ['http://h/r/{id}', 'a\nb', null],
+    ['http://h/r/{id}', '...', 'http://h/r/...'],
+    ['http://h/r/{id}', '..a', 'http://h/r/..a'],
+    ['http://h/r/{id}', 'a/../b', 'http://h/r/a%2F..%2Fb'],
+    ['http://h/r?id={id}', '..', null],
+    ['http://h/r/{id}/scopes', '1', 'http://h/r/1/scopes'],
+  ])('#11.13: %s with id %j → %s', (template, id, expected) => {
+    expect(resolverUrl(template, id)).toBe(expected);
+  });
+
+  it('#11.13: a policy whose resolver URL puts {id} in the host is refused at load', () => {
+    for (const url of ['http://{id}.internal/r', 'http://h{id}/r', 'http://{id}', 'https://user@{id}/x']) {
+      const result = compilePolicyFiles([{ file: 'p.yaml', text: `version: 1\nresources:\n  T:\n    resolver: { url: "${url}" }\n` }]);
+      expect(result.policy).toBeNull();
+    }
+    const fine = compilePolicyFiles([{ file: 'p.yaml', text: 'version: 1\nresources:\n  T:\n    resolver: { url: "http://h:8080/r?id={id}" }\n' }]);
+    expect(fine.policy).not.toBeNull();
   });
 });
