@@ -1,6 +1,6 @@
 # iam-gateway: a Node 20 image running `iam-gateway serve`.
 # Build: docker build -t iam-gateway .
-# Run:   docker run -p 8080:8080 -p 9090:9090 -e UPSTREAM_URL=http://host:3000 \
+# Run:   docker run -p 8080:8080 -p 127.0.0.1:9090:9090 -e SERVER_MANAGEMENT_HOST=0.0.0.0 -e UPSTREAM_URL=http://host:3000 \
 #          -e DATABASE_URL=postgresql://... -e REDIS_URL=redis://... \
 #          -v $PWD/policies:/app/policies:ro iam-gateway
 FROM node:20-bookworm-slim AS build

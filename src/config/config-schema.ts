@@ -13,6 +13,7 @@ export interface RawConfig {
     port: number;
     'management-port': number;
     host: string;
+    'management-host': string;
     'request-timeout': Duration;
     'headers-timeout': Duration;
     'keep-alive-timeout': Duration;
@@ -221,7 +222,8 @@ export const configSchema = section({
   server: section({
     port: port(8080, 'proxy and /iam listen port (0 = any free port)'),
     'management-port': port(9090, 'health, readiness and metrics listen port'),
-    host: text('0.0.0.0', 'listen address of both ports'),
+    host: text('0.0.0.0', 'listen address of the proxy port'),
+    'management-host': text('127.0.0.1', 'listen address of the management port (no authentication: keep it on loopback or a private network)'),
     'request-timeout': duration('30s', 'a client must send its whole request within this (slowloris guard); 0 = off'),
     'headers-timeout': duration('10s', 'a client must send its request headers within this'),
     'keep-alive-timeout': duration('5s', 'idle client connections are closed after this'),

@@ -8,8 +8,10 @@ export interface GatewayConfig {
     port: number;
     /** `server.management-port` / `MANAGEMENT_PORT`: health, readiness, metrics. */
     managementPort: number;
-    /** `server.host`: listen address. */
+    /** `server.host`: listen address of the proxy port. */
     host: string;
+    /** `server.management-host`: listen address of the management port (loopback by default: it has no authentication). */
+    managementHost: string;
     /** `server.request-timeout`: a client must send its whole request within this (slowloris guard). */
     requestTimeoutMs: number;
     /** `server.headers-timeout`: a client must send its headers within this. */

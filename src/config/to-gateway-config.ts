@@ -15,6 +15,7 @@ export function toGatewayConfig(raw: RawConfig, cwd: string, file: string): Gate
       port: server.port,
       managementPort: server['management-port'],
       host: server.host,
+      managementHost: server['management-host'],
       requestTimeoutMs: ms(server['request-timeout'], 'server.request-timeout'),
       headersTimeoutMs: ms(server['headers-timeout'], 'server.headers-timeout'),
       keepAliveTimeoutMs: ms(server['keep-alive-timeout'], 'server.keep-alive-timeout'),

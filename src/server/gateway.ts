@@ -306,6 +306,8 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     const management = createManagementServer({
       registry: metrics.registry,
       isShuttingDown: () => shuttingDown,
+      server: config.server,
+      logger,
       checks: [
         { name: 'database', check: async () => (await repository.ping(), { ok: true, detail: { kind: database.kind } }) },
         { name: 'tokenStore', check: async () => (await store.ping(), { ok: true, detail: { kind: store.kind, eventsConnected: channelUp() } }) },
@@ -356,7 +358,7 @@ async function startTransparent(config: GatewayConfig, logger: Logger, metrics: 
   let shuttingDown = false;
   const server = createProxyServer(config, forwarder.handle);
   server.on('upgrade', forwarder.handleUpgrade);
-  const management = createManagementServer({ registry: metrics.registry, isShuttingDown: () => shuttingDown, checks: [] });
+  const management = createManagementServer({ registry: metrics.registry, isShuttingDown: () => shuttingDown, checks: [], server: config.server, logger });
   logger.warn({}, 'iam.enabled is false: transparent proxy, no /iam endpoints, no token or policy checks');
   return startListening(config, logger, metrics, server, management, {
     services: null,
@@ -378,16 +380,16 @@ async function startListening(
 ): Promise<RunningGateway> {
   const connections = trackConnections(server);
   await listen(server, config.server.port, config.server.host);
-  await listen(management, config.server.managementPort, config.server.host);
+  await listen(management, config.server.managementPort, config.server.managementHost);
   const port = (server.address() as AddressInfo).port;
   const managementPort = (management.address() as AddressInfo).port;
-  const host = config.server.host === '0.0.0.0' || config.server.host === '::' ? '127.0.0.1' : config.server.host;
+  const host = urlHost(config.server.host);
   logger.info({ port, managementPort, upstream: config.upstream.url, enabled: config.iam.enabled }, 'iam-gateway listening');
   let closing: Promise<void> | null = null;
   return {
     url: `http://${host}:${port}`,
     port,
-    managementUrl: `http://${host}:${managementPort}`,
+    managementUrl: `http://${urlHost(config.server.managementHost)}:${managementPort}`,
     managementPort,
     logger,
     metrics,
@@ -408,4 +410,10 @@ async function startListening(
       return closing;
     },
   };
+}
+
+/** The address to reach a listener bound to `host` from this machine (wildcards → loopback; IPv6 in brackets). */
+function urlHost(host: string): string {
+  if (host === '0.0.0.0' || host === '::') return '127.0.0.1';
+  return host.includes(':') ? `[${host}]` : host;
 }

@@ -42,6 +42,7 @@ describe('loadConfig defaults', () => {
         port: 8080,
         managementPort: 9090,
         host: '0.0.0.0',
+        managementHost: '127.0.0.1',
         requestTimeoutMs: 30_000,
         headersTimeoutMs: 10_000,
         keepAliveTimeoutMs: 5_000,
