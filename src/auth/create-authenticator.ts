@@ -15,6 +15,6 @@ export function createAuthenticator(config: GatewayConfig['iam']['authenticator'
       return new HttpAuthenticator(config.url, config.timeoutMs);
     case 'module':
       if (!config.module) throw new Error('config: iam.authenticator.module is required for type module');
-      return new ModuleAuthenticator(config.module);
+      return new ModuleAuthenticator(config.module, config.timeoutMs);
   }
 }

@@ -3,10 +3,13 @@ import { ProblemError } from '../problem';
 import type { AuthenticationOutcome, IdentityAuthenticator, LoginRequest } from './authenticator';
 import { checkAuthenticatedIdentity } from './identity-validation';
 
+/** The largest answer read from the credential check (an identity with projected profiles fits easily). */
+export const AUTHENTICATOR_ANSWER_LIMIT = 64 * 1024;
+
 /**
  * `http` authenticator (design.md §6.1): POSTs the login to the host's own credential check.
- * 200 with an identity = accepted; 401/403 = rejected; anything else, or no answer, is
- * 502 IAM_AUTHENTICATOR_UNAVAILABLE — never a login.
+ * 200 with an identity = accepted; 401/403 = rejected; anything else, no answer within the timeout, or an
+ * answer larger than {@link AUTHENTICATOR_ANSWER_LIMIT}, is 502 IAM_AUTHENTICATOR_UNAVAILABLE — never a login.
  */
 export class HttpAuthenticator implements IdentityAuthenticator {
   readonly type = 'http' as const;
@@ -32,12 +35,13 @@ export class HttpAuthenticator implements IdentityAuthenticator {
       });
       statusCode = response.statusCode;
       if (statusCode === 200) {
-        payload = await response.body.json().catch(() => undefined);
+        payload = await readBounded(response.body);
       } else {
-        await response.body.dump();
+        // dump() reads at most its limit, then destroys the stream.
+        await response.body.dump({ limit: AUTHENTICATOR_ANSWER_LIMIT });
       }
     } catch (error) {
-      throw unavailable('the credential check did not answer', error);
+      throw unavailable(error instanceof AnswerTooLarge ? error.message : 'the credential check did not answer', error);
     }
     if (statusCode === 401) return { kind: 'rejected', reason: 'invalid-credentials' };
     if (statusCode === 403) return { kind: 'rejected', reason: 'disabled' };
@@ -49,6 +53,31 @@ export class HttpAuthenticator implements IdentityAuthenticator {
 
   async close(): Promise<void> {
     await this.agent.close();
+  }
+}
+
+class AnswerTooLarge extends Error {
+  constructor() {
+    super(`the credential check answered more than ${AUTHENTICATOR_ANSWER_LIMIT} bytes`);
+  }
+}
+
+/** The JSON answer, refused past the limit (the stream is destroyed, not drained); undefined when not JSON. */
+async function readBounded(body: AsyncIterable<Buffer> & { destroy(error?: Error): unknown }): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let length = 0;
+  for await (const chunk of body) {
+    length += chunk.length;
+    if (length > AUTHENTICATOR_ANSWER_LIMIT) {
+      body.destroy();
+      throw new AnswerTooLarge();
+    }
+    chunks.push(chunk);
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
+  } catch {
+    return undefined;
   }
 }
 

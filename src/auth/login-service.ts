@@ -36,6 +36,8 @@ export class LoginService {
     const { user, identity: storedIdentity } = await this.deps.repository.ensurePrincipal(identity);
     if (!user.enabled) return this.fail(request, facts, 'user-disabled', identity.userId);
     if (!storedIdentity.enabled || storedIdentity.userId !== identity.userId) return this.fail(request, facts, 'identity-disabled', identity.userId);
+    // The stored identity's domain is the truth (admins and provisioning set it): an authenticator naming another is refused.
+    if (storedIdentity.identityDomain !== identity.identityDomain) return this.fail(request, facts, 'identity-domain-mismatch', identity.userId);
 
     let authorizationVersion = user.authorizationVersion;
     if (identity.profiles && identity.profiles.length > 0) {
@@ -51,7 +53,7 @@ export class LoginService {
     const principal: IamPrincipal = {
       userId: identity.userId,
       identityId: identity.identityId,
-      identityDomain: identity.identityDomain,
+      identityDomain: storedIdentity.identityDomain,
       activeProfileId: selectActiveProfile(profiles, request.clientType)?.profileId ?? null,
       ...(identity.displayName ?? user.displayName ? { displayName: identity.displayName ?? user.displayName ?? undefined } : {}),
       authorizationVersion,
