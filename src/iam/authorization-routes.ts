@@ -112,7 +112,7 @@ export function registerAuthorizationRoutes(router: Router, deps: AuthorizationR
     if (!/^[A-Z]{1,20}$/.test(method)) throw problems.badRequest('X-Forwarded-Method is not a method.');
     const target = normalizeRequestTarget(uri, { allowPathParameters: deps.allowPathParameters, host: undefined });
     if (!target.ok) throw problems.badRequest(target.reason);
-    const outcome = await deps.proxy.authorize({ ...prepared, method, path: target.path, search: target.search }, ctx.req.socket.remoteAddress);
+    const outcome = await deps.proxy.authorize({ ...prepared, method, path: target.path, search: target.search }, prepared.clientAddress ?? undefined);
     if (!outcome.allowed) throw outcome.problem;
     for (const [name, value] of deps.proxy.identityHeadersFor({ ...prepared, method, path: target.path, search: target.search }, outcome) ?? []) ctx.set(name, value);
     ctx.set('X-Request-Id', prepared.requestId);

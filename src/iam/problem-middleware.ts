@@ -17,7 +17,7 @@ export function problemMiddleware(logger: Logger): Middleware {
       if (ctx.status === 404 && ctx.body === undefined) throw new ProblemError('IAM_NOT_FOUND', `No endpoint ${ctx.method} ${ctx.path}.`);
     } catch (error) {
       const problem = mapError(error);
-      if (problem.status >= 500) logger.error({ err: error, requestId: stateOf(ctx).prepared?.requestId }, 'iam: request failed');
+      if (problem.status >= 500) logger.error({ err: error, requestId: stateOf(ctx).prepared?.requestId, clientAddress: stateOf(ctx).prepared?.clientAddress }, 'iam: request failed');
       ctx.status = problem.status;
       ctx.set('Cache-Control', 'no-store');
       for (const [name, value] of Object.entries(problem.headers)) ctx.set(name, value);
