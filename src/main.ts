@@ -3,6 +3,7 @@ import { ProvisioningFileError, readProvisioningFile } from './admin/provisionin
 import { hashPassword } from './auth/password-hash';
 import { runPolicyCommand } from './cli/policy-command';
 import { ConfigError, loadConfig } from './config';
+import { DURATION_EXAMPLES, tryParseDuration } from './config/durations';
 import type { GatewayConfig } from './config/gateway-config';
 import { createOrm } from './persistence/orm';
 import { startEmbeddedDatabaseProcess } from './persistence/embedded-database-process';
@@ -24,6 +25,7 @@ const USAGE = `usage: iam-gateway <command>
   provision FILE [--overwrite]  create what a provisioning file describes and the database lacks;
                               --overwrite also updates existing objects to match (audited, actor provisioning)
   tokens purge                delete every token-store key under iam.token.store-prefix
+  audit purge [--older-than DURATION]  delete audit events older than DURATION (default iam.audit.retention)
   hash-password [PASSWORD]    print an argon2id hash for a users file (reads stdin when no argument)
 
 Configuration: IAM_CONFIG (default config/default.yaml) plus environment overrides; see README.`;
@@ -43,6 +45,8 @@ export async function main(argv: string[]): Promise<number> {
         return await provision(rest);
       case 'tokens':
         return await tokens(rest[0]);
+      case 'audit':
+        return await auditCommand(rest);
       case 'hash-password':
         process.stdout.write(`${await hashPassword(rest[0] ?? readFileSync(0, 'utf8').replace(/\r?\n$/, ''))}\n`);
         return 0;
@@ -154,6 +158,32 @@ async function tokens(action: string | undefined): Promise<number> {
     return 0;
   } finally {
     await store.close();
+  }
+}
+
+async function auditCommand(args: string[]): Promise<number> {
+  const usage = 'usage: iam-gateway audit purge [--older-than DURATION]   (e.g. 90d; default iam.audit.retention)\n';
+  const [action, ...options] = args;
+  const flag = options[0]?.startsWith('--older-than=') ? options[0].slice('--older-than='.length) : options[0] === '--older-than' ? options[1] : undefined;
+  const expected = options[0] === undefined ? 0 : options[0] === '--older-than' ? 2 : 1;
+  if (action !== 'purge' || options.length !== expected || (options.length > 0 && flag === undefined)) {
+    process.stderr.write(usage);
+    return 2;
+  }
+  const config = loadConfig();
+  const olderThanMs = flag === undefined ? config.iam.audit.retentionMs : tryParseDuration(flag);
+  if (olderThanMs === undefined || olderThanMs <= 0) {
+    process.stderr.write(flag === undefined ? 'audit purge: iam.audit.retention is 0 (keep forever); pass --older-than DURATION\n' : `audit purge: --older-than must be a duration above zero (${DURATION_EXAMPLES})\n`);
+    return 2;
+  }
+  const before = new Date(Date.now() - olderThanMs);
+  const database = await openDatabase(config);
+  try {
+    const deleted = await database.repository.purgeAudit(before);
+    process.stdout.write(`audit: deleted ${deleted} events that occurred before ${before.toISOString()}\n`);
+    return 0;
+  } finally {
+    await database.close();
   }
 }
 

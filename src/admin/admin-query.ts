@@ -1,4 +1,5 @@
 import type { ParsedUrlQuery } from 'node:querystring';
+import { isStorableText } from '../iam/validate-body';
 import { problems } from '../problem';
 import type { AuditListParams, UserListParams } from './admin-service';
 
@@ -25,6 +26,7 @@ class QueryReader {
     if (value === undefined) return null;
     if (Array.isArray(value)) return this.fail(name, 'must be given once');
     if (value.length === 0 || value.length > MAX_TEXT) return this.fail(name, `must be 1 to ${MAX_TEXT} characters`);
+    if (!isStorableText(value)) return this.fail(name, 'must not contain control characters or lone surrogates');
     return value;
   }
 

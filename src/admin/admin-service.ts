@@ -10,6 +10,7 @@ import {
   type VersionPrecondition,
 } from '../persistence/admin-repository';
 import { ESCALATION_RULE } from '../persistence/admin-escalation';
+import { isStorableText } from '../iam/validate-body';
 import type { IamRepository } from '../persistence/iam-repository';
 import type { AuditEventRecord, IdentityRecord, ProfileRecord, TemplateRecord, UserRecord } from '../persistence/records';
 import { ProblemError, problems } from '../problem';
@@ -58,8 +59,12 @@ export interface AdminServiceDeps {
 export const encodeCursor = (key: string): string => Buffer.from(key, 'utf8').toString('base64url');
 export function decodeCursor(cursor: string): string | null {
   const key = Buffer.from(cursor, 'base64url').toString('utf8');
-  return key.length > 0 && encodeCursor(key) === cursor ? key : null;
+  return key.length > 0 && encodeCursor(key) === cursor && isStorableText(key) ? key : null;
 }
+
+/** The largest audit id (a PostgreSQL bigint); a larger cursor names no row and is refused, not sent. */
+const MAX_AUDIT_ID = 9223372036854775807n;
+const isAuditId = (key: string): boolean => /^[0-9]{1,19}$/.test(key) && BigInt(key) <= MAX_AUDIT_ID;
 
 /**
  * The admin API's rules (issue 5), without HTTP: validates what the schemas cannot, writes through the
@@ -170,7 +175,7 @@ export class AdminService {
   /** Newest first; buffered request-path events (logins, revocations) are written first so they are listed. */
   async listAudit(params: AuditListParams): Promise<Page<AuditEventRecord>> {
     const before = params.cursor === null ? null : decodeCursor(params.cursor);
-    if (params.cursor !== null && (before === null || !/^[0-9]{1,19}$/.test(before))) {
+    if (params.cursor !== null && (before === null || !isAuditId(before))) {
       throw problems.validation([{ pointer: '/cursor', message: 'is not a cursor of this list' }], 'The query is not valid.');
     }
     await this.deps.audit.flush();

@@ -1,16 +1,32 @@
 import type { Logger } from '../observability/logger';
-import type { IamRepository } from '../persistence/iam-repository';
+import { DatabaseUnavailableError, type IamRepository } from '../persistence/iam-repository';
 import type { AuditEventRecord } from '../persistence/records';
+import type { AuditSpool } from './audit-spool';
+import { AnonymousDenialLimit, capEvent, describeFailure } from './audit-limits';
 
 /** What a caller tells the audit trail; `occurredAt` defaults to now. */
 export type AuditInput = Omit<AuditEventRecord, 'occurredAt' | 'id' | 'details' | 'targetType' | 'targetId' | 'decisionId' | 'clientAddress' | 'requestId'> &
   Partial<Pick<AuditEventRecord, 'occurredAt' | 'details' | 'targetType' | 'targetId' | 'decisionId' | 'clientAddress' | 'requestId'>>;
+
+export interface AuditTrailOptions {
+  flushIntervalMs: number;
+  maxBuffered?: number;
+  /** Where unwritten events go at stop, replayed at start; null = none (events still buffered are lost, loudly). */
+  spool?: AuditSpool | null;
+  /** Audit rows per minute for anonymous denials of undeclared routes (the rest are counted). */
+  anonymousDenialsPerMinute?: number;
+  /** How long `close()` tries to write before spooling. */
+  closeWriteMs?: number;
+}
 
 /**
  * The audit trail for events raised on request paths (logins, session changes, denials). Events are
  * buffered and written in batches off the request path, so a proxied request never waits for the database;
  * `flush()` writes what is buffered (before reading the trail, and at shutdown). If the database is
  * unreachable the batch is kept and retried; the buffer is bounded and says in the log what it dropped.
+ * A batch the database refuses for its content is written event by event: the refused event is dropped
+ * and reported once (its action and request id, never its values or the SQL), the others are stored.
+ * At stop, what cannot be written is spooled to a local file and written at the next start.
  * Admin changes do not come through here: they are written in the same transaction as the change.
  */
 export class AuditTrail {
@@ -18,54 +34,71 @@ export class AuditTrail {
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> | null = null;
   private dropped = 0;
+  private unavailableSince: number | null = null;
+  private spooledFiles: string[] = [];
+  /** The batch being written now (spooled if the stop cannot wait for it). */
+  private inFlight: AuditEventRecord[] = [];
+  private readonly anonymous: AnonymousDenialLimit;
+  private readonly maxBuffered: number;
 
   constructor(
     private readonly repository: Pick<IamRepository, 'insertAudit'>,
     private readonly logger: Logger,
-    private readonly flushIntervalMs: number,
-    private readonly maxBuffered = 50_000,
-  ) {}
+    private readonly options: AuditTrailOptions,
+  ) {
+    this.maxBuffered = options.maxBuffered ?? 50_000;
+    this.anonymous = new AnonymousDenialLimit(options.anonymousDenialsPerMinute ?? 60);
+  }
 
+  /** Claims the events spooled by earlier stops; they are written with the next flush. */
   start(): void {
-    if (this.timer || this.flushIntervalMs <= 0) return;
-    this.timer = setInterval(() => void this.flush(), this.flushIntervalMs);
+    if (this.options.spool) this.spooledFiles = this.options.spool.claim();
+    if (this.timer || this.options.flushIntervalMs <= 0) return;
+    this.timer = setInterval(() => void this.flush(), this.options.flushIntervalMs);
     this.timer.unref();
   }
 
   record(input: AuditInput): void {
-    const event: AuditEventRecord = {
-      occurredAt: new Date(),
-      targetType: null,
-      targetId: null,
-      decisionId: null,
-      clientAddress: null,
-      requestId: null,
-      details: null,
-      ...input,
-    };
+    this.push(
+      capEvent({
+        occurredAt: new Date(),
+        targetType: null,
+        targetId: null,
+        decisionId: null,
+        clientAddress: null,
+        requestId: null,
+        details: null,
+        ...input,
+      }),
+    );
+  }
+
+  /**
+   * An anonymous request to a route no policy declares (scanners): recorded like any event up to
+   * `anonymousDenialsPerMinute`, then only counted; the count is written as one `authz.deny.suppressed` row.
+   */
+  recordAnonymousDenial(input: AuditInput): void {
+    if (this.anonymous.admit(Date.now())) this.record(input);
+  }
+
+  private push(event: AuditEventRecord): void {
     if (this.buffer.length >= this.maxBuffered) {
       this.buffer.shift();
       this.dropped++;
     }
     this.buffer.push(event);
-    if (this.flushIntervalMs <= 0) void this.flush();
+    if (this.options.flushIntervalMs <= 0) void this.flush();
   }
 
   /** Writes everything buffered so far; resolves when it is stored (or failed and was kept for a retry). */
   async flush(): Promise<void> {
     while (this.flushing) await this.flushing;
-    if (this.buffer.length === 0) return;
-    const batch = this.buffer;
-    this.buffer = [];
-    this.flushing = this.repository
-      .insertAudit(batch)
-      .catch((error: unknown) => {
-        this.logger.warn({ err: error, events: batch.length }, 'audit: write failed, keeping events for a retry');
-        this.buffer = batch.concat(this.buffer).slice(-this.maxBuffered);
-      })
-      .finally(() => {
-        this.flushing = null;
-      });
+    const summary = this.anonymous.takeSummary(Date.now());
+    if (summary) this.push(summary);
+    if (this.buffer.length === 0 && this.spooledFiles.length === 0) return;
+    this.flushing = this.writeAll().finally(() => {
+      this.flushing = null;
+    });
     await this.flushing;
     if (this.dropped > 0) {
       this.logger.error({ dropped: this.dropped }, 'audit: buffer was full, oldest events dropped');
@@ -73,9 +106,87 @@ export class AuditTrail {
     }
   }
 
+  private async writeAll(): Promise<void> {
+    while (this.spooledFiles.length > 0) {
+      const path = this.spooledFiles[0]!;
+      const { events, unreadable } = this.options.spool!.read(path);
+      if (unreadable > 0) this.logger.error({ file: path, unreadable }, 'audit: spooled lines could not be read, skipped');
+      if ((await this.write(events)).length > 0) return; // database unavailable: the file stays claimed
+      this.options.spool!.remove(path);
+      this.spooledFiles.shift();
+      this.logger.info({ file: path, events: events.length }, 'audit: spooled events written');
+    }
+    const batch = this.buffer;
+    this.buffer = [];
+    this.inFlight = batch;
+    try {
+      const unwritten = await this.write(batch);
+      if (unwritten.length > 0) this.buffer = unwritten.concat(this.buffer).slice(-this.maxBuffered);
+    } finally {
+      this.inFlight = [];
+    }
+  }
+
+  /** Writes `events`; returns those kept for a retry (the database is unavailable), in order. */
+  private async write(events: AuditEventRecord[]): Promise<AuditEventRecord[]> {
+    if (events.length === 0) return [];
+    try {
+      await this.repository.insertAudit(events);
+      this.available();
+      return [];
+    } catch (error) {
+      if (this.unavailable(error, events.length)) return events;
+    }
+    // The database refused the batch for its content: find the event(s) it refuses, keep the rest.
+    for (let i = 0; i < events.length; i++) {
+      const event = events[i]!;
+      try {
+        await this.repository.insertAudit([event]);
+      } catch (error) {
+        if (this.unavailable(error, events.length - i)) return events.slice(i);
+        this.logger.error(
+          { action: event.action, requestId: event.requestId, occurredAt: event.occurredAt, failure: describeFailure(error) },
+          'audit: the database refused an event; it is dropped',
+        );
+      }
+    }
+    this.available();
+    return [];
+  }
+
+  private unavailable(error: unknown, events: number): boolean {
+    if (!(error instanceof DatabaseUnavailableError)) return false;
+    // Logged when the outage starts, not at every retry, and without the SQL or its values.
+    if (this.unavailableSince === null) {
+      this.unavailableSince = Date.now();
+      this.logger.warn({ events, failure: describeFailure(error) }, 'audit: database unavailable, keeping events for a retry');
+    }
+    return true;
+  }
+
+  private available(): void {
+    if (this.unavailableSince === null) return;
+    this.logger.info({ unavailableMs: Date.now() - this.unavailableSince }, 'audit: database available again, buffered events written');
+    this.unavailableSince = null;
+  }
+
+  /**
+   * Writes what is buffered (trying for `closeWriteMs`), then spools what is still unwritten. Throws when
+   * events could be neither written nor spooled, so the stop is not reported as clean.
+   */
   async close(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
-    await this.flush();
+    const summary = this.anonymous.takeSummary(Date.now(), true);
+    if (summary) this.push(summary);
+    const written = this.flush().then(() => true);
+    const settled = await Promise.race([written, new Promise<false>((resolve) => setTimeout(() => resolve(false), this.options.closeWriteMs ?? 1500).unref())]);
+    // A write still in flight is spooled too: at least once, never lost.
+    const pending = settled ? this.buffer : this.inFlight.concat(this.buffer);
+    this.buffer = [];
+    if (pending.length === 0) return;
+    if (!this.options.spool) throw new Error(`audit: ${pending.length} events could not be written and no spool directory is configured; they are lost`);
+    const path = this.options.spool.write(pending);
+    this.logger.warn({ events: pending.length, file: path }, 'audit: database unavailable at stop; events spooled, written at the next start');
   }
 }

@@ -19,6 +19,12 @@ export interface AuthenticatedIdentity {
   profiles?: ProjectedProfiles;
 }
 
+/** What the gateway knows about a login besides its body (not sent to a host's authenticator). */
+export interface LoginContext {
+  /** The client's address (trusted-proxy rule): the password queue serves addresses in turn. */
+  clientAddress: string | null;
+}
+
 export type AuthenticationOutcome =
   | { kind: 'accepted'; identity: AuthenticatedIdentity }
   | { kind: 'rejected'; reason: 'invalid-credentials' | 'disabled' };
@@ -30,6 +36,6 @@ export type AuthenticationOutcome =
  */
 export interface IdentityAuthenticator {
   readonly type: 'users-file' | 'http' | 'module';
-  authenticate(request: LoginRequest): Promise<AuthenticationOutcome>;
+  authenticate(request: LoginRequest, context?: LoginContext): Promise<AuthenticationOutcome>;
   close?(): Promise<void>;
 }

@@ -5,7 +5,7 @@ import type { ProfileRecord } from '../persistence/records';
 import { ProblemError, problems } from '../problem';
 import type { AuthenticationResult, RequestFacts, SessionService, VerifiedSession } from '../sessions/session-service';
 import type { TokenStore } from '../sessions/token-store';
-import type { IdentityAuthenticator, LoginRequest } from './authenticator';
+import type { AuthenticationOutcome, IdentityAuthenticator, LoginRequest } from './authenticator';
 import type { LoginRateLimiter } from './login-rate-limiter';
 import type { IamPrincipal } from './principal';
 
@@ -27,9 +27,15 @@ export class LoginService {
   constructor(private readonly deps: LoginServiceDeps) {}
 
   async login(request: LoginRequest, facts: RequestFacts): Promise<AuthenticationResult> {
-    const address = facts.clientAddress ?? 'unknown';
-    await this.deps.rateLimiter.check(request.username, address);
-    const outcome = await this.deps.authenticator.authenticate(request);
+    const attempt = await this.deps.rateLimiter.acquire(request.username, facts.clientAddress ?? 'unknown');
+    let outcome: AuthenticationOutcome;
+    try {
+      outcome = await this.deps.authenticator.authenticate(request, { clientAddress: facts.clientAddress });
+    } catch (error) {
+      // A full password queue checked nothing: the attempt is given back.
+      if (error instanceof ProblemError && error.code === 'IAM_BUSY') await attempt.notTried();
+      throw error;
+    }
     if (outcome.kind === 'rejected') return this.fail(request, facts, outcome.reason, null);
 
     const identity = outcome.identity;
@@ -59,7 +65,7 @@ export class LoginService {
       authorizationVersion,
     };
     const result = await this.deps.sessions.issue(principal, request.clientType, facts);
-    await this.deps.rateLimiter.recordSuccess(request.username, address);
+    await attempt.succeeded();
     this.deps.audit.record({
       action: 'auth.login',
       actorUserId: principal.userId,
@@ -108,8 +114,8 @@ export class LoginService {
     return result;
   }
 
+  /** The attempt already counted against the limits (taken before the check); it keeps its units. */
   private async fail(request: LoginRequest, facts: RequestFacts, reason: string, userId: string | null): Promise<never> {
-    await this.deps.rateLimiter.recordFailure(request.username, facts.clientAddress ?? 'unknown');
     this.deps.audit.record({
       action: 'auth.login.failed',
       actorUserId: userId,

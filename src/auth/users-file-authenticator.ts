@@ -1,7 +1,7 @@
 import Ajv from 'ajv';
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
-import type { AuthenticationOutcome, IdentityAuthenticator, LoginRequest } from './authenticator';
+import type { AuthenticationOutcome, IdentityAuthenticator, LoginContext, LoginRequest } from './authenticator';
 import { IDENTIFIER_PATTERN } from './identity-validation';
 import { dummyPasswordHash } from './password-hash';
 import { PasswordVerifierPool } from './password-verifier-pool';
@@ -78,9 +78,9 @@ export class UsersFileAuthenticator implements IdentityAuthenticator {
     this.passwords = passwords;
   }
 
-  async authenticate(request: LoginRequest): Promise<AuthenticationOutcome> {
+  async authenticate(request: LoginRequest, context?: LoginContext): Promise<AuthenticationOutcome> {
     const entry = this.users.get(request.username.toLowerCase());
-    const passwordMatches = await this.passwords.verify(entry?.passwordHash ?? (await dummyPasswordHash()), request.password);
+    const passwordMatches = await this.passwords.verify(entry?.passwordHash ?? (await dummyPasswordHash()), request.password, context?.clientAddress ?? '');
     if (!entry || !passwordMatches) return { kind: 'rejected', reason: 'invalid-credentials' };
     if (entry.enabled === false) return { kind: 'rejected', reason: 'disabled' };
     return {

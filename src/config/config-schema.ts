@@ -51,7 +51,7 @@ export interface RawConfig {
     };
     schema: { 'history-table': string };
     'client-types': string[];
-    login: { 'rate-limit': { 'max-failures': number; window: Duration } };
+    login: { 'rate-limit': { 'max-failures': number; 'max-failures-per-address': number; window: Duration }; 'max-pending-verifications': number };
     authenticator: {
       type: 'users-file' | 'http' | 'module';
       path?: string | null;
@@ -75,7 +75,7 @@ export interface RawConfig {
       'max-age': number;
       credentials: boolean;
     };
-    audit: { 'flush-interval': Duration };
+    audit: { 'flush-interval': Duration; 'spool-dir': string; retention: Duration; 'anonymous-denials-per-minute': number };
   };
 }
 
@@ -281,9 +281,11 @@ export const configSchema = section({
     },
     login: section({
       'rate-limit': section({
-        'max-failures': integer(10, 1, MAX, 'failed logins per username+IP within the window, then 429'),
+        'max-failures': integer(10, 1, MAX, 'login attempts per username+IP within the window that may fail, then 429'),
+        'max-failures-per-address': integer(100, 1, MAX, 'failed logins per client IP (any username, unknown ones too) within the window, then 429'),
         window: duration('15m', 'window of the login rate limit', true),
       }),
+      'max-pending-verifications': integer(64, 1, MAX, 'password verifications queued or running at once; beyond it 503 IAM_BUSY'),
     }),
     authenticator: section({
       type: {
@@ -332,6 +334,9 @@ export const configSchema = section({
     }),
     audit: section({
       'flush-interval': duration('1s', 'audit events are written in batches this often', true),
+      'spool-dir': text('.data/audit-spool', 'where audit events not yet written at stop are kept, replayed at the next start (relative to the working directory)'),
+      retention: duration('0', 'audit events older than this are deleted (hourly, and by `audit purge`); 0 = kept forever'),
+      'anonymous-denials-per-minute': integer(60, 0, MAX, 'audit rows per minute for anonymous requests to undeclared routes; the rest are counted in one summary row'),
     }),
   }),
 }) satisfies JSONSchemaType<RawConfig>;

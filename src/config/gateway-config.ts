@@ -72,7 +72,7 @@ export interface GatewayConfig {
     };
     schema: { historyTable: string };
     clientTypes: string[];
-    login: { rateLimit: { maxFailures: number; windowMs: number } };
+    login: { rateLimit: { maxFailures: number; maxFailuresPerAddress: number; windowMs: number }; maxPendingVerifications: number };
     authenticator: {
       type: 'users-file' | 'http' | 'module';
       path: string | null;
@@ -119,7 +119,7 @@ export interface GatewayConfig {
       maxAgeSeconds: number;
       credentials: boolean;
     };
-    audit: { flushIntervalMs: number };
+    audit: { flushIntervalMs: number; spoolDir: string; retentionMs: number; anonymousDenialsPerMinute: number };
   };
   /** Absolute path of the file the configuration came from (for resolving relative paths). */
   source: { file: string; directory: string };

@@ -62,8 +62,10 @@ export function toGatewayConfig(raw: RawConfig, cwd: string, file: string): Gate
       login: {
         rateLimit: {
           maxFailures: iam.login['rate-limit']['max-failures'],
+          maxFailuresPerAddress: iam.login['rate-limit']['max-failures-per-address'],
           windowMs: ms(iam.login['rate-limit'].window, 'iam.login.rate-limit.window'),
         },
+        maxPendingVerifications: iam.login['max-pending-verifications'],
       },
       authenticator: {
         type: authenticator.type,
@@ -101,7 +103,12 @@ export function toGatewayConfig(raw: RawConfig, cwd: string, file: string): Gate
         maxAgeSeconds: cors['max-age'],
         credentials: cors.credentials,
       },
-      audit: { flushIntervalMs: ms(iam.audit['flush-interval'], 'iam.audit.flush-interval') },
+      audit: {
+        flushIntervalMs: ms(iam.audit['flush-interval'], 'iam.audit.flush-interval'),
+        spoolDir: fromCwd(iam.audit['spool-dir']),
+        retentionMs: ms(iam.audit.retention, 'iam.audit.retention'),
+        anonymousDenialsPerMinute: iam.audit['anonymous-denials-per-minute'],
+      },
     },
     source: { file, directory: path.dirname(file) },
   };

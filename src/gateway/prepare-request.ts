@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { ProblemError, problems } from '../problem';
+import { clientAddressOf } from './client-address';
 import { inspectRequestHeaders } from './inbound-headers';
+import type { TrustedProxyCheck } from './trusted-proxies';
 import { normalizeRequestTarget } from './normalize-target';
 
 /** A request the gateway agreed to interpret: everything after this step sees only these values. */
@@ -14,11 +16,15 @@ export interface PreparedRequest {
   search: string;
   /** The single Authorization header, if any. */
   authorization: string | null;
+  /** The client's IP address (the trusted-proxy rule of {@link clientAddressOf}); null when unknown. */
+  clientAddress: string | null;
 }
 
 export interface PrepareOptions {
   allowPathParameters: boolean;
   maxUrlLength: number;
+  /** `iam.forward.trusted-proxies`: whose X-Forwarded-For names the client. */
+  isTrustedProxy?: TrustedProxyCheck;
 }
 
 /**
@@ -59,7 +65,14 @@ export function prepareRequest(req: IncomingMessage, options: PrepareOptions): {
   if (!target.ok) return { ok: false, requestId, problem: target.problem };
   return {
     ok: true,
-    request: { requestId, method: req.method ?? 'GET', path: target.path, search: target.search, authorization: inspected.authorization },
+    request: {
+      requestId,
+      method: req.method ?? 'GET',
+      path: target.path,
+      search: target.search,
+      authorization: inspected.authorization,
+      clientAddress: clientAddressOf(req.socket.remoteAddress, req.headers['x-forwarded-for'], options.isTrustedProxy ?? (() => false)),
+    },
   };
 }
 

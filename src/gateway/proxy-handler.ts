@@ -129,13 +129,13 @@ export class ProxyHandler {
     // An uncached grant cannot be loaded while the database is down: 503 with Retry-After, like the store.
     if (error instanceof DatabaseUnavailableError) return { allowed: false, problem: problems.databaseUnavailable(error) };
     const problem = toProblem(error);
-    if (problem.status >= 500) this.deps.logger.error({ err: error, requestId: request.requestId }, 'proxy: authorization failed');
+    if (problem.status >= 500) this.deps.logger.error({ err: error, requestId: request.requestId, clientAddress: request.clientAddress }, 'proxy: authorization failed');
     return { allowed: false, problem };
   }
 
   /** Handles a request that is not for `/iam`; synchronous on the warm path. */
   handle(req: IncomingMessage, res: ServerResponse, request: PreparedRequest, expectContinue = false): void {
-    const outcome = this.authorizeFast(request, req.socket.remoteAddress);
+    const outcome = this.authorizeFast(request, request.clientAddress ?? undefined);
     if (outcome instanceof Promise) void outcome.then((later) => this.respond(req, res, request, expectContinue, later));
     else this.respond(req, res, request, expectContinue, outcome);
   }
@@ -160,7 +160,7 @@ export class ProxyHandler {
       this.deps.metrics.requests.inc({ outcome: 'refused' });
       return;
     }
-    const clientAddress = req.socket.remoteAddress;
+    const clientAddress = request.clientAddress ?? undefined;
     const outcome = await this.authorize(request, clientAddress);
     if (!outcome.allowed) {
       this.deps.metrics.requests.inc({ outcome: outcome.problem.status === 401 ? 'unauthenticated' : 'denied' });
@@ -223,7 +223,9 @@ export class ProxyHandler {
   }
 
   private recordDenial(decision: AuthorizationDecision, request: PreparedRequest, clientAddress: string | undefined): void {
-    this.deps.audit.record({
+    // Anonymous probes of undeclared routes (scanners) are rate-limited in the trail (#11.15).
+    const anonymousProbe = decision.userId === null && decision.failedStep === 'ROUTE_NOT_DECLARED';
+    this.deps.audit[anonymousProbe ? 'recordAnonymousDenial' : 'record']({
       action: 'authz.deny',
       actorUserId: decision.userId,
       targetType: 'route',

@@ -66,7 +66,7 @@ export function registerForwardAuthRoute(router: Router, deps: ForwardAuthDeps):
     }
 
     const request = { ...prepared, method, path: target.path, search: target.search };
-    const outcome = await deps.proxy.authorize(request, ctx.req.socket.remoteAddress);
+    const outcome = await deps.proxy.authorize(request, prepared.clientAddress ?? undefined);
     if (!outcome.allowed) throw outcome.problem;
     for (const [name, value] of deps.proxy.identityHeadersFor(request, outcome) ?? []) ctx.set(name, value);
     ctx.set('X-Request-Id', prepared.requestId);

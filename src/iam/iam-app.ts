@@ -6,6 +6,7 @@ import type { OutageLog } from '../observability/outage-log';
 import { ProblemError } from '../problem';
 import { PREPARED_REQUEST, stateOf, type RequestWithPrepared } from './iam-context';
 import { problemMiddleware } from './problem-middleware';
+import { assertStorable } from './validate-body';
 
 /**
  * The gateway's own endpoints under `/iam` (a Koa app; the proxy path does not go through Koa).
@@ -33,6 +34,11 @@ export function createIamApp(options: { logger: Logger; outages?: OutageLog; bod
       jsonLimit: options.bodyLimit,
     }),
   );
+  // Every body, before any route: strings PostgreSQL cannot store (NUL...) are refused here, once.
+  app.use(async (ctx, next) => {
+    assertStorable(ctx.request.body);
+    await next();
+  });
   const router = new Router({ prefix: '/iam' });
   options.register(router);
   app.use(router.routes());

@@ -28,7 +28,7 @@ export function callerOf(ctx: Context): VerifiedSession {
 export function factsOf(ctx: Context): RequestFacts {
   return {
     requestId: stateOf(ctx).prepared.requestId,
-    clientAddress: ctx.req.socket.remoteAddress ?? null,
+    clientAddress: stateOf(ctx).prepared.clientAddress,
     userAgent: ctx.get('user-agent') || null,
   };
 }

@@ -21,7 +21,7 @@ export function problemMiddleware(logger: Logger, outages?: OutageLog): Middlewa
       const dependency = unavailable(error);
       // An outage is logged as a state change with counts (outage-log.ts), not once per answer.
       if (dependency && outages) outages.failed(dependency, error);
-      else if (problem.status >= 500) logger.error({ err: error, requestId: stateOf(ctx).prepared?.requestId }, 'iam: request failed');
+      else if (problem.status >= 500) logger.error({ err: error, requestId: stateOf(ctx).prepared?.requestId, clientAddress: stateOf(ctx).prepared?.clientAddress }, 'iam: request failed');
       ctx.status = problem.status;
       ctx.set('Cache-Control', 'no-store');
       for (const [name, value] of Object.entries(problem.headers)) ctx.set(name, value);

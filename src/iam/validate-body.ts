@@ -37,3 +37,44 @@ export function toPointerErrors(errors: ErrorObject[]): Array<{ pointer: string;
   }
   return out;
 }
+
+/**
+ * C0 controls (NUL included), DEL: PostgreSQL refuses NUL in text and `\u0000` in jsonb, and none of them
+ * has a place in a name, an id or a reason. Lone surrogates are refused too (jsonb rejects them).
+ */
+const UNSTORABLE = /[\u0000-\u001f\u007f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** True when a string can be stored as it is: no control character, no lone surrogate. */
+export function isStorableText(text: string): boolean {
+  return !UNSTORABLE.test(text);
+}
+
+/**
+ * JSON pointers (RFC 6901) of every string in `value`, keys included, that {@link isStorableText} refuses;
+ * at most `limit` of them.
+ */
+export function unstorableStrings(value: unknown, pointer = '', out: string[] = [], limit = 20): string[] {
+  if (out.length >= limit) return out;
+  if (typeof value === 'string') {
+    if (!isStorableText(value)) out.push(pointer || '/');
+  } else if (Array.isArray(value)) {
+    value.forEach((item, index) => unstorableStrings(item, `${pointer}/${index}`, out, limit));
+  } else if (value !== null && typeof value === 'object') {
+    for (const [key, item] of Object.entries(value)) {
+      const escaped = isStorableText(key) ? key.replace(/~/g, '~0').replace(/\//g, '~1') : encodeURIComponent(key);
+      if (!isStorableText(key) && out.length < limit) out.push(`${pointer}/${escaped}`);
+      unstorableStrings(item, `${pointer}/${escaped}`, out, limit);
+    }
+  }
+  return out;
+}
+
+/**
+ * The one check every /iam request body goes through (the app runs it after parsing, before any route):
+ * 400 IAM_VALIDATION_FAILED naming each string with a control character or a lone surrogate.
+ */
+export function assertStorable(body: unknown): void {
+  const pointers = unstorableStrings(body);
+  if (pointers.length === 0) return;
+  throw problems.validation(pointers.map((pointer) => ({ pointer, message: 'must not contain control characters (U+0000–U+001F, U+007F) or lone surrogates' })));
+}

@@ -45,6 +45,8 @@ export interface IamRepository {
 
   insertAudit(events: AuditEventRecord[]): Promise<void>;
   findAuditByDecisionId(decisionId: string): Promise<AuditEventRecord | null>;
+  /** Deletes audit events that occurred before `before` (retention); resolves how many. */
+  purgeAudit(before: Date): Promise<number>;
 
   /**
    * Applies a provisioning document idempotently in one transaction: a second run with the same

@@ -204,6 +204,22 @@ export class MikroOrmIamRepository implements IamRepository {
     });
   }
 
+  purgeAudit(before: Date): Promise<number> {
+    return this.run(async (em) => {
+      let deleted = 0;
+      // In batches, so a first purge of a large trail never holds one huge transaction.
+      for (;;) {
+        const rows = await em.execute<Array<{ count: string | number }>>(
+          'with gone as (delete from iam_audit_events where id in (select id from iam_audit_events where occurred_at < ? limit 10000) returning 1) select count(*) as count from gone',
+          [before],
+        );
+        const count = Number(rows[0]?.count ?? 0);
+        deleted += count;
+        if (count < 10000) return deleted;
+      }
+    });
+  }
+
   applyProvisioning(document: ProvisioningDocument, options?: ProvisioningOptions): Promise<ProvisioningSummary> {
     return this.run((em) => em.transactional((tx) => applyProvisioningDocument(tx, document, options)));
   }

@@ -26,6 +26,7 @@ export const PROBLEM_CATALOG = {
   IAM_AUTHENTICATOR_UNAVAILABLE: { status: 502, title: 'Authenticator unavailable' },
   IAM_STORE_UNAVAILABLE: { status: 503, title: 'Token store unavailable' },
   IAM_DATABASE_UNAVAILABLE: { status: 503, title: 'Database unavailable' },
+  IAM_BUSY: { status: 503, title: 'Too busy' },
   IAM_UPSTREAM_TIMEOUT: { status: 504, title: 'Upstream timeout' },
 } as const;
 

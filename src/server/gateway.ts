@@ -2,6 +2,8 @@ import Router from '@koa/router';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { readProvisioningFile } from '../admin/provisioning-file';
+import { AuditRetention } from '../audit/audit-retention';
+import { AuditSpool } from '../audit/audit-spool';
 import { AuditTrail } from '../audit/audit-trail';
 import { createAuthenticator } from '../auth/create-authenticator';
 import { LoginRateLimiter } from '../auth/login-rate-limiter';
@@ -151,9 +153,16 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     const cache = config.iam.token.cache.enabled ? new SessionCache(config.iam.token.cache.maxEntries, channelUp, config.iam.token.cache.revalidateMs) : null;
     if (cache) metrics.observeSessionCache(() => cache.size);
     const grants = new GrantProvider({ repository, maxEntries: config.iam.authz.abilityCacheSize, trustCache: channelUp });
-    const audit = new AuditTrail(repository, logger, config.iam.audit.flushIntervalMs);
+    const audit = new AuditTrail(repository, logger, {
+      flushIntervalMs: config.iam.audit.flushIntervalMs,
+      spool: new AuditSpool(config.iam.audit.spoolDir),
+      anonymousDenialsPerMinute: config.iam.audit.anonymousDenialsPerMinute,
+    });
     audit.start();
     cleanups.push(() => audit.close());
+    const retention = new AuditRetention(repository, logger, config.iam.audit.retentionMs);
+    retention.start();
+    cleanups.push(() => retention.close());
     const lastSeen = new LastSeenTracker(repository, logger);
     lastSeen.start();
     cleanups.push(() => lastSeen.close());
@@ -191,7 +200,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     const resolvers = new ResourceResolverClient();
     cleanups.push(() => resolvers.close());
     const engine = new DecisionEngine({ grants, resolvers });
-    const authenticator = createAuthenticator(config.iam.authenticator);
+    const authenticator = createAuthenticator(config.iam.authenticator, { maxPendingVerifications: config.iam.login.maxPendingVerifications });
     if (authenticator.close) cleanups.push(() => authenticator.close!());
     const login = new LoginService({
       authenticator,
@@ -200,9 +209,10 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       store,
       audit,
       logger,
-      rateLimiter: new LoginRateLimiter(store, config.iam.login.rateLimit.maxFailures, config.iam.login.rateLimit.windowMs),
+      rateLimiter: new LoginRateLimiter(store, config.iam.login.rateLimit),
     });
 
+    const isTrustedProxy = compileTrustedProxies(config.iam.forward.trustedProxies);
     const assertion = config.iam.forward.assertion;
     const signer = assertion.enabled ? new AssertionSigner(assertion) : null;
     if (signer && !assertion.keyFile) logger.warn({}, 'assertion: no iam.forward.assertion.key-file; signing with a key generated at start (verifiable on this instance only)');
@@ -218,7 +228,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       audit,
       metrics,
       logger,
-      isTrustedProxy: compileTrustedProxies(config.iam.forward.trustedProxies),
+      isTrustedProxy,
       signAssertion: signer ? (decision, session, method, path, requestId) => signer.sign(decision, session, method, path, requestId) : null,
     });
 
@@ -254,7 +264,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     });
     const iamCallback = iamApp.callback();
 
-    const prepareOptions = { allowPathParameters: config.iam.gateway.allowPathParameters, maxUrlLength: config.server.maxUrlLength };
+    const prepareOptions = { allowPathParameters: config.iam.gateway.allowPathParameters, maxUrlLength: config.server.maxUrlLength, isTrustedProxy };
     const onRequest = (req: IncomingMessage, res: ServerResponse, expectContinue: boolean): void => {
       const prepared = prepareRequest(req, prepareOptions);
       if (!prepared.ok) {

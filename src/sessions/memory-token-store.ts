@@ -174,6 +174,31 @@ export class MemoryTokenStore implements TokenStore {
     return { count: counter.count, resetInMs: counter.windowEndsAtMs - now };
   }
 
+  /** One synchronous step: no other call can run between the check and the increment. */
+  async takeCounters(keys: readonly string[], limits: readonly number[], windowMs: number): Promise<{ allowed: boolean; resetInMs: number }> {
+    this.assertOpen();
+    const now = Date.now();
+    for (let i = 0; i < keys.length; i++) {
+      const counter = this.counters.get(keys[i]!);
+      if (counter && now < counter.windowEndsAtMs && counter.count >= limits[i]!) return { allowed: false, resetInMs: counter.windowEndsAtMs - now };
+    }
+    for (const key of keys) {
+      let counter = this.counters.get(key);
+      if (!counter || now >= counter.windowEndsAtMs) {
+        counter = { count: 0, windowEndsAtMs: now + windowMs };
+        this.counters.set(key, counter);
+      }
+      counter.count += 1;
+    }
+    return { allowed: true, resetInMs: 0 };
+  }
+
+  async releaseCounter(key: string): Promise<void> {
+    this.assertOpen();
+    const counter = this.counters.get(key);
+    if (counter && counter.count > 0) counter.count -= 1;
+  }
+
   async peek(key: string): Promise<{ count: number; resetInMs: number }> {
     this.assertOpen();
     const now = Date.now();

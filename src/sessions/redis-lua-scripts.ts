@@ -42,6 +42,46 @@ if ttl < 0 then
 end
 return {count, ttl}`);
 
+/**
+ * Rate limiting in one step (no check-then-increment race): KEYS = counters, ARGV[1] = window ms,
+ * ARGV[1 + i] = limit of KEYS[i]. If every counter is below its limit, all are incremented (a window
+ * starts at a counter's first increment) and {1, 0} is returned; else nothing changes and {0, pttl of the
+ * full counter} is returned. A full counter that lost its TTL gets the window again (never locked forever).
+ */
+export const TAKE_COUNTERS = luaScript(`
+for i = 1, #KEYS do
+  local count = tonumber(redis.call('GET', KEYS[i]) or '0')
+  if count >= tonumber(ARGV[i + 1]) then
+    local ttl = redis.call('PTTL', KEYS[i])
+    if ttl < 0 then
+      redis.call('PEXPIRE', KEYS[i], ARGV[1])
+      ttl = tonumber(ARGV[1])
+    end
+    return {0, ttl}
+  end
+end
+for i = 1, #KEYS do
+  redis.call('INCR', KEYS[i])
+  if redis.call('PTTL', KEYS[i]) < 0 then redis.call('PEXPIRE', KEYS[i], ARGV[1]) end
+end
+return {1, 0}`);
+
+/** Gives back one unit of a counter (never below zero, keeping its TTL). */
+export const RELEASE_COUNTER = luaScript(`
+local count = tonumber(redis.call('GET', KEYS[1]) or '0')
+if count > 0 then return redis.call('DECR', KEYS[1]) end
+return 0`);
+
+/** {@link runScript} with any number of keys and arguments. */
+export async function runScriptKeys(redis: Redis, script: LuaScript, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
+  try {
+    return await redis.evalsha(script.sha, keys.length, ...keys, ...args);
+  } catch (error) {
+    if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
+    return redis.eval(script.lua, keys.length, ...keys, ...args);
+  }
+}
+
 /** EVALSHA, falling back to EVAL when the server lost its script cache (restart, SCRIPT FLUSH). */
 export async function runScript(redis: Redis, script: LuaScript, key: string, arg: number): Promise<unknown> {
   try {

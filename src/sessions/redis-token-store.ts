@@ -13,7 +13,7 @@ import {
   watchConnection,
 } from './redis-connection';
 import { RedisEventsChannel } from './redis-events-channel';
-import { GET_TOKEN, HIT_COUNTER, runScript } from './redis-lua-scripts';
+import { GET_TOKEN, HIT_COUNTER, RELEASE_COUNTER, runScript, runScriptKeys, TAKE_COUNTERS } from './redis-lua-scripts';
 
 /** How `RedisTokenStore.connect` reaches Redis. */
 export interface RedisTokenStoreOptions {
@@ -193,6 +193,17 @@ export class RedisTokenStore implements TokenStore {
     );
     const [count, ttl] = reply as [number, number];
     return { count: Number(count), resetInMs: Math.max(0, Number(ttl)) };
+  }
+
+  async takeCounters(keys: readonly string[], limits: readonly number[], windowMs: number): Promise<{ allowed: boolean; resetInMs: number }> {
+    const windowArg = Math.max(1, Math.ceil(windowMs));
+    const reply = await runScriptKeys(this.commands, TAKE_COUNTERS, keys.map((key) => this.counterKey(key)), [windowArg, ...limits]).catch(rethrowUnavailable);
+    const [allowed, ttl] = reply as [number, number];
+    return { allowed: Number(allowed) === 1, resetInMs: Math.max(0, Number(ttl)) };
+  }
+
+  async releaseCounter(key: string): Promise<void> {
+    await runScriptKeys(this.commands, RELEASE_COUNTER, [this.counterKey(key)], []).catch(rethrowUnavailable);
   }
 
   async peek(key: string): Promise<{ count: number; resetInMs: number }> {

@@ -41,6 +41,14 @@ export interface TokenStore {
   hit(key: string, windowMs: number): Promise<{ count: number; resetInMs: number }>;
   /** The current count of a counter without changing it. */
   peek(key: string): Promise<{ count: number; resetInMs: number }>;
+  /**
+   * Rate limiting without a check-then-increment race: in one atomic step, if every counter `keys[i]` is
+   * below `limits[i]`, increments them all (a window of `windowMs` starts at a counter's first increment)
+   * and answers allowed; otherwise changes nothing and answers the ms until the first full counter resets.
+   */
+  takeCounters(keys: readonly string[], limits: readonly number[], windowMs: number): Promise<{ allowed: boolean; resetInMs: number }>;
+  /** Gives back one unit taken by {@link takeCounters} (never below zero; the window is kept). */
+  releaseCounter(key: string): Promise<void>;
   resetCounter(key: string): Promise<void>;
   /** Deletes every key under the prefix (the specification's rollback step); resolves the number deleted. */
   purge(): Promise<number>;

@@ -6,6 +6,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { hashPassword } from '../../src/auth/password-hash';
 import { PASSWORD_THREAD_NICE, PasswordVerifierPool } from '../../src/auth/password-verifier-pool';
+import { ProblemError } from '../../src/problem';
 import { threadNiceValues } from '../support/threads';
 
 const ROOT = join(__dirname, '..', '..');
@@ -77,11 +78,47 @@ describe('PasswordVerifierPool', () => {
     }
   });
 
+  it('#11.10: beyond maxPending verifications waiting or running, answers 503 IAM_BUSY with Retry-After at once', async () => {
+    const pool = new PasswordVerifierPool({ threads: 1, maxPending: 3 });
+    try {
+      const admitted = [1, 2, 3].map(() => pool.verify(aliceHash, 'alice-secret'));
+      const refused = await pool.verify(aliceHash, 'alice-secret').then(
+        () => null,
+        (error: unknown) => error as ProblemError,
+      );
+      expect(refused).toBeInstanceOf(ProblemError);
+      expect(refused!.code).toBe('IAM_BUSY');
+      expect(refused!.status).toBe(503);
+      expect(Number(refused!.headers['Retry-After'])).toBeGreaterThanOrEqual(1);
+      expect(await Promise.all(admitted)).toEqual([true, true, true]);
+      expect(await pool.verify(aliceHash, 'alice-secret')).toBe(true); // room again
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('#11.10: serves waiting verifications by lane in turn: one lane\'s flood delays another lane by about one check', async () => {
+    const pool = new PasswordVerifierPool({ threads: 1, maxPending: 100 });
+    try {
+      const order: string[] = [];
+      const flood = Array.from({ length: 12 }, (_, i) => pool.verify(aliceHash, 'wrong', 'flooder').then(() => order.push(`flood-${i}`)));
+      const real = pool.verify(bobHash, 'bob-secret', 'someone-else').then((ok) => (order.push('real'), ok));
+      expect(await real).toBe(true);
+      await Promise.all(flood);
+      // The first flood check was already running; the other lane is served next.
+      expect(order.indexOf('real')).toBeLessThanOrEqual(2);
+    } finally {
+      await pool.close();
+    }
+  });
+
   it('refuses verifications once closed, and rejects those still waiting', async () => {
     const pool = new PasswordVerifierPool({ threads: 1 });
+    const running = pool.verify(aliceHash, 'alice-secret');
     const waiting = pool.verify(aliceHash, 'alice-secret');
+    const settled = Promise.allSettled([running, waiting]);
     await pool.close();
-    await expect(waiting).rejects.toThrow();
+    expect((await settled).map((result) => result.status)).toEqual(['rejected', 'rejected']);
     await expect(pool.verify(aliceHash, 'alice-secret')).rejects.toThrow('closed');
   });
 

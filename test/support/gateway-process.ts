@@ -5,6 +5,7 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { testDatabaseKind, testDatabaseUrl, testRedisUrl, uniquePrefix } from './env';
 import { ROOT } from './gateway';
@@ -80,6 +81,8 @@ export async function startGatewayProcess(upstreamUrl: string, env: Record<strin
       // Empty = null: the in-process store when this test run has no Redis.
       REDIS_URL: testRedisUrl() ?? '',
       IAM_TOKEN_STORE_PREFIX: uniquePrefix('proc'),
+      // Each process its own audit spool unless the test shares one (the repository's .data is not the tests').
+      IAM_AUDIT_SPOOL_DIR: join(tmpdir(), uniquePrefix('audit-spool')),
       LOG_LEVEL: 'info',
       ...env,
     },

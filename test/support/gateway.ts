@@ -1,3 +1,4 @@
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config';
 import type { GatewayConfig } from '../../src/config/gateway-config';
@@ -22,6 +23,7 @@ export function testConfig(upstreamUrl: string, overrides: Record<string, string
     DATABASE_POOL_SIZE: testDatabaseKind() === 'pglite' ? '1' : '4',
     IAM_TOKEN_STORE_PREFIX: uniquePrefix('gw'),
     IAM_AUDIT_FLUSH_INTERVAL: '100ms',
+    IAM_AUDIT_SPOOL_DIR: join(tmpdir(), uniquePrefix('audit-spool')),
     LOG_LEVEL: 'silent',
     ...overrides,
   };

@@ -68,7 +68,7 @@ describe('loadConfig defaults', () => {
         token: { storePrefix: 'iam', ttlMs: 8 * 3_600_000, idleTimeoutMs: 0, cache: { enabled: true, maxEntries: 10_000, revalidateMs: 2000 } },
         schema: { historyTable: 'iam_mikro_orm_schema_history' },
         clientTypes: ['WEB', 'MOBILE', 'DESKTOP', 'API'],
-        login: { rateLimit: { maxFailures: 10, windowMs: 15 * 60_000 } },
+        login: { rateLimit: { maxFailures: 10, maxFailuresPerAddress: 100, windowMs: 15 * 60_000 }, maxPendingVerifications: 64 },
         authenticator: {
           type: 'users-file',
           path: path.join(repoRoot, 'config/users.example.yaml'),
@@ -89,7 +89,7 @@ describe('loadConfig defaults', () => {
           maxAgeSeconds: 600,
           credentials: false,
         },
-        audit: { flushIntervalMs: 1_000 },
+        audit: { flushIntervalMs: 1_000, spoolDir: path.join(repoRoot, '.data/audit-spool'), retentionMs: 0, anonymousDenialsPerMinute: 60 },
       },
       source: { file: defaultFile, directory: path.dirname(defaultFile) },
     };
