@@ -85,8 +85,12 @@ describe('#11.13 the permission form of diagnostics is an administrator tool', (
     expect(seen).toEqual(['/internal/resources/tasks/20']);
     // A route's own resource type only: the proxy pairs TASK with task:read, nothing else.
     seen.length = 0;
-    const admin = await login(gateway.url, 'admin'); // no task:read: denied before any resolver call
-    expect(await (await diagnose(admin.accessToken, { method: 'GET', path: '/api/tasks/20' })).json()).toMatchObject({ allowed: false, failedStep: 'PERMISSION_DENIED' });
+    const admin = await login(gateway.url, 'admin');
+    // The operator profile holds no task:read: denied before any resolver call.
+    const switched = await fetch(`${gateway.url}/iam/authorization/profiles/p-admin-operator/switch`, { method: 'POST', headers: bearer(admin.accessToken) });
+    expect(switched.status).toBe(200);
+    const operator = (await switched.json()) as { accessToken: string };
+    expect(await (await diagnose(operator.accessToken, { method: 'GET', path: '/api/tasks/20' })).json()).toMatchObject({ allowed: false, failedStep: 'PERMISSION_DENIED' });
     expect(seen).toEqual([]);
   });
 

@@ -395,7 +395,7 @@ describe('authorization', () => {
     const path = '/iam/authorization/diagnostics';
     it.each([
       ['an administrator: a granted permission on a resource', 'admin', { permissionCode: 'admin:write', resourceType: 'PROJECT', resourceId: '1', scopeAccess: 'READ' }, true, 'SCOPE_GRANTED'],
-      ['an administrator: a permission the profile lacks', 'admin', { permissionCode: 'project:read' }, false, 'PERMISSION_DENIED'],
+      ['an administrator: a client type the profile does not serve', 'admin', { permissionCode: 'admin:write', clientType: 'MOBILE' }, false, 'CLIENT_TYPE_MISMATCH'],
       ['an administrator: another identity domain', 'admin', { permissionCode: 'admin:write', domain: 'elsewhere.org' }, false, 'DOMAIN_MISMATCH'],
       ['a declared host route', 'alice', { method: 'GET', path: '/api/projects/1' }, true, 'PERMISSION_GRANTED'],
       ['an undeclared host route', 'alice', { method: 'GET', path: '/nowhere' }, false, 'ROUTE_NOT_DECLARED'],

@@ -158,6 +158,7 @@ describe('profiles and templates', () => {
       userId: 'u-alice',
       profileName: 'A',
       templateVersionId: 'reader-v1',
+      unscoped: true,
       clientTypes: ['API', 'WEB'],
       enabled: false,
       revoked: false,

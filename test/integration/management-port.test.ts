@@ -104,7 +104,7 @@ describe('#11.16 management port', () => {
   it('#11.16: readiness serves only ok per component, no kinds, file names or policy details', async () => {
     const answer = await fetch(`${gateway.managementUrl}/health/ready`);
     expect(answer.status).toBe(200);
-    expect(await answer.json()).toEqual({ status: 'ready', checks: { database: { ok: true }, tokenStore: { ok: true }, policy: { ok: true } } });
+    expect(await answer.json()).toEqual({ status: 'ready', checks: { database: { ok: true }, tokenStore: { ok: true }, eventsChannel: { ok: true }, policy: { ok: true } } });
   });
 
   it('#11.16: a failing component shows ok: false; its error text goes to the log once, never to the caller', async () => {

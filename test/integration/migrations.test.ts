@@ -140,7 +140,8 @@ describe('#11.31 the profile_unscoped migration', () => {
       await em.execute("delete from iam_resource_scopes where profile_id = 'p-some'");
       while ((await migrationStatus(orm)).executed.at(-1) !== MIGRATION) await migrateDown(orm);
       await expect(migrateDown(orm)).rejects.toThrow();
-      await expect(migrationStatus(orm)).resolves.toMatchObject({ pending: [] });
+      // The refused down leaves the column in place: only the migrations after it are pending.
+      await expect(migrationStatus(orm)).resolves.toMatchObject({ pending: ALL.slice(ALL.indexOf(MIGRATION) + 1) });
     } finally {
       await orm.close(true);
     }
