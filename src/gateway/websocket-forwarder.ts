@@ -61,6 +61,11 @@ export class WebSocketForwarder {
    * already), and from now on watches for bytes sent before the handshake is answered.
    */
   accept(req: IncomingMessage, client: Socket, head: Buffer, requestId: string, instance: string): Handshake | null {
+    // A connection the gateway already closed for writing (shutdown): nothing is forwarded for it.
+    if (!client.writable) {
+      client.destroy();
+      return null;
+    }
     client.setTimeout(this.options.idleTimeoutMs, () => client.destroy());
     client.on('error', () => client.destroy());
     const refusal = upgradeRefusal(req, head);

@@ -49,7 +49,7 @@ import { SessionService } from '../sessions/session-service';
 import type { EventSubscription, TokenStore } from '../sessions/token-store';
 import { answerClientErrors } from './client-errors';
 import { createManagementServer } from './management-server';
-import { listen, settlesWithin, SHUTDOWN_CLEANUP_GRACE_MS, stopServer, timeoutSweepInterval, trackConnections } from './server-lifecycle';
+import { listen, refuseOnClosedConnections, settlesWithin, SHUTDOWN_CLEANUP_GRACE_MS, stopServer, timeoutSweepInterval, trackConnections } from './server-lifecycle';
 import { createTransparentProxy } from './transparent-proxy';
 
 /** A started gateway: both ports listening. */
@@ -289,7 +289,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
 
     let shuttingDown = false;
     const server = createProxyServer(config, (req, res) => onRequest(req, res, false));
-    server.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => onRequest(req, res, true));
+    server.on('checkContinue', refuseOnClosedConnections((req: IncomingMessage, res: ServerResponse) => onRequest(req, res, true)));
     // Any other expectation: Node would answer a bare 417; answer a problem instead, and never forward it.
     server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
       const prepared = prepareRequest(req, prepareOptions);
@@ -357,7 +357,7 @@ function createProxyServer(config: GatewayConfig, listener: (req: IncomingMessag
       // prepareRequest refuses it as IAM_BAD_REQUEST instead (RFC 9112 §3.2, design.md §4.2).
       requireHostHeader: !config.iam.enabled,
     },
-    listener,
+    refuseOnClosedConnections(listener),
   );
   answerClientErrors(server);
   return server;

@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 
 export function listen(server: Server, port: number, host: string): Promise<void> {
@@ -12,29 +12,83 @@ export function listen(server: Server, port: number, host: string): Promise<void
   });
 }
 
-/** Keeps the set of open sockets so shutdown can close idle ones and, at the deadline, the rest. */
-export function trackConnections(server: Server): Set<Socket> {
-  const sockets = new Set<Socket>();
+/** The proxy port's open sockets, and whether the server is draining (stopping). */
+export interface TrackedConnections {
+  sockets: Set<Socket>;
+  draining: boolean;
+}
+
+type HttpSocket = Socket & { _httpMessage?: ServerResponse | null };
+
+/**
+ * Keeps the set of open sockets so shutdown can close idle ones and, at the deadline, the rest. During a
+ * drain, every response tells its client to close the connection (RFC 9112 §9.6), so nothing new arrives on
+ * a connection that is about to close.
+ */
+export function trackConnections(server: Server): TrackedConnections {
+  const tracked: TrackedConnections = { sockets: new Set<Socket>(), draining: false };
   server.on('connection', (socket: Socket) => {
-    sockets.add(socket);
-    socket.once('close', () => sockets.delete(socket));
+    tracked.sockets.add(socket);
+    socket.once('close', () => tracked.sockets.delete(socket));
   });
-  return sockets;
+  const onRequest = (_req: IncomingMessage, res: ServerResponse): void => {
+    if (tracked.draining) res.shouldKeepAlive = false;
+  };
+  server.prependListener('request', onRequest);
+  server.prependListener('checkContinue', onRequest);
+  return tracked;
 }
 
 /**
- * Graceful stop (issue: SIGTERM): stop accepting, close idle keep-alive connections now, let in-flight
- * requests finish until `deadlineMs`, then destroy what is left.
+ * Wraps a request listener: a request that arrives on a connection the gateway has already closed for
+ * writing (a graceful close at shutdown) is never handled — its answer could not be delivered, and its client,
+ * which saw the close, may safely send it again elsewhere (RFC 9112 §9.3.1).
  */
-export async function stopServer(server: Server, sockets: Set<Socket>, deadlineMs: number): Promise<void> {
+export function refuseOnClosedConnections<A extends unknown[]>(listener: (req: IncomingMessage, res: ServerResponse, ...rest: A) => void) {
+  return (req: IncomingMessage, res: ServerResponse, ...rest: A): void => {
+    if (!req.socket.writable) return void req.socket.destroy();
+    listener(req, res, ...rest);
+  };
+}
+
+/**
+ * Closes the connections that have no request in progress with a FIN (`end()`), not a reset. Node's own
+ * `closeIdleConnections` destroys them at once, and a request already in such a socket's receive buffer is
+ * then answered with a TCP reset. The check waits for the event loop's next I/O poll, so a
+ * request that has already arrived is parsed first and answered, with `Connection: close`.
+ */
+function closeIdleGracefully(sockets: Set<Socket>): void {
+  // Two turns: called from the poll phase, one setImmediate would run before the next poll.
+  setImmediate(() =>
+    setImmediate(() => {
+      for (const socket of sockets as Set<HttpSocket>) {
+        if (socket.destroyed || socket.writableEnded || socket._httpMessage) continue;
+        socket.end();
+      }
+    }),
+  );
+}
+
+/**
+ * Graceful stop (issue: SIGTERM): stop accepting, close idle keep-alive connections gracefully, answer what is
+ * in flight with `Connection: close`, let it finish until `deadlineMs`, then destroy what is left.
+ */
+export async function stopServer(server: Server, tracked: TrackedConnections, deadlineMs: number): Promise<void> {
+  tracked.draining = true;
+  // Responses not started yet (requests being authorized or waiting for the host) close their connection too.
+  for (const socket of tracked.sockets as Set<HttpSocket>) {
+    const res = socket._httpMessage;
+    if (res && !res.headersSent) res.shouldKeepAlive = false;
+  }
+  // server.close() calls closeIdleConnections() (Node >= 19): make that the graceful variant.
+  server.closeIdleConnections = () => closeIdleGracefully(tracked.sockets);
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-  server.closeIdleConnections();
-  // Connections that finish their request later must not stay open for keep-alive.
-  const idleSweep = setInterval(() => server.closeIdleConnections(), 100);
+  // Connections whose answer had started before the drain still said keep-alive: close them once idle.
+  const idleSweep = setInterval(() => closeIdleGracefully(tracked.sockets), 100);
   const deadline = new Promise<void>((resolve) => setTimeout(resolve, deadlineMs).unref());
   await Promise.race([closed, deadline]);
   clearInterval(idleSweep);
-  for (const socket of sockets) socket.destroy();
+  for (const socket of tracked.sockets) socket.destroy();
   await closed;
 }
 

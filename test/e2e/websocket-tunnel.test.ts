@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RunningGateway } from '../../src/server/gateway';
 import { createTestDatabase } from '../support/database';
+import { uniquePrefix } from '../support/env';
 import { bearer, login, startTestGateway } from '../support/gateway';
 
 const POLICY = `
@@ -296,5 +297,56 @@ describe('#11.1 a tunnel closes when its session expires', () => {
     } finally {
       clearInterval(ticker);
     }
+  });
+});
+
+describe('#11.1 an open tunnel is authorized again', () => {
+  let dir: string;
+  let rechecking: RunningGateway;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'iam-websocket-recheck-'));
+    writeFileSync(join(dir, 'routes.yaml'), POLICY);
+    rechecking = await startTestGateway(host.url, { IAM_POLICIES_DIR: dir, UPSTREAM_WEBSOCKET_RECHECK_INTERVAL: '300ms' });
+  });
+  afterAll(async () => {
+    await rechecking?.close();
+  });
+
+  it('#11.1: a tunnel the policy no longer allows closes within websocket-recheck-interval', async () => {
+    const alice = await login(rechecking.url, 'alice');
+    const client = open(rechecking, handshakeHead('/ws', [`Authorization: Bearer ${alice.accessToken}`]));
+    expect(await within(client.head, 5000, '101')).toMatch(/^HTTP\/1\.1 101 /);
+    // The route now needs a permission alice does not hold; no event tells the tunnel.
+    writeFileSync(join(dir, 'routes.yaml'), POLICY.replace('{ path: /ws, methods: [GET], permission: project:read }', '{ path: /ws, methods: [GET], permission: admin:write }'));
+    expect((await rechecking.services!.policyReloader.reload('test')).ok).toBe(true);
+    const reloadedAt = Date.now();
+    const closedAt = await within(client.closed, 3000, 'the tunnel closes after a failed recheck');
+    expect(closedAt - reloadedAt).toBeLessThan(1500);
+  });
+});
+
+const redisUrl = process.env.REDIS_URL;
+const describeWithRedis = redisUrl ? describe : describe.skip;
+if (!redisUrl) console.log('websocket-tunnel: two-instance test NOT run (REDIS_URL unset; CI always sets it)');
+
+describeWithRedis('#11.1 revocation reaches the tunnels of every instance', () => {
+  let a: RunningGateway;
+  let b: RunningGateway;
+  beforeAll(async () => {
+    const shared = { IAM_POLICIES_DIR: policies, IAM_TOKEN_STORE_PREFIX: uniquePrefix('ws-multi'), REDIS_URL: redisUrl! };
+    a = await startTestGateway(host.url, shared);
+    b = await startTestGateway(host.url, shared);
+  });
+  afterAll(async () => {
+    await a?.close();
+    await b?.close();
+  });
+
+  it('#11.1: logging out through instance A closes the tunnel open on instance B', async () => {
+    const alice = await login(a.url, 'alice');
+    const client = open(b, handshakeHead('/ws', [`Authorization: Bearer ${alice.accessToken}`]));
+    expect(await within(client.head, 5000, '101')).toMatch(/^HTTP\/1\.1 101 /);
+    expect((await fetch(`${a.url}/iam/auth/logout`, { method: 'POST', headers: bearer(alice.accessToken) })).status).toBe(204);
+    await within(client.closed, 2000, 'the tunnel on B closes');
   });
 });

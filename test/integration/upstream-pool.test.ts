@@ -14,14 +14,19 @@ import { createTestDatabase } from '../support/database';
 import { bearer, login, startTestGateway } from '../support/gateway';
 import { timed } from '../support/timed-fetch';
 
-const POLICY = `
+const POLICY = (resolverBase: string): string => `
 version: 1
 default: deny
+resources:
+  PROJECT:
+    resolver: { url: "${resolverBase}/internal/resources/projects/{id}", timeout: 10s }
 routes:
   - { path: /health, methods: [GET], public: true }
   - { path: /slow, methods: [GET], public: true }
   - { path: /big, methods: [GET], public: true }
   - { path: /protected, methods: [GET], permission: project:read }
+  - { path: /projects/:projectId, methods: [GET], permission: project:read,
+      resource: { type: PROJECT, id: projectId, access: READ, resolve: required } }
 `;
 
 const BIG_CHUNK = Buffer.alloc(64 * 1024, 'x');
@@ -33,6 +38,8 @@ interface Host {
   url: string;
   seen: string[];
   bigStarted: number;
+  /** Resolver calls held until the test releases them (to keep an authorization in progress). */
+  heldResolutions: Array<() => void>;
   stop(): Promise<void>;
 }
 
@@ -42,7 +49,9 @@ function startHost(): Promise<Host> {
     server: createServer((req, res) => {
       host.seen.push(req.url ?? '');
       const url = new URL(req.url ?? '/', 'http://host');
-      if (url.pathname === '/slow') {
+      if (url.pathname.startsWith('/internal/resources/')) {
+        host.heldResolutions.push(() => res.end(JSON.stringify({ scopes: [{ type: 'PROJECT', id: url.pathname.split('/').pop() }] })));
+      } else if (url.pathname === '/slow') {
         const timer = setTimeout(() => res.end('slow answer'), Number(url.searchParams.get('ms') ?? 0));
         res.once('close', () => clearTimeout(timer));
       } else if (url.pathname === '/big') {
@@ -64,6 +73,7 @@ function startHost(): Promise<Host> {
     url: '',
     seen: [],
     bigStarted: 0,
+    heldResolutions: [],
     stop: () =>
       new Promise((resolve) => {
         host.server.close(() => resolve());
@@ -83,10 +93,10 @@ function startHost(): Promise<Host> {
 }
 
 /** Writes a request on a fresh raw connection; resolves once it is connected and written. */
-function rawRequest(gateway: RunningGateway, target: string): Promise<Socket> {
+function rawRequest(gateway: RunningGateway, target: string, headers: string[] = []): Promise<Socket> {
   return new Promise((resolve) => {
     const socket = connect(gateway.port, '127.0.0.1', () => {
-      socket.write(`GET ${target} HTTP/1.1\r\nHost: gw.test\r\n\r\n`);
+      socket.write([`GET ${target} HTTP/1.1`, 'Host: gw.test', ...headers, '', ''].join('\r\n'));
       resolve(socket);
     });
     socket.on('error', () => undefined);
@@ -106,15 +116,17 @@ let policies: string;
 let host: Host;
 let gateway: RunningGateway;
 let aliceToken: string;
+let bobToken: string;
 
 beforeAll(async () => {
   policies = mkdtempSync(join(tmpdir(), 'iam-upstream-pool-'));
-  writeFileSync(join(policies, 'routes.yaml'), POLICY);
   const db = await createTestDatabase();
   await db.close();
   host = await startHost();
+  writeFileSync(join(policies, 'routes.yaml'), POLICY(host.url));
   gateway = await startTestGateway(host.url, { IAM_POLICIES_DIR: policies, UPSTREAM_CONNECTIONS: '2', UPSTREAM_BODY_TIMEOUT: '300ms' });
   aliceToken = (await login(gateway.url, 'alice')).accessToken;
+  bobToken = (await login(gateway.url, 'bob')).accessToken;
 });
 afterAll(async () => {
   await gateway?.close();
@@ -154,5 +166,22 @@ describe('#11.2 upstream pool exhaustion', () => {
     } finally {
       for (const socket of stalled) socket.destroy();
     }
+  });
+
+  it('#11.2: a client that leaves while its request is being authorized sends nothing to the host', async () => {
+    const leaving = await Promise.all([1, 2, 3].map((i) => rawRequest(gateway, `/projects/${i}?leaves=1`, [`Authorization: Bearer ${bobToken}`])));
+    // Each authorization waits on the resource resolver, which the host holds.
+    await until(() => host.heldResolutions.length === 3, 5000, 'the authorizations wait on the resolver');
+    for (const socket of leaving) {
+      const closed = new Promise((resolve) => socket.once('close', resolve));
+      socket.destroy();
+      await closed;
+    }
+    // The gateway has seen the clients leave (its next request is parsed after their close) before the
+    // authorizations complete.
+    expect((await timed(`${gateway.url}/health`, {}, 1000)).status).toBe(200);
+    for (const release of host.heldResolutions.splice(0)) release();
+    await expectPoolServes();
+    expect(host.seen.filter((url) => url.includes('leaves='))).toEqual([]);
   });
 });
