@@ -1,7 +1,8 @@
 /*
  * Request content the gateway refuses because the host would read it as something the gateway did not
- * authorize: a method override (the host runs another method than the one decided) and a gateway token
- * anywhere but `Authorization: Bearer` (the host would receive a credential that works at the gateway).
+ * authorize: a method override (the host runs another method than the one decided), a gateway token
+ * anywhere but `Authorization: Bearer` (the host would receive a credential that works at the gateway), and
+ * path characters that turn into ASCII under compatibility normalization (another path at the host).
  */
 import { TOKEN_PREFIX } from '../sessions/token-hash';
 
