@@ -1,7 +1,8 @@
 /*
  * Request content the gateway refuses because the host would read it as something the gateway did not
- * authorize: a method override (the host runs another method than the one decided) and a gateway token
- * anywhere but `Authorization: Bearer` (the host would receive a credential that works at the gateway).
+ * authorize: a method override (the host runs another method than the one decided), a gateway token
+ * anywhere but `Authorization: Bearer` (the host would receive a credential that works at the gateway), and
+ * path characters that turn into ASCII under compatibility normalization (another path at the host).
  */
 import { TOKEN_PREFIX } from '../sessions/token-hash';
 
@@ -80,4 +81,26 @@ export function findMethodOverrideParameter(search: string): string | null {
     }
   }
   return null;
+}
+
+/**
+ * Slash look-alikes that Windows "best fit" code-page conversion turns into `/` or `\` although NFKC keeps
+ * them: DIVISION SLASH, FRACTION SLASH, SET MINUS, BIG SOLIDUS / REVERSE SOLIDUS, REVERSE SOLIDUS OPERATOR.
+ */
+const SLASH_LOOKALIKES = new Set([0x2044, 0x2215, 0x2216, 0x29f5, 0x29f8, 0x29f9]);
+const lookalikeCache = new Map<number, boolean>();
+
+/**
+ * True when a non-ASCII code point becomes ASCII under Unicode compatibility normalization (NFKC: fullwidth
+ * `．／＼％Ａ`, `․` one dot leader, `ſ`, the Kelvin sign...) or is a slash look-alike. A host that applies
+ * NFKC (or a best-fit code page) after decoding would see dot segments, slashes or other letters than the
+ * path that was matched and authorized, so such characters are refused, never forwarded.
+ */
+export function isAsciiLookalike(codePoint: number): boolean {
+  let known = lookalikeCache.get(codePoint);
+  if (known === undefined) {
+    known = SLASH_LOOKALIKES.has(codePoint) || /[\u0000-\u007f]/.test(String.fromCodePoint(codePoint).normalize('NFKC'));
+    if (lookalikeCache.size < 4096) lookalikeCache.set(codePoint, known);
+  }
+  return known;
 }

@@ -82,6 +82,10 @@ function isChunkedOnly(value: string): boolean {
  *   desynchronisation vectors between a proxy and its host.
  * - RFC 9110 §7.2: more than one Host is refused.
  * - design.md §7: two Authorization headers are a 400 (which one a host reads is undefined).
+ * - Method-override headers (`X-HTTP-Method-Override`, `X-HTTP-Method`, `X-Method-Override`) are refused:
+ *   the host would run another method than the one authorized.
+ * - A gateway token anywhere but `Authorization: Bearer` (another scheme, Basic's base64, another header or
+ *   cookie) is refused: stripping only Bearer would forward it to the host.
  */
 export function inspectRequestHeaders(rawHeaders: string[]): InboundHeaderInspection {
   let authorization: string | null = null;

@@ -1,4 +1,4 @@
-import { containsGatewayToken, findMethodOverrideParameter } from './forbidden-content';
+import { containsGatewayToken, findMethodOverrideParameter, isAsciiLookalike } from './forbidden-content';
 import type { NormalizeOptions, NormalizedTarget } from './request-target';
 
 /*
@@ -27,28 +27,6 @@ for (let c = 0x30; c <= 0x39; c++) UNRESERVED[c] = 1;
 for (let c = 0x41; c <= 0x5a; c++) UNRESERVED[c] = 1;
 for (let c = 0x61; c <= 0x7a; c++) UNRESERVED[c] = 1;
 for (const c of [0x2d, 0x2e, 0x5f, 0x7e]) UNRESERVED[c] = 1;
-
-/**
- * Slash look-alikes that Windows "best fit" code-page conversion turns into `/` or `\` although NFKC keeps
- * them: DIVISION SLASH, FRACTION SLASH, SET MINUS, BIG SOLIDUS / REVERSE SOLIDUS, REVERSE SOLIDUS OPERATOR.
- */
-const SLASH_LOOKALIKES = new Set([0x2044, 0x2215, 0x2216, 0x29f5, 0x29f8, 0x29f9]);
-const lookalikeCache = new Map<number, boolean>();
-
-/**
- * True when a non-ASCII code point becomes ASCII under Unicode compatibility normalization (NFKC: fullwidth
- * `．／＼％Ａ`, `․` one dot leader, `ſ`, the Kelvin sign...) or is a slash look-alike. A host that applies
- * NFKC (or a best-fit code page) after decoding would see dot segments, slashes or other letters than the
- * path that was matched and authorized, so such characters are refused, never forwarded.
- */
-function isAsciiLookalike(codePoint: number): boolean {
-  let known = lookalikeCache.get(codePoint);
-  if (known === undefined) {
-    known = SLASH_LOOKALIKES.has(codePoint) || /[\u0000-\u007f]/.test(String.fromCodePoint(codePoint).normalize('NFKC'));
-    if (lookalikeCache.size < 4096) lookalikeCache.set(codePoint, known);
-  }
-  return known;
-}
 
 function refuse(reason: string): NormalizedTarget {
   return { ok: false, reason };
