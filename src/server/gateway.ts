@@ -360,8 +360,14 @@ async function startListening(
   hooks: { services: GatewayServices | null; beforeStop: () => void; afterStop: () => Promise<void> },
 ): Promise<RunningGateway> {
   const connections = trackConnections(server);
-  await listen(server, config.server.port, config.server.host);
-  await listen(management, config.server.managementPort, config.server.managementHost);
+  try {
+    await listen(server, config.server.port, config.server.host);
+    await listen(management, config.server.managementPort, config.server.managementHost);
+  } catch (error) {
+    // A failed start holds no port (#11.20): close whichever listener did open, then fail.
+    await Promise.all([server, management].map((listener) => new Promise<void>((resolve) => (listener.listening ? listener.close(() => resolve()) : resolve()))));
+    throw error;
+  }
   const port = (server.address() as AddressInfo).port;
   const managementPort = (management.address() as AddressInfo).port;
   const host = urlHost(config.server.host);
