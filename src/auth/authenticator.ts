@@ -29,7 +29,7 @@ export type AuthenticationOutcome =
  * They throw a ProblemError `IAM_AUTHENTICATOR_UNAVAILABLE` when the host cannot answer.
  */
 export interface IdentityAuthenticator {
-  readonly type: 'users-file' | 'http' | 'module';
+  readonly type: 'none' | 'users-file' | 'http' | 'module';
   authenticate(request: LoginRequest): Promise<AuthenticationOutcome>;
   close?(): Promise<void>;
 }

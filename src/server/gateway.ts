@@ -180,6 +180,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     cleanups.push(() => resolvers.close());
     const engine = new DecisionEngine({ grants, resolvers });
     const authenticator = createAuthenticator(config.iam.authenticator);
+    if (authenticator.type === 'none') logger.warn({}, 'iam.authenticator.type is none: logins are off (501 IAM_LOGIN_NOT_CONFIGURED) until an authenticator is configured');
     if (authenticator.close) cleanups.push(() => authenticator.close!());
     const login = new LoginService({
       authenticator,

@@ -32,7 +32,6 @@ function serveUntilExit(env: Record<string, string>, boundMs: number): Promise<O
       DATABASE_POOL_SIZE: testDatabaseKind() === 'pglite' ? '1' : '2',
       REDIS_URL: testRedisUrl() ?? '',
       IAM_TOKEN_STORE_PREFIX: uniquePrefix('failed-start'),
-      IAM_AUTHENTICATOR_PATH: 'config/users.example.yaml',
       LOG_LEVEL: 'info',
       ...env,
     },

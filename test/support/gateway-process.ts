@@ -81,6 +81,10 @@ export async function startGatewayProcess(upstreamUrl: string, env: Record<strin
       REDIS_URL: testRedisUrl() ?? '',
       IAM_TOKEN_STORE_PREFIX: uniquePrefix('proc'),
       LOG_LEVEL: 'info',
+      // config/default.yaml names no users (#11.21); the tests log in the example users like the demo does.
+      IAM_AUTHENTICATOR_TYPE: 'users-file',
+      IAM_AUTHENTICATOR_PATH: 'config/users.example.yaml',
+      IAM_PROVISION_FILE: 'config/provision.example.yaml',
       ...env,
     },
   });
