@@ -3,7 +3,7 @@
 /**
  * `npm run demo`: the bundled example host on :3000 and the gateway in front of it on :8080 with the
  * embedded defaults (in-memory PGlite, in-process token store), the example policies, users and
- * provisioning file. Prints what to try. Ctrl-C stops both.
+ * provisioning file (examples/demo.yaml; never for production). Prints what to try. Ctrl-C stops both.
  */
 const { existsSync } = require('node:fs');
 const { join } = require('node:path');
@@ -29,7 +29,8 @@ async function run() {
     DATABASE_EMBEDDED_DIR: 'memory://',
     LOG_LEVEL: process.env.LOG_LEVEL || 'warn',
   };
-  const config = loadConfig({ file: join(root, 'config', 'default.yaml'), env, cwd: root });
+  // The demo's own configuration (examples/demo.yaml): config/default.yaml names no users and no provisioning.
+  const config = loadConfig({ file: join(root, 'examples', 'demo.yaml'), env, cwd: root });
   const gateway = await startGateway(config);
   const gw = gateway.url;
   console.log(`
@@ -37,6 +38,7 @@ iam-gateway demo
   example host     ${host.url}   (what the team already runs)
   gateway          ${gw}   (proxy + /iam)
   management       ${gateway.managementUrl}   (/health/live, /health/ready, /metrics)
+  config           examples/demo.yaml         (demo users: never for production)
   policy           policies/example.yaml      users: config/users.example.yaml
   provisioning     config/provision.example.yaml
 

@@ -76,7 +76,15 @@ export async function main(argv: string[]): Promise<number> {
 
 async function serve(): Promise<number> {
   const config = loadConfig();
-  const gateway = await startGateway(config);
+  let gateway: Awaited<ReturnType<typeof startGateway>>;
+  try {
+    gateway = await startGateway(config);
+  } catch (error) {
+    // A failed start ends the process with 1 (main prints why): startGateway closed what it opened, and a
+    // handle that still lingers (a pool socket, a worker thread) must not keep a half-started gateway alive.
+    setTimeout(() => process.exit(1), 500).unref();
+    throw error;
+  }
   await new Promise<void>((resolve) => {
     const stop = (signal: string): void => {
       gateway.logger.info({ signal }, 'stopping');

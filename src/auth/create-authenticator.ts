@@ -1,13 +1,26 @@
 import type { GatewayConfig } from '../config/gateway-config';
+import { ProblemError } from '../problem';
 import type { IdentityAuthenticator } from './authenticator';
 import { HttpAuthenticator } from './http-authenticator';
 import { ModuleAuthenticator } from './module-authenticator';
 import { PasswordVerifierPool } from './password-verifier-pool';
 import { UsersFileAuthenticator } from './users-file-authenticator';
 
+/**
+ * `iam.authenticator.type: none` (the shipped default): the gateway starts and authorizes, but nobody can log in
+ * until an authenticator is configured; a login answers 501 IAM_LOGIN_NOT_CONFIGURED, never a session.
+ */
+const NO_AUTHENTICATOR: IdentityAuthenticator = {
+  type: 'none',
+  authenticate: () =>
+    Promise.reject(new ProblemError('IAM_LOGIN_NOT_CONFIGURED', 'No authenticator is configured (iam.authenticator.type is none); logins are off.')),
+};
+
 /** The authenticator chosen by `iam.authenticator.type`. */
 export function createAuthenticator(config: GatewayConfig['iam']['authenticator'], options: { maxPendingVerifications?: number } = {}): IdentityAuthenticator {
   switch (config.type) {
+    case 'none':
+      return NO_AUTHENTICATOR;
     case 'users-file':
       if (!config.path) throw new Error('config: iam.authenticator.path is required for type users-file');
       return new UsersFileAuthenticator(config.path, new PasswordVerifierPool({ maxPending: options.maxPendingVerifications }));

@@ -53,7 +53,7 @@ export interface RawConfig {
     'client-types': string[];
     login: { 'rate-limit': { 'max-failures': number; 'max-failures-per-address': number; window: Duration }; 'max-pending-verifications': number };
     authenticator: {
-      type: 'users-file' | 'http' | 'module';
+      type: 'none' | 'users-file' | 'http' | 'module';
       path?: string | null;
       url?: string | null;
       module?: string | null;
@@ -290,17 +290,17 @@ export const configSchema = section({
     authenticator: section({
       type: {
         type: 'string' as const,
-        enum: ['users-file', 'http', 'module'] as RawConfig['iam']['authenticator']['type'][],
-        default: 'users-file' as const,
-        description: 'how passwords are checked: users-file | http | module',
+        enum: ['none', 'users-file', 'http', 'module'] as RawConfig['iam']['authenticator']['type'][],
+        default: 'none' as const,
+        description: 'how passwords are checked: none (no logins: 501 IAM_LOGIN_NOT_CONFIGURED) | users-file | http | module',
       },
-      path: nullableText('users file (type users-file), relative to the working directory', undefined, 'config/users.example.yaml'),
+      path: nullableText('users file (type users-file), relative to the working directory'),
       url: nullableText('login endpoint of the host (type http)', 'http-url'),
       module: nullableText('JavaScript module exporting authenticate() (type module)'),
       timeout: duration('5s', 'timeout of one authenticator call'),
     }),
     provision: section({
-      file: nullableText('provisioning file applied idempotently at start; null = none', undefined, 'config/provision.example.yaml'),
+      file: nullableText('provisioning file applied idempotently at start; null = none'),
     }),
     policy: section({
       dir: text('policies', 'policy directory, relative to the working directory'),

@@ -74,7 +74,7 @@ export interface GatewayConfig {
     clientTypes: string[];
     login: { rateLimit: { maxFailures: number; maxFailuresPerAddress: number; windowMs: number }; maxPendingVerifications: number };
     authenticator: {
-      type: 'users-file' | 'http' | 'module';
+      type: 'none' | 'users-file' | 'http' | 'module';
       path: string | null;
       url: string | null;
       module: string | null;

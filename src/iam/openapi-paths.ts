@@ -21,6 +21,7 @@ export const nonAdminPaths: Record<string, PathItemObject> = {
         ...BODY_FAILURES,
         '429': problem(429, ['IAM_RATE_LIMITED'], 'Too many failures for this username and client address, or from this client address.', { headers: { 'Retry-After': header('RetryAfter') } }),
         '500': response('InternalError'),
+        '501': problem(501, ['IAM_LOGIN_NOT_CONFIGURED'], 'No authenticator is configured (`iam.authenticator.type: none`, the default): logins are off.'),
         '502': problem(502, ['IAM_AUTHENTICATOR_UNAVAILABLE'], 'The host\'s credential check did not answer usefully; never a login.'),
         '503': problem(503, ['IAM_STORE_UNAVAILABLE', 'IAM_DATABASE_UNAVAILABLE', 'IAM_BUSY'], 'A store cannot be reached, or too many password checks are queued (IAM_BUSY).', {
           headers: { 'Retry-After': header('RetryAfter') },

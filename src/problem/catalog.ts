@@ -22,6 +22,7 @@ export const PROBLEM_CATALOG = {
   IAM_RATE_LIMITED: { status: 429, title: 'Too many requests' },
   IAM_RESOURCE_RESOLUTION_UNAVAILABLE: { status: 500, title: 'Resource resolution unavailable' },
   IAM_INTERNAL_ERROR: { status: 500, title: 'Internal error' },
+  IAM_LOGIN_NOT_CONFIGURED: { status: 501, title: 'Login not configured' },
   IAM_UPSTREAM_UNAVAILABLE: { status: 502, title: 'Upstream unavailable' },
   IAM_AUTHENTICATOR_UNAVAILABLE: { status: 502, title: 'Authenticator unavailable' },
   IAM_STORE_UNAVAILABLE: { status: 503, title: 'Token store unavailable' },

@@ -201,6 +201,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     cleanups.push(() => resolvers.close());
     const engine = new DecisionEngine({ grants, resolvers });
     const authenticator = createAuthenticator(config.iam.authenticator, { maxPendingVerifications: config.iam.login.maxPendingVerifications });
+    if (authenticator.type === 'none') logger.warn({}, 'iam.authenticator.type is none: logins are off (501 IAM_LOGIN_NOT_CONFIGURED) until an authenticator is configured');
     if (authenticator.close) cleanups.push(() => authenticator.close!());
     const login = new LoginService({
       authenticator,
@@ -389,8 +390,14 @@ async function startListening(
   hooks: { services: GatewayServices | null; beforeStop: () => void; afterStop: () => Promise<void> },
 ): Promise<RunningGateway> {
   const connections = trackConnections(server);
-  await listen(server, config.server.port, config.server.host);
-  await listen(management, config.server.managementPort, config.server.managementHost);
+  try {
+    await listen(server, config.server.port, config.server.host);
+    await listen(management, config.server.managementPort, config.server.managementHost);
+  } catch (error) {
+    // A failed start holds no port (#11.20): close whichever listener did open, then fail.
+    await Promise.all([server, management].map((listener) => new Promise<void>((resolve) => (listener.listening ? listener.close(() => resolve()) : resolve()))));
+    throw error;
+  }
   const port = (server.address() as AddressInfo).port;
   const managementPort = (management.address() as AddressInfo).port;
   const host = urlHost(config.server.host);

@@ -25,6 +25,10 @@ export function testConfig(upstreamUrl: string, overrides: Record<string, string
     IAM_AUDIT_FLUSH_INTERVAL: '100ms',
     IAM_AUDIT_SPOOL_DIR: join(tmpdir(), uniquePrefix('audit-spool')),
     LOG_LEVEL: 'silent',
+    // config/default.yaml names no users (#11.21); the tests log in the example users like the demo does.
+    IAM_AUTHENTICATOR_TYPE: 'users-file',
+    IAM_AUTHENTICATOR_PATH: 'config/users.example.yaml',
+    IAM_PROVISION_FILE: 'config/provision.example.yaml',
     ...overrides,
   };
   const redis = testRedisUrl();

@@ -70,13 +70,13 @@ describe('loadConfig defaults', () => {
         clientTypes: ['WEB', 'MOBILE', 'DESKTOP', 'API'],
         login: { rateLimit: { maxFailures: 10, maxFailuresPerAddress: 100, windowMs: 15 * 60_000 }, maxPendingVerifications: 64 },
         authenticator: {
-          type: 'users-file',
-          path: path.join(repoRoot, 'config/users.example.yaml'),
+          type: 'none',
+          path: null,
           url: null,
           module: null,
           timeoutMs: 5_000,
         },
-        provision: { file: path.join(repoRoot, 'config/provision.example.yaml') },
+        provision: { file: null },
         policy: { dir: path.join(repoRoot, 'policies'), pollIntervalMs: 5_000, debounceMs: 200 },
         authz: { abilityCacheSize: 10_000, resolverTimeoutMs: 2_000 },
         gateway: { allowPathParameters: false },
@@ -156,8 +156,8 @@ describe('loadConfig rejects what it does not understand', () => {
     ['a trusted proxy host name', 'iam:\n  forward:\n    trusted-proxies: [proxy.local]\n', 'iam.forward.trusted-proxies[0]', /not an IP address/],
     ['a glob in the store prefix', 'iam:\n  token:\n    store-prefix: "iam*"\n', 'iam.token.store-prefix', /no glob characters/],
     ['a bad history table', 'iam:\n  schema:\n    history-table: "x; drop table y"\n', 'iam.schema.history-table', /not an SQL identifier/],
-    ['a bad authenticator type', 'iam:\n  authenticator:\n    type: ldap\n', 'iam.authenticator.type', /"ldap" is not one of users-file, http, module/],
-    ['users-file without path', 'iam:\n  authenticator:\n    path: null\n', 'iam.authenticator.path', /iam\.authenticator\.path is required when iam\.authenticator\.type is "users-file"/],
+    ['a bad authenticator type', 'iam:\n  authenticator:\n    type: ldap\n', 'iam.authenticator.type', /"ldap" is not one of none, users-file, http, module/],
+    ['users-file without path', 'iam:\n  authenticator:\n    type: users-file\n', 'iam.authenticator.path', /iam\.authenticator\.path is required when iam\.authenticator\.type is "users-file"/],
     ['http without url', 'iam:\n  authenticator:\n    type: http\n', 'iam.authenticator.url', /url is required when .*"http" in .*:3$/],
     ['a non-http upstream', 'upstream:\n  url: ftp://host\n', 'upstream.url', /"ftp:\/\/host" is not an http:\/\/ or https:\/\/ URL/],
     ['a bad log level', 'log:\n  level: verbose\n', 'log.level', /"verbose" is not one of fatal, error/],
@@ -175,7 +175,7 @@ describe('loadConfig rejects what it does not understand', () => {
 
   it('reports every problem at once, each with its key and line', () => {
     const error = loadError(
-      ['server:', '  port: 70000', 'iam:', '  tokn: {}', '  token:', '    ttl: 8x', '  client-types: [web]', '  authenticator:', '    path: null'].join('\n'),
+      ['server:', '  port: 70000', 'iam:', '  tokn: {}', '  token:', '    ttl: 8x', '  client-types: [web]', '  authenticator:', '    type: users-file'].join('\n'),
     );
     expect(error.problems.map(({ key, line }) => [key, line])).toEqual(
       expect.arrayContaining([

@@ -1,0 +1,117 @@
+/**
+ * #11.21: the shipped config/default.yaml (what `npm start` and the Docker image run) names no users and no
+ * provisioning file: it starts, but nobody can log in (501 IAM_LOGIN_NOT_CONFIGURED) and no demo user or
+ * administrator exists. `npm run demo` passes its own configuration (examples/demo.yaml), and the README
+ * walkthrough, run as written with curl against it, is true.
+ */
+import { execFile, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { loadConfig } from '../../src/config';
+import { createLogger } from '../../src/observability/logger';
+import { startGateway, type RunningGateway } from '../../src/server/gateway';
+import { createTestDatabase } from '../support/database';
+import { testDatabaseKind, testDatabaseUrl, testRedisUrl, uniquePrefix } from '../support/env';
+import { ROOT } from '../support/gateway';
+import { ensureBuilt } from '../support/gateway-process';
+import { freePort } from '../support/front-proxy';
+import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
+
+const run = promisify(execFile);
+
+describe('#11.21 the shipped default configuration', () => {
+  let upstream: RecordingUpstream;
+  let gateway: RunningGateway;
+
+  beforeAll(async () => {
+    const db = await createTestDatabase();
+    await db.close();
+    upstream = await startRecordingUpstream();
+    // config/default.yaml exactly as shipped; only where to listen and which database/store come from the environment.
+    const env: NodeJS.ProcessEnv = {
+      PORT: '0',
+      MANAGEMENT_PORT: '0',
+      UPSTREAM_URL: upstream.url,
+      DATABASE_URL: testDatabaseUrl(),
+      DATABASE_POOL_SIZE: testDatabaseKind() === 'pglite' ? '1' : '2',
+      REDIS_URL: testRedisUrl() ?? '',
+      IAM_TOKEN_STORE_PREFIX: uniquePrefix('default-config'),
+      IAM_POLICIES_DIR: join(ROOT, 'test/fixtures/e2e-policies'),
+    };
+    gateway = await startGateway(loadConfig({ file: join(ROOT, 'config', 'default.yaml'), env, cwd: ROOT }), { logger: createLogger('silent') });
+  });
+  afterAll(async () => {
+    await gateway?.close();
+    await upstream?.close();
+  });
+
+  it('#11.21: loads no users and no provisioning: nobody can log in (501), no demo user or admin exists, protected routes answer 401', async () => {
+    for (const username of ['admin', 'alice', 'bob']) {
+      const answer = await fetch(`${gateway.url}/iam/auth/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ username, password: `${username}-password`, clientType: 'WEB' }),
+      });
+      expect(answer.status).toBe(501);
+      expect(answer.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+      expect(((await answer.json()) as { code: string }).code).toBe('IAM_LOGIN_NOT_CONFIGURED');
+    }
+    for (const userId of ['u-admin', 'u-alice', 'u-bob']) expect(await gateway.services!.repository.getUser(userId)).toBeNull();
+    // It still starts and protects: public routes pass, protected routes answer 401.
+    expect((await fetch(`${gateway.url}/health`)).status).toBe(200);
+    const protectedAnswer = await fetch(`${gateway.url}/api/projects`);
+    expect(protectedAnswer.status).toBe(401);
+    expect(((await protectedAnswer.json()) as { code: string }).code).toBe('IAM_UNAUTHENTICATED');
+  });
+});
+
+describe('#11.21 npm run demo', () => {
+  it('#11.21: runs on its own config, and the README walkthrough is true against it', async () => {
+    ensureBuilt();
+    // The example policy's resolvers name the host at 127.0.0.1:3000; the test runs the host on a free port
+    // and gives the demo a copy of the policy naming that port (the demo passes IAM_POLICIES_DIR through).
+    const hostPort = await freePort();
+    const policies = mkdtempSync(join(tmpdir(), 'iam-demo-policies-'));
+    writeFileSync(join(policies, 'example.yaml'), readFileSync(join(ROOT, 'policies', 'example.yaml'), 'utf8').replace(/127\.0\.0\.1:3000/g, `127.0.0.1:${hostPort}`));
+    const demo = spawn(process.execPath, [join(ROOT, 'scripts', 'demo.js')], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', HOST_PORT: String(hostPort), PORT: '0', MANAGEMENT_PORT: '0', IAM_POLICIES_DIR: policies },
+    });
+    let output = '';
+    demo.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+    demo.stderr!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+    const exited = new Promise<void>((resolve) => demo.once('exit', () => resolve()));
+    try {
+      const gatewayUrl = await new Promise<string>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`demo did not start:\n${output}`)), 60_000);
+        demo.stdout!.on('data', () => {
+          const match = /gateway\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(output);
+          if (match) (clearTimeout(timer), resolve(match[1]!));
+        });
+        void exited.then(() => (clearTimeout(timer), reject(new Error(`demo exited:\n${output}`))));
+      });
+      expect(output).toContain('examples/demo.yaml');
+
+      const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+      const walkthrough = /## Walkthrough \(with `npm run demo` running\)\n\n```sh\n([\s\S]*?)```/.exec(readme)![1]!;
+      expect(walkthrough).toContain('GW=http://127.0.0.1:8080');
+      const script = walkthrough.replace('GW=http://127.0.0.1:8080', `GW=${gatewayUrl}`);
+      const { stdout } = await run('bash', ['-euo', 'pipefail', '-c', script], { cwd: ROOT, timeout: 60_000 });
+      const statuses = [...stdout.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
+      // health, no token, project 2, admin stats, revoke-others, logout, after logout
+      expect(statuses).toEqual([200, 401, 403, 403, 204, 204, 401]);
+      expect(stdout).toContain('"userId":"u-alice"');
+      expect(stdout).toContain('"step":"SCOPE_DENIED"');
+      expect(stdout).toContain('"step":"PERMISSION_DENIED"');
+      expect(stdout).toMatch(/x-iam-profile-id/i);
+      expect(stdout).toContain('p-alice-reader');
+    } finally {
+      demo.kill('SIGTERM');
+      await exited;
+      rmSync(policies, { recursive: true, force: true });
+    }
+  }, 120_000);
+});
