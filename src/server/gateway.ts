@@ -145,7 +145,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     let subscription: EventSubscription | null = null;
     const channelUp = (): boolean => subscription?.connected === true;
     const cache = config.iam.token.cache.enabled ? new SessionCache(config.iam.token.cache.maxEntries, channelUp) : null;
-    const grants = new GrantProvider({ repository, maxEntries: config.iam.authz.abilityCacheSize, trustCache: channelUp });
+    const grants = new GrantProvider({ repository, maxEntries: config.iam.authz.abilityCacheSize, maxBytes: config.iam.authz.abilityCacheBytes, trustCache: channelUp });
     const audit = new AuditTrail(repository, logger, config.iam.audit.flushIntervalMs);
     audit.start();
     cleanups.push(() => audit.close());
