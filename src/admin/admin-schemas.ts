@@ -4,6 +4,7 @@
  */
 import type { JSONSchemaType } from 'ajv';
 import { IDENTIFIER_PATTERN } from '../auth/identity-validation';
+import { MAX_PROFILE_SCOPES, MAX_TEMPLATE_PERMISSIONS } from '../authz/grant-limits';
 import type { AccessMode, ScopeRecord } from '../persistence/records';
 
 export interface TemplateBody {
@@ -50,7 +51,7 @@ export const templateBodySchema: JSONSchemaType<TemplateBody> = {
     name: { type: 'string', minLength: 1, maxLength: 200 },
     description: { type: 'string', maxLength: 2000, nullable: true },
     // Each code is also checked with isValidPermissionCode (the grammar of design.md §5.3).
-    permissions: { type: 'array', items: { type: 'string', minLength: 3, maxLength: 200 }, uniqueItems: true, maxItems: 1000 },
+    permissions: { type: 'array', items: { type: 'string', minLength: 3, maxLength: 200 }, uniqueItems: true, maxItems: MAX_TEMPLATE_PERMISSIONS },
   },
 };
 
@@ -92,7 +93,7 @@ export const profileBodySchema: JSONSchemaType<ProfileBody> = {
 
 export const scopesBodySchema: JSONSchemaType<ScopesBody> = {
   type: 'array',
-  maxItems: 1000,
+  maxItems: MAX_PROFILE_SCOPES,
   items: {
     type: 'object',
     additionalProperties: false,

@@ -2,6 +2,7 @@ import Ajv from 'ajv';
 import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import { IDENTIFIER_PATTERN, projectedProfileSchema } from '../auth/identity-validation';
+import { MAX_TEMPLATE_PERMISSIONS } from '../authz/grant-limits';
 import { isValidPermissionCode } from '../authz/permission-code';
 import type { ProvisioningDocument } from '../persistence/records';
 import { toPointerErrors } from '../iam/validate-body';
@@ -21,7 +22,7 @@ export const provisioningSchema = {
           versionId: { type: 'string', pattern: IDENTIFIER_PATTERN },
           name: { type: 'string', minLength: 1, maxLength: 200 },
           description: { type: 'string', maxLength: 2000 },
-          permissions: { type: 'array', items: { type: 'string', minLength: 3, maxLength: 200 }, uniqueItems: true },
+          permissions: { type: 'array', items: { type: 'string', minLength: 3, maxLength: 200 }, uniqueItems: true, maxItems: MAX_TEMPLATE_PERMISSIONS },
         },
       },
     },

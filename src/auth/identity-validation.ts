@@ -1,4 +1,5 @@
 import Ajv from 'ajv';
+import { MAX_PROFILE_SCOPES } from '../authz/grant-limits';
 import type { AuthenticatedIdentity } from './authenticator';
 
 /**
@@ -31,7 +32,7 @@ export const projectedProfileSchema = {
     revoked: { type: 'boolean' },
     // True: every resource (#11.31), so no scopes beside it. Omitted: true for a new profile without scopes.
     unscoped: { type: 'boolean' },
-    scopes: { type: 'array', items: scopeSchema },
+    scopes: { type: 'array', items: scopeSchema, maxItems: MAX_PROFILE_SCOPES },
   },
   if: { type: 'object', required: ['unscoped'], properties: { unscoped: { const: true } } },
   then: { type: 'object', properties: { scopes: { type: 'array', maxItems: 0 } } },

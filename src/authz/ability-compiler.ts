@@ -47,6 +47,14 @@ export interface CompiledGrant {
   ability: MongoAbility;
 }
 
+/**
+ * Approximate heap bytes of a compiled grant, for the memory bound of the grant cache: CASL keeps each rule
+ * with its conditions and index entries (~250 bytes measured), plus the codes and scopes kept alongside.
+ */
+export function approximateGrantBytes(grant: CompiledGrant): number {
+  return 1024 + grant.permissions.length * 96 + grant.scopes.length * 160 + grant.ability.rules.length * 256;
+}
+
 /** Accesses a scope's `accessMode` covers: `WRITE` covers `READ` (design.md §5.2). */
 function coveredAccesses(mode: ScopeRecord['accessMode']): string[] {
   return mode === 'WRITE' ? ['READ', 'WRITE'] : ['READ'];

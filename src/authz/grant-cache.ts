@@ -1,3 +1,9 @@
+/** Optional memory bound: the approximate bytes of a value, and the most all values may weigh together. */
+export interface CacheWeight<V> {
+  maxBytes: number;
+  weigh(value: V): number;
+}
+
 /**
  * The cache key of one (user, profile) pair. Ids are free-form (Auth0-style `auth0|abc`, `:`...), so a
  * separator alone is not enough: `auth0` + `victim|admin` and `auth0|victim` + `admin` would share
@@ -9,17 +15,29 @@ export function grantKey(userId: string, profileId: string): string {
 
 /**
  * A bounded least-recently-used cache over a `Map` (insertion order = recency order). Never holds more
- * than `max` entries: the oldest entry is evicted on insert.
+ * than `max` entries nor, with a weight, more than `maxBytes` approximate bytes: the least recently used
+ * entries are evicted on insert (a value heavier than `maxBytes` alone is not kept).
  */
 export class GrantCache<V> {
   private readonly entries = new Map<string, V>();
+  private readonly weights = new Map<string, number>();
+  private totalBytes = 0;
 
-  constructor(readonly max: number) {
+  constructor(
+    readonly max: number,
+    private readonly weight: CacheWeight<V> | null = null,
+  ) {
     if (!Number.isInteger(max) || max < 1) throw new RangeError(`GrantCache max must be a positive integer, got ${max}`);
+    if (weight !== null && !(weight.maxBytes >= 1)) throw new RangeError(`GrantCache maxBytes must be positive, got ${weight.maxBytes}`);
   }
 
   get size(): number {
     return this.entries.size;
+  }
+
+  /** Approximate bytes of the values held (0 without a weight). */
+  get bytes(): number {
+    return this.totalBytes;
   }
 
   /** The value for `key` (marking it most recently used), or undefined. */
@@ -34,12 +52,22 @@ export class GrantCache<V> {
 
   /** Stores `value` as the most recently used entry, evicting the least recently used beyond `max`. */
   set(key: string, value: V): void {
-    this.entries.delete(key);
+    this.delete(key);
     this.entries.set(key, value);
-    while (this.entries.size > this.max) {
-      const oldest = this.entries.keys().next().value as string;
-      this.entries.delete(oldest);
+    if (this.weight !== null) {
+      const bytes = this.weight.weigh(value);
+      this.weights.set(key, bytes);
+      this.totalBytes += bytes;
     }
+    while (this.entries.size > this.max || (this.weight !== null && this.totalBytes > this.weight.maxBytes && this.entries.size > 0)) {
+      this.delete(this.entries.keys().next().value as string);
+    }
+  }
+
+  private delete(key: string): void {
+    if (!this.entries.delete(key)) return;
+    this.totalBytes -= this.weights.get(key) ?? 0;
+    this.weights.delete(key);
   }
 
   /** Removes every entry for which `predicate` is true; returns how many were removed. */
@@ -48,7 +76,7 @@ export class GrantCache<V> {
     // Deleting the current key while iterating a Map is safe (ECMA-262 Map iteration semantics).
     for (const [key, value] of this.entries) {
       if (predicate(value, key)) {
-        this.entries.delete(key);
+        this.delete(key);
         removed++;
       }
     }
@@ -57,5 +85,7 @@ export class GrantCache<V> {
 
   clear(): void {
     this.entries.clear();
+    this.weights.clear();
+    this.totalBytes = 0;
   }
 }

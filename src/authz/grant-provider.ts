@@ -7,13 +7,15 @@
 import type { IamPrincipal } from '../auth/principal';
 import type { IamRepository } from '../persistence/iam-repository';
 import type { StoreEvent } from '../sessions/token-record';
-import { compileGrant, type CompiledGrant } from './ability-compiler';
+import { approximateGrantBytes, compileGrant, type CompiledGrant } from './ability-compiler';
 import { GrantCache, grantKey } from './grant-cache';
 
 export interface GrantProviderOptions {
   repository: Pick<IamRepository, 'getProfile' | 'getTemplate' | 'getUser'>;
   /** Bound of the LRU cache (`iam.authz.ability-cache-size`). */
   maxEntries: number;
+  /** Memory bound of the LRU cache in approximate bytes (`iam.authz.ability-cache-memory`); none when omitted. */
+  maxBytes?: number;
   /** False while the events channel is down: then every call loads from the repository. */
   trustCache: () => boolean;
 }
@@ -52,7 +54,10 @@ export class GrantProvider {
   constructor(options: GrantProviderOptions) {
     this.repository = options.repository;
     this.trustCache = options.trustCache;
-    this.cache = new GrantCache(options.maxEntries);
+    this.cache = new GrantCache<CachedGrant>(
+      options.maxEntries,
+      options.maxBytes === undefined ? null : { maxBytes: options.maxBytes, weigh: (entry) => (entry.grant === null ? 256 : approximateGrantBytes(entry.grant)) },
+    );
   }
 
   /**
@@ -140,6 +145,11 @@ export class GrantProvider {
 
   stats(): { size: number; hits: number; misses: number } {
     return { size: this.cache.size, hits: this.hits, misses: this.misses };
+  }
+
+  /** Approximate bytes of the cached grants (bounded by `maxBytes`). */
+  cachedBytes(): number {
+    return this.cache.bytes;
   }
 
   private invalidate(predicate: (entry: CachedGrant) => boolean): void {

@@ -61,7 +61,7 @@ export interface RawConfig {
     };
     provision: { file?: string | null };
     policy: { dir: string; 'poll-interval': Duration; debounce: Duration };
-    authz: { 'ability-cache-size': number; 'resolver-timeout': Duration };
+    authz: { 'ability-cache-size': number; 'ability-cache-memory': ByteSize; 'resolver-timeout': Duration };
     gateway: { 'allow-path-parameters': boolean };
     forward: {
       'trusted-proxies': string[];
@@ -309,6 +309,7 @@ export const configSchema = section({
     }),
     authz: section({
       'ability-cache-size': integer(10000, 1, MAX, 'bound of the in-process ability cache (LRU)'),
+      'ability-cache-memory': byteSize('64mb', 'memory bound of the in-process ability cache, approximate bytes of compiled grants (LRU)'),
       'resolver-timeout': duration('2s', 'default timeout of resource resolvers without their own'),
     }),
     gateway: section({

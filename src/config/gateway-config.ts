@@ -92,6 +92,8 @@ export interface GatewayConfig {
     authz: {
       /** Bound of the in-process ability cache (LRU). */
       abilityCacheSize: number;
+      /** Memory bound of the ability cache: approximate bytes of the compiled grants it holds (LRU). */
+      abilityCacheBytes: number;
       /** Default timeout of resource resolvers without their own. */
       resolverTimeoutMs: number;
     };

@@ -82,6 +82,7 @@ export function toGatewayConfig(raw: RawConfig, cwd: string, file: string): Gate
       },
       authz: {
         abilityCacheSize: iam.authz['ability-cache-size'],
+        abilityCacheBytes: bytes(iam.authz['ability-cache-memory'], 'iam.authz.ability-cache-memory'),
         resolverTimeoutMs: ms(iam.authz['resolver-timeout'], 'iam.authz.resolver-timeout'),
       },
       gateway: { allowPathParameters: iam.gateway['allow-path-parameters'] },

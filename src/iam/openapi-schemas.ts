@@ -1,4 +1,5 @@
 /** `components.schemas` of the `/iam` OpenAPI document (JSON Schema 2020-12). */
+import { MAX_PROFILE_SCOPES, MAX_TEMPLATE_PERMISSIONS } from '../authz/grant-limits';
 import { PROBLEM_CATALOG } from '../problem';
 import { identifier, nullable, ref, strictObject, timestamp } from './openapi-builders';
 import type { JsonSchema } from './openapi-types';
@@ -218,7 +219,7 @@ export const schemas: Record<string, JsonSchema> = {
     {
       name: { type: 'string', minLength: 1, maxLength: 200 },
       description: { type: 'string', maxLength: 2000 },
-      permissions: { type: 'array', uniqueItems: true, maxItems: 1000, items: { type: 'string', pattern: PERMISSION_CODE_PATTERN, maxLength: 200 } },
+      permissions: { type: 'array', uniqueItems: true, maxItems: MAX_TEMPLATE_PERMISSIONS, items: { type: 'string', pattern: PERMISSION_CODE_PATTERN, maxLength: 200 } },
     },
     ['name', 'permissions'],
   ),
@@ -262,7 +263,7 @@ export const schemas: Record<string, JsonSchema> = {
   ScopesInput: {
     type: 'array',
     items: ref('Scope'),
-    maxItems: 1000,
+    maxItems: MAX_PROFILE_SCOPES,
     description: 'Replaces every scope of the profile and makes it scoped; [] leaves a scoped profile with no resource (unscoped only by `unscoped: true` on the profile). One entry per (scopeType, scopeRefId), else 400.',
   },
   AuthorizationVersion: strictObject({ userId: identifier('The user.'), authorizationVersion: { type: 'integer', minimum: 0 } }),

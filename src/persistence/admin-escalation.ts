@@ -119,10 +119,13 @@ export async function shareLockTemplate(em: EntityManager, versionId: string): P
   await em.execute('select 1 from "iam_permission_templates" where "version_id" = ? for share', [versionId]);
 }
 
-/** Everything a user's active profiles grant (re-enabling the user, or an identity logging in as them). */
+/**
+ * Everything a user's active profiles grant (re-enabling the user, or an identity logging in as them). No
+ * template locks here: a concurrent template write checks every profile on the template itself, and taking
+ * them after the user's row lock could deadlock with it.
+ */
 export async function activeProfilesOf(em: EntityManager, userId: string): Promise<GrantedProfile[]> {
   const profiles = await em.find(ProfileEntity, { user: userId, enabled: true, revoked: false }, { populate: ['scopes', 'template.permissions'], orderBy: { profileId: 'asc' } });
-  for (const profile of profiles) await shareLockTemplate(em, profile.template.versionId);
   return profiles.map((profile) => grantedBy(profile));
 }
 

@@ -152,7 +152,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     const tunnels = new TunnelRegistry({ recheckIntervalMs: config.upstream.websocketRecheckIntervalMs, channelUp, logger });
     const cache = config.iam.token.cache.enabled ? new SessionCache(config.iam.token.cache.maxEntries, channelUp, config.iam.token.cache.revalidateMs) : null;
     if (cache) metrics.observeSessionCache(() => cache.size);
-    const grants = new GrantProvider({ repository, maxEntries: config.iam.authz.abilityCacheSize, trustCache: channelUp });
+    const grants = new GrantProvider({ repository, maxEntries: config.iam.authz.abilityCacheSize, maxBytes: config.iam.authz.abilityCacheBytes, trustCache: channelUp });
     const audit = new AuditTrail(repository, logger, {
       flushIntervalMs: config.iam.audit.flushIntervalMs,
       spool: new AuditSpool(config.iam.audit.spoolDir),

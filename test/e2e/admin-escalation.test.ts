@@ -6,6 +6,7 @@
  */
 import { join } from 'node:path';
 import { openApiDocument } from '../../src/iam/openapi-document';
+import { MikroOrmAdminRepository, type HeldGrant } from '../../src/persistence/admin-repository';
 import type { ProvisioningDocument } from '../../src/persistence/records';
 import type { RunningGateway } from '../../src/server/gateway';
 import { createTestDatabase, type TestDatabase } from '../support/database';
@@ -203,5 +204,26 @@ describe('#11.4 delegated admins cannot escalate', () => {
     expect((await call('PUT', '/iam/admin/profiles/p-esc-full-bob/scopes', fullAdmin, [{ scopeType: 'PROJECT', scopeRefId: '*', accessMode: 'WRITE' }])).status).toBe(200);
     expect((await call('PUT', '/iam/admin/users/u-esc-dormant', fullAdmin, { enabled: true })).status).toBe(200);
     expect((await call('PUT', '/iam/admin/identities/id-esc-dormant', fullAdmin, { userId: 'u-esc-dormant', identityDomain: 'example.com', enabled: true })).status).toBe(201);
+  });
+});
+
+describe('#11.4 escalation prevention under concurrency', () => {
+  it('#11.4: a template edit and a profile bind racing each other never let a grant through that neither actor holds', async () => {
+    const repository = new MikroOrmAdminRepository(db.orm);
+    const holds: HeldGrant = { permissions: ['project:read', 'iam.admin.templates:write', 'iam.admin.profiles:write'], unscoped: true, scopes: [] };
+    const audit = { actorUserId: 'u-alice', requestId: null, clientAddress: null, holds };
+    let bothWritten = 0;
+    for (let i = 0; i < 12; i++) {
+      const versionId = `t-esc-race-${i}`;
+      await repository.upsertTemplate(versionId, { name: versionId, permissions: ['project:read'] }, { ...audit, holds: { permissions: ['*:*'], unscoped: true, scopes: [] } });
+      // Unused, the template may take a code the actor lacks; bound, it may not. Binding it needs holding all its codes.
+      const results = await Promise.allSettled([
+        repository.upsertTemplate(versionId, { name: versionId, permissions: ['project:read', 'project:delete'] }, audit),
+        repository.upsertProfile(`p-esc-race-${i}`, { userId: 'u-bob', profileName: 'race', templateVersionId: versionId, clientTypes: ['WEB'], enabled: true, revoked: false }, null, audit),
+      ]);
+      if (results.every((result) => result.status === 'fulfilled')) bothWritten++;
+      for (const result of results) if (result.status === 'rejected') expect(result.reason).toMatchObject({ kind: 'forbidden' });
+    }
+    expect(bothWritten).toBe(0);
   });
 });

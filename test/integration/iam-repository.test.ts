@@ -158,14 +158,14 @@ describe('profiles and templates', () => {
       userId: 'u-alice',
       profileName: 'A',
       templateVersionId: 'reader-v1',
-      unscoped: true,
       clientTypes: ['API', 'WEB'],
       enabled: false,
       revoked: false,
+      unscoped: true,
       scopes: [],
       version: 1,
     });
-    expect(profiles[1]).toMatchObject({ templateVersionId: 'writer-v1', enabled: true, revoked: true });
+    expect(profiles[1]).toMatchObject({ templateVersionId: 'writer-v1', enabled: true, revoked: true, unscoped: false });
     expect(profiles[1]!.scopes).toEqual([
       { scopeType: 'DOCUMENT', scopeRefId: '9', accessMode: 'READ' },
       { scopeType: 'PROJECT', scopeRefId: '1', accessMode: 'READ' },
