@@ -55,11 +55,9 @@ describe('#11.3 unstorable strings are refused at the /iam edge', () => {
     expect(answer.body.errors).toEqual([expect.objectContaining({ pointer: '/username' })]);
   });
 
-  it('#11.3: a valid surrogate pair (an emoji) is accepted as text', async () => {
-    expect((await send('POST', '/iam/auth/login', loginBody('"ali\\ud83d\\ude00ce"'))).status).toBe(401);
-  });
-
   it('#11.3: every /iam body is checked, keys and nested values included, before any route (admin and session bodies too)', async () => {
+    // Not over-blocking: a valid surrogate pair (an emoji) is text like any other.
+    expect((await send('POST', '/iam/auth/login', loginBody('"ali\\ud83d\\ude00ce"'))).status).toBe(401);
     const admin = await login(gateway.url, 'admin');
     const user = await send('PUT', '/iam/admin/users/u-new', '{"displayName":"x\\u0000y"}', admin.accessToken);
     expect(user.status).toBe(400);
