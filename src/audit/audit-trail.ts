@@ -185,8 +185,14 @@ export class AuditTrail {
     const pending = settled ? this.buffer : this.inFlight.concat(this.buffer);
     this.buffer = [];
     if (pending.length === 0) return;
-    if (!this.options.spool) throw new Error(`audit: ${pending.length} events could not be written and no spool directory is configured; they are lost`);
-    const path = this.options.spool.write(pending);
+    let path: string;
+    try {
+      if (!this.options.spool) throw new Error('no spool directory is configured');
+      path = this.options.spool.write(pending);
+    } catch (error) {
+      this.logger.error({ events: pending.length, failure: (error as Error).message }, 'audit: events could be neither written nor spooled at stop; they are LOST');
+      throw error;
+    }
     this.logger.warn({ events: pending.length, file: path }, 'audit: database unavailable at stop; events spooled, written at the next start');
   }
 }

@@ -19,6 +19,8 @@ const NETWORK_CODES = new Set([
  * 57P01 admin_shutdown, 57P02 crash_shutdown, 57P03 cannot_connect_now, 53300 too_many_connections.
  * Class 08 (connection_exception) is matched by prefix.
  */
+const PROTOCOL_VIOLATION = '08P01';
+
 const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300']);
 
 /** Messages of `pg` and knex/tarn that carry no code. */
@@ -43,6 +45,9 @@ export function isConnectionFailure(error: unknown, depth = 0): boolean {
   if (error instanceof ConnectionException) return true;
   const candidate = error as { code?: unknown; name?: unknown; message?: unknown; cause?: unknown; errors?: unknown };
   if (typeof candidate.code === 'string') {
+    // 08P01 protocol_violation is how PostgreSQL refuses a value it cannot take (a NUL in a text
+    // parameter): the query's fault, not the link's. Read as "unavailable" it was retried forever (#11.3).
+    if (candidate.code === PROTOCOL_VIOLATION) return false;
     if (NETWORK_CODES.has(candidate.code) || UNAVAILABLE_SQLSTATES.has(candidate.code)) return true;
     if (candidate.code.length === 5 && candidate.code.startsWith('08')) return true;
   }

@@ -104,13 +104,11 @@ describe('#11.9 the limits key on the trusted-proxy client address', () => {
     );
     expect(logins.filter((row) => row.action === 'auth.login.failed').map((row) => row.client_address)).toEqual(['203.0.113.7', '203.0.113.7', '203.0.113.7']);
     expect(logins.filter((row) => row.action === 'auth.login').map((row) => row.client_address)).toEqual(['198.51.100.9']);
-  });
 
-  it('#11.9: X-Forwarded-For from a client that is not a trusted proxy is ignored (no escape from the limit)', async () => {
-    const gateway = await start({ IAM_LOGIN_RATE_LIMIT_MAX_FAILURES: '3', IAM_FORWARD_TRUSTED_PROXIES: '["10.9.9.9"]' });
-    for (let i = 0; i < 3; i++) expect((await attempt(gateway, 'admin', 'wrong', `192.0.2.${i + 1}`)).status).toBe(401);
-    const rotated = await attempt(gateway, 'admin', 'admin-password', '192.0.2.200');
-    expect(rotated.status).toBe(429);
+    // X-Forwarded-For from a client that is not a trusted proxy is ignored: rotating it escapes nothing.
+    const untrusting = await start({ IAM_LOGIN_RATE_LIMIT_MAX_FAILURES: '3', IAM_FORWARD_TRUSTED_PROXIES: '["10.9.9.9"]' });
+    for (let i = 0; i < 3; i++) expect((await attempt(untrusting, 'admin', 'wrong', `192.0.2.${i + 1}`)).status).toBe(401);
+    expect((await attempt(untrusting, 'admin', 'admin-password', '192.0.2.200')).status).toBe(429);
   });
 });
 
@@ -159,7 +157,7 @@ describe('#11.10 password checks are bounded and fair', () => {
     expect(real.status).toBe(200);
     expect(count(flood, 401)).toBe(150);
     // Served in turn with the flood: about two verifications, not 150. (Generous bound for a shared CI machine.)
-    expect(real.ms).toBeLessThan(1000);
+    expect(real.ms).toBeLessThan(1500);
     expect(real.ms).toBeLessThan(Math.max(...flood.map((a) => a.ms)) / 3);
   }, 120_000);
 });

@@ -1,0 +1,169 @@
+/**
+ * Issue 11, the audit writer against the run's real database (PostgreSQL with DATABASE_URL, else PGlite):
+ * #11.3 an event the database refuses (NUL, lone surrogate) is isolated — dropped and reported once, without
+ * SQL or values — and every other event is stored, then and later; #11.15 stored sizes are capped,
+ * anonymous undeclared-route denials are rate-limited into a summary row, and retention purges old events
+ * (`iam-gateway audit purge`).
+ */
+import { Writable } from 'node:stream';
+import { AuditTrail } from '../../src/audit/audit-trail';
+import { main } from '../../src/main';
+import { createLogger } from '../../src/observability/logger';
+import { DatabaseUnavailableError } from '../../src/persistence/iam-repository';
+import type { AuditEventRecord } from '../../src/persistence/records';
+import { createTestDatabase, type TestDatabase } from '../support/database';
+import { testDatabaseKind, testDatabaseUrl } from '../support/env';
+import { ROOT } from '../support/gateway';
+import { join } from 'node:path';
+
+let db: TestDatabase;
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+beforeEach(() => db.reset());
+afterAll(() => db?.close());
+
+/** A logger whose JSON lines are kept. */
+function capturingLogger(): { logger: ReturnType<typeof createLogger>; lines: () => Array<Record<string, unknown>>; text: () => string } {
+  let text = '';
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      text += chunk.toString();
+      done();
+    },
+  });
+  const logger = createLogger('info', stream);
+  return { logger, text: () => text, lines: () => text.split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>) };
+}
+
+async function storedRows(): Promise<Array<{ action: string; target_id: string | null; details: Record<string, unknown> | null }>> {
+  return db.orm.em.fork().execute('select action, target_id, details from iam_audit_events order by id');
+}
+
+const event = (action: string, details: Record<string, unknown> | null = null, targetId: string | null = null) => ({
+  action,
+  actorUserId: null,
+  outcome: 'failure' as const,
+  targetType: 'user',
+  targetId,
+  details,
+});
+
+describe('#11.3 the audit writer isolates an event the database refuses', () => {
+  it('#11.3: a NUL or a lone surrogate drops that event alone, reported once without SQL or values; the rest are stored, now and later', async () => {
+    const log = capturingLogger();
+    const audit = new AuditTrail(db.repository, log.logger, { flushIntervalMs: 60_000 });
+    audit.record(event('test.before'));
+    audit.record(event('test.nul', { username: 'SECRET-NUL-\u0000-marker' }));
+    audit.record(event('test.surrogate', { username: 'SECRET-SURROGATE-\ud800-marker' }));
+    audit.record(event('test.nul-target', null, 'SECRET-TARGET-\u0000'));
+    audit.record(event('test.after'));
+    await audit.flush();
+    expect((await storedRows()).map((row) => row.action)).toEqual(['test.before', 'test.after']);
+
+    const refused = log.lines().filter((line) => String(line.msg).includes('refused'));
+    expect(refused.map((line) => line.action).sort()).toEqual(['test.nul', 'test.nul-target', 'test.surrogate']);
+    expect(log.text()).not.toMatch(/SECRET|insert into|values/i);
+    for (const line of log.text().split('\n')) expect(line.length).toBeLessThan(1000);
+
+    // Not stuck: later events are written, and the refused ones are not retried (reported once).
+    audit.record(event('test.later'));
+    await audit.flush();
+    await audit.flush();
+    expect((await storedRows()).map((row) => row.action)).toEqual(['test.before', 'test.after', 'test.later']);
+    expect(log.lines().filter((line) => String(line.msg).includes('refused'))).toHaveLength(3);
+    await audit.close();
+  });
+
+  it('#11.3: while the database is unavailable the batch is kept and retried, logged once per outage without SQL', async () => {
+    const log = capturingLogger();
+    let failures = 3;
+    const flaky = {
+      insertAudit: async (events: AuditEventRecord[]) => {
+        if (failures-- > 0) throw new DatabaseUnavailableError('down', { cause: new Error('insert into "iam_audit_events" values (SECRET)') });
+        await db.repository.insertAudit(events);
+      },
+    };
+    const audit = new AuditTrail(flaky, log.logger, { flushIntervalMs: 60_000 });
+    audit.record(event('test.kept'));
+    await audit.flush();
+    await audit.flush();
+    await audit.flush();
+    expect(await storedRows()).toHaveLength(0);
+    await audit.flush();
+    expect((await storedRows()).map((row) => row.action)).toEqual(['test.kept']);
+    expect(log.lines().filter((line) => line.level === 40)).toHaveLength(1);
+    expect(log.text()).not.toMatch(/SECRET|insert into/i);
+    await audit.close();
+  });
+});
+
+describe('#11.15 audit rows are bounded', () => {
+  it('#11.15: a long target and long detail strings are cut before they are stored', async () => {
+    const audit = new AuditTrail(db.repository, capturingLogger().logger, { flushIntervalMs: 60_000 });
+    const path = `/${'a'.repeat(8000)}`;
+    audit.record({ ...event('authz.deny', { decision: { steps: [{ reason: `no policy route declares GET ${path}` }] } }, `GET ${path}`), outcome: 'denied' });
+    await audit.close();
+    const [row] = await storedRows();
+    expect(row!.target_id!.length).toBeLessThanOrEqual(512);
+    expect(JSON.stringify(row!.details).length).toBeLessThan(1200);
+  });
+
+  it('#11.15: anonymous undeclared-route denials beyond the per-minute limit are counted in one summary row', async () => {
+    const audit = new AuditTrail(db.repository, capturingLogger().logger, { flushIntervalMs: 60_000, anonymousDenialsPerMinute: 10 });
+    for (let i = 0; i < 250; i++) audit.recordAnonymousDenial({ ...event('authz.deny', null, `GET /scan/${i}`), outcome: 'denied' });
+    await audit.close();
+    const rows = await storedRows();
+    expect(rows.filter((row) => row.action === 'authz.deny')).toHaveLength(10);
+    const summaries = rows.filter((row) => row.action === 'authz.deny.suppressed');
+    expect(summaries).toHaveLength(1);
+    expect(summaries[0]!.details).toMatchObject({ suppressed: 240, failedStep: 'ROUTE_NOT_DECLARED' });
+  });
+});
+
+describe('#11.15 audit retention', () => {
+  async function seed(): Promise<void> {
+    const now = Date.now();
+    const at = (daysAgo: number): AuditEventRecord => ({ ...event(`test.${daysAgo}d`), occurredAt: new Date(now - daysAgo * 86_400_000), requestId: null, decisionId: null, clientAddress: null });
+    await db.repository.insertAudit([at(400), at(100), at(40), at(1)]);
+  }
+
+  it('#11.15: purgeAudit deletes the events older than the cut-off and says how many', async () => {
+    await seed();
+    expect(await db.repository.purgeAudit(new Date(Date.now() - 30 * 86_400_000))).toBe(3);
+    expect((await storedRows()).map((row) => row.action)).toEqual(['test.1d']);
+  });
+
+  it('#11.15: `iam-gateway audit purge --older-than 90d` deletes older events; a bad duration is a usage error', async () => {
+    await seed();
+    const run = async (args: string[]): Promise<{ code: number; out: string; err: string }> => {
+      const saved = { ...process.env };
+      Object.assign(process.env, {
+        DATABASE_URL: testDatabaseUrl(),
+        DATABASE_POOL_SIZE: testDatabaseKind() === 'pglite' ? '1' : '2',
+        REDIS_URL: '',
+        IAM_CONFIG: join(ROOT, 'config/default.yaml'),
+      });
+      let out = '';
+      let err = '';
+      const outSpy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => ((out += String(chunk)), true));
+      const errSpy = jest.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => ((err += String(chunk)), true));
+      try {
+        return { code: await main(args), out, err };
+      } finally {
+        outSpy.mockRestore();
+        errSpy.mockRestore();
+        process.env = saved;
+      }
+    };
+    const purged = await run(['audit', 'purge', '--older-than', '90d']);
+    expect(purged).toMatchObject({ code: 0, err: '' });
+    expect(purged.out).toMatch(/deleted 2 events/);
+    expect((await storedRows()).map((row) => row.action)).toEqual(['test.40d', 'test.1d']);
+    expect((await run(['audit', 'purge', '--older-than', 'soon'])).code).toBe(2);
+    // iam.audit.retention defaults to 0 (keep forever): without --older-than there is nothing to do.
+    expect((await run(['audit', 'purge'])).code).toBe(2);
+    expect((await storedRows())).toHaveLength(2);
+  });
+});
