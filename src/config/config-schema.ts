@@ -47,6 +47,7 @@ export interface RawConfig {
       'store-prefix': string;
       ttl: Duration;
       'idle-timeout': Duration;
+      'max-sessions-per-user': number;
       cache: { enabled: boolean; 'max-entries': number; 'revalidate-interval': Duration };
     };
     schema: { 'history-table': string };
@@ -266,6 +267,7 @@ export const configSchema = section({
       'store-prefix': text('iam', 'prefix of every token-store key', 'store-prefix'),
       ttl: duration('8h', 'absolute session lifetime', true),
       'idle-timeout': duration(0, 'sliding idle timeout; 0 = off'),
+      'max-sessions-per-user': integer(50, 1, 100000, 'live sessions per user; a new one revokes the oldest beyond it (audited)'),
       cache: section({
         enabled: flag(true, 'cache token lookups in process (bounded by max-entries)'),
         'max-entries': integer(10000, 1, MAX, 'bound of the token lookup cache'),

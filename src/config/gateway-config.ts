@@ -67,6 +67,8 @@ export interface GatewayConfig {
       ttlMs: number;
       /** 0 = off. */
       idleTimeoutMs: number;
+      /** `iam.token.max-sessions-per-user`: live sessions per user; the oldest beyond it are revoked. */
+      maxSessionsPerUser: number;
       /** `revalidateMs`: `iam.token.cache.revalidate-interval`, the longest a cached session goes unchecked. */
       cache: { enabled: boolean; maxEntries: number; revalidateMs: number };
     };

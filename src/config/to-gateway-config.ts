@@ -51,6 +51,7 @@ export function toGatewayConfig(raw: RawConfig, cwd: string, file: string): Gate
         storePrefix: token['store-prefix'],
         ttlMs: ms(token.ttl, 'iam.token.ttl'),
         idleTimeoutMs: ms(token['idle-timeout'], 'iam.token.idle-timeout'),
+        maxSessionsPerUser: token['max-sessions-per-user'],
         cache: {
           enabled: token.cache.enabled,
           maxEntries: token.cache['max-entries'],

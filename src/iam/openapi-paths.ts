@@ -48,9 +48,14 @@ export const nonAdminPaths: Record<string, PathItemObject> = {
   '/iam/sessions': {
     get: {
       operationId: 'listSessions',
-      summary: 'The caller\'s sessions, every state',
+      summary: 'The caller\'s sessions, every state, newest first, one page at a time',
       tags: ['sessions'],
-      responses: { '200': json('Sessions of the caller\'s user.', { type: 'array', items: ref('Session') }), ...PROTECTED_FAILURES },
+      parameters: [param('Limit'), param('Cursor')],
+      responses: {
+        '200': json('One page of the sessions of the caller\'s user.', ref('SessionPage')),
+        '400': response('ValidationFailed'),
+        ...PROTECTED_FAILURES,
+      },
     },
   },
   '/iam/sessions/{sessionId}/revoke': {

@@ -2,11 +2,13 @@ import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import type { SessionService } from '../sessions/session-service';
 import { callerOf, factsOf } from './iam-context';
+import { parseSessionListQuery } from './session-query';
 
-/** Specification §4.1: the caller's own sessions. */
+/** Specification §4.1: the caller's own sessions (paginated like the admin lists, issue 11 #11.18). */
 export function registerSessionRoutes(router: Router, deps: { sessions: SessionService; requireSession: Middleware }): void {
   router.get('/sessions', deps.requireSession, async (ctx) => {
-    ctx.body = await deps.sessions.list(callerOf(ctx));
+    const { limit, after } = parseSessionListQuery(ctx.query);
+    ctx.body = await deps.sessions.list(callerOf(ctx), limit, after);
   });
 
   router.post('/sessions/revoke-others', deps.requireSession, async (ctx) => {

@@ -36,6 +36,11 @@ export interface IamRepository {
   getSession(sessionId: string): Promise<SessionRecord | null>;
   /** The user's sessions, newest first. */
   listSessions(userId: string): Promise<SessionRecord[]>;
+  /**
+   * One page of the user's sessions, newest first (createdAt, then sessionId, descending): at most `limit`
+   * rows strictly after the `after` key (the last row of the previous page).
+   */
+  listSessionsPage(userId: string, limit: number, after: { createdAt: Date; sessionId: string } | null): Promise<SessionRecord[]>;
   updateSession(
     sessionId: string,
     patch: Partial<Pick<SessionRecord, 'lastSeenAt' | 'revokedAt' | 'logoutAt' | 'revokeReason'>>,

@@ -150,6 +150,16 @@ export class MikroOrmIamRepository implements IamRepository {
     });
   }
 
+  listSessionsPage(userId: string, limit: number, after: { createdAt: Date; sessionId: string } | null): Promise<SessionRecord[]> {
+    return this.run(async (em) => {
+      const keyset = after
+        ? { $or: [{ createdAt: { $lt: after.createdAt } }, { createdAt: after.createdAt, sessionId: { $lt: after.sessionId } }] }
+        : {};
+      const sessions = await em.find(SessionEntity, { userId, ...keyset }, { orderBy: { createdAt: 'desc', sessionId: 'desc' }, limit });
+      return sessions.map(toSessionRecord);
+    });
+  }
+
   updateSession(sessionId: string, patch: SessionPatch): Promise<void> {
     return this.run(async (em) => {
       const changes: SessionPatch = {};

@@ -51,6 +51,9 @@ export async function createOrm(options: OrmOptions): Promise<MikroORM> {
       afterCreate: dropConnectionOnQueryTimeout,
     },
     driverOptions: {
+      // knex prints "Connection Error: …" for every pooled connection it discards; an outage is reported
+      // once by the gateway's outage log instead (issue 11 #11.39). Other warnings still print.
+      log: { warn: (message: unknown) => (String(message).startsWith('Connection Error') ? undefined : console.warn(message)) },
       acquireConnectionTimeout: connectTimeoutMs,
       connection: {
         connectionTimeoutMillis: connectTimeoutMs,

@@ -175,6 +175,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       logger,
       ttlMs: config.iam.token.ttlMs,
       idleTimeoutMs: config.iam.token.idleTimeoutMs,
+      maxSessionsPerUser: config.iam.token.maxSessionsPerUser,
     });
     subscription = await store.subscribe(
       (event) => {

@@ -6,6 +6,8 @@ import type { IamRepository } from '../persistence/iam-repository';
 import type { SessionRecord, SessionState } from '../persistence/records';
 import { ProblemError } from '../problem';
 import { derivedSessions } from './derived-sessions';
+import { sessionsOverCap, withOrigins } from './session-cap';
+import { encodeSessionCursor, type SessionPageKey } from './session-cursor';
 import type { LastSeenTracker } from './last-seen-tracker';
 import type { SessionCache } from './session-cache';
 import { generateToken, hashToken, isWellFormedToken } from './token-hash';
@@ -57,6 +59,14 @@ export interface SessionServiceDeps {
   logger: Logger;
   ttlMs: number;
   idleTimeoutMs: number;
+  /** `iam.token.max-sessions-per-user`: beyond it the oldest live sessions are revoked (`session_limit`). */
+  maxSessionsPerUser?: number;
+}
+
+/** One page of a list, as the admin API's lists. */
+export interface SessionPage {
+  items: SessionView[];
+  nextCursor: string | null;
 }
 
 /**
@@ -126,6 +136,7 @@ export class SessionService {
       this.retireSession(sessionId, 'origin_ended');
       throw new ProblemError('IAM_UNAUTHENTICATED', 'The session ended.');
     }
+    await this.enforceSessionCap(principal.userId, sessionId, facts);
     return { accessToken, sessionId, expiresAt: record.expiresAt, principal };
   }
 
@@ -220,11 +231,35 @@ export class SessionService {
     return revoked;
   }
 
-  async list(caller: VerifiedSession): Promise<SessionView[]> {
+  /** One page of the caller's sessions, newest first; `after` is the key of the previous page's last row. */
+  async list(caller: VerifiedSession, limit: number, after: SessionPageKey | null): Promise<SessionPage> {
     const userId = caller.record.principal.userId;
-    const [sessions, live] = await Promise.all([this.deps.repository.listSessions(userId), this.deps.store.listUserTokens(userId)]);
+    const [sessions, live] = await Promise.all([this.deps.repository.listSessionsPage(userId, limit + 1, after), this.deps.store.listUserTokens(userId)]);
     const now = Date.now();
-    return sessions.map((session) => toView(session, live.has(session.sessionId), session.sessionId === caller.record.sessionId, now));
+    const rows = sessions.slice(0, limit);
+    const items = rows.map((session) => toView(session, live.has(session.sessionId), session.sessionId === caller.record.sessionId, now));
+    const last = rows[rows.length - 1];
+    return { items, nextCursor: sessions.length > limit && last ? encodeSessionCursor(last) : null };
+  }
+
+  /**
+   * Keeps a user at `maxSessionsPerUser` live sessions: the oldest beyond it are revoked (reason
+   * `session_limit`, audited, their derived sessions with them), never the one just opened nor its origins.
+   * A failure here does not undo the login: the next login enforces the cap again.
+   */
+  private async enforceSessionCap(userId: string, newSessionId: string, facts: RequestFacts): Promise<void> {
+    const max = this.deps.maxSessionsPerUser;
+    if (!max) return;
+    try {
+      const live = await this.deps.store.listUserTokens(userId);
+      if (live.size <= max) return;
+      const rows = await this.deps.repository.listSessions(userId);
+      for (const session of sessionsOverCap(rows, live, max, withOrigins(rows, newSessionId))) {
+        await this.revokeSession(session, 'session_limit', userId, facts);
+      }
+    } catch (error) {
+      this.deps.logger.warn({ err: error, userId }, 'sessions: could not enforce max-sessions-per-user; retried at the next login');
+    }
   }
 
   /**

@@ -7,7 +7,7 @@ import { Writable } from 'node:stream';
 import { createLogger } from '../../src/observability/logger';
 import { startGateway, type RunningGateway } from '../../src/server/gateway';
 import { createTestDatabase, type TestDatabase } from '../support/database';
-import { testDatabaseUrl } from '../support/env';
+import { testDatabaseUrl, testRedisUrl } from '../support/env';
 import { bearer, login, ROOT, testConfig } from '../support/gateway';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
 import { relayedUrl, startTcpRelay, targetOf, type TcpRelay } from '../support/tcp-relay';
@@ -109,5 +109,55 @@ describe('#11.39 outages and the session cache in logs and metrics', () => {
     expect(during.filter((line) => line.msg.startsWith('iam:'))).toEqual([]);
     expect(during.filter((line) => line.dependency === 'database' && /became unavailable/.test(line.msg))).toHaveLength(1);
     expect((await timed(`${gateway.url}/iam/sessions`, { headers: bearer(alice.accessToken) })).status).toBe(200);
+  }, 30_000);
+});
+
+const redisUrl = testRedisUrl();
+if (!redisUrl) console.log('outage-logging: token store outage test NOT run (REDIS_URL unset; CI always sets it)');
+const describeWithRedis = redisUrl ? describe : describe.skip;
+
+describeWithRedis('#11.39 token store outages', () => {
+  let redisRelay: TcpRelay;
+  let storeGateway: RunningGateway;
+  const storeLines: LogLine[] = [];
+
+  beforeAll(async () => {
+    const target = targetOf(redisUrl!);
+    redisRelay = await startTcpRelay(target.host, target.port);
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        for (const text of chunk.toString('utf8').split('\n')) if (text.trim()) storeLines.push(JSON.parse(text) as LogLine);
+        done();
+      },
+    });
+    const config = testConfig(upstream.url, { IAM_POLICIES_DIR: join(ROOT, 'test/fixtures/e2e-policies'), REDIS_URL: relayedUrl(redisUrl!, redisRelay) });
+    storeGateway = await startGateway(config, { logger: createLogger('info', sink) });
+  }, 30_000);
+
+  afterAll(async () => {
+    await storeGateway?.close();
+    await redisRelay?.close();
+  });
+
+  it('#11.39: a token store outage logs one "unavailable" line and one "recovered" line with the count', async () => {
+    const alice = await login(storeGateway.url, 'alice');
+    const from = storeLines.length;
+    await redisRelay.cut();
+    try {
+      for (let i = 0; i < 10; i++) expect((await timed(`${storeGateway.url}/iam/sessions`, { headers: bearer(alice.accessToken) })).status).toBe(503);
+    } finally {
+      await redisRelay.restore();
+    }
+    const started = Date.now();
+    let recovered: LogLine | undefined;
+    while (!(recovered = storeLines.find((line) => line.dependency === 'tokenStore' && /recovered/.test(line.msg)))) {
+      expect(Date.now() - started).toBeLessThan(10_000);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(recovered.failures).toBe(10);
+    const during = storeLines.slice(from);
+    expect(during.filter((line) => line.level >= 50)).toEqual([]);
+    expect(during.filter((line) => line.msg.startsWith('iam:'))).toEqual([]);
+    expect(during.filter((line) => line.dependency === 'tokenStore' && /became unavailable/.test(line.msg))).toHaveLength(1);
   }, 30_000);
 });

@@ -65,7 +65,7 @@ describe('loadConfig defaults', () => {
       log: { level: 'info' },
       iam: {
         enabled: true,
-        token: { storePrefix: 'iam', ttlMs: 8 * 3_600_000, idleTimeoutMs: 0, cache: { enabled: true, maxEntries: 10_000, revalidateMs: 2000 } },
+        token: { storePrefix: 'iam', ttlMs: 8 * 3_600_000, idleTimeoutMs: 0, maxSessionsPerUser: 50, cache: { enabled: true, maxEntries: 10_000, revalidateMs: 2000 } },
         schema: { historyTable: 'iam_mikro_orm_schema_history' },
         clientTypes: ['WEB', 'MOBILE', 'DESKTOP', 'API'],
         login: { rateLimit: { maxFailures: 10, maxFailuresPerAddress: 100, windowMs: 15 * 60_000 }, maxPendingVerifications: 64 },
