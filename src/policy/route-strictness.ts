@@ -7,7 +7,8 @@ import type { CompiledRoute, DefaultAction } from './compiled-policy';
  * permission does not count as "at least as much" (the gateway cannot know which code implies which).
  *
  * - a public or shadow-mode route checks nothing: anything covers it;
- * - a route needing only a session is covered by any enforced, non-public route, and by `default:
+ * - a route needing only a session (and a valid active profile) is covered by any enforced, non-public route
+ *   that does not waive the profile (`profile: optional` without a permission), and by `default:
  *   authenticated` or `deny`;
  * - a route needing a permission is covered only by `default: deny` or an enforced route asking for the same
  *   permission, and when it checks a resource, the same resource type taken from the same path segment,
@@ -22,7 +23,9 @@ export function coversRoute(
   if (typeof fallback === 'string') return fallback === 'deny' || (fallback === 'authenticated' && route.permission === null);
   const broader = fallback.route;
   if (broader.public || broader.mode === 'shadow') return false;
-  if (route.permission === null) return true;
+  // A route without a permission still needs a valid active profile unless it says `profile: optional`; a
+  // broader route that waives the profile and asks for no permission checks less than that.
+  if (route.permission === null) return route.profile === 'optional' || broader.permission !== null || broader.profile !== 'optional';
   if (broader.permission !== route.permission) return false;
   const resource = route.resource;
   if (resource === null) return true;
