@@ -421,7 +421,7 @@ async function startListening(
         // Flushing the audit trail and closing pools needs the database and the token store; when they do
         // not answer (silent partition) the stop gives up after a grace instead of hanging forever.
         if (!(await settlesWithin(hooks.afterStop(), SHUTDOWN_CLEANUP_GRACE_MS))) {
-          logger.error({ graceMs: SHUTDOWN_CLEANUP_GRACE_MS }, 'shutdown: cleanup did not finish in time (database or token store not answering); unwritten audit events are lost');
+          logger.error({ graceMs: SHUTDOWN_CLEANUP_GRACE_MS }, 'shutdown: cleanup did not finish in time (database or token store not answering); audit events neither written nor spooled by now are lost');
         }
         logger.info({}, 'iam-gateway stopped');
       })();
