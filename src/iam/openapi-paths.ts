@@ -48,11 +48,16 @@ export const nonAdminPaths: Record<string, PathItemObject> = {
   '/iam/sessions': {
     get: {
       operationId: 'listSessions',
-      summary: 'The caller\'s sessions, every state, newest first, one page at a time',
+      summary: 'The caller\'s sessions, every state, newest first',
       tags: ['sessions'],
-      parameters: [param('Limit'), param('Cursor')],
+      parameters: [
+        { name: 'limit', in: 'query', description: 'Page size; default and cap 200.', schema: { type: 'integer', minimum: 1, default: 200 } },
+        { name: 'cursor', in: 'query', description: 'From the previous page\'s `Link: <…>; rel="next"` header.', schema: { type: 'string' } },
+      ],
       responses: {
-        '200': json('One page of the sessions of the caller\'s user.', ref('SessionPage')),
+        '200': json('The sessions of the caller\'s user (one page); a `Link` header with `rel="next"` names the next page.', { type: 'array', items: ref('Session') }, {
+          Link: { description: 'RFC 8288: `</iam/sessions?limit=…&cursor=…>; rel="next"` while more sessions follow.', schema: { type: 'string' } },
+        }),
         '400': response('ValidationFailed'),
         ...PROTECTED_FAILURES,
       },

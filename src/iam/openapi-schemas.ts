@@ -283,6 +283,5 @@ export const schemas: Record<string, JsonSchema> = {
     details: { type: ['object', 'null'] },
   }),
   UserPage: page('User'),
-  SessionPage: page('Session'),
   AuditPage: page('AuditEvent'),
 };

@@ -1,12 +1,12 @@
 import type { ParsedUrlQuery } from 'node:querystring';
-import { DEFAULT_LIMIT, MAX_LIMIT } from '../admin/admin-query';
+import { MAX_LIMIT } from '../admin/admin-query';
 import { problems } from '../problem';
 import { decodeSessionCursor, type SessionPageKey } from '../sessions/session-cursor';
 
 /**
- * `GET /iam/sessions?limit=&cursor=`, read as the admin API reads its lists: `limit` defaults to 50 and is
- * capped at 200, `cursor` is the `nextCursor` of the previous page; anything else is 400 IAM_VALIDATION_FAILED
- * naming each bad parameter.
+ * `GET /iam/sessions?limit=&cursor=`: `limit` defaults to (and is capped at) 200, `cursor` comes from the
+ * previous page's `Link: <…>; rel="next"` header; anything else is 400 IAM_VALIDATION_FAILED naming each bad
+ * parameter. The body is always the plain list of sessions.
  */
 export function parseSessionListQuery(query: ParsedUrlQuery): { limit: number; after: SessionPageKey | null } {
   const errors: Array<{ pointer: string; message: string }> = [];
@@ -20,7 +20,7 @@ export function parseSessionListQuery(query: ParsedUrlQuery): { limit: number; a
     }
     return value;
   };
-  let limit = DEFAULT_LIMIT;
+  let limit = MAX_LIMIT;
   const limitText = single('limit');
   if (limitText !== null) {
     if (/^[0-9]{1,6}$/.test(limitText) && Number(limitText) >= 1) limit = Math.min(Number(limitText), MAX_LIMIT);

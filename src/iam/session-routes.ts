@@ -8,7 +8,10 @@ import { parseSessionListQuery } from './session-query';
 export function registerSessionRoutes(router: Router, deps: { sessions: SessionService; requireSession: Middleware }): void {
   router.get('/sessions', deps.requireSession, async (ctx) => {
     const { limit, after } = parseSessionListQuery(ctx.query);
-    ctx.body = await deps.sessions.list(callerOf(ctx), limit, after);
+    const page = await deps.sessions.list(callerOf(ctx), limit, after);
+    // The body stays the plain list of sessions; the next page is linked (RFC 8288), as GitHub's API does.
+    if (page.nextCursor !== null) ctx.set('Link', `</iam/sessions?limit=${limit}&cursor=${encodeURIComponent(page.nextCursor)}>; rel="next"`);
+    ctx.body = page.items;
   });
 
   router.post('/sessions/revoke-others', deps.requireSession, async (ctx) => {

@@ -348,7 +348,7 @@ describe('auth and sessions', () => {
     expectDocumented('POST', `/iam/sessions/${revoked.sessionId}/revoke`, await send('POST', `/iam/sessions/${revoked.sessionId}/revoke`, { token: current.accessToken }), 204);
     const answer = await send('GET', '/iam/sessions', { token: current.accessToken });
     expectDocumented('GET', '/iam/sessions', answer, 200);
-    const byId = new Map((answer.body as { items: Array<{ sessionId: string; state: string; current: boolean }> }).items.map((s) => [s.sessionId, s]));
+    const byId = new Map((answer.body as Array<{ sessionId: string; state: string; current: boolean }>).map((s) => [s.sessionId, s]));
     expect(byId.get(current.sessionId)).toMatchObject({ state: 'active', current: true });
     expect(byId.get(loggedOut.sessionId)).toMatchObject({ state: 'logged_out', current: false });
     expect(byId.get(revoked.sessionId)).toMatchObject({ state: 'revoked', current: false, revokeReason: 'revoked_by_user' });

@@ -1,7 +1,7 @@
 /**
  * Issue 11 #11.18: a user holds at most `iam.token.max-sessions-per-user` live sessions (the oldest beyond
  * it are revoked on every instance, with a revokeReason and an audit event), and `GET /iam/sessions` is
- * paginated like the admin lists (`limit`, `cursor`, `{items, nextCursor}`). With REDIS_URL two instances
+ * paginated (`limit`, `cursor`; the body stays the plain list, the next page is in `Link: <…>; rel="next"`). With REDIS_URL two instances
  * share the store; without it one instance plays both.
  */
 import { join } from 'node:path';
@@ -88,13 +88,17 @@ describe('#11.18 sessions per user are capped', () => {
 });
 
 describe('#11.18 GET /iam/sessions is paginated', () => {
+  /** The body is the plain list of sessions (the /iam contract); the next page is in `Link: <…>; rel="next"`. */
   interface Page {
     items: Array<{ sessionId: string; createdAt: string }>;
     nextCursor: string | null;
   }
   const page = async (token: string, query: string): Promise<{ status: number; body: Page & { code?: string } }> => {
     const response = await fetch(`${b.url}/iam/sessions${query}`, { headers: bearer(token) });
-    return { status: response.status, body: (await response.json()) as Page & { code?: string } };
+    const body = (await response.json()) as Page['items'] | { code?: string };
+    if (!Array.isArray(body)) return { status: response.status, body: { items: [], nextCursor: null, ...body } };
+    const next = /^<\/iam\/sessions\?limit=\d+&cursor=([^>]+)>; rel="next"$/.exec(response.headers.get('link') ?? '');
+    return { status: response.status, body: { items: body, nextCursor: next ? decodeURIComponent(next[1]!) : null } };
   };
 
   it('#11.18: limit and cursor walk every session exactly once, newest first', async () => {
@@ -112,7 +116,8 @@ describe('#11.18 GET /iam/sessions is paginated', () => {
     } while (cursor !== null);
     expect(seen).toEqual(expected);
     const whole = await page(caller.accessToken, '');
-    expect(whole.body.items.map((item) => item.sessionId)).toEqual(expected.slice(0, 50));
+    expect(whole.body.items.map((item) => item.sessionId)).toEqual(expected.slice(0, 200));
+    expect(whole.body.nextCursor).toBeNull();
   });
 
   it.each([

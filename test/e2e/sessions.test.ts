@@ -46,7 +46,7 @@ interface SessionView {
 async function sessionsOf(token: string, base = gateway.url): Promise<SessionView[]> {
   const response = await get('/iam/sessions', token, base);
   expect(response.status).toBe(200);
-  return ((await response.json()) as { items: SessionView[] }).items;
+  return (await response.json()) as SessionView[];
 }
 
 describe('logout', () => {
