@@ -173,7 +173,10 @@ export class ProxyHandler {
     const session = outcome.session && record ? { tokenHash: outcome.session.tokenHash, userId: record.principal.userId, expiresAtMs: Date.parse(record.expiresAt) } : null;
     handshake.forward(request.path + request.search, this.upstreamHeaders(req, request, outcome, true), {
       session,
-      recheck: async () => (await this.authorize(request, clientAddress)).allowed,
+      recheck: async () => {
+        const again = await this.authorize(request, clientAddress);
+        return again.allowed ? null : again.problem;
+      },
     });
   }
 

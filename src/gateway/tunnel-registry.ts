@@ -1,4 +1,5 @@
 import type { Logger } from '../observability/logger';
+import type { ProblemError } from '../problem';
 import type { StoreEvent } from '../sessions/token-record';
 
 /** The session an open tunnel was authorized with (null for a public route without one). */
@@ -12,8 +13,11 @@ export interface TunnelSession {
 /** What a tunnel needs to stay open: its session, and a fresh authorization of its handshake. */
 export interface TunnelBinding {
   session: TunnelSession | null;
-  /** Authorizes the handshake again exactly as the proxy would now; false (or a rejection) closes the tunnel. */
-  recheck: () => Promise<boolean>;
+  /**
+   * Authorizes the handshake again exactly as the proxy would now: null while it is still allowed, else the
+   * problem a new handshake would get. A problem (or a rejection) closes the tunnel.
+   */
+  recheck: () => Promise<ProblemError | null>;
 }
 
 interface Tunnel extends TunnelBinding {
@@ -102,9 +106,9 @@ export class TunnelRegistry {
     if (tunnel.checking) return;
     tunnel.checking = true;
     tunnel.recheck().then(
-      (allowed) => {
+      (problem) => {
         tunnel.checking = false;
-        if (!allowed) this.end(tunnel, 'no longer authorized');
+        if (problem) this.end(tunnel, `no longer authorized (${problem.code})`);
       },
       () => {
         tunnel.checking = false;

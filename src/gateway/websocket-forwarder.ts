@@ -1,7 +1,7 @@
 import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { Socket } from 'node:net';
-import { ProblemError, problems } from '../problem';
+import { ProblemError, problems, toProblem } from '../problem';
 import { sendProblemOnSocket } from './problem-response';
 import type { TunnelBinding, TunnelRegistry } from './tunnel-registry';
 
@@ -162,7 +162,7 @@ export class Handshake {
     });
     upstream.once('upgrade', (res: IncomingMessage, socket: Socket, head: Buffer) => {
       clearTimeout(timer);
-      this.tunnel(res, socket, head, binding);
+      void this.confirm(res, socket, head, binding);
     });
     upstream.end();
   }
@@ -197,8 +197,21 @@ export class Handshake {
     res.once('aborted', () => this.client.destroy());
   }
 
-  private tunnel(res: IncomingMessage, upstream: Socket, head: Buffer, binding: TunnelBinding): void {
+  /**
+   * The host switched protocols. The session may have ended while it was answering (the tunnel was not
+   * registered yet, so no event could reach it): the 101 is relayed only if the handshake is still allowed.
+   */
+  private async confirm(res: IncomingMessage, upstream: Socket, head: Buffer, binding: TunnelBinding): Promise<void> {
     upstream.on('error', () => upstream.destroy());
+    const problem = binding.session ? await binding.recheck().catch((error: unknown) => toProblem(error)) : null;
+    if (problem) {
+      upstream.destroy();
+      return this.refuse(problem);
+    }
+    this.tunnel(res, upstream, head, binding);
+  }
+
+  private tunnel(res: IncomingMessage, upstream: Socket, head: Buffer, binding: TunnelBinding): void {
     if (this.state !== 'forwarded') return void upstream.destroy();
     if ((res.headers.upgrade ?? '').trim().toLowerCase() !== 'websocket') {
       upstream.destroy();

@@ -39,7 +39,7 @@ export function createTransparentProxy(config: GatewayConfig): {
       for (let i = 0; i < req.rawHeaders.length; i += 2) {
         if (req.rawHeaders[i]!.toLowerCase() !== 'host') headers.push(req.rawHeaders[i]!, req.rawHeaders[i + 1]!);
       }
-      handshake.forward(target, headers, { session: null, recheck: async () => true });
+      handshake.forward(target, headers, { session: null, recheck: async () => null });
     },
     handle(req, res) {
       const requestId = randomUUID();

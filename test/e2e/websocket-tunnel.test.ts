@@ -267,6 +267,17 @@ describe('#11.1 upgrade requests tunnel nothing unchecked', () => {
       survivor.socket.destroy();
     });
 
+    it('#11.1: a logout while the host is still answering the handshake: the 101 is not relayed, the client gets 401', async () => {
+      const alice = await login(gateway.url, 'alice');
+      const client = open(gateway, handshakeHead('/ws?delay=400', [`Authorization: Bearer ${alice.accessToken}`]));
+      while (host.record.requests.length === 0) await new Promise((resolve) => setImmediate(resolve));
+      expect((await fetch(`${gateway.url}/iam/auth/logout`, { method: 'POST', headers: bearer(alice.accessToken) })).status).toBe(204);
+      expect(await within(client.head, 3000, 'the answer')).toMatch(/^HTTP\/1\.1 401 /);
+      await within(client.closed, 2000, 'the connection closes');
+      expect(client.received()).toContain('"code":"IAM_UNAUTHENTICATED"');
+      await within(host.record.tunnels[0]!.closed, 2000, 'the host side closes too');
+    });
+
     it('#11.1: revoking every session of the user closes the open tunnel', async () => {
       const alice = await login(gateway.url, 'alice');
       const client = await openTunnel(alice.accessToken);
