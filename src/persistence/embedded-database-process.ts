@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import type { EmbeddedDatabase } from './embedded-database';
+import { privateSocket } from './embedded-socket';
 
 /**
  * The child's program, run with `node -e` so it needs no build step and no TypeScript loader. It starts
@@ -13,7 +14,7 @@ const { PGLiteSocketServer } = require(process.env.IAM_PGLITE_SOCKET_MODULE);
 (async () => {
   const dir = process.env.IAM_PGLITE_DIR;
   const db = await PGlite.create(dir.startsWith('memory://') ? undefined : dir);
-  const server = new PGLiteSocketServer({ db, port: 0, host: '127.0.0.1', maxConnections: 16 });
+  const server = new PGLiteSocketServer({ db, path: process.env.IAM_PGLITE_SOCKET, maxConnections: 16 });
   await server.start();
   let stopping = false;
   const stop = async () => {
@@ -23,7 +24,7 @@ const { PGLiteSocketServer } = require(process.env.IAM_PGLITE_SOCKET_MODULE);
   };
   process.on('message', (message) => { if (message === 'stop') void stop(); });
   process.on('disconnect', () => void stop());
-  process.send({ url: 'postgresql://postgres@' + server.getServerConn() + '/postgres?sslmode=disable' });
+  process.send({ ready: true });
 })().catch((error) => {
   process.send({ error: String(error && error.message || error) });
   process.exit(1);
@@ -37,6 +38,8 @@ const { PGLiteSocketServer } = require(process.env.IAM_PGLITE_SOCKET_MODULE);
  */
 export async function startEmbeddedDatabaseProcess(dataDir: string, startTimeoutMs = 60_000): Promise<EmbeddedDatabase> {
   if (!dataDir.startsWith('memory://')) mkdirSync(dataDir, { recursive: true });
+  // #11.14: a Unix socket in a directory only this user can enter, never a TCP port without a password.
+  const socket = privateSocket();
   const child: ChildProcess = spawn(process.execPath, ['-e', CHILD_PROGRAM], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     env: {
@@ -44,6 +47,7 @@ export async function startEmbeddedDatabaseProcess(dataDir: string, startTimeout
       IAM_PGLITE_MODULE: require.resolve('@electric-sql/pglite'),
       IAM_PGLITE_SOCKET_MODULE: require.resolve('@electric-sql/pglite-socket'),
       IAM_PGLITE_DIR: dataDir,
+      IAM_PGLITE_SOCKET: socket.path,
     },
   });
   const url = await new Promise<string>((resolve, reject) => {
@@ -51,11 +55,12 @@ export async function startEmbeddedDatabaseProcess(dataDir: string, startTimeout
     const fail = (error: Error): void => {
       clearTimeout(timer);
       child.kill('SIGKILL');
+      rmSync(socket.dir, { recursive: true, force: true });
       reject(error);
     };
-    child.once('message', (message: { url?: string; error?: string }) => {
+    child.once('message', (message: { ready?: boolean; error?: string }) => {
       clearTimeout(timer);
-      if (message.url) resolve(message.url);
+      if (message.ready) resolve(socket.url);
       else fail(new Error(`the embedded database failed to start: ${message.error ?? 'unknown error'}`));
     });
     child.once('exit', (code) => fail(new Error(`the embedded database exited during start (code ${code})`)));
@@ -67,11 +72,13 @@ export async function startEmbeddedDatabaseProcess(dataDir: string, startTimeout
   });
   return {
     url,
+    ...(child.pid !== undefined ? { pid: child.pid } : {}),
     async stop() {
       if (child.exitCode === null && child.connected) child.send('stop');
       const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
       await exited;
       clearTimeout(timer);
+      rmSync(socket.dir, { recursive: true, force: true });
     },
   };
 }

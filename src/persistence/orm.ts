@@ -36,7 +36,7 @@ export async function createOrm(options: OrmOptions): Promise<MikroORM> {
   const connectTimeoutMs = options.connectTimeoutMs ?? 10_000;
   const queryTimeoutMs = options.queryTimeoutMs ?? 0;
   return MikroORM.init({
-    clientUrl: options.url,
+    ...connectionOptions(options.url),
     entities: [...IAM_ENTITIES],
     discovery: { disableDynamicFileAccess: true, requireEntitiesArray: true, warnWhenNoEntities: false },
     metadataCache: { enabled: false },
@@ -107,4 +107,22 @@ function dropConnectionOnQueryTimeout(connection: PgClient, done: (error: Error 
     return result;
   };
   done(null, connection);
+}
+
+/**
+ * MikroORM reads host, port, user and database from `clientUrl` and ignores libpq's `?host=/directory`
+ * (a Unix socket, as the embedded database uses: #11.14), so such a URL is passed as separate options;
+ * with clientUrl it would silently connect to TCP localhost instead.
+ */
+export function connectionOptions(url: string): { clientUrl: string } | { host: string; port: number; user: string; password?: string; dbName: string } {
+  const parsed = URL.canParse(url) ? new URL(url) : null;
+  const socketDir = parsed?.searchParams.get('host');
+  if (!parsed || !socketDir || !socketDir.startsWith('/')) return { clientUrl: url };
+  return {
+    host: socketDir,
+    port: parsed.port ? Number(parsed.port) : 5432,
+    user: decodeURIComponent(parsed.username) || 'postgres',
+    ...(parsed.password ? { password: decodeURIComponent(parsed.password) } : {}),
+    dbName: decodeURIComponent(parsed.pathname.slice(1)) || 'postgres',
+  };
 }
