@@ -20,6 +20,9 @@ COPY package.json ./
 COPY bin ./bin
 COPY config ./config
 COPY policies ./policies
+# Writable data directory (embedded database, audit spool: iam.audit.spool-dir); mount a volume on it so
+# audit events spooled at a stop survive the container: -v iam-data:/app/.data
+RUN mkdir -p /app/.data && chown node:node /app/.data
 USER node
 EXPOSE 8080 9090
 HEALTHCHECK --interval=10s --timeout=3s CMD node -e "fetch('http://127.0.0.1:'+(process.env.MANAGEMENT_PORT||9090)+'/health/live').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"

@@ -6,6 +6,7 @@
  * (`iam-gateway audit purge`).
  */
 import { Writable } from 'node:stream';
+import { AuditRetention } from '../../src/audit/audit-retention';
 import { AuditTrail } from '../../src/audit/audit-trail';
 import { main } from '../../src/main';
 import { createLogger } from '../../src/observability/logger';
@@ -133,6 +134,19 @@ describe('#11.15 audit retention', () => {
     await seed();
     expect(await db.repository.purgeAudit(new Date(Date.now() - 30 * 86_400_000))).toBe(3);
     expect((await storedRows()).map((row) => row.action)).toEqual(['test.1d']);
+  });
+
+  it('#11.15: the gateway\'s retention job (iam.audit.retention) deletes the events past the retention; 0 keeps everything', async () => {
+    await seed();
+    const log = capturingLogger();
+    const keepAll = new AuditRetention(db.repository, log.logger, 0);
+    keepAll.start(); // retention 0: no job at all
+    await keepAll.close();
+    expect(await storedRows()).toHaveLength(4);
+    const retention = new AuditRetention(db.repository, log.logger, 90 * 86_400_000);
+    expect(await retention.purgeNow()).toBe(2);
+    await retention.close();
+    expect((await storedRows()).map((row) => row.action)).toEqual(['test.40d', 'test.1d']);
   });
 
   it('#11.15: `iam-gateway audit purge --older-than 90d` deletes older events; a bad duration is a usage error', async () => {
