@@ -1,5 +1,6 @@
 import type { MigrationObject } from '@mikro-orm/core';
 import { Migration20261122000001_initial } from '../../migrations/Migration20261122000001_initial';
+import { Migration20261124070001_change_feed } from '../../migrations/Migration20261124070001_change_feed';
 
 /**
  * Every migration, oldest first, handed to MikroORM as `migrations.migrationsList`. Listing them
@@ -9,4 +10,5 @@ import { Migration20261122000001_initial } from '../../migrations/Migration20261
  */
 export const IAM_MIGRATIONS: MigrationObject[] = [
   { name: 'Migration20261122000001_initial', class: Migration20261122000001_initial },
+  { name: 'Migration20261124070001_change_feed', class: Migration20261124070001_change_feed },
 ];

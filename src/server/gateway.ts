@@ -37,11 +37,14 @@ import type { IamRepository } from '../persistence/iam-repository';
 import { loadPolicyDirectory } from '../policy/load-policy-directory';
 import { PolicyHolder } from '../policy/policy-holder';
 import { PolicyReloader } from '../policy/policy-watcher';
+import { ChangeFeed } from '../sessions/change-feed';
 import { LastSeenTracker } from '../sessions/last-seen-tracker';
 import { MemoryTokenStore } from '../sessions/memory-token-store';
 import { RedisTokenStore } from '../sessions/redis-token-store';
+import { RevocationRegistry } from '../sessions/revocation-registry';
 import { SessionCache } from '../sessions/session-cache';
 import { SessionService } from '../sessions/session-service';
+import type { StoreEvent } from '../sessions/token-record';
 import type { EventSubscription, TokenStore } from '../sessions/token-store';
 import { answerClientErrors } from './client-errors';
 import { createManagementServer } from './management-server';
@@ -133,6 +136,11 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       logger.info({ file: config.iam.provision.file, created: summary.created, updated: summary.updated, unchanged: summary.unchanged }, 'provisioning applied');
     }
 
+    // The durable revocation record, in memory: verification refuses what PostgreSQL says ended (#11.29).
+    const revocationState = await repository.loadRevocationState();
+    const revocations = new RevocationRegistry(config.iam.token.ttlMs);
+    revocations.load(revocationState);
+
     const store: TokenStore = config.redis.url
       ? await RedisTokenStore.connect({ url: config.redis.url, prefix: config.iam.token.storePrefix, logger, slidingExpiry: config.iam.token.idleTimeoutMs > 0 })
       : new MemoryTokenStore({ prefix: config.iam.token.storePrefix });
@@ -148,6 +156,8 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     const lastSeen = new LastSeenTracker(repository, logger);
     lastSeen.start();
     cleanups.push(() => lastSeen.close());
+    let changes: ChangeFeed | null = null;
+    const deliverChanges = { deliver: () => changes?.deliver() ?? Promise.resolve() };
     const sessions = new SessionService({
       store,
       repository,
@@ -157,12 +167,16 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       logger,
       ttlMs: config.iam.token.ttlMs,
       idleTimeoutMs: config.iam.token.idleTimeoutMs,
+      revocations,
+      changes: deliverChanges,
     });
+    cleanups.push(async () => void (await sessions.close()));
+    const applyChange = (event: StoreEvent): void => {
+      sessions.handleEvent(event);
+      grants.handleEvent(event);
+    };
     subscription = await store.subscribe(
-      (event) => {
-        sessions.handleEvent(event);
-        grants.handleEvent(event);
-      },
+      applyChange,
       (connected) => {
         metrics.storeChannelConnected.set(connected ? 1 : 0);
         // While the channel was down, events may have been missed: nothing cached before stays trusted.
@@ -175,6 +189,13 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     );
     metrics.storeChannelConnected.set(subscription.connected ? 1 : 0);
     cleanups.push(() => subscription!.close());
+    // The change feed: committed changes delivered until done, and read by every instance on an interval (#11.25).
+    const feed = new ChangeFeed({ repository, store, apply: applyChange, logger, intervalMs: config.iam.changes.pollIntervalMs, cursor: revocationState.cursor });
+    changes = feed;
+    feed.start();
+    cleanups.push(() => feed.close());
+    // Start-time provisioning's changes (and any left undelivered by a stopped instance) go out now (#11.26).
+    void feed.tick();
 
     const resolvers = new ResourceResolverClient();
     cleanups.push(() => resolvers.close());
@@ -186,6 +207,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       repository,
       sessions,
       store,
+      changes: deliverChanges,
       audit,
       logger,
       rateLimiter: new LoginRateLimiter(store, config.iam.login.rateLimit.maxFailures, config.iam.login.rateLimit.windowMs),
@@ -232,7 +254,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
           requireSession: sessionGuard,
           allowPathParameters: config.iam.gateway.allowPathParameters,
         });
-        const admin = new AdminService({ admin: database.admin, repository, sessions, store, audit });
+        const admin = new AdminService({ admin: database.admin, repository, sessions, changes: deliverChanges, audit });
         registerAdminRoutes(router, { admin, engine, requireSession: sessionGuard });
       },
     });
@@ -292,7 +314,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       isShuttingDown: () => shuttingDown,
       checks: [
         { name: 'database', check: async () => (await repository.ping(), { ok: true, detail: { kind: database.kind } }) },
-        { name: 'tokenStore', check: async () => (await store.ping(), { ok: true, detail: { kind: store.kind, eventsConnected: channelUp() } }) },
+        { name: 'tokenStore', check: async () => (await store.ping(), { ok: true, detail: { kind: store.kind, eventsConnected: channelUp(), ...(store instanceof RedisTokenStore ? { evictionPolicy: store.evictionPolicy } : {}) } }) },
         { name: 'policy', check: async () => ({ ok: true, detail: policy.describe() }) },
       ],
     });

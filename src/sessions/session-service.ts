@@ -4,9 +4,11 @@ import type { IamPrincipal } from '../auth/principal';
 import type { Logger } from '../observability/logger';
 import type { IamRepository } from '../persistence/iam-repository';
 import type { SessionRecord, SessionState } from '../persistence/records';
-import { ProblemError } from '../problem';
+import { ProblemError, problems } from '../problem';
 import type { LastSeenTracker } from './last-seen-tracker';
+import type { RevocationRegistry } from './revocation-registry';
 import type { SessionCache } from './session-cache';
+import { SessionEnding } from './session-ending';
 import { generateToken, hashToken, isWellFormedToken } from './token-hash';
 import type { StoreEvent, TokenRecord } from './token-record';
 import type { TokenStore } from './token-store';
@@ -56,6 +58,10 @@ export interface SessionServiceDeps {
   logger: Logger;
   ttlMs: number;
   idleTimeoutMs: number;
+  /** The durable revocation record's copy in memory, consulted on every token check (revocation-registry.ts). */
+  revocations: RevocationRegistry;
+  /** The change feed's deliverer (change-feed.ts); null where there is none (unit tests). */
+  changes?: { deliver(): Promise<void> } | null;
 }
 
 /**
@@ -64,9 +70,18 @@ export interface SessionServiceDeps {
  * is published on the events channel so that every instance drops its cached copy at once.
  */
 export class SessionService {
-  constructor(private readonly deps: SessionServiceDeps) {}
+  private readonly ending: SessionEnding;
 
-  async issue(principal: IamPrincipal, clientType: string, facts: RequestFacts): Promise<AuthenticationResult> {
+  constructor(private readonly deps: SessionServiceDeps) {
+    this.ending = new SessionEnding({ ...deps, changes: deps.changes ?? null });
+  }
+
+  /**
+   * `sessionEpoch`: the user's session epoch read before issuing (login) or the caller's (profile switch). The
+   * token is written, then the user and identity are read again: if either was disabled or the epoch moved
+   * meanwhile, the token is withdrawn — a login racing a disable never leaves a token nobody revokes.
+   */
+  async issue(principal: IamPrincipal, clientType: string, facts: RequestFacts, sessionEpoch = 0): Promise<AuthenticationResult> {
     const accessToken = generateToken();
     const tokenHash = hashToken(accessToken);
     const now = new Date();
@@ -103,6 +118,7 @@ export class SessionService {
       createdAt: now.toISOString(),
       expiresAt: expiresAt.toISOString(),
       idleTimeoutMs: this.deps.idleTimeoutMs,
+      sessionEpoch,
     };
     try {
       await this.deps.store.putToken(tokenHash, record);
@@ -111,6 +127,7 @@ export class SessionService {
       this.retireSession(sessionId, 'store_unavailable');
       throw error;
     }
+    await this.recheckPrincipal(principal, sessionId, tokenHash, sessionEpoch);
     return { accessToken, sessionId, expiresAt: record.expiresAt, principal };
   }
 
@@ -126,6 +143,10 @@ export class SessionService {
     const nowMs = Date.now();
     const cached = cache.get(tokenHash, nowMs);
     if (!cached) return 'miss';
+    if (this.deps.revocations.refuses(cached)) {
+      cache.deleteToken(tokenHash);
+      return null;
+    }
     this.deps.lastSeen.touch(cached.sessionId, nowMs);
     return { tokenHash, record: cached };
   }
@@ -140,6 +161,10 @@ export class SessionService {
     const nowMs = Date.now();
     const cache = this.deps.cache;
     const cached = cache?.get(tokenHash, nowMs);
+    if (cached && this.deps.revocations.refuses(cached)) {
+      cache!.deleteToken(tokenHash);
+      return null;
+    }
     if (cached) {
       this.deps.lastSeen.touch(cached.sessionId, nowMs);
       return { tokenHash, record: cached };
@@ -148,16 +173,21 @@ export class SessionService {
     const record = await this.deps.store.getToken(tokenHash);
     if (!record) return null;
     if (Date.parse(record.expiresAt) <= nowMs) return null;
+    // The token store may hold a token the durable record ended (an old snapshot, a replica, a lost delete).
+    if (this.deps.revocations.refuses(record)) return null;
     cache?.set(tokenHash, record, generation);
     this.deps.lastSeen.touch(record.sessionId, nowMs);
     return { tokenHash, record };
   }
 
+  /** Ends the session everywhere; recorded (logout_at, audit) now, or as soon as the database answers. */
   async logout(session: VerifiedSession, facts: RequestFacts): Promise<void> {
     const { record, tokenHash } = session;
-    await this.endToken(tokenHash, record.principal.userId, record.sessionId, 'logout');
-    await this.deps.repository.updateSession(record.sessionId, { logoutAt: new Date() });
-    this.audit('session.logout', record.principal.userId, record.sessionId, facts);
+    const userId = record.principal.userId;
+    await this.ending.end(
+      { userId, reason: 'logout', logout: true, sessions: [{ sessionId: record.sessionId, tokenHash, expiresAt: record.expiresAt }], durable: { sessionIds: [record.sessionId] } },
+      () => this.audit('session.logout', userId, record.sessionId, facts),
+    );
   }
 
   /** Revokes one of the caller's own sessions; another user's or an unknown session is a 404 either way. */
@@ -175,33 +205,29 @@ export class SessionService {
   }
 
   /** Revokes every session of a user except `exceptSessionId`; resolves how many were revoked. */
+  /**
+   * Revokes every session of a user except `exceptSessionId`; resolves how many the token store or the
+   * database knew live. Without an exception the user's session epoch is raised: no token issued before
+   * works again, also one the token store's index missed.
+   */
   async revokeUser(userId: string, reason: string, actorUserId: string, facts: RequestFacts, exceptSessionId?: string): Promise<number> {
-    const live = await this.deps.store.listUserTokens(userId);
-    for (const [sessionId, tokenHash] of live) {
-      if (sessionId !== exceptSessionId) await this.deps.store.deleteToken(tokenHash, userId, sessionId);
-    }
-    const changed = await this.deps.repository.revokeUserSessions(userId, reason, new Date(), exceptSessionId);
-    if (exceptSessionId === undefined) {
-      await this.deps.store.publish({ type: 'user-sessions-ended', userId, reason });
-    } else {
-      for (const [sessionId, tokenHash] of live) {
-        if (sessionId !== exceptSessionId) await this.deps.store.publish({ type: 'session-ended', sessionId, tokenHash, userId, reason });
-      }
-    }
-    for (const session of changed) this.audit('session.revoke', actorUserId, session.sessionId, facts, { reason, userId });
-    return changed.length;
+    const all = exceptSessionId === undefined;
+    const live = await this.deps.store.listUserTokens(userId).catch(() => new Map<string, string>());
+    const sessions = [...live].filter(([sessionId]) => sessionId !== exceptSessionId).map(([sessionId, tokenHash]) => ({ sessionId, tokenHash }));
+    let recorded = 0;
+    await this.ending.end(
+      { userId, reason, sessions, allSessions: all, durable: { allExcept: exceptSessionId ?? null, raiseEpoch: all } },
+      (ended) => {
+        recorded = ended.length;
+        for (const session of ended) this.audit('session.revoke', actorUserId, session.sessionId, facts, { reason, userId });
+      },
+    );
+    return Math.max(recorded, sessions.length);
   }
 
-  /** Revokes every live session a user opened through one identity; resolves how many were revoked. */
-  async revokeIdentity(userId: string, identityId: string, reason: string, actorUserId: string, facts: RequestFacts): Promise<number> {
-    const sessions = await this.deps.repository.listSessions(userId);
-    let revoked = 0;
-    for (const session of sessions) {
-      if (session.identityId !== identityId || session.revokedAt || session.logoutAt) continue;
-      await this.revokeSession(session, reason, actorUserId, facts);
-      revoked++;
-    }
-    return revoked;
+  /** Writes what ended while the database was down, one last time (at shutdown); resolves how many are left. */
+  close(): Promise<number> {
+    return this.ending.close();
   }
 
   async list(caller: VerifiedSession): Promise<SessionView[]> {
@@ -227,6 +253,7 @@ export class SessionService {
 
   /** Keeps the local cache in step with changes made by any instance. */
   handleEvent(event: StoreEvent): void {
+    this.deps.revocations.apply(event);
     const cache = this.deps.cache;
     if (!cache) return;
     if (event.type === 'session-ended') cache.deleteToken(event.tokenHash);
@@ -234,17 +261,28 @@ export class SessionService {
   }
 
   private async revokeSession(session: SessionRecord, reason: string, actorUserId: string, facts: RequestFacts): Promise<void> {
-    await this.endToken(session.tokenHash, session.userId, session.sessionId, reason);
-    if (!session.revokedAt && !session.logoutAt) {
-      await this.deps.repository.updateSession(session.sessionId, { revokedAt: new Date(), revokeReason: reason });
-    }
-    this.audit('session.revoke', actorUserId, session.sessionId, facts, { reason, userId: session.userId });
+    const { sessionId, tokenHash, userId } = session;
+    await this.ending.end(
+      { userId, reason, sessions: [{ sessionId, tokenHash, expiresAt: session.expiresAt.toISOString() }], durable: { sessionIds: [sessionId] } },
+      () => this.audit('session.revoke', actorUserId, sessionId, facts, { reason, userId }),
+    );
   }
 
-  private async endToken(tokenHash: string, userId: string, sessionId: string, reason: string): Promise<void> {
-    this.deps.cache?.deleteToken(tokenHash);
-    await this.deps.store.deleteToken(tokenHash, userId, sessionId);
-    await this.deps.store.publish({ type: 'session-ended', sessionId, tokenHash, userId, reason });
+  /** Write-then-recheck (see issue): withdraws the token when the principal changed while it was written. */
+  private async recheckPrincipal(principal: IamPrincipal, sessionId: string, tokenHash: string, sessionEpoch: number): Promise<void> {
+    let current = false;
+    try {
+      const [user, identity] = await Promise.all([this.deps.repository.getUser(principal.userId), this.deps.repository.getIdentity(principal.identityId)]);
+      current = user !== null && user.enabled && (user.sessionEpoch ?? 0) === sessionEpoch && identity !== null && identity.enabled;
+      if (current) return;
+    } finally {
+      if (!current) {
+        await this.deps.store.deleteToken(tokenHash, principal.userId, sessionId).catch(() => undefined);
+        this.deps.revocations.endSession(sessionId);
+        this.retireSession(sessionId, 'principal_changed');
+      }
+    }
+    throw problems.unauthenticated('The user or identity was disabled, or its sessions revoked, while the token was issued.', false);
   }
 
   private audit(action: string, actorUserId: string, sessionId: string, facts: RequestFacts, details: Record<string, unknown> | null = null): void {

@@ -14,12 +14,17 @@ export interface TokenRecord {
   expiresAt: string;
   /** Sliding idle timeout in ms for this session, 0 = off (`iam.token.idle-timeout` at issue time). */
   idleTimeoutMs: number;
+  /**
+   * The user's session epoch when the token was issued (`iam_users.session_epoch`); once the user's epoch is
+   * raised (every session ended) the token is refused, whatever the token store says. Absent = 0.
+   */
+  sessionEpoch?: number;
 }
 
 /** Messages on the `{prefix}:events` channel, shared by every gateway instance. */
 export type StoreEvent =
-  | { type: 'session-ended'; sessionId: string; tokenHash: string; userId: string; reason: string }
-  | { type: 'user-sessions-ended'; userId: string; reason: string }
+  | { type: 'session-ended'; sessionId: string; tokenHash: string; userId: string; reason: string; expiresAt?: string }
+  | { type: 'user-sessions-ended'; userId: string; reason: string; sessionEpoch?: number }
   | { type: 'authorization-changed'; userId: string; authorizationVersion?: number }
   | { type: 'profile-changed'; profileId: string; userId: string }
   | { type: 'template-changed'; versionId: string };

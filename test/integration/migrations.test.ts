@@ -5,13 +5,17 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import type { GatewayConfig } from '../../src/config/gateway-config';
 import { openDatabase } from '../../src/persistence/database';
+import { IAM_MIGRATIONS } from '../../src/persistence/migration-list';
 import { migrateDown, migrateUp, migrationStatus } from '../../src/persistence/migrator';
 import { createTestOrm, DEFAULT_HISTORY_TABLE, dropPublicSchema } from '../support/database';
 import { testDatabaseKind, testDatabaseUrl } from '../support/env';
 
-const INITIAL = 'Migration20261122000001_initial';
+/** Every migration, oldest first (the list grows; the assertions hold for any length). */
+const ALL = IAM_MIGRATIONS.map((migration) => migration.name);
+const NEWEST_FIRST = [...ALL].reverse();
 const IAM_TABLES = [
   'iam_audit_events',
+  'iam_changes',
   'iam_identities',
   'iam_permission_templates',
   'iam_profiles',
@@ -47,24 +51,24 @@ describe('migrations with a custom history table', () => {
   });
 
   it('lists the initial migration as pending on an empty database', async () => {
-    await expect(migrationStatus(orm)).resolves.toEqual({ executed: [], pending: [INITIAL] });
+    await expect(migrationStatus(orm)).resolves.toEqual({ executed: [], pending: ALL });
   });
 
   it('up creates every iam_ table and records itself in the configured history table', async () => {
-    await expect(migrateUp(orm)).resolves.toEqual([INITIAL]);
+    await expect(migrateUp(orm)).resolves.toEqual(ALL);
     const tables = await publicTables(orm);
     expect(tables).toEqual([...IAM_TABLES, 'my_history'].sort());
     expect(tables).not.toContain(DEFAULT_HISTORY_TABLE);
-    await expect(historyNames(orm, 'my_history')).resolves.toEqual([INITIAL]);
+    await expect(historyNames(orm, 'my_history')).resolves.toEqual(ALL);
   });
 
   it('a second up applies nothing', async () => {
     await expect(migrateUp(orm)).resolves.toEqual([]);
-    await expect(historyNames(orm, 'my_history')).resolves.toEqual([INITIAL]);
+    await expect(historyNames(orm, 'my_history')).resolves.toEqual(ALL);
   });
 
   it('status lists what was executed and nothing pending', async () => {
-    await expect(migrationStatus(orm)).resolves.toEqual({ executed: [INITIAL], pending: [] });
+    await expect(migrationStatus(orm)).resolves.toEqual({ executed: ALL, pending: [] });
   });
 
   it('the schema enforces scope uniqueness, access modes and unique token hashes', async () => {
@@ -87,19 +91,19 @@ describe('migrations with a custom history table', () => {
     await expect(em.execute(session('s-2'))).rejects.toThrow();
   });
 
-  it('down removes every iam_ table and leaves an empty history', async () => {
-    await expect(migrateDown(orm)).resolves.toEqual([INITIAL]);
+  it('down to 0 removes every iam_ table and leaves an empty history', async () => {
+    await expect(migrateDown(orm, { to: '0' })).resolves.toEqual(NEWEST_FIRST);
     await expect(publicTables(orm)).resolves.toEqual(['my_history']);
     await expect(historyNames(orm, 'my_history')).resolves.toEqual([]);
-    await expect(migrationStatus(orm)).resolves.toEqual({ executed: [], pending: [INITIAL] });
+    await expect(migrationStatus(orm)).resolves.toEqual({ executed: [], pending: ALL });
   });
 
   it('down with nothing applied reverts nothing; step and to: 0 revert what was applied', async () => {
     await expect(migrateDown(orm)).resolves.toEqual([]);
     await migrateUp(orm);
-    await expect(migrateDown(orm, { step: 1 })).resolves.toEqual([INITIAL]);
+    await expect(migrateDown(orm, { step: 1 })).resolves.toEqual([ALL[ALL.length - 1]]);
     await migrateUp(orm);
-    await expect(migrateDown(orm, { to: '0' })).resolves.toEqual([INITIAL]);
+    await expect(migrateDown(orm, { to: '0' })).resolves.toEqual(NEWEST_FIRST);
     await expect(publicTables(orm)).resolves.toEqual(['my_history']);
   });
 });
@@ -109,10 +113,10 @@ describe('migrations with the default history table', () => {
     const orm = await createTestOrm();
     try {
       await dropPublicSchema(orm);
-      await expect(migrateUp(orm)).resolves.toEqual([INITIAL]);
+      await expect(migrateUp(orm)).resolves.toEqual(ALL);
       const tables = await publicTables(orm);
       expect(tables).toEqual([...IAM_TABLES, DEFAULT_HISTORY_TABLE].sort());
-      await expect(historyNames(orm, DEFAULT_HISTORY_TABLE)).resolves.toEqual([INITIAL]);
+      await expect(historyNames(orm, DEFAULT_HISTORY_TABLE)).resolves.toEqual(ALL);
     } finally {
       await orm.close(true);
     }
@@ -140,7 +144,7 @@ describe('openDatabase', () => {
     const database = await openDatabase(databaseConfig({ url: testDatabaseUrl(), poolSize: testDatabaseKind() === 'pglite' ? 1 : 2 }));
     try {
       expect(database.kind).toBe('postgres');
-      await expect(migrationStatus(database.orm)).resolves.toEqual({ executed: [INITIAL], pending: [] });
+      await expect(migrationStatus(database.orm)).resolves.toEqual({ executed: ALL, pending: [] });
       await expect(database.repository.ping()).resolves.toBeUndefined();
     } finally {
       await database.close();

@@ -69,6 +69,7 @@ describe('loadConfig defaults', () => {
         },
         provision: { file: path.join(repoRoot, 'config/provision.example.yaml') },
         policy: { dir: path.join(repoRoot, 'policies'), pollIntervalMs: 5_000, debounceMs: 200 },
+        changes: { pollIntervalMs: 5_000 },
         authz: { abilityCacheSize: 10_000, resolverTimeoutMs: 2_000 },
         gateway: { allowPathParameters: false },
         forward: { trustedProxies: [], assertion: { enabled: false, ttlMs: 60_000, issuer: 'iam-gateway', audience: null, keyFile: null } },
