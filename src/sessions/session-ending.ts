@@ -78,8 +78,9 @@ export class SessionEnding {
       const result = await this.deps.repository.endSessions(request);
       for (const event of events) revocations.apply(event);
       this.applyRecorded(target.userId, result.ended, result.sessionEpoch);
-      // The recorded change is published until done, also when step 1 failed.
-      void this.deps.changes?.deliver();
+      // The recorded change (with the raised epoch, and sessions the token store's index missed) is
+      // published before the answer; what cannot be delivered now is retried until done.
+      await this.deps.changes?.deliver();
       onRecorded(result.ended);
     } catch (error) {
       if (storeError !== null || !(error instanceof DatabaseUnavailableError)) throw storeError ?? error;
