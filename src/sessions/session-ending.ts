@@ -64,10 +64,12 @@ export class SessionEnding {
     }));
     if (target.allSessions) events.push({ type: 'user-sessions-ended', userId: target.userId, reason: target.reason });
     let storeError: unknown = null;
+    let deleted = 0;
     try {
       for (const session of target.sessions) {
         cache?.deleteToken(session.tokenHash);
         await store.deleteToken(session.tokenHash, target.userId, session.sessionId);
+        deleted++;
       }
       for (const event of events) await store.publish(event);
     } catch (error) {
@@ -83,9 +85,14 @@ export class SessionEnding {
       await this.deps.changes?.deliver();
       onRecorded(result.ended);
     } catch (error) {
-      if (storeError !== null || !(error instanceof DatabaseUnavailableError)) throw storeError ?? error;
-      for (const event of events) revocations.apply(event);
-      this.recordLater(request, onRecorded);
+      if (!(error instanceof DatabaseUnavailableError)) throw error;
+      // Something took effect in the token store: the record follows whatever the answer is.
+      if (storeError === null || deleted > 0) {
+        for (const event of events) revocations.apply(event);
+        this.recordLater(request, onRecorded);
+      }
+      // Both steps failed: 503, and the client's retry finishes what this attempt began.
+      if (storeError !== null) throw storeError;
     }
   }
 

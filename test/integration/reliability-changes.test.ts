@@ -114,6 +114,28 @@ describeWithRedis('changes reach every instance and are never undone', () => {
     expect(await status(b.url, other.accessToken)).toBe(401);
   });
 
+  it('#11.33: when both steps fail mid-way (tokens deleted, publish and database failed) the answer is 503, and what began is finished without waiting for the retry', async () => {
+    const keeper = await login(a.url, 'alice');
+    const other = await login(b.url, 'alice', 'alice-password', 'API');
+    expect(await status(b.url, other.accessToken)).toBe(200); // cached on B
+    expect(await status(a.url, keeper.accessToken)).toBe(200); // cached on A: the request needs neither store
+    await pgA.cut();
+    const armed = redisA.cutOnRequest('publish', { deliver: false });
+    try {
+      const revoke = await fetch(`${a.url}/iam/sessions/revoke-others`, { method: 'POST', headers: bearer(keeper.accessToken) });
+      await armed;
+      expect(revoke.status).toBe(503);
+    } finally {
+      await pgA.restore();
+      await redisA.restore();
+    }
+    // The deletion that took effect is recorded as soon as the database answers, and then reaches B.
+    await within(20_000, async () => (await status(b.url, other.accessToken)) === 401);
+    expect((await db.repository.getSession(other.sessionId))?.revokeReason).toBe('revoked_by_user');
+    // The client's retry is answered truthfully.
+    await within(15_000, async () => (await fetch(`${a.url}/iam/sessions/revoke-others`, { method: 'POST', headers: bearer(keeper.accessToken) })).status === 204);
+  });
+
   it('#11.35: logout during a PostgreSQL outage answers 204, is refused everywhere, and logout_at and its audit event are written once the database is back', async () => {
     const session = await login(a.url, 'bob');
     expect(await status(b.url, session.accessToken)).toBe(200);
