@@ -35,6 +35,52 @@ async function within(ms: number, probe: () => Promise<boolean>): Promise<number
   }
 }
 
+/** Also with the in-process store and PGlite: a single instance whose database link is cut. */
+describe('#11.35 a single instance (either token store)', () => {
+  let upstream: RecordingUpstream;
+  let db: TestDatabase;
+  let relay: TcpRelay;
+  let gateway: RunningGateway;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    upstream = await startRecordingUpstream();
+    const target = targetOf(testDatabaseUrl());
+    relay = await startTcpRelay(target.host, target.port);
+    gateway = await startTestGateway(upstream.url, {
+      IAM_POLICIES_DIR: join(ROOT, 'test/fixtures/e2e-policies'),
+      IAM_PROVISION_FILE: join(ROOT, 'config/provision.example.yaml'),
+      IAM_AUTHENTICATOR_PATH: join(ROOT, 'config/users.example.yaml'),
+      IAM_CHANGES_POLL_INTERVAL: `${POLL_MS}ms`,
+      DATABASE_URL: relayedUrl(testDatabaseUrl(), relay),
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    await gateway?.close();
+    await relay?.close();
+    await upstream?.close();
+    await db?.close();
+  });
+
+  it('#11.35: logout while the database is down answers 204, the token is refused, and logout_at and session.logout are written when it is back', async () => {
+    const session = await login(gateway.url, 'alice');
+    expect(await status(gateway.url, session.accessToken)).toBe(200);
+    await relay.cut();
+    try {
+      expect((await fetch(`${gateway.url}/iam/auth/logout`, { method: 'POST', headers: bearer(session.accessToken) })).status).toBe(204);
+      expect(await status(gateway.url, session.accessToken)).toBe(401);
+    } finally {
+      await relay.restore();
+    }
+    await within(15_000, async () => (await db.repository.getSession(session.sessionId))?.logoutAt != null);
+    const audit = async (): Promise<number> =>
+      (await db.orm.em.fork().execute(`select 1 from iam_audit_events where action = 'session.logout' and target_id = ?`, [session.sessionId])).length;
+    await within(15_000, async () => (await audit()) === 1);
+    expect(await status(gateway.url, session.accessToken)).toBe(401);
+  });
+});
+
 describeWithRedis('changes reach every instance and are never undone', () => {
   let upstream: RecordingUpstream;
   let db: TestDatabase;
