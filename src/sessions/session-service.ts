@@ -65,9 +65,11 @@ export interface SessionServiceDeps {
 }
 
 /**
- * Session lifecycle (specification §3): issue, verify, logout, revoke. The token store is the authority for
- * "is this token usable now"; PostgreSQL keeps the history (states, timestamps, reasons). Every state change
- * is published on the events channel so that every instance drops its cached copy at once.
+ * Session lifecycle: issue, verify, logout, revoke. A token is usable when the token store holds it and the
+ * durable record (PostgreSQL, held in memory by the revocation registry) has not ended it; PostgreSQL also
+ * keeps the history (states, timestamps, reasons). Every ending is published on the events channel so that
+ * every instance drops its cached copy at once, and recorded in the change feed so that none misses it
+ * (session-ending.ts, change-feed.ts).
  */
 export class SessionService {
   private readonly ending: SessionEnding;
@@ -204,7 +206,6 @@ export class SessionService {
     await this.revokeSession(session, reason, actorUserId, facts);
   }
 
-  /** Revokes every session of a user except `exceptSessionId`; resolves how many were revoked. */
   /**
    * Revokes every session of a user except `exceptSessionId`; resolves how many the token store or the
    * database knew live. Without an exception the user's session epoch is raised: no token issued before
@@ -268,7 +269,11 @@ export class SessionService {
     );
   }
 
-  /** Write-then-recheck (see issue): withdraws the token when the principal changed while it was written. */
+  /**
+   * Write-then-recheck: withdraws the token when the user or identity was disabled, or the user's session
+   * epoch raised, while it was written (a disable that committed before this read is seen here; one that
+   * commits after it finds the token in the store or refuses it by its epoch).
+   */
   private async recheckPrincipal(principal: IamPrincipal, sessionId: string, tokenHash: string, sessionEpoch: number): Promise<void> {
     let current = false;
     try {
