@@ -33,7 +33,9 @@ const GAP_RETENTION_MS = 60_000;
 export class ChangeFeed {
   private cursor: number;
   private readonly gaps = new Map<number, number>();
-  private deliveries: Promise<void> = Promise.resolve();
+  /** The delivery running now, and at most one queued behind it (shared by every caller meanwhile). */
+  private delivering: Promise<void> | null = null;
+  private queued: Promise<void> | null = null;
   private timer: NodeJS.Timeout | undefined;
   private ticking: Promise<void> | null = null;
   private failing = { read: false, deliver: false };
@@ -50,7 +52,8 @@ export class ChangeFeed {
   async close(): Promise<void> {
     clearInterval(this.timer);
     await this.ticking;
-    await this.deliveries;
+    await this.queued;
+    await this.delivering;
   }
 
   /** One round: read the feed and retry undelivered rows. */
@@ -68,8 +71,24 @@ export class ChangeFeed {
    * delivered now stays in the feed for the next round.
    */
   deliver(): Promise<void> {
-    this.deliveries = this.deliveries.then(() => this.deliverAll().then(() => this.recovered('deliver'), (error: unknown) => this.report('deliver', error)));
-    return this.deliveries;
+    if (this.queued) return this.queued;
+    if (this.delivering) {
+      // Rows committed now may have been claimed too late for the running round: one more round follows it.
+      this.queued = this.delivering.then(() => {
+        this.queued = null;
+        return this.deliver();
+      });
+      return this.queued;
+    }
+    this.delivering = this.deliverAll()
+      .then(
+        () => this.recovered('deliver'),
+        (error: unknown) => this.report('deliver', error),
+      )
+      .finally(() => {
+        this.delivering = null;
+      });
+    return this.delivering;
   }
 
   /** Reads the rows this instance has not seen yet and applies them. */

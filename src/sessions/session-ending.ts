@@ -80,9 +80,11 @@ export class SessionEnding {
       const result = await this.deps.repository.endSessions(request);
       for (const event of events) revocations.apply(event);
       this.applyRecorded(target.userId, result.ended, result.sessionEpoch);
-      // The recorded change (with the raised epoch, and sessions the token store's index missed) is
-      // published before the answer; what cannot be delivered now is retried until done.
-      await this.deps.changes?.deliver();
+      // The recorded change is published until done. The answer waits for it when step 1 did not already
+      // say everything: it failed, the epoch was raised, or the record ended sessions the store's index missed.
+      const delivery = this.deps.changes?.deliver();
+      const known = new Set(target.sessions.map((session) => session.sessionId));
+      if (storeError !== null || result.sessionEpoch !== null || result.ended.some((session) => !known.has(session.sessionId))) await delivery;
       onRecorded(result.ended);
     } catch (error) {
       if (!(error instanceof DatabaseUnavailableError)) throw error;
