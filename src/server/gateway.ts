@@ -142,7 +142,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     revocations.load(revocationState);
 
     const store: TokenStore = config.redis.url
-      ? await RedisTokenStore.connect({ url: config.redis.url, prefix: config.iam.token.storePrefix, logger, slidingExpiry: config.iam.token.idleTimeoutMs > 0 })
+      ? await RedisTokenStore.connect({ url: config.redis.url, prefix: config.iam.token.storePrefix, logger, slidingExpiry: config.iam.token.idleTimeoutMs > 0, refuseEvictingPolicy: true })
       : new MemoryTokenStore({ prefix: config.iam.token.storePrefix });
     cleanups.push(() => store.close());
 

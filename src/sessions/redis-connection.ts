@@ -69,7 +69,7 @@ export async function assertServerVersion(redis: Redis): Promise<void> {
  * evicts only keys with a TTL (tokens: the session ends, fail closed; counters: the window restarts), which
  * is reported; `noeviction` makes writes fail instead (fail closed).
  */
-export async function checkEvictionPolicy(redis: Redis, logger: StoreLogger | undefined): Promise<string | null> {
+export async function checkEvictionPolicy(redis: Redis, logger: StoreLogger | undefined, refuseEvicting: boolean): Promise<string | null> {
   let policy: string | null = null;
   try {
     const reply = (await redis.call('CONFIG', 'GET', 'maxmemory-policy')) as unknown;
@@ -78,9 +78,9 @@ export async function checkEvictionPolicy(redis: Redis, logger: StoreLogger | un
     if (!(error instanceof Error) || !/unknown command|NOPERM|no permissions|disabled/i.test(error.message)) throw error;
   }
   if (policy === null) logger?.warn({}, 'token store: cannot read the Redis maxmemory-policy (CONFIG disabled); make sure it is noeviction');
-  else if (policy.startsWith('allkeys-')) {
+  else if (policy.startsWith('allkeys-') && refuseEvicting) {
     throw new EvictionPolicyError(`Redis maxmemory-policy is "${policy}": it may evict session indexes and rate-limit counters; set it to noeviction (or a volatile-* policy)`);
-  } else if (policy !== 'noeviction') logger?.warn({ policy }, 'token store: Redis maxmemory-policy evicts keys with a TTL (sessions may end early, rate-limit windows restart); noeviction is safest');
+  } else if (policy !== 'noeviction') logger?.warn({ policy }, 'token store: the Redis maxmemory-policy evicts keys (sessions may end early, rate-limit windows restart); noeviction is safest');
   return policy;
 }
 

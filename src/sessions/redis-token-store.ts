@@ -41,6 +41,11 @@ export interface RedisTokenStoreOptions {
    * one event-loop turn go out together as one MGET.
    */
   slidingExpiry?: boolean;
+  /**
+   * Refuse to connect when the server's maxmemory-policy is `allkeys-*` (the gateway does; the `tokens purge`
+   * and `provision` commands only warn, so an operator can still clean up).
+   */
+  refuseEvictingPolicy?: boolean;
 }
 
 type Logger = NonNullable<RedisTokenStoreOptions['logger']>;
@@ -110,7 +115,7 @@ export class RedisTokenStore implements TokenStore {
     try {
       await Promise.all([waitUntilReady(commands, connectTimeoutMs), waitUntilReady(subscriber, connectTimeoutMs)]);
       await assertServerVersion(commands);
-      evictionPolicy = await checkEvictionPolicy(commands, options.logger);
+      evictionPolicy = await checkEvictionPolicy(commands, options.logger, options.refuseEvictingPolicy ?? false);
     } catch (error) {
       commands.disconnect();
       subscriber.disconnect();
