@@ -8,9 +8,10 @@ import type { GatewayConfig } from './config/gateway-config';
 import { createOrm } from './persistence/orm';
 import { startEmbeddedDatabaseProcess } from './persistence/embedded-database-process';
 import { migrateDown, migrateUp, migrationStatus } from './persistence/migrator';
-import { openDatabase } from './persistence/database';
+import { openDatabase, type OpenDatabase } from './persistence/database';
 import { ProvisioningError } from './persistence/iam-repository';
 import { startGateway } from './server/gateway';
+import { ChangeFeed } from './sessions/change-feed';
 import { MemoryTokenStore } from './sessions/memory-token-store';
 import { RedisTokenStore } from './sessions/redis-token-store';
 
@@ -138,14 +139,26 @@ async function provision(args: string[]): Promise<number> {
     if (summary.created + summary.updated === 0) {
       process.stdout.write(overwrite ? `provision: nothing changed (${summary.unchanged} objects already as described)\n` : 'provision: nothing changed (everything in the file exists; --overwrite updates existing objects)\n');
     } else process.stdout.write(summary.changes.map((line: string) => `provision: ${line}\n`).join('') + `provision: ${summary.created} created, ${summary.updated} updated, ${summary.unchanged} unchanged\n`);
-    if (summary.affectedUserIds.length > 0 && config.redis.url) {
-      const store = await RedisTokenStore.connect({ url: config.redis.url, prefix: config.iam.token.storePrefix });
-      for (const userId of summary.affectedUserIds) await store.publish({ type: 'authorization-changed', userId });
-      await store.close();
-    }
+    // The changes are in the change feed (same transaction): publish them now; running instances also read
+    // the feed and retry what is undelivered, so a Redis that cannot be reached here delays, never loses them.
+    if (config.redis.url) await deliverChanges(config, config.redis.url, database.repository);
     return 0;
   } finally {
     await database.close();
+  }
+}
+
+async function deliverChanges(config: GatewayConfig, url: string, repository: OpenDatabase['repository']): Promise<void> {
+  const quiet = { warn: () => undefined, info: () => undefined };
+  try {
+    const store = await RedisTokenStore.connect({ url, prefix: config.iam.token.storePrefix });
+    try {
+      await new ChangeFeed({ repository, store, apply: () => undefined, logger: quiet, intervalMs: 1000, cursor: 0 }).deliver();
+    } finally {
+      await store.close();
+    }
+  } catch {
+    process.stderr.write('provision: Redis cannot be reached; the running gateway instances deliver the changes\n');
   }
 }
 

@@ -5,7 +5,6 @@ import {
   type AdminAuditContext,
   type AdminRepository,
   type HeldGrant,
-  type ProfileWriteResult,
   type RaisedAuthorization,
   type VersionPrecondition,
 } from '../persistence/admin-repository';
@@ -15,7 +14,6 @@ import type { IamRepository } from '../persistence/iam-repository';
 import type { AuditEventRecord, IdentityRecord, ProfileRecord, TemplateRecord, UserRecord } from '../persistence/records';
 import { ProblemError, problems } from '../problem';
 import type { RequestFacts, SessionService } from '../sessions/session-service';
-import type { TokenStore } from '../sessions/token-store';
 import type { IdentityBody, ProfileBody, ScopesBody, TemplateBody, UserBody } from './admin-schemas';
 
 /** Who is acting, and the request it came in. */
@@ -50,8 +48,12 @@ export interface AuditListParams {
 export interface AdminServiceDeps {
   admin: AdminRepository;
   repository: Pick<IamRepository, 'getUser'>;
-  sessions: Pick<SessionService, 'revokeById' | 'revokeUser' | 'revokeIdentity'>;
-  store: Pick<TokenStore, 'publish'>;
+  sessions: Pick<SessionService, 'revokeById' | 'revokeUser'>;
+  /**
+   * The change feed's deliverer: each write records its effects in the change feed in its own transaction
+   * (persistence/change-log.ts); this publishes them now, and they are retried until delivered.
+   */
+  changes: { deliver(): Promise<void> };
   audit: Pick<AuditTrail, 'flush' | 'record'>;
 }
 
@@ -68,8 +70,9 @@ const isAuditId = (key: string): boolean => /^[0-9]{1,19}$/.test(key) && BigInt(
 
 /**
  * The admin API's rules (issue 5), without HTTP: validates what the schemas cannot, writes through the
- * admin repository (change + audit row in one transaction), then tells every gateway instance through the
- * events channel, so live sessions pick up the change on their next request.
+ * admin repository (change + audit row + change-feed rows in one transaction), then delivers the change
+ * feed, so live sessions on every instance pick up the change on their next request. A committed change is
+ * enforced even if its delivery fails now: the feed retries it and every instance reads the feed.
  */
 export class AdminService {
   constructor(private readonly deps: AdminServiceDeps) {}
@@ -81,10 +84,6 @@ export class AdminService {
       .map(({ code, index }) => ({ pointer: `/permissions/${index}`, message: `"${code}" is not a permission code <resource>:<action>` }));
     if (invalid.length > 0) throw problems.validation(invalid);
     const result = await this.write(() => this.deps.admin.upsertTemplate(versionId, body, auditContext(actor)));
-    if (result.raised.length > 0) {
-      await this.deps.store.publish({ type: 'template-changed', versionId });
-      await this.publishRaised(result.raised);
-    }
     return { template: result.template, created: result.created };
   }
 
@@ -98,10 +97,6 @@ export class AdminService {
   /** Disabling a user ends every session at once (their tokens get 401 on the next request, on every instance). */
   async upsertUser(actor: AdminActor, userId: string, body: UserBody): Promise<{ user: UserRecord; created: boolean }> {
     const result = await this.write(() => this.deps.admin.upsertUser(userId, body, auditContext(actor)));
-    if (result.enabledChanged) {
-      if (!result.user.enabled) await this.deps.sessions.revokeUser(userId, 'user_disabled', actor.userId, actor.facts);
-      await this.publishRaised([{ userId, authorizationVersion: result.user.authorizationVersion }]);
-    }
     return { user: result.user, created: result.created };
   }
 
@@ -113,17 +108,12 @@ export class AdminService {
 
   /** A disabled identity can no longer log in, and the sessions opened through it end at once. */
   async upsertIdentity(actor: AdminActor, identityId: string, body: IdentityBody): Promise<{ identity: IdentityRecord; created: boolean }> {
-    const result = await this.write(() => this.deps.admin.upsertIdentity(identityId, body, auditContext(actor)));
-    if (!result.identity.enabled) {
-      await this.deps.sessions.revokeIdentity(result.identity.userId, identityId, 'identity_disabled', actor.userId, actor.facts);
-    }
-    return result;
+    return this.write(() => this.deps.admin.upsertIdentity(identityId, body, auditContext(actor)));
   }
 
   /** A disabled or revoked profile stops granting on the next request of every session using it. */
   async upsertProfile(actor: AdminActor, profileId: string, body: ProfileBody, precondition: VersionPrecondition): Promise<{ profile: ProfileRecord; created: boolean }> {
     const result = await this.write(() => this.deps.admin.upsertProfile(profileId, body, precondition, auditContext(actor)));
-    await this.publishProfile(result);
     return { profile: result.profile, created: result.created };
   }
 
@@ -138,7 +128,6 @@ export class AdminService {
     });
     if (duplicates.length > 0) throw problems.validation(duplicates);
     const result = await this.write(() => this.deps.admin.replaceProfileScopes(profileId, scopes, precondition, auditContext(actor)));
-    await this.publishProfile(result);
     return result.profile;
   }
 
@@ -146,7 +135,6 @@ export class AdminService {
   async raiseAuthorizationVersion(actor: AdminActor, userId: string): Promise<RaisedAuthorization> {
     const raised = await this.write(() => this.deps.admin.raiseAuthorizationVersion(userId, auditContext(actor)));
     if (raised === null) throw new ProblemError('IAM_NOT_FOUND', `No user "${userId}".`);
-    await this.publishRaised([raised]);
     return raised;
   }
 
@@ -183,23 +171,17 @@ export class AdminService {
     return page(rows, params.limit, (event) => event.id ?? '');
   }
 
-  private async publishProfile(result: ProfileWriteResult): Promise<void> {
-    if (!result.changed) return;
-    await this.deps.store.publish({ type: 'profile-changed', profileId: result.profile.profileId, userId: result.profile.userId });
-    if (result.raised) await this.publishRaised([result.raised]);
-  }
-
-  private async publishRaised(raised: RaisedAuthorization[]): Promise<void> {
-    for (const user of raised) await this.deps.store.publish({ type: 'authorization-changed', userId: user.userId, authorizationVersion: user.authorizationVersion });
-  }
-
   /**
    * Maps what the caller can fix to problems: unknown target 404, stale or racing write 409, unknown reference
-   * 422, a grant the actor does not hold 403 (`rule: ESCALATION_PREVENTION`, `errors` naming what).
+   * 422, a grant the actor does not hold 403 (`rule: ESCALATION_PREVENTION`, `errors` naming what). After a
+   * commit the change feed is delivered (never failing the answer: the change is durable, and every instance
+   * applies it within `iam.changes.poll-interval` even if this delivery fails).
    */
   private async write<T>(work: () => Promise<T>): Promise<T> {
     try {
-      return await work();
+      const result = await work();
+      await this.deps.changes.deliver();
+      return result;
     } catch (error) {
       if (!(error instanceof AdminWriteError)) throw error;
       if (error.kind === 'not-found') throw new ProblemError('IAM_NOT_FOUND', error.message);

@@ -15,6 +15,8 @@ export interface LoginServiceDeps {
   sessions: SessionService;
   rateLimiter: LoginRateLimiter;
   store: TokenStore;
+  /** The change feed's deliverer: a projection's changes are recorded with it and published through it. */
+  changes?: { deliver(): Promise<void> };
   audit: AuditTrail;
   logger: Logger;
 }
@@ -48,10 +50,11 @@ export class LoginService {
     let authorizationVersion = user.authorizationVersion;
     if (identity.profiles && identity.profiles.length > 0) {
       // The host projects its profiles and scopes into the gateway (design.md §6).
+      // Same path as every principal change: recorded in the change feed with it, then delivered (#11.27).
       const summary = await this.deps.repository.applyProvisioning({ users: [{ userId: identity.userId, profiles: identity.profiles }] });
       if (summary.affectedUserIds.includes(identity.userId)) {
         authorizationVersion = (await this.deps.repository.getUser(identity.userId))?.authorizationVersion ?? authorizationVersion;
-        await this.deps.store.publish({ type: 'authorization-changed', userId: identity.userId, authorizationVersion });
+        await this.deps.changes?.deliver();
       }
     }
 
@@ -64,7 +67,7 @@ export class LoginService {
       ...(identity.displayName ?? user.displayName ? { displayName: identity.displayName ?? user.displayName ?? undefined } : {}),
       authorizationVersion,
     };
-    const result = await this.deps.sessions.issue(principal, request.clientType, facts);
+    const result = await this.deps.sessions.issue(principal, request.clientType, facts, user.sessionEpoch ?? 0);
     await attempt.succeeded();
     this.deps.audit.record({
       action: 'auth.login',
@@ -95,12 +98,14 @@ export class LoginService {
       throw new ProblemError('IAM_PROFILE_NOT_FOUND', `No profile "${profileId}" is available to you.`);
     }
     const user = await this.deps.repository.getUser(current.userId);
+    // A disabled user mints no token, whichever way (#11.27); issue() rechecks after writing it (#11.28).
+    if (!user || !user.enabled) throw problems.unauthenticated('The user is disabled.', true);
     const principal: IamPrincipal = {
       ...current,
       activeProfileId: profile.profileId,
       authorizationVersion: user?.authorizationVersion ?? current.authorizationVersion,
     };
-    const result = await this.deps.sessions.issue(principal, caller.record.clientType, facts, caller);
+    const result = await this.deps.sessions.issue(principal, caller.record.clientType, facts, caller.record.sessionEpoch ?? 0, caller);
     this.deps.audit.record({
       action: 'auth.profile.switch',
       actorUserId: current.userId,

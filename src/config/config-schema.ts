@@ -63,6 +63,7 @@ export interface RawConfig {
     provision: { file?: string | null };
     policy: { dir: string; 'poll-interval': Duration; debounce: Duration };
     authz: { 'ability-cache-size': number; 'ability-cache-memory': ByteSize; 'resolver-timeout': Duration };
+    changes: { 'poll-interval': Duration };
     gateway: { 'allow-path-parameters': boolean };
     forward: {
       'trusted-proxies': string[];
@@ -308,6 +309,9 @@ export const configSchema = section({
       dir: text('policies', 'policy directory, relative to the working directory'),
       'poll-interval': duration('5s', 'periodic checksum check of the policy files; 0 = off'),
       debounce: duration('200ms', 'quiet time after a file event before reloading; a changed policy file is read only once its size and mtime have held this long'),
+    }),
+    changes: section({
+      'poll-interval': duration('5s', 'how often each instance reads the change feed and retries undelivered changes: the bound on stale revocation and authorization state when an event is lost', true),
     }),
     authz: section({
       'ability-cache-size': integer(10000, 1, MAX, 'bound of the in-process ability cache (LRU)'),

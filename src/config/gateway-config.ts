@@ -91,6 +91,13 @@ export interface GatewayConfig {
       /** Quiet time after a file event before reloading. */
       debounceMs: number;
     };
+    changes: {
+      /**
+       * How often each instance reads the change feed and retries undelivered changes: how long an instance
+       * may serve a revoked session or a stale grant when an event was lost (while PostgreSQL answers).
+       */
+      pollIntervalMs: number;
+    };
     authz: {
       /** Bound of the in-process ability cache (LRU). */
       abilityCacheSize: number;

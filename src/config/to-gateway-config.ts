@@ -81,6 +81,7 @@ export function toGatewayConfig(raw: RawConfig, cwd: string, file: string): Gate
         pollIntervalMs: ms(iam.policy['poll-interval'], 'iam.policy.poll-interval'),
         debounceMs: ms(iam.policy.debounce, 'iam.policy.debounce'),
       },
+      changes: { pollIntervalMs: ms(iam.changes['poll-interval'], 'iam.changes.poll-interval') },
       authz: {
         abilityCacheSize: iam.authz['ability-cache-size'],
         abilityCacheBytes: bytes(iam.authz['ability-cache-memory'], 'iam.authz.ability-cache-memory'),

@@ -235,6 +235,7 @@ export const schemas: Record<string, JsonSchema> = {
       displayName: { type: ['string', 'null'] },
       enabled: { type: 'boolean' },
       authorizationVersion: { type: 'integer', minimum: 0 },
+      sessionEpoch: { type: 'integer', minimum: 0, description: 'Raised whenever every session of the user ends; tokens issued before are refused for good.' },
       createdAt: timestamp('First seen.'),
       updatedAt: timestamp('Last changed.'),
     },

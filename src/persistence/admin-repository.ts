@@ -13,6 +13,7 @@ import {
   type AdminAuditContext,
   type RaisedAuthorization,
 } from './admin-write-support';
+import { recordPrincipalChanges, type PrincipalChange } from './change-log';
 import { toRepositoryError } from './connection-failure';
 import { IdentityEntity } from './entities/identity-entity';
 import { PermissionTemplateEntity } from './entities/permission-template-entity';
@@ -135,6 +136,9 @@ export class MikroOrmAdminRepository implements AdminRepository {
       await tx.flush();
       const permissionsChanged = before !== null && !sameSet(before.permissions, wanted);
       const raised = permissionsChanged ? await raiseAuthorizationVersions(tx, { templateVersionId: versionId }) : [];
+      if (raised.length > 0) {
+        await recordPrincipalChanges(tx, [{ kind: 'template-changed', versionId }, ...raised.map(authorizationChanged)], audit);
+      }
       await insertAdminAudit(tx, audit, {
         action: stored === null ? 'admin.template.create' : 'admin.template.update',
         targetType: 'template',
@@ -164,7 +168,7 @@ export class MikroOrmAdminRepository implements AdminRepository {
       }
       params.push(query.limit + 1);
       const rows = await em.execute<UserRow[]>(
-        `select u.user_id, u.display_name, u.enabled, u.authorization_version, u.created_at, u.updated_at from iam_users u
+        `select u.user_id, u.display_name, u.enabled, u.authorization_version, u.session_epoch, u.created_at, u.updated_at from iam_users u
          ${where.length > 0 ? `where ${where.join(' and ')}` : ''} order by u.user_id limit ?`,
         params,
       );
@@ -194,6 +198,12 @@ export class MikroOrmAdminRepository implements AdminRepository {
       if (stored !== null && changed.length > 0) user.updatedAt = now;
       await tx.flush();
       const after = toUserRecord(user);
+      // A disabled user's sessions end, also on a repeated write (a retry finishes what a first try began).
+      const changes: PrincipalChange[] = [];
+      if (!after.enabled && stored !== null) changes.push({ kind: 'user-disabled', userId });
+      if (enabledChanged) changes.push({ kind: 'authorization-changed', userId, authorizationVersion: after.authorizationVersion });
+      const epochs = await recordPrincipalChanges(tx, changes, audit);
+      after.sessionEpoch = epochs.get(userId) ?? after.sessionEpoch;
       await insertAdminAudit(tx, audit, {
         action: stored === null ? 'admin.user.create' : 'admin.user.update',
         targetType: 'user',
@@ -238,6 +248,7 @@ export class MikroOrmAdminRepository implements AdminRepository {
       const changed = changedFields(before as unknown as Record<string, unknown> | null, after as unknown as Record<string, unknown>);
       if (stored !== null && changed.length > 0) identity.updatedAt = now;
       await tx.flush();
+      if (!after.enabled && stored !== null) await recordPrincipalChanges(tx, [{ kind: 'identity-disabled', userId: input.userId, identityId }], audit);
       await insertAdminAudit(tx, audit, {
         action: stored === null ? 'admin.identity.create' : 'admin.identity.update',
         targetType: 'identity',
@@ -249,17 +260,18 @@ export class MikroOrmAdminRepository implements AdminRepository {
   }
 
   upsertProfile(profileId: string, input: ProfileInput, precondition: VersionPrecondition, audit: AdminAuditContext): Promise<ProfileWriteResult> {
-    return this.write((tx) => writeProfile(tx, profileId, input, precondition, audit));
+    return this.write(async (tx) => recordProfileChanges(tx, await writeProfile(tx, profileId, input, precondition, audit), audit));
   }
 
   replaceProfileScopes(profileId: string, scopes: ScopeRecord[], precondition: VersionPrecondition, audit: AdminAuditContext): Promise<ProfileWriteResult> {
-    return this.write((tx) => writeProfileScopes(tx, profileId, scopes, precondition, audit));
+    return this.write(async (tx) => recordProfileChanges(tx, await writeProfileScopes(tx, profileId, scopes, precondition, audit), audit));
   }
 
   raiseAuthorizationVersion(userId: string, audit: AdminAuditContext): Promise<RaisedAuthorization | null> {
     return this.write(async (tx) => {
       const [raised] = await raiseAuthorizationVersions(tx, { userId });
       if (raised === undefined) return null;
+      await recordPrincipalChanges(tx, [authorizationChanged(raised)], audit);
       await insertAdminAudit(tx, audit, {
         action: 'admin.user.authorization-version.raise',
         targetType: 'user',
@@ -301,11 +313,26 @@ export class MikroOrmAdminRepository implements AdminRepository {
   }
 }
 
+function authorizationChanged(raised: RaisedAuthorization): PrincipalChange {
+  return { kind: 'authorization-changed', userId: raised.userId, authorizationVersion: raised.authorizationVersion };
+}
+
+/** A changed profile is a principal change of its user (sessions on it are downgraded on their next request). */
+async function recordProfileChanges(tx: EntityManager, result: ProfileWriteResult, audit: AdminAuditContext): Promise<ProfileWriteResult> {
+  if (!result.changed) return result;
+  await tx.flush();
+  const changes: PrincipalChange[] = [{ kind: 'profile-changed', profileId: result.profile.profileId, userId: result.profile.userId }];
+  if (result.raised) changes.push(authorizationChanged(result.raised));
+  await recordPrincipalChanges(tx, changes, audit);
+  return result;
+}
+
 interface UserRow {
   user_id: string;
   display_name: string | null;
   enabled: boolean;
   authorization_version: number;
+  session_epoch: number;
   created_at: Date | string;
   updated_at: Date | string;
 }
@@ -334,6 +361,7 @@ function fromUserRow(row: UserRow): UserRecord {
     displayName: row.display_name,
     enabled: row.enabled,
     authorizationVersion: Number(row.authorization_version),
+    sessionEpoch: Number(row.session_epoch),
     createdAt: new Date(row.created_at),
     updatedAt: new Date(row.updated_at),
   };

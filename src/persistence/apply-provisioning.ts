@@ -7,6 +7,7 @@ import { UserEntity } from './entities/user-entity';
 import { ProvisioningError } from './iam-repository';
 import { applyProfile, sameSet, unique } from './apply-profile';
 import { auditProvisioningChanges, missingPart, OVERWRITE_UNAUDITED, type ProvisioningOptions } from './provisioning-mode';
+import { recordPrincipalChanges, type PrincipalChange } from './change-log';
 import { SummaryBuilder } from './provisioning-summary';
 import { validateProvisioning, type StoredProvisioningState } from './provisioning-validation';
 import type { ProvisioningDocument, ProvisioningSummary } from './records';
@@ -62,14 +63,21 @@ export async function applyProvisioningDocument(
   const now = new Date();
   const builder = new SummaryBuilder();
   const createdUsers = new Set<string>();
+  // What other instances must act on: the same principal changes the admin API records (change-log.ts).
+  const changes: PrincipalChange[] = changedTemplateIds.map((versionId) => ({ kind: 'template-changed', versionId }));
   for (const template of templates) applyTemplate(em, template, state, builder, now);
   for (const input of users) {
     const { user, created, enabledChanged } = applyUser(em, input, storedUsers, builder, now);
     if (created) createdUsers.add(input.userId);
     if (enabledChanged) affected.add(input.userId);
-    applyIdentities(em, user, input, state, builder, now);
+    if (enabledChanged && !user.enabled) changes.push({ kind: 'user-disabled', userId: input.userId });
+    for (const identityId of applyIdentities(em, user, input, state, builder, now)) {
+      changes.push({ kind: 'identity-disabled', userId: input.userId, identityId });
+    }
     for (const profile of input.profiles ?? []) {
-      if (applyProfile(em, user, profile, state, builder, now)) affected.add(input.userId);
+      if (!applyProfile(em, user, profile, state, builder, now)) continue;
+      affected.add(input.userId);
+      if (!created) changes.push({ kind: 'profile-changed', userId: input.userId, profileId: profile.profileId });
     }
   }
 
@@ -83,6 +91,12 @@ export async function applyProvisioningDocument(
   }
   builder.summary.affectedUserIds = raised;
   await auditProvisioningChanges(em, builder.entries, options);
+  for (const userId of raised) {
+    const user = storedUsers.get(userId);
+    changes.push({ kind: 'authorization-changed', userId, ...(user ? { authorizationVersion: user.authorizationVersion } : {}) });
+  }
+  await em.flush();
+  await recordPrincipalChanges(em, changes, { actorUserId: null, requestId: null, clientAddress: null });
   return builder.summary;
 }
 
@@ -212,7 +226,8 @@ function applyIdentities(
   state: StoredProvisioningState,
   builder: SummaryBuilder,
   now: Date,
-): void {
+): string[] {
+  const disabled: string[] = [];
   for (const identity of input.identities ?? []) {
     const stored = state.identities.get(identity.identityId);
     if (stored === undefined) {
@@ -235,8 +250,10 @@ function applyIdentities(
     if (identity.enabled !== undefined && stored.enabled !== identity.enabled) {
       stored.enabled = identity.enabled;
       fields.push('enabled');
+      if (!identity.enabled) disabled.push(identity.identityId);
     }
     if (fields.length > 0) stored.updatedAt = now;
     builder.compared('identity', identity.identityId, fields);
   }
+  return disabled;
 }

@@ -64,6 +64,7 @@ export const DATABASE_METHODS = {
   iam: [
     'ensurePrincipal', 'getUser', 'getIdentity', 'listProfiles', 'getProfile', 'getTemplate', 'listTemplates', 'insertSession',
     'getSession', 'listSessions', 'listSessionsPage', 'updateSession', 'revokeUserSessions', 'insertAudit', 'findAuditByDecisionId', 'purgeAudit', 'applyProvisioning', 'ping',
+    'endSessions', 'listChanges', 'claimChanges', 'markChangesDelivered', 'loadRevocationState',
   ],
   admin: [
     'upsertTemplate', 'listUsers', 'upsertUser', 'listIdentities', 'upsertIdentity', 'upsertProfile', 'replaceProfileScopes',

@@ -1,4 +1,5 @@
 import type { ProvisioningOptions } from './provisioning-mode';
+import type { ChangeRow, EndSessionsRequest, EndSessionsResult, RevocationState } from './change-log';
 import type {
   AuditEventRecord,
   IdentityRecord,
@@ -47,6 +48,19 @@ export interface IamRepository {
   ): Promise<void>;
   /** Marks every still-active session of a user (except `exceptSessionId`) revoked; returns the ones changed. */
   revokeUserSessions(userId: string, reason: string, at: Date, exceptSessionId?: string): Promise<SessionRecord[]>;
+
+  /**
+   * Ends live sessions (revoked or logged out) and writes their rows of the change feed in one transaction;
+   * with `raiseEpoch` also raises the user's session epoch. Idempotent: sessions already ended are skipped.
+   */
+  endSessions(request: EndSessionsRequest): Promise<EndSessionsResult>;
+  /** Change-feed rows after `afterId` (and the listed ids), oldest first (change-log.ts). */
+  listChanges(afterId: number, alsoIds: number[], limit: number): Promise<ChangeRow[]>;
+  /** Claims undelivered change-feed rows for `leaseMs`. */
+  claimChanges(limit: number, leaseMs: number): Promise<ChangeRow[]>;
+  markChangesDelivered(ids: number[]): Promise<void>;
+  /** Revoked sessions not yet expired, raised session epochs, and where to start reading the feed. */
+  loadRevocationState(): Promise<RevocationState>;
 
   insertAudit(events: AuditEventRecord[]): Promise<void>;
   findAuditByDecisionId(decisionId: string): Promise<AuditEventRecord | null>;

@@ -3,6 +3,17 @@ import { withOrmContext } from './async-context-gate';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { applyProvisioningDocument } from './apply-provisioning';
 import type { ProvisioningOptions } from './provisioning-mode';
+import {
+  claimChanges,
+  endSessionsInTx,
+  listChanges,
+  loadRevocationState,
+  markChangesDelivered,
+  type ChangeRow,
+  type EndSessionsRequest,
+  type EndSessionsResult,
+  type RevocationState,
+} from './change-log';
 import { toRepositoryError } from './connection-failure';
 import { AuditEventEntity } from './entities/audit-event-entity';
 import { IdentityEntity } from './entities/identity-entity';
@@ -194,6 +205,26 @@ export class MikroOrmIamRepository implements IamRepository {
         return sessions.map(toSessionRecord);
       }),
     );
+  }
+
+  endSessions(request: EndSessionsRequest): Promise<EndSessionsResult> {
+    return this.run((em) => em.transactional((tx) => endSessionsInTx(tx, request)));
+  }
+
+  listChanges(afterId: number, alsoIds: number[], limit: number): Promise<ChangeRow[]> {
+    return this.run((em) => listChanges(em, afterId, alsoIds, limit));
+  }
+
+  claimChanges(limit: number, leaseMs: number): Promise<ChangeRow[]> {
+    return this.run((em) => claimChanges(em, limit, leaseMs));
+  }
+
+  markChangesDelivered(ids: number[]): Promise<void> {
+    return this.run((em) => markChangesDelivered(em, ids));
+  }
+
+  loadRevocationState(): Promise<RevocationState> {
+    return this.run((em) => loadRevocationState(em));
   }
 
   insertAudit(events: AuditEventRecord[]): Promise<void> {

@@ -23,6 +23,7 @@ export function toUserRecord(user: UserEntity): UserRecord {
     displayName: user.displayName,
     enabled: user.enabled,
     authorizationVersion: user.authorizationVersion,
+    sessionEpoch: user.sessionEpoch,
     createdAt: user.createdAt,
     updatedAt: user.updatedAt,
   };

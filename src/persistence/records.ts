@@ -7,6 +7,8 @@ export interface UserRecord {
   displayName: string | null;
   enabled: boolean;
   authorizationVersion: number;
+  /** Raised when every session of the user ends; a token issued under an older epoch is refused (absent: 0). */
+  sessionEpoch?: number;
   createdAt: Date;
   updatedAt: Date;
 }

@@ -41,11 +41,14 @@ import type { IamRepository } from '../persistence/iam-repository';
 import { loadPolicyDirectory } from '../policy/load-policy-directory';
 import { PolicyHolder } from '../policy/policy-holder';
 import { PolicyReloader } from '../policy/policy-watcher';
+import { ChangeFeed } from '../sessions/change-feed';
 import { LastSeenTracker } from '../sessions/last-seen-tracker';
 import { MemoryTokenStore } from '../sessions/memory-token-store';
 import { RedisTokenStore } from '../sessions/redis-token-store';
+import { RevocationRegistry } from '../sessions/revocation-registry';
 import { SessionCache } from '../sessions/session-cache';
 import { SessionService } from '../sessions/session-service';
+import type { StoreEvent } from '../sessions/token-record';
 import type { EventSubscription, TokenStore } from '../sessions/token-store';
 import { answerClientErrors } from './client-errors';
 import { createManagementServer } from './management-server';
@@ -141,8 +144,13 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       logger.info({ file: config.iam.provision.file, created: summary.created, updated: summary.updated, unchanged: summary.unchanged }, 'provisioning applied');
     }
 
+    // The durable revocation record, in memory: verification refuses what PostgreSQL says ended (#11.29).
+    const revocationState = await repository.loadRevocationState();
+    const revocations = new RevocationRegistry(config.iam.token.ttlMs);
+    revocations.load(revocationState);
+
     const store: TokenStore = config.redis.url
-      ? await RedisTokenStore.connect({ url: config.redis.url, prefix: config.iam.token.storePrefix, logger, slidingExpiry: config.iam.token.idleTimeoutMs > 0 })
+      ? await RedisTokenStore.connect({ url: config.redis.url, prefix: config.iam.token.storePrefix, logger, slidingExpiry: config.iam.token.idleTimeoutMs > 0, refuseEvictingPolicy: true })
       : new MemoryTokenStore({ prefix: config.iam.token.storePrefix });
     cleanups.push(() => store.close());
 
@@ -166,6 +174,8 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     const lastSeen = new LastSeenTracker(repository, logger);
     lastSeen.start();
     cleanups.push(() => lastSeen.close());
+    let changes: ChangeFeed | null = null;
+    const deliverChanges = { deliver: () => changes?.deliver() ?? Promise.resolve() };
     const sessions = new SessionService({
       store,
       repository,
@@ -176,14 +186,18 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       ttlMs: config.iam.token.ttlMs,
       idleTimeoutMs: config.iam.token.idleTimeoutMs,
       maxSessionsPerUser: config.iam.token.maxSessionsPerUser,
+      revocations,
+      changes: deliverChanges,
     });
+    cleanups.push(async () => void (await sessions.close()));
+    const applyChange = (event: StoreEvent): void => {
+      sessions.handleEvent(event);
+      grants.handleEvent(event);
+      // After the caches: a tunnel rechecked on this event must not be vouched for by a stale entry.
+      tunnels.handleEvent(event);
+    };
     subscription = await store.subscribe(
-      (event) => {
-        sessions.handleEvent(event);
-        grants.handleEvent(event);
-        // After the caches: a tunnel rechecked on this event must not be vouched for by a stale entry.
-        tunnels.handleEvent(event);
-      },
+      applyChange,
       (connected) => {
         metrics.storeChannelConnected.set(connected ? 1 : 0);
         // While the channel was down, events may have been missed: nothing cached before stays trusted.
@@ -197,6 +211,13 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     );
     metrics.storeChannelConnected.set(subscription.connected ? 1 : 0);
     cleanups.push(() => subscription!.close());
+    // The change feed: committed changes delivered until done, and read by every instance on an interval (#11.25).
+    const feed = new ChangeFeed({ repository, store, apply: applyChange, logger, intervalMs: config.iam.changes.pollIntervalMs, cursor: revocationState.cursor });
+    changes = feed;
+    feed.start();
+    cleanups.push(() => feed.close());
+    // Start-time provisioning's changes (and any left undelivered by a stopped instance) go out now (#11.26).
+    void feed.tick();
 
     const resolvers = new ResourceResolverClient();
     cleanups.push(() => resolvers.close());
@@ -209,6 +230,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       repository,
       sessions,
       store,
+      changes: deliverChanges,
       audit,
       logger,
       rateLimiter: new LoginRateLimiter(store, config.iam.login.rateLimit),
@@ -260,7 +282,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
           allowPathParameters: config.iam.gateway.allowPathParameters,
           maxUrlLength: config.server.maxUrlLength,
         });
-        const admin = new AdminService({ admin: database.admin, repository, sessions, store, audit });
+        const admin = new AdminService({ admin: database.admin, repository, sessions, changes: deliverChanges, audit });
         registerAdminRoutes(router, { admin, engine, grants, requireSession: sessionGuard });
       },
     });
@@ -322,7 +344,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       logger,
       checks: [
         { name: 'database', check: async () => (await repository.ping(), { ok: true, detail: { kind: database.kind } }) },
-        { name: 'tokenStore', check: async () => (await store.ping(), { ok: true, detail: { kind: store.kind, eventsConnected: channelUp() } }) },
+        { name: 'tokenStore', check: async () => (await store.ping(), { ok: true, detail: { kind: store.kind, eventsConnected: channelUp(), ...(store instanceof RedisTokenStore ? { evictionPolicy: store.evictionPolicy } : {}) } }) },
         // Unsubscribed, revocations from other instances are not heard: caches are bypassed, and readiness says so.
         { name: 'eventsChannel', check: async () => ({ ok: channelUp(), detail: { connected: channelUp() } }) },
         { name: 'policy', check: async () => ({ ok: true, detail: policy.describe() }) },

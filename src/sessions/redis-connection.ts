@@ -62,6 +62,36 @@ export async function assertServerVersion(redis: Redis): Promise<void> {
   }
 }
 
+/**
+ * The server's `maxmemory-policy` (#11.29), or null when CONFIG is disabled or renamed (managed Redis often
+ * does that; then the operator vouches for it). An `allkeys-*` policy may evict any key under memory
+ * pressure — a user's session index, a login rate-limit counter — so the gateway refuses it; `volatile-*`
+ * evicts only keys with a TTL (tokens: the session ends, fail closed; counters: the window restarts), which
+ * is reported; `noeviction` makes writes fail instead (fail closed).
+ */
+export async function checkEvictionPolicy(redis: Redis, logger: StoreLogger | undefined, refuseEvicting: boolean): Promise<string | null> {
+  let policy: string | null = null;
+  try {
+    const reply = (await redis.call('CONFIG', 'GET', 'maxmemory-policy')) as unknown;
+    if (Array.isArray(reply) && typeof reply[1] === 'string') policy = reply[1];
+  } catch (error) {
+    if (!(error instanceof Error) || !/unknown command|NOPERM|no permissions|disabled/i.test(error.message)) throw error;
+  }
+  if (policy === null) logger?.warn({}, 'token store: cannot read the Redis maxmemory-policy (CONFIG disabled); make sure it is noeviction');
+  else if (policy.startsWith('allkeys-') && refuseEvicting) {
+    throw new EvictionPolicyError(`Redis maxmemory-policy is "${policy}": it may evict session indexes and rate-limit counters; set it to noeviction (or a volatile-* policy)`);
+  } else if (policy !== 'noeviction') logger?.warn({ policy }, 'token store: the Redis maxmemory-policy evicts keys (sessions may end early, rate-limit windows restart); noeviction is safest');
+  return policy;
+}
+
+/** The Redis server is configured so that the token store cannot be trusted (refused at start). */
+export class EvictionPolicyError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'EvictionPolicyError';
+  }
+}
+
 /** Logs state changes only (lost, restored, first error of an outage), never one line per retry. */
 export function watchConnection(redis: Redis, role: string, logger: StoreLogger | undefined): void {
   let up = false;

@@ -5,6 +5,8 @@ import type { StoreEvent, TokenRecord } from './token-record';
 import type { EventSubscription, TokenStore } from './token-store';
 import {
   assertServerVersion,
+  checkEvictionPolicy,
+  EvictionPolicyError,
   execTransaction,
   quitConnection,
   rethrowUnavailable,
@@ -39,6 +41,11 @@ export interface RedisTokenStoreOptions {
    * one event-loop turn go out together as one MGET.
    */
   slidingExpiry?: boolean;
+  /**
+   * Refuse to connect when the server's maxmemory-policy is `allkeys-*` (the gateway does; the `tokens purge`
+   * and `provision` commands only warn, so an operator can still clean up).
+   */
+  refuseEvictingPolicy?: boolean;
 }
 
 type Logger = NonNullable<RedisTokenStoreOptions['logger']>;
@@ -58,6 +65,8 @@ export class RedisTokenStore implements TokenStore {
   private readonly events: RedisEventsChannel;
   private closed = false;
   private slidingExpiry = true;
+  /** The server's `maxmemory-policy` at connect, null when CONFIG is disabled (see checkEvictionPolicy). */
+  evictionPolicy: string | null = null;
   /** Token reads of one event-loop turn share one MGET (see coalesced-reads.ts). */
   private readonly tokenReads: CoalescedReads;
 
@@ -103,15 +112,18 @@ export class RedisTokenStore implements TokenStore {
     const subscriber = new Redis(options.url, { ...base, connectionName: names.subscriber, autoResubscribe: false });
     watchConnection(commands, 'commands', options.logger);
     watchConnection(subscriber, 'subscriber', options.logger);
+    let evictionPolicy: string | null = null;
     try {
       await Promise.all([waitUntilReady(commands, connectTimeoutMs), waitUntilReady(subscriber, connectTimeoutMs)]);
       await assertServerVersion(commands);
+      evictionPolicy = await checkEvictionPolicy(commands, options.logger, options.refuseEvictingPolicy ?? false);
     } catch (error) {
       commands.disconnect();
       subscriber.disconnect();
-      throw toUnavailable(error);
+      throw error instanceof EvictionPolicyError ? error : toUnavailable(error);
     }
     const store = new RedisTokenStore(options.prefix, commands, subscriber, options.logger, names, maxDelay);
+    store.evictionPolicy = evictionPolicy;
     store.events.startPing(options.subscriberPingMs ?? 1000);
     store.slidingExpiry = options.slidingExpiry ?? true;
     return store;

@@ -4,12 +4,14 @@ import type { IamPrincipal } from '../auth/principal';
 import type { Logger } from '../observability/logger';
 import type { IamRepository } from '../persistence/iam-repository';
 import type { SessionRecord, SessionState } from '../persistence/records';
-import { ProblemError } from '../problem';
+import { ProblemError, problems } from '../problem';
 import { derivedSessions } from './derived-sessions';
 import { sessionsOverCap, withOrigins } from './session-cap';
 import { encodeSessionCursor, type SessionPageKey } from './session-cursor';
 import type { LastSeenTracker } from './last-seen-tracker';
+import type { RevocationRegistry } from './revocation-registry';
 import type { SessionCache } from './session-cache';
+import { SessionEnding } from './session-ending';
 import { generateToken, hashToken, isWellFormedToken } from './token-hash';
 import type { StoreEvent, TokenRecord } from './token-record';
 import type { TokenStore } from './token-store';
@@ -61,27 +63,41 @@ export interface SessionServiceDeps {
   idleTimeoutMs: number;
   /** `iam.token.max-sessions-per-user`: beyond it the oldest live sessions are revoked (`session_limit`). */
   maxSessionsPerUser?: number;
+  /** The durable revocation record's copy in memory, consulted on every token check (revocation-registry.ts). */
+  revocations: RevocationRegistry;
+  /** The change feed's deliverer (change-feed.ts); null where there is none (unit tests). */
+  changes?: { deliver(): Promise<void> } | null;
 }
 
-/** One page of a list, as the admin API's lists. */
+/** One page of a list: the sessions, and the cursor of the next page (null on the last). */
 export interface SessionPage {
   items: SessionView[];
   nextCursor: string | null;
 }
 
 /**
- * Session lifecycle (specification §3): issue, verify, logout, revoke. The token store is the authority for
- * "is this token usable now"; PostgreSQL keeps the history (states, timestamps, reasons). Every state change
- * is published on the events channel so that every instance drops its cached copy at once.
+ * Session lifecycle: issue, verify, logout, revoke. A token is usable when the token store holds it and the
+ * durable record (PostgreSQL, held in memory by the revocation registry) has not ended it; PostgreSQL also
+ * keeps the history (states, timestamps, reasons). Every ending is published on the events channel so that
+ * every instance drops its cached copy at once, and recorded in the change feed so that none misses it
+ * (session-ending.ts, change-feed.ts).
  */
 export class SessionService {
-  constructor(private readonly deps: SessionServiceDeps) {}
+  private readonly ending: SessionEnding;
+
+  constructor(private readonly deps: SessionServiceDeps) {
+    this.ending = new SessionEnding({ ...deps, changes: deps.changes ?? null });
+  }
 
   /**
-   * Opens a session. With `origin` (a profile switch) the new session is derived from the caller's: it ends
-   * no later than the origin (absolute expiry inherited, never renewed) and ends when the origin ends.
+   * Opens a session. `sessionEpoch`: the user's session epoch read before issuing (login) or the caller's
+   * (profile switch). The token is written, then the user and identity are read again: if either was disabled
+   * or the epoch moved meanwhile, the token is withdrawn — a login racing a disable never leaves a token nobody
+   * revokes. With `origin` (a profile switch) the new session is derived from the caller's: it ends no later
+   * than the origin (absolute expiry inherited, never renewed) and ends when the origin or any of its own
+   * origins ends (the token record lists them, so every instance refuses it as soon as one of them ended).
    */
-  async issue(principal: IamPrincipal, clientType: string, facts: RequestFacts, origin?: VerifiedSession): Promise<AuthenticationResult> {
+  async issue(principal: IamPrincipal, clientType: string, facts: RequestFacts, sessionEpoch = 0, origin?: VerifiedSession): Promise<AuthenticationResult> {
     const accessToken = generateToken();
     const tokenHash = hashToken(accessToken);
     const now = new Date();
@@ -120,7 +136,8 @@ export class SessionService {
       createdAt: now.toISOString(),
       expiresAt: expiresAt.toISOString(),
       idleTimeoutMs: this.deps.idleTimeoutMs,
-      ...(origin ? { originSessionId: origin.record.sessionId } : {}),
+      sessionEpoch,
+      ...(origin ? { originSessionId: origin.record.sessionId, ancestorSessionIds: [origin.record.sessionId, ...(origin.record.ancestorSessionIds ?? [])] } : {}),
     };
     try {
       await this.deps.store.putToken(tokenHash, record);
@@ -129,13 +146,15 @@ export class SessionService {
       this.retireSession(sessionId, 'store_unavailable');
       throw error;
     }
-    if (origin && !(await this.deps.store.getToken(origin.tokenHash))) {
+    if (origin && (this.deps.revocations.refuses(origin.record) || !(await this.deps.store.getToken(origin.tokenHash)))) {
       // The origin ended while this session was being opened (its end listed the derived sessions before
       // this one existed): write-then-recheck, so no derived session outlives its origin.
-      await this.endToken(tokenHash, principal.userId, sessionId, 'origin_ended');
+      await this.deps.store.deleteToken(tokenHash, principal.userId, sessionId).catch(() => undefined);
+      this.deps.revocations.endSession(sessionId);
       this.retireSession(sessionId, 'origin_ended');
       throw new ProblemError('IAM_UNAUTHENTICATED', 'The session ended.');
     }
+    await this.recheckPrincipal(principal, sessionId, tokenHash, sessionEpoch);
     await this.enforceSessionCap(principal.userId, sessionId, facts);
     return { accessToken, sessionId, expiresAt: record.expiresAt, principal };
   }
@@ -152,6 +171,10 @@ export class SessionService {
     const nowMs = Date.now();
     const cached = cache.get(tokenHash, nowMs);
     if (!cached) return 'miss';
+    if (this.deps.revocations.refuses(cached)) {
+      cache.deleteToken(tokenHash);
+      return null;
+    }
     this.deps.lastSeen.touch(cached.sessionId, nowMs);
     return { tokenHash, record: cached };
   }
@@ -166,6 +189,10 @@ export class SessionService {
     const nowMs = Date.now();
     const cache = this.deps.cache;
     const cached = cache?.get(tokenHash, nowMs);
+    if (cached && this.deps.revocations.refuses(cached)) {
+      cache!.deleteToken(tokenHash);
+      return null;
+    }
     if (cached) {
       this.deps.lastSeen.touch(cached.sessionId, nowMs);
       return { tokenHash, record: cached };
@@ -174,17 +201,22 @@ export class SessionService {
     const record = await this.deps.store.getToken(tokenHash);
     if (!record) return null;
     if (Date.parse(record.expiresAt) <= nowMs) return null;
+    // The token store may hold a token the durable record ended (an old snapshot, a replica, a lost delete).
+    if (this.deps.revocations.refuses(record)) return null;
     cache?.set(tokenHash, record, generation);
     this.deps.lastSeen.touch(record.sessionId, nowMs);
     return { tokenHash, record };
   }
 
+  /** Ends the session everywhere; recorded (logout_at, audit) now, or as soon as the database answers. */
   async logout(session: VerifiedSession, facts: RequestFacts): Promise<void> {
     const { record, tokenHash } = session;
-    await this.endToken(tokenHash, record.principal.userId, record.sessionId, 'logout');
-    await this.deps.repository.updateSession(record.sessionId, { logoutAt: new Date() });
-    this.audit('session.logout', record.principal.userId, record.sessionId, facts);
-    await this.endDerived(record.principal.userId, record.sessionId, record.principal.userId, facts);
+    const userId = record.principal.userId;
+    await this.ending.end(
+      { userId, reason: 'logout', logout: true, sessions: [{ sessionId: record.sessionId, tokenHash, expiresAt: record.expiresAt }], durable: { sessionIds: [record.sessionId] } },
+      () => this.audit('session.logout', userId, record.sessionId, facts),
+    );
+    await this.endDerived(userId, record.sessionId, userId, facts);
   }
 
   /** Revokes one of the caller's own sessions; another user's or an unknown session is a 404 either way. */
@@ -201,34 +233,29 @@ export class SessionService {
     await this.revokeSession(session, reason, actorUserId, facts);
   }
 
-  /** Revokes every session of a user except `exceptSessionId`; resolves how many were revoked. */
+  /**
+   * Revokes every session of a user except `exceptSessionId`; resolves how many the token store or the
+   * database knew live. Without an exception the user's session epoch is raised: no token issued before
+   * works again, also one the token store's index missed.
+   */
   async revokeUser(userId: string, reason: string, actorUserId: string, facts: RequestFacts, exceptSessionId?: string): Promise<number> {
-    const live = await this.deps.store.listUserTokens(userId);
-    for (const [sessionId, tokenHash] of live) {
-      if (sessionId !== exceptSessionId) await this.deps.store.deleteToken(tokenHash, userId, sessionId);
-    }
-    const changed = await this.deps.repository.revokeUserSessions(userId, reason, new Date(), exceptSessionId);
-    if (exceptSessionId === undefined) {
-      await this.deps.store.publish({ type: 'user-sessions-ended', userId, reason });
-    } else {
-      for (const [sessionId, tokenHash] of live) {
-        if (sessionId !== exceptSessionId) await this.deps.store.publish({ type: 'session-ended', sessionId, tokenHash, userId, reason });
-      }
-    }
-    for (const session of changed) this.audit('session.revoke', actorUserId, session.sessionId, facts, { reason, userId });
-    return changed.length;
+    const all = exceptSessionId === undefined;
+    const live = await this.deps.store.listUserTokens(userId).catch(() => new Map<string, string>());
+    const sessions = [...live].filter(([sessionId]) => sessionId !== exceptSessionId).map(([sessionId, tokenHash]) => ({ sessionId, tokenHash }));
+    let recorded = 0;
+    await this.ending.end(
+      { userId, reason, sessions, allSessions: all, durable: { allExcept: exceptSessionId ?? null, raiseEpoch: all } },
+      (ended) => {
+        recorded = ended.length;
+        for (const session of ended) this.audit('session.revoke', actorUserId, session.sessionId, facts, { reason, userId });
+      },
+    );
+    return Math.max(recorded, sessions.length);
   }
 
-  /** Revokes every live session a user opened through one identity; resolves how many were revoked. */
-  async revokeIdentity(userId: string, identityId: string, reason: string, actorUserId: string, facts: RequestFacts): Promise<number> {
-    const sessions = await this.deps.repository.listSessions(userId);
-    let revoked = 0;
-    for (const session of sessions) {
-      if (session.identityId !== identityId || session.revokedAt || session.logoutAt) continue;
-      await this.revokeSession(session, reason, actorUserId, facts);
-      revoked++;
-    }
-    return revoked;
+  /** Writes what ended while the database was down, one last time (at shutdown); resolves how many are left. */
+  close(): Promise<number> {
+    return this.ending.close();
   }
 
   /** One page of the caller's sessions, newest first; `after` is the key of the previous page's last row. */
@@ -278,6 +305,7 @@ export class SessionService {
 
   /** Keeps the local cache in step with changes made by any instance. */
   handleEvent(event: StoreEvent): void {
+    this.deps.revocations.apply(event);
     const cache = this.deps.cache;
     if (!cache) return;
     if (event.type === 'session-ended') cache.deleteToken(event.tokenHash);
@@ -286,34 +314,58 @@ export class SessionService {
   }
 
   private async revokeSession(session: SessionRecord, reason: string, actorUserId: string, facts: RequestFacts): Promise<void> {
-    await this.endToken(session.tokenHash, session.userId, session.sessionId, reason);
-    if (!session.revokedAt && !session.logoutAt) {
-      await this.deps.repository.updateSession(session.sessionId, { revokedAt: new Date(), revokeReason: reason });
-    }
-    this.audit('session.revoke', actorUserId, session.sessionId, facts, { reason, userId: session.userId });
-    await this.endDerived(session.userId, session.sessionId, actorUserId, facts);
+    const { sessionId, tokenHash, userId } = session;
+    await this.ending.end(
+      { userId, reason, sessions: [{ sessionId, tokenHash, expiresAt: session.expiresAt.toISOString() }], durable: { sessionIds: [sessionId] } },
+      () => this.audit('session.revoke', actorUserId, sessionId, facts, { reason, userId }),
+    );
+    await this.endDerived(userId, sessionId, actorUserId, facts);
   }
 
   /**
-   * Ends every live session derived (by profile switches, transitively) from `sessionId`: token deleted and
-   * published like any revocation, row marked revoked with reason `origin_ended`, audited.
+   * Ends every live session derived (by profile switches, transitively) from `sessionId` like any revocation
+   * (reason `origin_ended`, audited). The derived sessions stop working at once anyway — their token records
+   * name their origins, which every instance's revocation registry now holds — so when the database cannot
+   * list them this is left to their own expiry (never later than the origin's) and logged.
    */
   private async endDerived(userId: string, sessionId: string, actorUserId: string, facts: RequestFacts): Promise<void> {
-    const sessions = await this.deps.repository.listSessions(userId);
+    let sessions: SessionRecord[];
+    try {
+      sessions = await this.deps.repository.listSessions(userId);
+    } catch (error) {
+      this.deps.logger.warn({ err: error, userId, sessionId }, 'sessions: could not list the sessions derived from an ended one; they are refused by their origin');
+      return;
+    }
     const now = Date.now();
     for (const derived of derivedSessions(sessions, sessionId)) {
       // Ended ones were ended with their own derived sessions; the walk still goes through them.
       if (derived.revokedAt || derived.logoutAt || derived.expiresAt.getTime() <= now) continue;
-      await this.endToken(derived.tokenHash, derived.userId, derived.sessionId, 'origin_ended');
-      await this.deps.repository.updateSession(derived.sessionId, { revokedAt: new Date(), revokeReason: 'origin_ended' });
-      this.audit('session.revoke', actorUserId, derived.sessionId, facts, { reason: 'origin_ended', userId, originSessionId: derived.originSessionId });
+      await this.ending.end(
+        { userId, reason: 'origin_ended', sessions: [{ sessionId: derived.sessionId, tokenHash: derived.tokenHash, expiresAt: derived.expiresAt.toISOString() }], durable: { sessionIds: [derived.sessionId] } },
+        () => this.audit('session.revoke', actorUserId, derived.sessionId, facts, { reason: 'origin_ended', userId, originSessionId: derived.originSessionId }),
+      );
     }
   }
 
-  private async endToken(tokenHash: string, userId: string, sessionId: string, reason: string): Promise<void> {
-    this.deps.cache?.deleteToken(tokenHash);
-    await this.deps.store.deleteToken(tokenHash, userId, sessionId);
-    await this.deps.store.publish({ type: 'session-ended', sessionId, tokenHash, userId, reason });
+  /**
+   * Write-then-recheck: withdraws the token when the user or identity was disabled, or the user's session
+   * epoch raised, while it was written (a disable that committed before this read is seen here; one that
+   * commits after it finds the token in the store or refuses it by its epoch).
+   */
+  private async recheckPrincipal(principal: IamPrincipal, sessionId: string, tokenHash: string, sessionEpoch: number): Promise<void> {
+    let current = false;
+    try {
+      const [user, identity] = await Promise.all([this.deps.repository.getUser(principal.userId), this.deps.repository.getIdentity(principal.identityId)]);
+      current = user !== null && user.enabled && (user.sessionEpoch ?? 0) === sessionEpoch && identity !== null && identity.enabled;
+      if (current) return;
+    } finally {
+      if (!current) {
+        await this.deps.store.deleteToken(tokenHash, principal.userId, sessionId).catch(() => undefined);
+        this.deps.revocations.endSession(sessionId);
+        this.retireSession(sessionId, 'principal_changed');
+      }
+    }
+    throw problems.unauthenticated('The user or identity was disabled, or its sessions revoked, while the token was issued.', false);
   }
 
   private audit(action: string, actorUserId: string, sessionId: string, facts: RequestFacts, details: Record<string, unknown> | null = null): void {

@@ -126,7 +126,7 @@ describe('#11.7 profile switch derives a session from the caller', () => {
     // The origin ends after the switch verified it but before the derived session exists.
     expect((await fetch(`${b.url}/iam/auth/logout`, { method: 'POST', headers: bearer(origin.accessToken) })).status).toBe(204);
     const principal = verified!.record.principal;
-    await expect(a.services!.sessions.issue({ ...principal, activeProfileId: 'p-alice-reader' }, 'WEB', { requestId: 'race', clientAddress: null }, verified!)).rejects.toMatchObject({
+    await expect(a.services!.sessions.issue({ ...principal, activeProfileId: 'p-alice-reader' }, 'WEB', { requestId: 'race', clientAddress: null }, verified!.record.sessionEpoch ?? 0, verified!)).rejects.toMatchObject({
       code: 'IAM_UNAUTHENTICATED',
     });
     const live = await a.services!.store.listUserTokens(principal.userId);

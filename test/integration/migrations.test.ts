@@ -16,6 +16,7 @@ const ALL = IAM_MIGRATIONS.map((migration) => migration.name);
 const LATEST = ALL[ALL.length - 1]!;
 const IAM_TABLES = [
   'iam_audit_events',
+  'iam_changes',
   'iam_identities',
   'iam_permission_templates',
   'iam_profiles',

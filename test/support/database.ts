@@ -47,7 +47,7 @@ export async function createTestDatabase(): Promise<TestDatabase> {
         .fork()
         .execute(
           'truncate table iam_audit_events, iam_sessions, iam_resource_scopes, iam_profiles, iam_template_permissions, ' +
-            'iam_permission_templates, iam_identities, iam_users restart identity cascade',
+            'iam_permission_templates, iam_identities, iam_users, iam_changes restart identity cascade',
         );
     },
     async close() {

@@ -18,8 +18,8 @@ export interface PrivateRedis {
   stop(): Promise<void>;
 }
 
-/** True when the binary is there; callers skip (outside CI only) when it is not. */
-export const privateRedisAvailable = (): boolean => existsSync(REDIS_SERVER);
+/** True when the binary is there, and always in CI (where a missing binary must fail, not skip). */
+export const privateRedisAvailable = (): boolean => existsSync(REDIS_SERVER) || process.env.CI !== undefined;
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -32,9 +32,10 @@ function freePort(): Promise<number> {
   });
 }
 
-export async function startPrivateRedis(): Promise<PrivateRedis> {
+/** Starts redis-server with `args` appended (e.g. `['--maxmemory-policy', 'allkeys-lru']`). */
+export async function startPrivateRedis(args: string[] = []): Promise<PrivateRedis> {
   const port = await freePort();
-  const child: ChildProcess = spawn(REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  const child: ChildProcess = spawn(REDIS_SERVER, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...args], { stdio: 'ignore' });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const admin = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => 50 });
   admin.on('error', () => undefined);

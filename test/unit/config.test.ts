@@ -78,6 +78,7 @@ describe('loadConfig defaults', () => {
         },
         provision: { file: null },
         policy: { dir: path.join(repoRoot, 'policies'), pollIntervalMs: 5_000, debounceMs: 200 },
+        changes: { pollIntervalMs: 5_000 },
         authz: { abilityCacheSize: 10_000, abilityCacheBytes: 64 * 1024 * 1024, resolverTimeoutMs: 2_000 },
         gateway: { allowPathParameters: false },
         forward: { trustedProxies: [], assertion: { enabled: false, ttlMs: 60_000, issuer: 'iam-gateway', audience: null, keyFile: null } },

@@ -1,0 +1,348 @@
+/**
+ * Issue 11, "a change must take effect everywhere, and never come undone" (#11.25–#11.28, #11.33, #11.35):
+ * two gateway instances on a real Redis and PostgreSQL. Instance A reaches both through TCP relays of its
+ * own, which are cut (or cut at a chosen command) while B keeps working; B has the sessions cached, so only
+ * an event — or the change feed read on its interval — can make it refuse them.
+ */
+import { join } from 'node:path';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { main } from '../../src/main';
+import type { RunningGateway } from '../../src/server/gateway';
+import { createTestDatabase, type TestDatabase } from '../support/database';
+import { testDatabaseKind, testDatabaseUrl, testRedisUrl, uniquePrefix } from '../support/env';
+import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
+import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
+import { relayedUrl, startTcpRelay, targetOf, type TcpRelay } from '../support/tcp-relay';
+
+const REDIS_URL = testRedisUrl();
+/** `iam.changes.poll-interval` of both instances: the stated bound on stale state when an event is lost. */
+const POLL_MS = 500;
+/** The bound asserted: one interval, plus a read and the test's own polling. */
+const BOUND_MS = POLL_MS * 2 + 1000;
+
+if (!REDIS_URL) console.log('reliability-changes: tests NOT run (REDIS_URL unset; they need two instances on a shared Redis)');
+const describeWithRedis = REDIS_URL ? describe : describe.skip;
+
+const status = (url: string, token: string): Promise<number> => fetch(`${url}/api/projects`, { headers: bearer(token) }).then((r) => r.status);
+
+async function within(ms: number, probe: () => Promise<boolean>): Promise<number> {
+  const started = Date.now();
+  for (;;) {
+    if (await probe()) return Date.now() - started;
+    if (Date.now() - started > ms) throw new Error(`not within ${ms} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** Also with the in-process store and PGlite: a single instance whose database link is cut. */
+describe('#11.35 a single instance (either token store)', () => {
+  let upstream: RecordingUpstream;
+  let db: TestDatabase;
+  let relay: TcpRelay;
+  let gateway: RunningGateway;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    upstream = await startRecordingUpstream();
+    const target = targetOf(testDatabaseUrl());
+    relay = await startTcpRelay(target.host, target.port);
+    gateway = await startTestGateway(upstream.url, {
+      IAM_POLICIES_DIR: join(ROOT, 'test/fixtures/e2e-policies'),
+      IAM_PROVISION_FILE: join(ROOT, 'config/provision.example.yaml'),
+      IAM_AUTHENTICATOR_PATH: join(ROOT, 'config/users.example.yaml'),
+      IAM_CHANGES_POLL_INTERVAL: `${POLL_MS}ms`,
+      DATABASE_URL: relayedUrl(testDatabaseUrl(), relay),
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    await gateway?.close();
+    await relay?.close();
+    await upstream?.close();
+    await db?.close();
+  });
+
+  it('#11.35: logout while the database is down answers 204, the token is refused, and logout_at and session.logout are written when it is back', async () => {
+    const session = await login(gateway.url, 'alice');
+    expect(await status(gateway.url, session.accessToken)).toBe(200);
+    await relay.cut();
+    try {
+      expect((await fetch(`${gateway.url}/iam/auth/logout`, { method: 'POST', headers: bearer(session.accessToken) })).status).toBe(204);
+      expect(await status(gateway.url, session.accessToken)).toBe(401);
+    } finally {
+      await relay.restore();
+    }
+    await within(15_000, async () => (await db.repository.getSession(session.sessionId))?.logoutAt != null);
+    const audit = async (): Promise<number> =>
+      (await db.orm.em.fork().execute(`select 1 from iam_audit_events where action = 'session.logout' and target_id = ?`, [session.sessionId])).length;
+    await within(15_000, async () => (await audit()) === 1);
+    expect(await status(gateway.url, session.accessToken)).toBe(401);
+  });
+});
+
+describeWithRedis('changes reach every instance and are never undone', () => {
+  let upstream: RecordingUpstream;
+  let db: TestDatabase;
+  let pgA: TcpRelay;
+  let redisA: TcpRelay;
+  let a: RunningGateway;
+  let b: RunningGateway;
+  let adminToken: string;
+  const prefix = uniquePrefix('changes');
+  const shared = {
+    IAM_POLICIES_DIR: join(ROOT, 'test/fixtures/e2e-policies'),
+    IAM_PROVISION_FILE: join(ROOT, 'config/provision.example.yaml'),
+    IAM_AUTHENTICATOR_PATH: join(ROOT, 'config/users.example.yaml'),
+    IAM_TOKEN_STORE_PREFIX: prefix,
+    IAM_CHANGES_POLL_INTERVAL: `${POLL_MS}ms`,
+    REDIS_URL: REDIS_URL!,
+  };
+
+  const sql = <T>(query: string, params: unknown[] = []): Promise<T[]> => db.orm.em.fork().execute<T[]>(query, params);
+  const admin = (gateway: RunningGateway, method: string, path: string, body?: unknown): Promise<Response> =>
+    fetch(`${gateway.url}/iam/admin${path}`, {
+      method,
+      headers: { ...bearer(adminToken), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+  const setEnabled = async (userId: string, enabled: boolean): Promise<void> => {
+    expect((await admin(b, 'PUT', `/users/${userId}`, { enabled })).status).toBe(200);
+  };
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    upstream = await startRecordingUpstream();
+    const dbTarget = targetOf(testDatabaseUrl());
+    pgA = await startTcpRelay(dbTarget.host, dbTarget.port);
+    const redisTarget = targetOf(REDIS_URL!);
+    redisA = await startTcpRelay(redisTarget.host, redisTarget.port);
+    a = await startTestGateway(upstream.url, { ...shared, DATABASE_URL: relayedUrl(testDatabaseUrl(), pgA), REDIS_URL: relayedUrl(REDIS_URL!, redisA) });
+    b = await startTestGateway(upstream.url, shared);
+    adminToken = (await login(b.url, 'admin')).accessToken;
+  }, 60_000);
+
+  // Each test starts with A's links up again (a cut relay is restored at the end of the test that cut it).
+  beforeEach(async () => {
+    await within(15_000, async () => {
+      const ready = await fetch(`${a.managementUrl}/health/ready`).then((r) => r.status, () => 0);
+      return ready === 200 && a.services!.subscription.connected;
+    });
+  });
+
+  afterAll(async () => {
+    await a?.close();
+    await b?.close();
+    await pgA?.close();
+    await redisA?.close();
+    await upstream?.close();
+    await db?.close();
+  });
+
+  it('#11.33: "revoke other sessions" during a PostgreSQL outage ends them on every instance at once, and is recorded when the database is back', async () => {
+    const keeper = await login(a.url, 'alice');
+    const other = await login(b.url, 'alice', 'alice-password', 'API');
+    expect(await status(b.url, other.accessToken)).toBe(200); // cached on B
+    expect(await status(a.url, other.accessToken)).toBe(200); // cached on A
+    await pgA.cut();
+    try {
+      const revoke = await fetch(`${a.url}/iam/sessions/revoke-others`, { method: 'POST', headers: bearer(keeper.accessToken) });
+      // True answer: it is done (the database record follows), not a 503 that did half of it.
+      expect(revoke.status).toBe(204);
+      expect(await status(b.url, other.accessToken)).toBe(401);
+      expect(await status(a.url, other.accessToken)).toBe(401);
+      expect(await status(a.url, keeper.accessToken)).toBe(200);
+    } finally {
+      await pgA.restore();
+    }
+    await within(15_000, async () => (await db.repository.getSession(other.sessionId))?.revokedAt != null);
+    await within(15_000, async () => (await sql(`select 1 from iam_audit_events where action = 'session.revoke' and target_id = ?`, [other.sessionId])).length === 1);
+    expect(await status(b.url, other.accessToken)).toBe(401);
+  });
+
+  it('#11.33: when both steps fail mid-way (tokens deleted, publish and database failed) the answer is 503, and what began is finished without waiting for the retry', async () => {
+    const keeper = await login(a.url, 'alice');
+    const other = await login(b.url, 'alice', 'alice-password', 'API');
+    expect(await status(b.url, other.accessToken)).toBe(200); // cached on B
+    expect(await status(a.url, keeper.accessToken)).toBe(200); // cached on A: the request needs neither store
+    await pgA.cut();
+    const armed = redisA.cutOnRequest('publish', { deliver: false });
+    try {
+      const revoke = await fetch(`${a.url}/iam/sessions/revoke-others`, { method: 'POST', headers: bearer(keeper.accessToken) });
+      await armed;
+      expect(revoke.status).toBe(503);
+    } finally {
+      await pgA.restore();
+      await redisA.restore();
+    }
+    // The deletion that took effect is recorded as soon as the database answers, and then reaches B.
+    await within(20_000, async () => (await status(b.url, other.accessToken)) === 401);
+    expect((await db.repository.getSession(other.sessionId))?.revokeReason).toBe('revoked_by_user');
+    // The client's retry is answered truthfully.
+    await within(15_000, async () => (await fetch(`${a.url}/iam/sessions/revoke-others`, { method: 'POST', headers: bearer(keeper.accessToken) })).status === 204);
+  });
+
+  it('#11.35: logout during a PostgreSQL outage answers 204, is refused everywhere, and logout_at and its audit event are written once the database is back', async () => {
+    const session = await login(a.url, 'bob');
+    expect(await status(b.url, session.accessToken)).toBe(200);
+    await pgA.cut();
+    try {
+      expect((await fetch(`${a.url}/iam/auth/logout`, { method: 'POST', headers: bearer(session.accessToken) })).status).toBe(204);
+      expect(await status(b.url, session.accessToken)).toBe(401);
+      expect(await status(a.url, session.accessToken)).toBe(401);
+    } finally {
+      await pgA.restore();
+    }
+    await within(15_000, async () => (await db.repository.getSession(session.sessionId))?.logoutAt != null);
+    await within(15_000, async () => (await sql(`select 1 from iam_audit_events where action = 'session.logout' and target_id = ?`, [session.sessionId])).length === 1);
+  });
+
+  it('#11.33: a revocation whose token-store step fails is still enforced on every instance (within the poll interval) and delivered later', async () => {
+    const keeper = await login(b.url, 'alice');
+    const victim = await login(b.url, 'alice', 'alice-password', 'API');
+    expect(await status(b.url, victim.accessToken)).toBe(200);
+    const aKeeper = await login(a.url, 'alice');
+    expect(await status(a.url, aKeeper.accessToken)).toBe(200);
+    // A's Redis link dies at the first deletion of the revocation; PostgreSQL still answers.
+    const armed = redisA.cutOnRequest(victim.sessionId, { deliver: false });
+    const revoke = fetch(`${a.url}/iam/admin/sessions/${victim.sessionId}/revoke`, { method: 'POST', headers: bearer(adminToken) });
+    await armed;
+    try {
+      expect((await revoke).status).toBe(204);
+      const tookMs = await within(BOUND_MS, async () => (await status(b.url, victim.accessToken)) === 401);
+      expect(tookMs).toBeLessThan(BOUND_MS);
+      expect(await status(b.url, keeper.accessToken)).toBe(200);
+    } finally {
+      await redisA.restore();
+    }
+    // Delivered until done: the token itself is deleted from Redis once a deliverer gets through.
+    await within(20_000, async () => (await sql(`select 1 from iam_changes where delivered_at is null`)).length === 0);
+    expect((await b.services!.store.listUserTokens('u-alice')).has(victim.sessionId)).toBe(false);
+  });
+
+  it('#11.25: an admin change committed while the publish fails answers 200 and is enforced on every instance within the poll interval', async () => {
+    const bob = await login(b.url, 'bob');
+    expect(await status(b.url, bob.accessToken)).toBe(200); // cached on B
+    const armed = redisA.cutOnRequest('publish', { deliver: false });
+    const disable = admin(a, 'PUT', '/users/u-bob', { enabled: false });
+    await armed;
+    try {
+      expect((await disable).status).toBe(200);
+      const tookMs = await within(BOUND_MS, async () => (await status(b.url, bob.accessToken)) === 401);
+      expect(tookMs).toBeLessThan(BOUND_MS);
+    } finally {
+      await redisA.restore();
+      await setEnabled('u-bob', true);
+    }
+    // Re-enabling the user never brings a revoked session back.
+    expect(await status(b.url, bob.accessToken)).toBe(401);
+    await within(15_000, async () => (await status(a.url, bob.accessToken)) !== 503); // A reconnects to Redis
+    expect(await status(a.url, bob.accessToken)).toBe(401);
+    await within(20_000, async () => (await sql(`select 1 from iam_changes where delivered_at is null`)).length === 0);
+  });
+
+  it('#11.25: a grant change whose publish fails is served stale by no instance beyond the poll interval', async () => {
+    const alice = await login(b.url, 'alice');
+    expect(await status(b.url, alice.accessToken)).toBe(200); // grant cached on B
+    const editor = ['project:list', 'project:read', 'project:create', 'project:update', 'task:read', 'task:delete'];
+    const armed = redisA.cutOnRequest('publish', { deliver: false });
+    const narrow = admin(a, 'PUT', '/templates/editor-v1', { name: 'editor', permissions: editor.filter((code) => code !== 'project:list') });
+    await armed;
+    try {
+      expect((await narrow).status).toBe(200);
+      const tookMs = await within(BOUND_MS, async () => (await status(b.url, alice.accessToken)) === 403);
+      expect(tookMs).toBeLessThan(BOUND_MS);
+    } finally {
+      await redisA.restore();
+      expect((await admin(b, 'PUT', '/templates/editor-v1', { name: 'editor', permissions: editor })).status).toBe(200);
+    }
+    expect(await status(b.url, alice.accessToken)).toBe(200);
+  });
+
+  it('#11.27/#11.26: disabling a user or identity in provisioning (provision FILE, start-time) ends sessions like the admin API', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'iam-changes-'));
+    const file = (name: string, yaml: string): string => {
+      const path = join(dir, name);
+      writeFileSync(path, yaml);
+      return path;
+    };
+    // `provision FILE`: bob disabled.
+    const bob = await login(a.url, 'bob');
+    expect(await status(a.url, bob.accessToken)).toBe(200);
+    expect(await status(b.url, bob.accessToken)).toBe(200);
+    const saved = { ...process.env };
+    Object.assign(process.env, {
+      DATABASE_URL: testDatabaseUrl(),
+      DATABASE_POOL_SIZE: testDatabaseKind() === 'pglite' ? '1' : '2',
+      REDIS_URL: REDIS_URL!,
+      IAM_TOKEN_STORE_PREFIX: prefix,
+      IAM_CONFIG: join(ROOT, 'config/default.yaml'),
+      LOG_LEVEL: 'silent',
+    });
+    const write = jest.spyOn(process.stdout, 'write').mockImplementation(() => true);
+    try {
+      expect(await main(['provision', file('disable-bob.yaml', 'users:\n  - userId: u-bob\n    enabled: false\n')])).toBe(0);
+    } finally {
+      write.mockRestore();
+      process.env = saved;
+    }
+    await within(BOUND_MS, async () => (await status(a.url, bob.accessToken)) === 401 && (await status(b.url, bob.accessToken)) === 401);
+    expect((await db.repository.getSession(bob.sessionId))?.revokeReason).toBe('user_disabled');
+    // A profile switch is no way around it.
+    const switched = await fetch(`${a.url}/iam/authorization/profiles/p-bob-editor/switch`, { method: 'POST', headers: bearer(bob.accessToken) });
+    expect(switched.status).toBe(401);
+    await setEnabled('u-bob', true);
+
+    // Start-time provisioning of a new instance: alice's identity disabled; the running instances hear of it.
+    const alice = await login(a.url, 'alice');
+    expect(await status(b.url, alice.accessToken)).toBe(200);
+    const c = await startTestGateway(upstream.url, {
+      ...shared,
+      IAM_PROVISION_FILE: file('disable-identity.yaml', 'users:\n  - userId: u-alice\n    identities: [{ identityId: id-alice, identityDomain: example.com, enabled: false }]\n'),
+    });
+    try {
+      await within(BOUND_MS, async () => (await status(b.url, alice.accessToken)) === 401 && (await status(a.url, alice.accessToken)) === 401);
+      expect((await db.repository.getSession(alice.sessionId))?.revokeReason).toBe('identity_disabled');
+    } finally {
+      await c.close();
+      expect((await admin(b, 'PUT', '/identities/id-alice', { userId: 'u-alice', identityDomain: 'example.com', enabled: true })).status).toBe(200);
+    }
+  });
+
+  it('#11.28: a login racing a disable leaves no usable token, and re-enabling the user brings nothing back', async () => {
+    const store = a.services!.store;
+    const original = store.putToken.bind(store);
+    let reached!: () => void;
+    const atPut = new Promise<void>((resolve) => (reached = resolve));
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    store.putToken = async (hash, record) => {
+      reached();
+      await gate;
+      return original(hash, record);
+    };
+    try {
+      const racing = fetch(`${a.url}/iam/auth/login`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ username: 'bob', password: 'bob-password', clientType: 'WEB' }),
+      });
+      // bob's login read him enabled and is about to write its token (or failed before: then say so).
+      const early = racing.then((r) => Promise.reject(new Error(`login answered ${r.status} before writing its token`)));
+      early.catch(() => undefined);
+      await Promise.race([atPut, early]);
+      await setEnabled('u-bob', false);
+      release();
+      const answer = await racing;
+      const token = answer.status === 200 ? ((await answer.json()) as { accessToken: string }).accessToken : null;
+      await setEnabled('u-bob', true);
+      // Whatever the login answered, no token it may have handed out works, before or after the re-enable.
+      if (token) expect([await status(a.url, token), await status(b.url, token)]).toEqual([401, 401]);
+      expect(answer.status).toBe(401);
+    } finally {
+      store.putToken = original;
+    }
+    // Logins after the re-enable work as usual.
+    expect(await status(b.url, (await login(a.url, 'bob')).accessToken)).toBe(200);
+  });
+});
