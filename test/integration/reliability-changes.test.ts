@@ -259,14 +259,14 @@ describeWithRedis('changes reach every instance and are never undone', () => {
     expect(await status(b.url, alice.accessToken)).toBe(200);
   });
 
-  it('#11.27/#11.26: disabling a user or identity in provisioning (provision FILE, start-time) ends sessions like the admin API', async () => {
+  it('#11.27/#11.26: disabling a user in provisioning (provision FILE --overwrite) ends sessions like the admin API; start-time provisioning changes nothing existing', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'iam-changes-'));
     const file = (name: string, yaml: string): string => {
       const path = join(dir, name);
       writeFileSync(path, yaml);
       return path;
     };
-    // `provision FILE`: bob disabled.
+    // `provision FILE --overwrite` (plain `provision FILE` only creates what is missing): bob disabled.
     const bob = await login(a.url, 'bob');
     expect(await status(a.url, bob.accessToken)).toBe(200);
     expect(await status(b.url, bob.accessToken)).toBe(200);
@@ -281,7 +281,7 @@ describeWithRedis('changes reach every instance and are never undone', () => {
     });
     const write = jest.spyOn(process.stdout, 'write').mockImplementation(() => true);
     try {
-      expect(await main(['provision', file('disable-bob.yaml', 'users:\n  - userId: u-bob\n    enabled: false\n')])).toBe(0);
+      expect(await main(['provision', file('disable-bob.yaml', 'users:\n  - userId: u-bob\n    enabled: false\n'), '--overwrite'])).toBe(0);
     } finally {
       write.mockRestore();
       process.env = saved;
@@ -293,7 +293,8 @@ describeWithRedis('changes reach every instance and are never undone', () => {
     expect(switched.status).toBe(401);
     await setEnabled('u-bob', true);
 
-    // Start-time provisioning of a new instance: alice's identity disabled; the running instances hear of it.
+    // Start-time provisioning of a new instance creates only what is missing: an existing identity is never
+    // changed by it, so no running instance has anything to hear and alice's session stays.
     const alice = await login(a.url, 'alice');
     expect(await status(b.url, alice.accessToken)).toBe(200);
     const c = await startTestGateway(upstream.url, {
@@ -301,8 +302,10 @@ describeWithRedis('changes reach every instance and are never undone', () => {
       IAM_PROVISION_FILE: file('disable-identity.yaml', 'users:\n  - userId: u-alice\n    identities: [{ identityId: id-alice, identityDomain: example.com, enabled: false }]\n'),
     });
     try {
-      await within(BOUND_MS, async () => (await status(b.url, alice.accessToken)) === 401 && (await status(a.url, alice.accessToken)) === 401);
-      expect((await db.repository.getSession(alice.sessionId))?.revokeReason).toBe('identity_disabled');
+      expect(await status(c.url, alice.accessToken)).toBe(200);
+      expect(await status(b.url, alice.accessToken)).toBe(200);
+      expect((await db.repository.getIdentity('id-alice'))?.enabled).toBe(true);
+      expect((await db.repository.getSession(alice.sessionId))?.revokedAt ?? null).toBeNull();
     } finally {
       await c.close();
       expect((await admin(b, 'PUT', '/identities/id-alice', { userId: 'u-alice', identityDomain: 'example.com', enabled: true })).status).toBe(200);
