@@ -5,7 +5,9 @@ import { readdirSync, readFileSync } from 'node:fs';
  * field 19). For tests of the threads that lower their own priority.
  */
 export function threadNiceValues(): number[] {
-  const tids = readdirSync('/proc/self/task').sort((a, b) => Number(a) - Number(b));
+  // The main thread's tid is the process id; thread ids are not ordered once pids wrap around (pid_max).
+  const main = String(process.pid);
+  const tids = readdirSync('/proc/self/task').sort((a, b) => (a === main ? -1 : b === main ? 1 : Number(a) - Number(b)));
   return tids.map((tid) => {
     const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
     return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
