@@ -80,7 +80,8 @@ describeWithRedis('two gateway processes sharing Redis and PostgreSQL', () => {
     await waitFor(async () => (await projects(b.url, keeper.accessToken)) === 200);
     expect(await projects(b.url, victim.accessToken)).toBe(401);
 
-    // Events reach B again after the restore.
+    // Events reach B again once its events channel is subscribed again (readiness says so).
+    await waitFor(async () => /^iam_store_events_connected 1$/m.test(await (await fetch(`${b.managementUrl}/metrics`)).text()));
     const next = await login(a.url, 'bob', 'bob-password', 'API');
     expect(await projects(b.url, next.accessToken)).toBe(200);
     expect(await revoke(a.url, keeper.accessToken, next.sessionId)).toBe(204);
