@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdirSync, rmSync } from 'node:fs';
 import type { EmbeddedDatabase } from './embedded-database';
+import { lockDataDirectory } from './data-dir-lock';
 import { privateSocket } from './embedded-socket';
 
 /**
@@ -38,6 +39,8 @@ const { PGLiteSocketServer } = require(process.env.IAM_PGLITE_SOCKET_MODULE);
  */
 export async function startEmbeddedDatabaseProcess(dataDir: string, startTimeoutMs = 60_000): Promise<EmbeddedDatabase> {
   if (!dataDir.startsWith('memory://')) mkdirSync(dataDir, { recursive: true });
+  // #11.23: one process per data directory; a second one fails here, naming the directory.
+  const release = dataDir.startsWith('memory://') ? (): void => undefined : lockDataDirectory(dataDir);
   // #11.14: a Unix socket in a directory only this user can enter, never a TCP port without a password.
   const socket = privateSocket();
   const child: ChildProcess = spawn(process.execPath, ['-e', CHILD_PROGRAM], {
@@ -50,12 +53,14 @@ export async function startEmbeddedDatabaseProcess(dataDir: string, startTimeout
       IAM_PGLITE_SOCKET: socket.path,
     },
   });
+  const exitedDuringStart = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => fail(new Error(`the embedded database did not start within ${startTimeoutMs} ms`)), startTimeoutMs);
     const fail = (error: Error): void => {
       clearTimeout(timer);
       child.kill('SIGKILL');
       rmSync(socket.dir, { recursive: true, force: true });
+      void exitedDuringStart.then(release);
       reject(error);
     };
     child.once('message', (message: { ready?: boolean; error?: string }) => {
@@ -79,6 +84,7 @@ export async function startEmbeddedDatabaseProcess(dataDir: string, startTimeout
       await exited;
       clearTimeout(timer);
       rmSync(socket.dir, { recursive: true, force: true });
+      release();
     },
   };
 }

@@ -83,7 +83,8 @@ export async function startTcpRelay(targetHost: string, targetPort: number): Pro
   };
 
   const relay = (client: Socket): void => {
-    const target = connect({ host: targetHost, port: targetPort });
+    // A target host that is a path is a Unix socket (the embedded database's: #11.14).
+    const target = targetHost.startsWith('/') ? connect({ path: targetHost }) : connect({ host: targetHost, port: targetPort });
     track(target);
     const pair: Pair = { client, target, replyLost: false };
     pairs.add(pair);
@@ -204,6 +205,7 @@ export function relayedUrl(url: string, relay: Pick<TcpRelay, 'port'>): string {
   const parsed = new URL(url);
   parsed.hostname = '127.0.0.1';
   parsed.port = String(relay.port);
+  parsed.searchParams.delete('host'); // libpq's Unix-socket directory: the relay is reached over TCP
   return parsed.toString();
 }
 
@@ -213,6 +215,9 @@ export function targetOf(url: string): { host: string; port: number } {
   const defaults: Record<string, number> = { 'redis:': 6379, 'rediss:': 6379, 'postgres:': 5432, 'postgresql:': 5432 };
   const port = parsed.port ? Number(parsed.port) : defaults[parsed.protocol];
   if (!port) throw new Error(`no port in ${url}`);
+  // libpq's `?host=/dir` (the embedded database, #11.14): the socket file is `<dir>/.s.PGSQL.<port>`.
+  const socketDir = parsed.searchParams.get('host');
+  if (socketDir?.startsWith('/')) return { host: `${socketDir}/.s.PGSQL.${port}`, port };
   // URL keeps IPv6 literals in brackets; net.connect wants them bare.
   return { host: parsed.hostname.replace(/^\[(.*)\]$/, '$1') || '127.0.0.1', port };
 }

@@ -1,0 +1,79 @@
+/**
+ * #11.23: two processes on one embedded data directory would both open it (PGlite has no lock of its own)
+ * and corrupt it. The directory is locked: a second `iam-gateway serve` exits at once, non-zero, naming the
+ * directory; the first keeps serving; a lock left by a killed process does not block the next start.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ROOT } from '../support/gateway';
+import { ensureBuilt, startGatewayProcess, type GatewayProcess } from '../support/gateway-process';
+
+/** Runs `iam-gateway serve` on `dir` and resolves when it exits (rejects if it is still running after `boundMs`). */
+function serveUntilExit(dir: string, boundMs: number): Promise<{ code: number | null; stderr: string; elapsedMs: number }> {
+  const started = Date.now();
+  const child = spawn(process.execPath, [join(ROOT, 'bin', 'iam-gateway.js'), 'serve'], {
+    cwd: ROOT,
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      PORT: '0',
+      MANAGEMENT_PORT: '0',
+      SERVER_HOST: '127.0.0.1',
+      UPSTREAM_URL: 'http://127.0.0.1:9',
+      DATABASE_URL: '',
+      DATABASE_EMBEDDED_DIR: dir,
+      REDIS_URL: '',
+    },
+  });
+  let stderr = '';
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`the second process was still running after ${boundMs} ms\n${stderr}`));
+    }, boundMs);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stderr, elapsedMs: Date.now() - started });
+    });
+  });
+}
+
+const embeddedOn = (dir: string): Record<string, string> => ({ DATABASE_URL: '', DATABASE_EMBEDDED_DIR: dir, REDIS_URL: '', DATABASE_POOL_SIZE: '1' });
+
+describe('#11.23 one process per embedded data directory', () => {
+  let root: string;
+  const running: GatewayProcess[] = [];
+
+  beforeAll(() => {
+    ensureBuilt();
+    root = mkdtempSync(join(tmpdir(), 'iam-lock-'));
+  }, 180_000);
+  afterAll(async () => {
+    for (const process of running) await process.kill();
+    rmSync(root, { recursive: true, force: true });
+  });
+
+  it('#11.23: a second process on the same directory exits at once, non-zero, naming it; the first keeps serving; a killed holder\'s lock is taken over', async () => {
+    const dir = join(root, 'data');
+    const first = await startGatewayProcess('http://127.0.0.1:9', embeddedOn(dir));
+    running.push(first);
+
+    const second = await serveUntilExit(dir, 20_000);
+    expect(second.code).not.toBe(0);
+    expect(second.code).not.toBeNull();
+    expect(second.stderr).toContain(dir);
+    expect(second.stderr).toMatch(/in use/);
+
+    expect((await fetch(`${first.managementUrl}/health/ready`)).status).toBe(200);
+
+    // A lock left by a killed process (SIGKILL: no chance to remove it) does not block the next start.
+    await first.kill();
+    const next = await startGatewayProcess('http://127.0.0.1:9', embeddedOn(dir));
+    running.push(next);
+    expect((await fetch(`${next.managementUrl}/health/ready`)).status).toBe(200);
+  }, 120_000);
+});
