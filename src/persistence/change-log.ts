@@ -5,7 +5,7 @@ import type { StoreEvent } from '../sessions/token-record';
  * The change feed (`iam_changes`, a transactional outbox): every change other gateway instances must act on
  * is written as a row in the transaction that makes the change, so it exists exactly when the change does.
  * A deliverer applies each row's token-store effects and publishes it until done; every instance also reads
- * the feed on an interval, so a lost publish is seen within that interval (docs/threat-model.d/h7.md).
+ * the feed on an interval, so a lost publish is seen within that interval (docs/threat-model.md, "How revocation and changes reach every instance").
  */
 
 /** Which sessions to end (all conditions combine; only sessions still live are touched). */

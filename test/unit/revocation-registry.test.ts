@@ -32,4 +32,13 @@ describe('#11.29 revocation registry', () => {
     expect(registry.refuses(record('s3', 'u', 2))).toBe(false);
     expect(registry.refuses(record('s4', 'other'))).toBe(false);
   });
+
+  it('#11.7: a session derived by profile switches is refused as soon as any session it derives from ended', () => {
+    const registry = new RevocationRegistry(60_000);
+    const grandchild: TokenRecord = { ...record('s-c', 'u'), originSessionId: 's-b', ancestorSessionIds: ['s-b', 's-a'] };
+    expect(registry.refuses(grandchild)).toBe(false);
+    registry.apply({ type: 'session-ended', sessionId: 's-a', tokenHash: 'h', userId: 'u', reason: 'logout' });
+    expect(registry.refuses(grandchild)).toBe(true);
+    expect(registry.refuses({ ...record('s-d', 'u'), originSessionId: 's-x', ancestorSessionIds: ['s-x'] })).toBe(false);
+  });
 });
