@@ -5,10 +5,8 @@
  */
 import type * as Casl from '@casl/ability/dist/types';
 import type { ProfileRecord, ScopeRecord, TemplateRecord } from '../persistence/records';
+import { GrantAbility, type GrantAlternative } from './grant-ability';
 import { ANY, parsePermissionCode } from './permission-code';
-
-type MongoAbility = Casl.MongoAbility;
-type RawRuleOf<T extends Casl.AnyAbility> = Casl.RawRuleOf<T>;
 
 /**
  * The tsconfig's `moduleResolution: node` ignores package.json `exports`, which is the only place
@@ -19,12 +17,11 @@ const casl = require('@casl/ability') as typeof Casl;
 /** CASL's `subject()` helper: tags a plain object with its subject type for conditions checks. */
 export const caslSubject = casl.subject;
 
-/**
+/*
  * CASL's wildcards are `manage` / `all` by default, but both are valid names in our codes: a template granting
  * `project:manage` or `all:read` must not turn into "every action" / "every resource". `*` cannot appear in
- * a name, so it is the only safe wildcard.
+ * a name, so it is the only safe wildcard (grant-ability.ts passes it to CASL).
  */
-const CASL_OPTIONS = { anyAction: ANY, anySubjectType: ANY } as const;
 
 /** The instance the scope step checks: the resolved scope refs of a resource and the access asked for. */
 export interface ScopeSubject {
@@ -44,15 +41,19 @@ export interface CompiledGrant {
   scopes: ScopeRecord[];
   /** False only for an explicitly unscoped profile: otherwise every rule carries scope conditions. */
   scoped: boolean;
-  ability: MongoAbility;
+  /** Built one resource type at a time, on its first question (grant-ability.ts). */
+  ability: GrantAbility;
 }
 
 /**
  * Approximate heap bytes of a compiled grant, for the memory bound of the grant cache: CASL keeps each rule
- * with its conditions and index entries (~250 bytes measured), plus the codes and scopes kept alongside.
+ * with its conditions and index entries (~250 bytes measured), plus the codes and scopes kept alongside. The
+ * rules counted are the most the grant can build (two per scope group and resource type), not the ones built
+ * so far, so a cached grant never outgrows its weight.
  */
 export function approximateGrantBytes(grant: CompiledGrant): number {
-  return 1024 + grant.permissions.length * 96 + grant.scopes.length * 160 + grant.ability.rules.length * 256;
+  const groups = Math.max(1, groupScopes(grant.scopes).length);
+  return 1024 + grant.permissions.length * 96 + grant.scopes.length * 160 + 2 * groups * (grant.ability.resourceTypes + 1) * 256;
 }
 
 /** Accesses a scope's `accessMode` covers: `WRITE` covers `READ` (design.md §5.2). */
@@ -98,12 +99,13 @@ function scopeConditions(group: ScopeGroup): { conditions: Record<string, unknow
 }
 
 /** The one alternative of a scoped profile that has no scopes: a condition no resource meets. */
-const NO_RESOURCE = { conditions: { access: { $in: [] as string[] } }, description: 'scoped profile without scopes (no resource)' };
+const NO_RESOURCE: GrantAlternative = { conditions: { access: { $in: [] as string[] } }, description: 'scoped profile without scopes (no resource)' };
 
 /**
- * Compiles a grant. Unscoped profiles (`unscoped: true`) get plain rules (their permissions apply to every resource);
- * scoped profiles get one rule per (permission, scope group), each with conditions, and the rule's
- * `reason` names the scope so a decision can say which scope let it through.
+ * Compiles a grant in time linear in its codes and scopes. Unscoped profiles (`unscoped: true`) get plain
+ * rules (their permissions apply to every resource); scoped profiles get one rule per (actions of a resource
+ * type, scope group), each with conditions, and the rule's `reason` names the scope so a decision can say
+ * which scope let it through. The CASL rules themselves are built per resource type on first use.
  */
 export function compileGrant(input: {
   userId: string;
@@ -112,28 +114,27 @@ export function compileGrant(input: {
   template: TemplateRecord;
 }): CompiledGrant {
   const { profile, template } = input;
-  const permissions: string[] = [];
-  const subjects: Array<{ action: string; subject: string }> = [];
+  const seen = new Set<string>();
+  const actions = new Map<string, string[]>();
   for (const code of template.permissions) {
     const parsed = parsePermissionCode(code);
-    if (!parsed || permissions.includes(code)) continue;
-    permissions.push(code);
-    subjects.push({ action: parsed.action, subject: parsed.resource });
+    if (!parsed || seen.has(code)) continue;
+    seen.add(code);
+    const list = actions.get(parsed.resource);
+    if (list) list.push(parsed.action);
+    else actions.set(parsed.resource, [parsed.action]);
   }
+  const permissions = [...seen];
 
   const scopes = profile.scopes.map((scope) => ({ ...scope }));
   // Unscoped only when the profile says so explicitly (#11.31); a scope next to the flag wins (fail closed).
   const scoped = !profile.unscoped || scopes.length > 0;
-  const rules: RawRuleOf<MongoAbility>[] = [];
-  if (!scoped) {
-    for (const { action, subject } of subjects) rules.push({ action, subject, reason: 'unscoped profile' });
-  } else {
-    // A scoped profile without scopes keeps its permissions for routes naming no resource, but no scope covers any resource.
-    const alternatives = scopes.length > 0 ? groupScopes(scopes).map(scopeConditions) : [NO_RESOURCE];
-    for (const { action, subject } of subjects) {
-      for (const { conditions, description } of alternatives) rules.push({ action, subject, conditions, reason: description });
-    }
-  }
+  // A scoped profile without scopes keeps its permissions for routes naming no resource, but no scope covers any resource.
+  const alternatives: GrantAlternative[] = !scoped
+    ? [{ conditions: null, description: 'unscoped profile' }]
+    : scopes.length > 0
+      ? groupScopes(scopes).map(scopeConditions)
+      : [NO_RESOURCE];
 
   return {
     userId: input.userId,
@@ -144,6 +145,6 @@ export function compileGrant(input: {
     permissions,
     scopes,
     scoped,
-    ability: casl.createMongoAbility(rules, CASL_OPTIONS),
+    ability: new GrantAbility(actions, alternatives),
   };
 }

@@ -5,6 +5,7 @@
  * before any resolver call, so a caller without the permission cannot probe which resources exist.
  * Hot path: with a cached grant and no resolver, one route match, one or two CASL checks, a few small objects.
  */
+import { codeOfRule } from './grant-ability';
 import { randomUUID } from 'node:crypto';
 import type { IamPrincipal } from '../auth/principal';
 import type { CompiledPolicy, CompiledRoute, RouteMatch } from '../policy/compiled-policy';
@@ -254,7 +255,7 @@ export class DecisionEngine {
     if (permissionRule === null || permissionRule.inverted) {
       return fail(decision, 'PERMISSION_DENIED', `profile ${profileId} does not grant ${permissionCode}`, ACCESS_DENIED);
     }
-    const via = `${String(permissionRule.subject)}:${String(permissionRule.action)}`;
+    const via = codeOfRule(permissionRule, parsed.action);
     pass(decision, 'PERMISSION_GRANTED', via === permissionCode ? `profile ${profileId} grants ${permissionCode}` : `profile ${profileId} grants ${permissionCode} through ${via}`);
 
     const resource = input.resource;
