@@ -29,6 +29,16 @@ function freePort() {
  * DATABASE_URL, else the embedded PGlite in memory). `extraEnv` wins over everything (e.g. IAM_TOKEN_CACHE_ENABLED);
  * `nodeFlags` go to node itself (e.g. --cpu-prof, which NODE_OPTIONS refuses).
  */
+/**
+ * The example users and grants (config/default.yaml names none): alice logs in through the users-file
+ * authenticator with her example profile, as in `npm run demo`.
+ */
+const EXAMPLE_IDENTITIES_ENV = {
+  IAM_AUTHENTICATOR_TYPE: 'users-file',
+  IAM_AUTHENTICATOR_PATH: join(ROOT, 'config', 'users.example.yaml'),
+  IAM_PROVISION_FILE: join(ROOT, 'config', 'provision.example.yaml'),
+};
+
 async function startGatewayProcess({ name, upstreamUrl, policyDir, redisUrl, prefix, databaseUrl = null, extraEnv = {}, nodeFlags = [] }) {
   const port = await freePort();
   const managementPort = await freePort();
@@ -44,6 +54,8 @@ async function startGatewayProcess({ name, upstreamUrl, policyDir, redisUrl, pre
     // The login-load phase logs in 20 times a second from one address; only failures count, but the
     // bench must never be throttled by its own traffic.
     IAM_LOGIN_RATE_LIMIT_MAX_FAILURES: '1000000',
+    IAM_LOGIN_RATE_LIMIT_MAX_FAILURES_PER_ADDRESS: '1000000',
+    ...EXAMPLE_IDENTITIES_ENV,
     REDIS_URL: redisUrl ?? '',
     ...extraEnv,
   };
@@ -95,4 +107,4 @@ async function gatewayMemoryMetrics(managementUrl) {
   };
 }
 
-module.exports = { startGatewayProcess, freePort, gatewayMemoryMetrics };
+module.exports = { startGatewayProcess, freePort, gatewayMemoryMetrics, EXAMPLE_IDENTITIES_ENV };

@@ -18,6 +18,7 @@ const { mkdtempSync, rmSync, writeFileSync } = require('node:fs');
 const { Session } = require('node:inspector');
 const { ROOT, addCleanup, spawnNode, stopAll, runMain } = require('./children');
 const { requireDist } = require('./dist');
+const { EXAMPLE_IDENTITIES_ENV } = require('./gateway');
 const { login } = require('./http');
 const { BENCH_PATH, generatePolicy } = require('./policy');
 const { purgePrefixes, resolveRedis } = require('./redis');
@@ -131,6 +132,7 @@ async function main(argv = []) {
       DATABASE_URL: process.env.DATABASE_URL ?? '',
       DATABASE_EMBEDDED_DIR: 'memory://',
       LOG_LEVEL: 'warn',
+      ...EXAMPLE_IDENTITIES_ENV,
     };
     gateway = await startGateway(loadConfig({ file: join(ROOT, 'config', 'default.yaml'), env, cwd: ROOT }), { logger: createLogger('silent') });
     const token = (await login(gateway.url, 'alice', 'alice-password')).accessToken;
