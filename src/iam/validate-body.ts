@@ -49,32 +49,44 @@ export function isStorableText(text: string): boolean {
   return !UNSTORABLE.test(text);
 }
 
+/** No /iam body nests deeper than a few levels; a deeper one is refused before anything walks it. */
+export const MAX_BODY_DEPTH = 32;
+
 /**
  * JSON pointers (RFC 6901) of every string in `value`, keys included, that {@link isStorableText} refuses;
- * at most `limit` of them.
+ * at most `limit` of them. Walks iteratively (a deeply nested body cannot exhaust the stack); a value nested
+ * deeper than {@link MAX_BODY_DEPTH} is reported as its pointer with `depth: true`.
  */
-export function unstorableStrings(value: unknown, pointer = '', out: string[] = [], limit = 20): string[] {
-  if (out.length >= limit) return out;
-  if (typeof value === 'string') {
-    if (!isStorableText(value)) out.push(pointer || '/');
-  } else if (Array.isArray(value)) {
-    value.forEach((item, index) => unstorableStrings(item, `${pointer}/${index}`, out, limit));
-  } else if (value !== null && typeof value === 'object') {
-    for (const [key, item] of Object.entries(value)) {
+export function unstorableStrings(value: unknown, limit = 20): { pointers: string[]; tooDeep: string | null } {
+  const pointers: string[] = [];
+  const pending: Array<[unknown, string, number]> = [[value, '', 0]];
+  while (pending.length > 0 && pointers.length < limit) {
+    const [item, pointer, depth] = pending.pop()!;
+    if (typeof item === 'string') {
+      if (!isStorableText(item)) pointers.push(pointer || '/');
+      continue;
+    }
+    if (item === null || typeof item !== 'object') continue;
+    if (depth >= MAX_BODY_DEPTH) return { pointers, tooDeep: pointer || '/' };
+    const entries = Array.isArray(item) ? item.map((child, index): [string, unknown] => [String(index), child]) : Object.entries(item);
+    for (let i = entries.length - 1; i >= 0; i--) {
+      const [key, child] = entries[i]!;
       const escaped = isStorableText(key) ? key.replace(/~/g, '~0').replace(/\//g, '~1') : encodeURIComponent(key);
-      if (!isStorableText(key) && out.length < limit) out.push(`${pointer}/${escaped}`);
-      unstorableStrings(item, `${pointer}/${escaped}`, out, limit);
+      if (!Array.isArray(item) && !isStorableText(key)) pointers.push(`${pointer}/${escaped}`);
+      pending.push([child, `${pointer}/${escaped}`, depth + 1]);
     }
   }
-  return out;
+  return { pointers: pointers.slice(0, limit), tooDeep: null };
 }
 
 /**
  * The one check every /iam request body goes through (the app runs it after parsing, before any route):
- * 400 IAM_VALIDATION_FAILED naming each string with a control character or a lone surrogate.
+ * 400 IAM_VALIDATION_FAILED naming each string with a control character or a lone surrogate, or a value
+ * nested too deeply.
  */
 export function assertStorable(body: unknown): void {
-  const pointers = unstorableStrings(body);
+  const { pointers, tooDeep } = unstorableStrings(body);
+  if (tooDeep !== null) throw problems.validation([{ pointer: tooDeep, message: `is nested more than ${MAX_BODY_DEPTH} levels deep` }]);
   if (pointers.length === 0) return;
   throw problems.validation(pointers.map((pointer) => ({ pointer, message: 'must not contain control characters (U+0000–U+001F, U+007F) or lone surrogates' })));
 }

@@ -75,6 +75,16 @@ describe('#11.3 unstorable strings are refused at the /iam edge', () => {
     expect((await send('GET', '/iam/admin/users?q=a%01b', undefined, admin.accessToken)).status).toBe(400);
   });
 
+  it('#11.3: a body nested thousands of levels deep is 400 IAM_VALIDATION_FAILED, never a 500 (found by the fuzz test)', async () => {
+    for (const body of ['['.repeat(5000) + ']'.repeat(5000), '{"a":'.repeat(3000) + '1' + '}'.repeat(3000)]) {
+      const answer = await send('POST', '/iam/auth/login', body);
+      expect(answer.status).toBe(400);
+      expect(answer.body.code).toBe('IAM_VALIDATION_FAILED');
+    }
+    // Ordinary nesting passes the check (and then fails on what it is: not a login body).
+    expect((await send('POST', '/iam/auth/login', '[[["x"]]]')).status).toBe(400);
+  });
+
   it('#11.3: after a login with a NUL, the trail keeps working: a denial is stored and its decision can be looked up', async () => {
     // The way the attack arrived before (a raw NUL in JSON): refused, nothing buffered.
     expect((await send('POST', '/iam/auth/login', loginBody('"evil\\u0000"'))).status).toBe(400);

@@ -8,14 +8,11 @@
 import { Writable } from 'node:stream';
 import { AuditRetention } from '../../src/audit/audit-retention';
 import { AuditTrail } from '../../src/audit/audit-trail';
-import { main } from '../../src/main';
 import { createLogger } from '../../src/observability/logger';
 import { DatabaseUnavailableError } from '../../src/persistence/iam-repository';
 import type { AuditEventRecord } from '../../src/persistence/records';
 import { createTestDatabase, type TestDatabase } from '../support/database';
-import { testDatabaseKind, testDatabaseUrl } from '../support/env';
-import { ROOT } from '../support/gateway';
-import { join } from 'node:path';
+import { runCli } from '../support/cli';
 
 let db: TestDatabase;
 
@@ -151,26 +148,7 @@ describe('#11.15 audit retention', () => {
 
   it('#11.15: `iam-gateway audit purge --older-than 90d` deletes older events; a bad duration is a usage error', async () => {
     await seed();
-    const run = async (args: string[]): Promise<{ code: number; out: string; err: string }> => {
-      const saved = { ...process.env };
-      Object.assign(process.env, {
-        DATABASE_URL: testDatabaseUrl(),
-        DATABASE_POOL_SIZE: testDatabaseKind() === 'pglite' ? '1' : '2',
-        REDIS_URL: '',
-        IAM_CONFIG: join(ROOT, 'config/default.yaml'),
-      });
-      let out = '';
-      let err = '';
-      const outSpy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => ((out += String(chunk)), true));
-      const errSpy = jest.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => ((err += String(chunk)), true));
-      try {
-        return { code: await main(args), out, err };
-      } finally {
-        outSpy.mockRestore();
-        errSpy.mockRestore();
-        process.env = saved;
-      }
-    };
+    const run = runCli;
     const purged = await run(['audit', 'purge', '--older-than', '90d']);
     expect(purged).toMatchObject({ code: 0, err: '' });
     expect(purged.out).toMatch(/deleted 2 events/);

@@ -5,10 +5,9 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { main } from '../../src/main';
 import { createTestDatabase, type TestDatabase } from '../support/database';
-import { testDatabaseKind, testDatabaseUrl } from '../support/env';
 import { ROOT } from '../support/gateway';
+import { runCli } from '../support/cli';
 
 let db: TestDatabase;
 const dir = mkdtempSync(join(tmpdir(), 'iam-provision-'));
@@ -18,26 +17,7 @@ beforeAll(async () => {
 });
 afterAll(() => db?.close());
 
-async function run(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  const saved = { ...process.env };
-  Object.assign(process.env, {
-    DATABASE_URL: testDatabaseUrl(),
-    DATABASE_POOL_SIZE: testDatabaseKind() === 'pglite' ? '1' : '2',
-    REDIS_URL: '',
-    IAM_CONFIG: join(ROOT, 'config/default.yaml'),
-  });
-  let out = '';
-  let err = '';
-  const outSpy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => ((out += String(chunk)), true));
-  const errSpy = jest.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => ((err += String(chunk)), true));
-  try {
-    return { code: await main(args), out, err };
-  } finally {
-    outSpy.mockRestore();
-    errSpy.mockRestore();
-    process.env = saved;
-  }
-}
+const run = runCli;
 
 async function counts(): Promise<Record<string, number>> {
   const em = db.orm.em.fork();

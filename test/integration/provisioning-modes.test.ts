@@ -6,12 +6,11 @@
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { main } from '../../src/main';
 import type { RunningGateway } from '../../src/server/gateway';
 import { createTestDatabase, type TestDatabase } from '../support/database';
-import { testDatabaseKind, testDatabaseUrl } from '../support/env';
 import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
+import { runCli } from '../support/cli';
 
 const EXAMPLE = join(ROOT, 'config/provision.example.yaml');
 let db: TestDatabase;
@@ -34,26 +33,7 @@ async function put(path: string, token: string, body: unknown): Promise<number> 
   return response.status;
 }
 
-async function run(args: string[]): Promise<{ code: number; out: string; err: string }> {
-  const saved = { ...process.env };
-  Object.assign(process.env, {
-    DATABASE_URL: testDatabaseUrl(),
-    DATABASE_POOL_SIZE: testDatabaseKind() === 'pglite' ? '1' : '2',
-    REDIS_URL: '',
-    IAM_CONFIG: join(ROOT, 'config/default.yaml'),
-  });
-  let out = '';
-  let err = '';
-  const outSpy = jest.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => ((out += String(chunk)), true));
-  const errSpy = jest.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => ((err += String(chunk)), true));
-  try {
-    return { code: await main(args), out, err };
-  } finally {
-    outSpy.mockRestore();
-    errSpy.mockRestore();
-    process.env = saved;
-  }
-}
+const run = runCli;
 
 async function provisioningAudit(): Promise<Array<{ action: string; target_id: string; actor_user_id: string; details: { changed: string[]; overwrite: boolean } }>> {
   return db.orm.em.fork().execute(`select action, target_id, actor_user_id, details from iam_audit_events where action like 'provisioning.%' order by id`);
