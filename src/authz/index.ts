@@ -1,5 +1,5 @@
 /**
- * The authorization core (design.md §5, §10): what the rest of the gateway — and Node hosts embedding the
+ * The authorization core (docs/policy-format.md): what the rest of the gateway — and Node hosts embedding the
  * package — may use. `decide()` returns the decision; `require()` throws the problem of a denial.
  */
 import type { AuthorizationDecision } from './decision';

@@ -3,7 +3,7 @@ import { IDENTIFIER_PATTERN } from '../auth/identity-validation';
 import { BODY_FAILURES, PROBLEM_MEDIA_TYPE, PROTECTED_FAILURES, empty, header, json, jsonBody, param, problem, ref, response } from './openapi-builders';
 import type { JsonSchema, OperationObject, PathItemObject, ResponseObject } from './openapi-types';
 
-/** Admin operations (design.md §4.1 and the admin issue): a token whose active profile grants `permission`. */
+/** Admin operations (docs/http-contract.md): a token whose active profile grants `permission`. */
 function admin(permission: string, operation: Omit<OperationObject, 'tags' | 'security' | 'x-permission'>): OperationObject {
   return {
     ...operation,

@@ -192,7 +192,7 @@ export class MikroOrmAdminRepository implements AdminRepository {
         user.enabled = input.enabled;
       }
       const enabledChanged = before !== null && before.enabled !== input.enabled;
-      // Enabling or disabling changes what every session of the user may do (design.md §6).
+      // Enabling or disabling changes what every session of the user may do.
       if (enabledChanged) user.authorizationVersion += 1;
       const changed = before === null ? ['displayName', 'enabled'] : changedFields(userSummary(before), userSummary(user));
       if (stored !== null && changed.length > 0) user.updatedAt = now;

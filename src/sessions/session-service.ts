@@ -37,7 +37,7 @@ export interface RequestFacts {
   userAgent?: string | null;
 }
 
-/** An element of `GET /iam/sessions` (design.md §4.1). */
+/** An element of `GET /iam/sessions` (docs/http-contract.md). */
 export interface SessionView {
   sessionId: string;
   clientType: string;

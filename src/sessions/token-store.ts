@@ -8,7 +8,7 @@ export interface EventSubscription {
 }
 
 /**
- * The shared token store (design.md §6): Redis when `REDIS_URL` is set, in-process otherwise.
+ * The shared token store: Redis when `REDIS_URL` is set, in-process otherwise.
  * Keys (all under the configured prefix):
  *  - `{prefix}:token:{tokenHash}` → TokenRecord (JSON), TTL = time to `expiresAt` (or the idle window, whichever is shorter)
  *  - `{prefix}:user:{userId}:sessions` → sessionId → tokenHash of that user's live tokens

@@ -69,7 +69,7 @@ afterAll(async () => {
 
 /**
  * Nothing half-written: every token in the store belongs to a session row that says it is live, and every
- * live session row has its token in the store (design.md §6: the store decides "usable now", the table
+ * live session row has its token in the store (the store decides "usable now", the table
  * keeps the history; both must tell the same story). Rows are checked from `rowsSince` on, so one test's
  * leftovers do not fail the next.
  */
