@@ -42,7 +42,7 @@ export const ADMIN_PERMISSIONS = {
 } as const;
 
 /**
- * `/iam/admin/...` (docs/http-contract.md, issue 5). Every route checks the session (401) and then the admin
+ * `/iam/admin/...` (docs/http-contract.md). Every route checks the session (401) and then the admin
  * permission of the caller's active profile (403 IAM_ACCESS_DENIED) before reading the request.
  */
 export function registerAdminRoutes(router: Router, deps: AdminRoutesDeps): void {

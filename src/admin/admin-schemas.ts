@@ -1,5 +1,5 @@
 /**
- * JSON Schemas of the admin API bodies (issue 5): the pieces of the provisioning file,
+ * JSON Schemas of the admin API bodies: the pieces of the provisioning file,
  * with `additionalProperties: false` so unknown properties are rejected (docs/http-contract.md).
  */
 import type { JSONSchemaType } from 'ajv';

@@ -30,7 +30,7 @@ export type AuthenticationOutcome =
   | { kind: 'rejected'; reason: 'invalid-credentials' | 'disabled' };
 
 /**
- * The specification's `IdentityAuthenticator` seam: maps the host's existing login to a principal.
+ * The `IdentityAuthenticator` seam: maps the host's existing login to a principal.
  * Implementations must take about the same time for unknown users, wrong passwords and disabled users.
  * They throw a ProblemError `IAM_AUTHENTICATOR_UNAVAILABLE` when the host cannot answer.
  */

@@ -29,7 +29,7 @@ export interface DecisionResourceInput {
   resolve: 'optional' | 'required';
 }
 
-/** Input of {@link DecisionEngine.decide}: the specification's `AuthorizationEngine.decide()`. */
+/** Input of {@link DecisionEngine.decide}: `AuthorizationEngine.decide()`. */
 export interface DecideInput {
   subject: DecisionSubject;
   permissionCode: string;
@@ -212,7 +212,7 @@ export class DecisionEngine {
   }
 
   /**
-   * The specification's `AuthorizationEngine.decide()`: AUTHENTICATED → domain → active profile → client
+   * `AuthorizationEngine.decide()`: AUTHENTICATED → domain → active profile → client
    * type → PROFILE_ACTIVE → permission → resource resolution → scope, stopping at the first failure.
    * Rejects only when the grant cannot be loaded (e.g. `DatabaseUnavailableError`).
    */

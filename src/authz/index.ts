@@ -21,13 +21,13 @@ export {
   type DecisionSubject,
 } from './decision-engine';
 
-/** The specification's `AuthorizationEngine.decide()`: the decision, allowed or not. */
+/** `AuthorizationEngine.decide()`: the decision, allowed or not. */
 export function decide(engine: Pick<DecisionEngine, 'decide'>, input: DecideInput): Promise<AuthorizationDecision> {
   return engine.decide(input);
 }
 
 /**
- * The specification's `AuthorizationEngine.require()`: resolves with the decision when allowed, otherwise
+ * `AuthorizationEngine.require()`: resolves with the decision when allowed, otherwise
  * rejects with its `ProblemError` (403 IAM_ACCESS_DENIED, 404, 500 or 502, with `decisionId` and `step`).
  * Exported as `require`; a top-level function cannot carry that name in a CommonJS module.
  */

@@ -97,7 +97,7 @@ export const adminPaths: Record<string, PathItemObject> = {
         ...upserted(ref('Identity'), 'identity'),
         ...ADMIN_WRITE_FAILURES,
         '409': conflict('The identity belongs to another user (identities are never moved), or a concurrent write.'),
-        '404': problem(404, ['IAM_NOT_FOUND'], 'The body names an unknown user (issue 5: "404 for an unknown user").'),
+        '404': problem(404, ['IAM_NOT_FOUND'], 'The body names an unknown user.'),
       },
     }),
   },

@@ -65,7 +65,7 @@ export interface AuditListQuery {
 }
 
 /**
- * Reads and writes of the admin API (issue 5). Every write runs in one transaction that also inserts its
+ * Reads and writes of the admin API. Every write runs in one transaction that also inserts its
  * audit row (actor, action, target, before/after), so the trail never shows a change that did not happen
  * and no change happens without its row. Writes to one object are serialized with row locks.
  * `AdminWriteError` reports what the caller can fix; `DatabaseUnavailableError` a database outage.

@@ -50,7 +50,7 @@ export interface TokenStore {
   /** Gives back one unit taken by {@link takeCounters} (never below zero; the window is kept). */
   releaseCounter(key: string): Promise<void>;
   resetCounter(key: string): Promise<void>;
-  /** Deletes every key under the prefix (the specification's rollback step); resolves the number deleted. */
+  /** Deletes every key under the prefix (the rollback step); resolves the number deleted. */
   purge(): Promise<number>;
   /** Resolves when the store answers. */
   ping(): Promise<void>;

@@ -1,5 +1,5 @@
 /**
- * Issue 2 end to end: login through the gateway, then host requests through the policy, against a real
+ * End to end: login through the gateway, then host requests through the policy, against a real
  * upstream process that records what it receives.
  */
 import { request as httpRequest } from 'node:http';

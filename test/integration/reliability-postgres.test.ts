@@ -1,5 +1,5 @@
 /**
- * Issue 7, reliability: PostgreSQL goes down mid-run. A TCP relay of our own sits between the gateway and the
+ * Reliability: PostgreSQL goes down mid-run. A TCP relay of our own sits between the gateway and the
  * test database (the real PostgreSQL of DATABASE_URL, or the embedded PGlite socket of this jest run) and is
  * cut, so the driver sees real resets and refused connections; the shared server itself is never stopped.
  * This file always runs: without DATABASE_URL it relays to PGlite.
