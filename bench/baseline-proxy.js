@@ -2,8 +2,8 @@
 'use strict';
 /**
  * The baseline the gateway is compared with: the smallest useful reverse proxy, `http-proxy` 1.18.1 with a
- * keep-alive `http.Agent` (no authentication, no authorization, no header rewriting). Bench only: design.md
- * §8 explains why the gateway itself does not use http-proxy. Usage: baseline-proxy.js UPSTREAM_URL [PORT].
+ * keep-alive `http.Agent` (no authentication, no authorization, no header rewriting). Bench only: the gateway
+ * itself forwards with Node's `http` server and undici, not http-proxy. Usage: baseline-proxy.js UPSTREAM_URL [PORT].
  * Listens on 127.0.0.1, reports `{ready, port}` over IPC, exits when the IPC channel closes.
  */
 const http = require('node:http');

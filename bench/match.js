@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 'use strict';
 /**
- * Route-matching micro-benchmark (issue 7, design.md §5.1 "matching cost must not grow with the number of
- * routes"). Compiles generated policies of 10, 100, 1,000 and 10,000 routes with the real compiler
+ * Route-matching micro-benchmark (docs/policy-format.md: matching cost must not grow with the number of
+ * routes). Compiles generated policies of 10, 100, 1,000 and 10,000 routes with the real compiler
  * (dist/src/policy: compilePolicyFiles) and reports nanoseconds per `policy.match()` for a fixed set of
  * requests (unit 0 exists in every size) and the number of tree nodes each lookup visits (RouteTree's
  * MatchCounter), which must not depend on the size at all; flat = both hold. Also shown: requests spread over

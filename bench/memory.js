@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 'use strict';
 /**
- * Memory benchmark (issue 7): the gateway's resident memory with 100,000 active sessions in Redis and 10,000
+ * Memory benchmark: the gateway's resident memory with 100,000 active sessions in Redis and 10,000
  * of them in its local session cache (target < 300 MB), then under a flood of 50,000 distinct well-formed
  * but unknown tokens (must not grow without bound).
  *

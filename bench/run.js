@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 'use strict';
 /**
- * `npm run bench`: the gateway's throughput and latency against a baseline reverse proxy (issue 7).
+ * `npm run bench`: the gateway's throughput and latency against a baseline reverse proxy.
  *
  * On 127.0.0.1 it starts, each in its own process: a plain upstream (bench/upstream.js), a baseline proxy
  * (bench/baseline-proxy.js, http-proxy 1.18.1 + keep-alive agent), and two gateways (`node bin/iam-gateway.js

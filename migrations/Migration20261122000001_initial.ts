@@ -1,7 +1,7 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * The initial `iam_` schema (design.md §6). Written by hand rather than generated, so the SQL that runs in
+ * The initial `iam_` schema. Written by hand rather than generated, so the SQL that runs in
  * production is the SQL that was reviewed. Identifiers are text chosen by the host or admin (never
  * renumbered); only audit events get a database-assigned id.
  */

@@ -1,7 +1,7 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * Issue 11 #31: whether a profile applies to every resource becomes an explicit column instead of "has no
+ * docs/threat-model.md #11.31: whether a profile applies to every resource becomes an explicit column instead of "has no
  * scopes", so removing the last scope can no longer widen a profile to every resource. Existing rows keep
  * what they granted: a profile without scopes was unscoped (every resource) and stays so; a profile with
  * scopes is scoped. From now on a scoped profile that loses its last scope grants no resource at all.

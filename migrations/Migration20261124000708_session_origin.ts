@@ -1,7 +1,7 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * Issue 11 #11.7: a session opened by a profile switch records the session it was derived from, so that
+ * docs/threat-model.md #11.7: a session opened by a profile switch records the session it was derived from, so that
  * ending a session ends the sessions derived from it (transitively). Null for sessions opened by a login.
  */
 export class Migration20261124000708_session_origin extends Migration {

@@ -1,7 +1,7 @@
 import { Migration } from '@mikro-orm/migrations';
 
 /**
- * Issue 11 (#11.25, #11.28, #11.29): changes reach every instance and never come undone.
+ * docs/threat-model.md #11.25, #11.28, #11.29: changes reach every instance and never come undone.
  *  - `iam_changes`: the change feed (a transactional outbox). Every change that other instances must act on
  *    (sessions ended, a user's sessions all ended, authorization/profile/template changed) is a row written
  *    in the same transaction as the change itself; a background deliverer applies its token-store effects and

@@ -1,7 +1,7 @@
 'use strict';
 /**
  * Starts the real gateway as its own process, exactly as a user does: `node bin/iam-gateway.js serve` from
- * the built dist, configured only through environment variables (design.md §3), with the shipped
+ * the built dist, configured only through environment variables (docs/configuration.md), with the shipped
  * config/default.yaml, users and provisioning file.
  */
 const net = require('node:net');

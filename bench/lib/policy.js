@@ -1,6 +1,6 @@
 'use strict';
 /**
- * Generates realistic policy files of an exact route count (design.md §5): the benchmarked route plus units
+ * Generates realistic policy files of an exact route count (docs/policy-format.md): the benchmarked route plus units
  * of 9 routes per "service" — a public static route, a group of 7 routes (static, `:param`, two params,
  * deeper static after params, per-method permissions) and an any-method `**` area. No two routes conflict.
  *

@@ -2,7 +2,7 @@
  * The example host: a small web application standing for "your existing app" behind iam-gateway.
  *
  * It does no authentication of its own. It trusts the identity headers the gateway adds to every request it
- * authorized (design.md §4.3) — the gateway strips any X-IAM-* header a client sends — and echoes them in
+ * authorized (docs/http-contract.md) — the gateway strips any X-IAM-* header a client sends — and echoes them in
  * its answers, so a user running `npm run demo` sees what the host received. Only run a host like this where
  * the gateway is its sole way in (bind it to 127.0.0.1 or a private network), or verify the optional signed
  * `X-IAM-Assertion` header.
@@ -35,7 +35,7 @@ interface HostAccount {
   principal: { userId: string; identityId: string; identityDomain: string; displayName: string };
 }
 
-/** The identity headers the gateway adds (design.md §4.3), lower-cased as Node delivers them. */
+/** The identity headers the gateway adds (docs/http-contract.md), lower-cased as Node delivers them. */
 const IDENTITY_HEADERS = {
   userId: 'x-iam-user-id',
   identityId: 'x-iam-identity-id',
@@ -167,7 +167,7 @@ export function createHostApp(): Koa {
   });
 
   // --- Internal endpoints for the gateway (not routed by the policy) -------------------------------------
-  // Resource resolvers (design.md §5.2): 200 {scopes} or 404 when the resource does not exist.
+  // Resource resolvers (docs/policy-format.md): 200 {scopes} or 404 when the resource does not exist.
   router.get('/internal/resources/projects/:id', (ctx) => {
     const project = findOr404(ctx, projects, ctx.params.id, 'project');
     ctx.body = { scopes: [{ type: 'PROJECT', id: project.id }] };
@@ -178,7 +178,7 @@ export function createHostApp(): Koa {
     ctx.body = { scopes: [{ type: 'PROJECT', id: task.projectId }] };
   });
 
-  // Credential check for the `http` authenticator (design.md §6.1): 200 principal = accepted, 401 = bad
+  // Credential check for the `http` authenticator: 200 principal = accepted, 401 = bad
   // credentials, 403 = known but disabled. The gateway maps both rejections to the same 401 for the client.
   router.post('/internal/login', async (ctx) => {
     const { username, password } = await readJsonBody(ctx);

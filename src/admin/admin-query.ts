@@ -10,7 +10,7 @@ const MAX_TEXT = 200;
 
 type Problem = { pointer: string; message: string };
 
-/** Reads one query parameter; repeated or unknown parameters are errors (reject the unknown, design.md §4.1). */
+/** Reads one query parameter; repeated or unknown parameters are errors (reject the unknown, docs/http-contract.md). */
 class QueryReader {
   readonly problems: Problem[] = [];
 
@@ -40,7 +40,7 @@ class QueryReader {
   timestamp(name: string): Date | null {
     const value = this.text(name);
     if (value === null) return null;
-    // ISO 8601 with a zone (design.md §4.1: timestamps are ISO 8601 UTC).
+    // ISO 8601 with a zone (docs/http-contract.md: timestamps are ISO 8601 UTC).
     const parsed = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2})$/.test(value) ? new Date(value) : null;
     if (parsed === null || Number.isNaN(parsed.getTime())) return this.fail(name, 'must be an ISO 8601 timestamp with a zone, e.g. 2026-01-31T12:00:00Z');
     return parsed;

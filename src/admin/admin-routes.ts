@@ -28,7 +28,7 @@ export interface AdminRoutesDeps {
   requireSession: Middleware;
 }
 
-/** The admin permission codes (design.md §4.1). */
+/** The admin permission codes (docs/http-contract.md). */
 export const ADMIN_PERMISSIONS = {
   templatesWrite: 'iam.admin.templates:write',
   usersRead: 'iam.admin.users:read',
@@ -42,7 +42,7 @@ export const ADMIN_PERMISSIONS = {
 } as const;
 
 /**
- * `/iam/admin/...` (specification §4.3, issue 5). Every route checks the session (401) and then the admin
+ * `/iam/admin/...` (docs/http-contract.md). Every route checks the session (401) and then the admin
  * permission of the caller's active profile (403 IAM_ACCESS_DENIED) before reading the request.
  */
 export function registerAdminRoutes(router: Router, deps: AdminRoutesDeps): void {

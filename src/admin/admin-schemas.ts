@@ -1,6 +1,6 @@
 /**
- * JSON Schemas of the admin API bodies (issue 5): the pieces of the provisioning file (design.md §6.1),
- * with `additionalProperties: false` so unknown properties are rejected (design.md §4.1).
+ * JSON Schemas of the admin API bodies: the pieces of the provisioning file,
+ * with `additionalProperties: false` so unknown properties are rejected (docs/http-contract.md).
  */
 import type { JSONSchemaType } from 'ajv';
 import { IDENTIFIER_PATTERN } from '../auth/identity-validation';
@@ -50,7 +50,7 @@ export const templateBodySchema: JSONSchemaType<TemplateBody> = {
   properties: {
     name: { type: 'string', minLength: 1, maxLength: 200 },
     description: { type: 'string', maxLength: 2000, nullable: true },
-    // Each code is also checked with isValidPermissionCode (the grammar of design.md §5.3).
+    // Each code is also checked with isValidPermissionCode (the grammar of docs/policy-format.md).
     permissions: { type: 'array', items: { type: 'string', minLength: 3, maxLength: 200 }, uniqueItems: true, maxItems: MAX_TEMPLATE_PERMISSIONS },
   },
 };

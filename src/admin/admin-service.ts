@@ -69,7 +69,7 @@ const MAX_AUDIT_ID = 9223372036854775807n;
 const isAuditId = (key: string): boolean => /^[0-9]{1,19}$/.test(key) && BigInt(key) <= MAX_AUDIT_ID;
 
 /**
- * The admin API's rules (issue 5), without HTTP: validates what the schemas cannot, writes through the
+ * The admin API's rules, without HTTP: validates what the schemas cannot, writes through the
  * admin repository (change + audit row + change-feed rows in one transaction), then delivers the change
  * feed, so live sessions on every instance pick up the change on their next request. A committed change is
  * enforced even if its delivery fails now: the feed retries it and every instance reads the feed.

@@ -7,7 +7,7 @@ import { isValidPermissionCode } from '../authz/permission-code';
 import type { ProvisioningDocument } from '../persistence/records';
 import { toPointerErrors } from '../iam/validate-body';
 
-/** JSON Schema of the provisioning file (design.md §6.1); the admin API bodies are its pieces. */
+/** JSON Schema of the provisioning file; the admin API bodies are its pieces. */
 export const provisioningSchema = {
   type: 'object',
   additionalProperties: false,

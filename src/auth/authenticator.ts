@@ -1,13 +1,13 @@
 import type { ProvisioningDocument } from '../persistence/records';
 
-/** The login body (specification §2 LoginRequest). */
+/** The login body. */
 export interface LoginRequest {
   username: string;
   password: string;
   clientType: string;
 }
 
-/** Profiles a host may project at login (design.md §6: `http` authenticator `profiles`). */
+/** Profiles a host may project at login (the `profiles` of an `http` authenticator's answer). */
 export type ProjectedProfiles = NonNullable<NonNullable<ProvisioningDocument['users']>[number]['profiles']>;
 
 /** Who the host says the user is. */
@@ -30,7 +30,7 @@ export type AuthenticationOutcome =
   | { kind: 'rejected'; reason: 'invalid-credentials' | 'disabled' };
 
 /**
- * The specification's `IdentityAuthenticator` seam: maps the host's existing login to a principal.
+ * The `IdentityAuthenticator` seam: maps the host's existing login to a principal.
  * Implementations must take about the same time for unknown users, wrong passwords and disabled users.
  * They throw a ProblemError `IAM_AUTHENTICATOR_UNAVAILABLE` when the host cannot answer.
  */

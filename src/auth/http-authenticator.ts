@@ -7,7 +7,7 @@ import { checkAuthenticatedIdentity } from './identity-validation';
 export const AUTHENTICATOR_ANSWER_LIMIT = 64 * 1024;
 
 /**
- * `http` authenticator (design.md §6.1): POSTs the login to the host's own credential check.
+ * `http` authenticator: POSTs the login to the host's own credential check.
  * 200 with an identity = accepted; 401/403 = rejected; anything else, no answer within the timeout, or an
  * answer larger than {@link AUTHENTICATOR_ANSWER_LIMIT}, is 502 IAM_AUTHENTICATOR_UNAVAILABLE — never a login.
  */

@@ -3,7 +3,7 @@ import { MAX_PROFILE_SCOPES } from '../authz/grant-limits';
 import type { AuthenticatedIdentity } from './authenticator';
 
 /**
- * Identifiers travel to the host in headers (design.md §4.3): they must be visible ASCII so that no
+ * Identifiers travel to the host in headers (docs/http-contract.md): they must be visible ASCII so that no
  * authenticator answer can inject a header line or a control character.
  */
 export const IDENTIFIER_PATTERN = '^[\\x21-\\x7E]{1,200}$';

@@ -49,7 +49,7 @@ export class LoginService {
 
     let authorizationVersion = user.authorizationVersion;
     if (identity.profiles && identity.profiles.length > 0) {
-      // The host projects its profiles and scopes into the gateway (design.md §6).
+      // The host projects its profiles and scopes into the gateway.
       // Same path as every principal change: recorded in the change feed with it, then delivered (#11.27).
       const summary = await this.deps.repository.applyProvisioning({ users: [{ userId: identity.userId, profiles: identity.profiles }] });
       if (summary.affectedUserIds.includes(identity.userId)) {
@@ -82,14 +82,14 @@ export class LoginService {
     return result;
   }
 
-  /** The caller's enabled, non-revoked profiles (design.md §4.1). */
+  /** The caller's enabled, non-revoked profiles (docs/http-contract.md). */
   async availableProfiles(userId: string): Promise<ProfileRecord[]> {
     return (await this.deps.repository.listProfiles(userId)).filter(isAvailable);
   }
 
   /**
    * Issues a new token and session for another of the caller's profiles; the caller's own token keeps its
-   * profile, unchanged (specification §3).
+   * profile, unchanged.
    */
   async switchProfile(caller: VerifiedSession, profileId: string, facts: RequestFacts): Promise<AuthenticationResult> {
     const current = caller.record.principal;
@@ -140,7 +140,7 @@ function isAvailable(profile: ProfileRecord): boolean {
 }
 
 /**
- * design.md §4.1: the user's first enabled, non-revoked profile whose client types include the login's
+ * The user's first enabled, non-revoked profile whose client types include the login's
  * client type, lowest profileId first (code-unit order, independent of database collation).
  */
 export function selectActiveProfile(profiles: ProfileRecord[], clientType: string): ProfileRecord | null {

@@ -5,7 +5,7 @@ import { checkAuthenticatedIdentity } from './identity-validation';
 type AuthenticateFunction = (request: LoginRequest & { signal: AbortSignal }) => unknown;
 
 /**
- * `module` authenticator (design.md §6.1): a JS module exporting `authenticate(request)` that returns a
+ * `module` authenticator: a JS module exporting `authenticate(request)` that returns a
  * principal (`{userId, identityId, identityDomain, displayName?, profiles?}`) or null, sync or async.
  * An answer later than `iam.authenticator.timeout` is 502 IAM_AUTHENTICATOR_UNAVAILABLE, never a login; the
  * request carries an AbortSignal (`signal`) that fires then, so the module can stop its own work.

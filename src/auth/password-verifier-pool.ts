@@ -83,7 +83,7 @@ class VerifierThread {
 const VERIFICATION_MS = 50;
 
 /**
- * Verifies argon2id password hashes on dedicated low-priority threads (issue 7: logins must not raise the
+ * Verifies argon2id password hashes on dedicated low-priority threads (logins must not raise the
  * proxied p99). argon2id is deliberately expensive (~20–50 ms of CPU each); on libuv's pool it ran at the
  * proxy's own priority and, on a busy machine, took the CPU from it. Here each thread lowers its own
  * priority ({@link PASSWORD_THREAD_NICE}); threads start on first use and are shared by all logins.

@@ -1,4 +1,4 @@
-/** The authenticated user as the gateway sees it (specification §2 IamPrincipal, design.md §4.1). */
+/** The authenticated user as the gateway sees it (docs/http-contract.md). */
 export interface IamPrincipal {
   userId: string;
   identityId: string;

@@ -64,7 +64,7 @@ export function readUsersFile(path: string): Map<string, UsersFileEntry> {
 }
 
 /**
- * `users-file` authenticator (design.md §6.1): YAML users with argon2id hashes, for demos and small setups.
+ * `users-file` authenticator: YAML users with argon2id hashes, for demos and small setups.
  * Every path verifies one argon2id hash, so unknown, disabled and wrong-password logins take the same time.
  */
 export class UsersFileAuthenticator implements IdentityAuthenticator {

@@ -1,5 +1,5 @@
 /**
- * Compiles a profile + its template + its scopes into a CASL ability, once per grant (design.md §5.2,
+ * Compiles a profile + its template + its scopes into a CASL ability, once per grant (docs/policy-format.md,
  * §5.3). Permission codes become rules `(action, subject)`; scopes become rule conditions over the
  * resource instance `{ scopeRefs: [{type, id}], access }` the decision engine checks.
  */
@@ -56,7 +56,7 @@ export function approximateGrantBytes(grant: CompiledGrant): number {
   return 1024 + grant.permissions.length * 96 + grant.scopes.length * 160 + 2 * groups * (grant.ability.resourceTypes + 1) * 256;
 }
 
-/** Accesses a scope's `accessMode` covers: `WRITE` covers `READ` (design.md §5.2). */
+/** Accesses a scope's `accessMode` covers: `WRITE` covers `READ` (docs/policy-format.md). */
 function coveredAccesses(mode: ScopeRecord['accessMode']): string[] {
   return mode === 'WRITE' ? ['READ', 'WRITE'] : ['READ'];
 }

@@ -1,5 +1,5 @@
 /**
- * THE decision engine (design.md §1, §4.1, §5; conventions "one engine, many views"): the proxy,
+ * THE decision engine (docs/http-contract.md, docs/policy-format.md): the proxy,
  * forward-auth, diagnostics and `policy test` all call it, and every explanation is a view of the
  * decision it returns. Steps run in a fixed order and stop at the first failure; the permission step runs
  * before any resolver call, so a caller without the permission cannot probe which resources exist.
@@ -29,7 +29,7 @@ export interface DecisionResourceInput {
   resolve: 'optional' | 'required';
 }
 
-/** Input of {@link DecisionEngine.decide}: the specification's `AuthorizationEngine.decide()`. */
+/** Input of {@link DecisionEngine.decide}: `AuthorizationEngine.decide()`. */
 export interface DecideInput {
   subject: DecisionSubject;
   permissionCode: string;
@@ -45,7 +45,7 @@ export interface DecideInput {
 /** Input of {@link DecisionEngine.decideRequest}: a host request as the proxy sees it. */
 export interface DecideRequestInput {
   method: string;
-  /** The normalized path (design.md §7). */
+  /** The normalized path (docs/http-contract.md). */
   path: string;
   policy: CompiledPolicy;
   /** Null when the request carries no valid session. */
@@ -212,7 +212,7 @@ export class DecisionEngine {
   }
 
   /**
-   * The specification's `AuthorizationEngine.decide()`: AUTHENTICATED → domain → active profile → client
+   * `AuthorizationEngine.decide()`: AUTHENTICATED → domain → active profile → client
    * type → PROFILE_ACTIVE → permission → resource resolution → scope, stopping at the first failure.
    * Rejects only when the grant cannot be loaded (e.g. `DatabaseUnavailableError`).
    */
@@ -346,7 +346,7 @@ export class DecisionEngine {
     return this.grants.getGrant(principal).then(conclude);
   }
 
-  /** A request no route declares: the policy's `default` decides (design.md §5, §7: deny out of the box). */
+  /** A request no route declares: the policy's `default` decides (docs/policy-format.md: deny out of the box). */
   private decideUndeclared(input: DecideRequestInput): MaybeDecision {
     const { subject } = input;
     const decision = newDecision(subject, null, null);
@@ -372,7 +372,7 @@ export class DecisionEngine {
   }
 }
 
-/** Shadow routes (design.md §9): a denial is kept in the decision but the request goes through. */
+/** Shadow routes (docs/policy-format.md): a denial is kept in the decision but the request goes through. */
 function applyMode(route: CompiledRoute, decision: AuthorizationDecision): AuthorizationDecision {
   if (route.mode === 'shadow' && !decision.allowed) {
     decision.allowed = true;
@@ -389,7 +389,7 @@ const SERVER_SIDE_DETAIL: Partial<Record<ProblemCode, string>> = {
 
 /**
  * The problem an enforcement point answers for a decision that denies (shadowed ones included: the proxy
- * logs it instead of sending it). Carries `decisionId` and the failed step (design.md §9). `tokenSent`
+ * logs it instead of sending it). Carries `decisionId` and the failed step (docs/http-contract.md). `tokenSent`
  * picks the RFC 6750 §3.1 `invalid_token` challenge on a 401.
  */
 export function problemFromDecision(decision: AuthorizationDecision, options: { tokenSent?: boolean } = {}): ProblemError {

@@ -1,5 +1,5 @@
 /**
- * The authorization decision every enforcement point shares (design.md §4.1, §9; specification §2
+ * The authorization decision every enforcement point shares (docs/http-contract.md
  * AuthorizationDecision). The proxy, forward-auth, diagnostics and `policy test` all read this one
  * object: diagnostics is a view of it, never a second evaluator.
  */
@@ -8,7 +8,7 @@ import type { ProblemCode } from '../problem';
 /** Steps that passed, in evaluation order. */
 export type PassedStepCode = 'AUTHENTICATED' | 'PROFILE_ACTIVE' | 'PERMISSION_GRANTED' | 'RESOURCE_RESOLVED' | 'SCOPE_GRANTED';
 
-/** The step that stopped an evaluation (design.md §4.1); `UNAUTHENTICATED` only on the proxy path. */
+/** The step that stopped an evaluation (docs/http-contract.md); `UNAUTHENTICATED` only on the proxy path. */
 export type FailedStepCode =
   | 'UNAUTHENTICATED'
   | 'NO_ACTIVE_PROFILE'
@@ -46,7 +46,7 @@ export interface DecisionResource {
 }
 
 export interface AuthorizationDecision {
-  /** `crypto.randomUUID()`: the 403 body and the audit trail carry it (design.md §9). */
+  /** `crypto.randomUUID()`: the 403 body and the audit trail carry it (docs/http-contract.md). */
   decisionId: string;
   allowed: boolean;
   permissionCode: string | null;

@@ -8,7 +8,7 @@ import { DecisionEngine } from './decision-engine';
 import { GrantProvider } from './grant-provider';
 import { ResourceResolverClient } from './resource-resolver';
 
-/** The gateway's decision engine running inside a Node host (specification §1.7, design.md §1). */
+/** The gateway's decision engine running inside a Node host. */
 export interface EmbeddedAuthorizationEngine {
   engine: DecisionEngine;
   /** The policy of `iam.policy.dir`, for `engine.decideRequest` (loaded once). */

@@ -1,5 +1,5 @@
 /**
- * Loads, compiles and caches the grant of a principal's active profile (design.md §10: "ability cache").
+ * Loads, compiles and caches the grant of a principal's active profile (the "ability cache").
  * With a warm cache a decision touches no database. Correctness over multiple instances comes from the
  * events channel: every event that can change a grant drops the affected entries, and while the channel
  * is down (`trustCache()` false) the cache is bypassed, since events may be missed.
@@ -117,7 +117,7 @@ export class GrantProvider {
     }
   }
 
-  /** Applies an event from the `{prefix}:events` channel (design.md §6). */
+  /** Applies an event from the `{prefix}:events` channel. */
   handleEvent(event: StoreEvent): void {
     switch (event.type) {
       case 'authorization-changed':

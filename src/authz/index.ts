@@ -1,5 +1,5 @@
 /**
- * The authorization core (design.md §5, §10): what the rest of the gateway — and Node hosts embedding the
+ * The authorization core (docs/policy-format.md): what the rest of the gateway — and Node hosts embedding the
  * package — may use. `decide()` returns the decision; `require()` throws the problem of a denial.
  */
 import type { AuthorizationDecision } from './decision';
@@ -21,13 +21,13 @@ export {
   type DecisionSubject,
 } from './decision-engine';
 
-/** The specification's `AuthorizationEngine.decide()`: the decision, allowed or not. */
+/** `AuthorizationEngine.decide()`: the decision, allowed or not. */
 export function decide(engine: Pick<DecisionEngine, 'decide'>, input: DecideInput): Promise<AuthorizationDecision> {
   return engine.decide(input);
 }
 
 /**
- * The specification's `AuthorizationEngine.require()`: resolves with the decision when allowed, otherwise
+ * `AuthorizationEngine.require()`: resolves with the decision when allowed, otherwise
  * rejects with its `ProblemError` (403 IAM_ACCESS_DENIED, 404, 500 or 502, with `decisionId` and `step`).
  * Exported as `require`; a top-level function cannot carry that name in a CommonJS module.
  */

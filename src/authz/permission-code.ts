@@ -1,5 +1,5 @@
 /**
- * Permission codes `<resource>:<action>` (design.md §5.3, specification §1.3). Both parts use
+ * Permission codes `<resource>:<action>` (docs/policy-format.md). Both parts use
  * `[A-Za-z0-9_.-]+`; the action may be `*` (every action of the resource) and `*:*` means everything.
  * A char scan rather than a regex: decisions parse the code of every protected request.
  */

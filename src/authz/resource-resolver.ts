@@ -1,5 +1,5 @@
 /**
- * Asks the host which scopes a resource belongs to (design.md §5, §5.2): `GET` the resolver URL with the
+ * Asks the host which scopes a resource belongs to (docs/policy-format.md): `GET` the resolver URL with the
  * resource id; 200 `{scopes?: [{type, id}]}` (none → the resource itself), 404 → not found, anything else
  * → unavailable. Answers never throw: the decision engine turns them into steps.
  */
@@ -19,7 +19,7 @@ const MAX_BODY_BYTES = 256 * 1024;
 const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT']);
 
 /**
- * Path parameters keep every percent-escape except those of unreserved characters (design.md §7), so an
+ * Path parameters keep every percent-escape except those of unreserved characters (docs/http-contract.md), so an
  * id must be decoded once before it is re-encoded for the resolver URL and compared with `scopeRefId`s.
  * Normalization refuses malformed escapes; if one slips through, the raw text is used (never a throw).
  */

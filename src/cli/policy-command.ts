@@ -1,5 +1,5 @@
 /**
- * `iam-gateway policy check|test|explain|coverage` (design.md §2, §5.4, §9): the policy lifecycle tools a
+ * `iam-gateway policy check|test|explain|coverage` (docs/policy-format.md): the policy lifecycle tools a
  * host team runs locally and in CI. Each reads the policies directory exactly as the gateway does; the
  * configuration is loaded only when a default is needed (no DIR, no --provision).
  */

@@ -348,7 +348,7 @@ export const configSchema = section({
   }),
 }) satisfies JSONSchemaType<RawConfig>;
 
-/** Conventional environment names (design.md §2–3). The generic name of the same key wins when both are set. */
+/** Conventional environment names (docs/configuration.md). The generic name of the same key wins when both are set. */
 export const CONVENTIONAL_ENV: Readonly<Record<string, string>> = {
   'server.port': 'PORT',
   'server.management-port': 'MANAGEMENT_PORT',

@@ -2,7 +2,7 @@ import { isSection, valueAt, type Data } from './config-data';
 import type { Problem } from './config-error';
 import { listConfigKeys, type LeafSchema } from './config-schema';
 
-/** Sets every leaf that has an environment variable, coerced to the schema's type (design.md §3). */
+/** Sets every leaf that has an environment variable, coerced to the schema's type (docs/configuration.md). */
 export function applyEnvironment(data: Data, env: NodeJS.ProcessEnv, sources: Map<string, string>): Problem[] {
   const problems: Problem[] = [];
   for (const { key, env: generic, alias, schema } of listConfigKeys()) {

@@ -107,7 +107,7 @@ export interface GatewayConfig {
       resolverTimeoutMs: number;
     };
     gateway: {
-      /** Accept `;` path parameters (refused by default, design.md §7). */
+      /** Accept `;` path parameters (refused by default, docs/http-contract.md). */
       allowPathParameters: boolean;
     };
     forward: {

@@ -22,7 +22,7 @@ export interface LoadConfigOptions {
 }
 
 /**
- * Reads, completes, overrides and validates the configuration (design.md §3), then converts it to
+ * Reads, completes, overrides and validates the configuration (docs/configuration.md), then converts it to
  * `GatewayConfig` (camelCase, milliseconds, bytes, absolute paths). Throws one ConfigError listing every
  * problem found, each naming its dotted key (and the environment variable when the value came from one).
  *

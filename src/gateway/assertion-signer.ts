@@ -16,7 +16,7 @@ export interface AssertionOptions {
 export type PublicJwk = JsonWebKey & { kid: string; alg: 'EdDSA'; use: 'sig' };
 
 /**
- * Signs the optional `X-IAM-Assertion` (design.md §4.3): a short-lived EdDSA JWT (RFC 7519) stating what the
+ * Signs the optional `X-IAM-Assertion` (docs/http-contract.md): a short-lived EdDSA JWT (RFC 7519) stating what the
  * gateway authorized — who, which session and profile, which permission, which method and path — so a host
  * can verify the X-IAM-* headers came from the gateway and not from someone who reached it directly.
  */

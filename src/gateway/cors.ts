@@ -6,7 +6,7 @@ import { sendProblem } from './problem-response';
 type CorsConfig = GatewayConfig['iam']['cors'];
 
 /**
- * CORS answered by the gateway (design.md §9, Fetch standard §3.2): preflights never reach the host — they
+ * CORS answered by the gateway (docs/http-contract.md, Fetch standard §3.2): preflights never reach the host — they
  * carry no credentials, so proxying them would be proxying unauthenticated requests — and the CORS headers
  * of actual responses come from one place, the gateway's configuration.
  */

@@ -36,7 +36,7 @@ export function forwardedAuthorization(decision: AuthorizationDecision | null): 
 }
 
 /**
- * The headers that tell the host who is calling (design.md §4.3). Values come from validated identifiers
+ * The headers that tell the host who is calling (docs/http-contract.md). Values come from validated identifiers
  * (visible ASCII only, see auth/identity-validation.ts), so no value can break a header line. Without a
  * session (anonymous request) only a shadow denial is reported.
  */

@@ -1,5 +1,5 @@
 /*
- * Request header checks that run before anything else looks at a request (design.md §7). They close
+ * Request header checks that run before anything else looks at a request (docs/http-contract.md). They close
  * the framing ambiguities used for request smuggling and the credential ambiguities used to slip a
  * second token past the gateway.
  */
@@ -81,7 +81,7 @@ function isChunkedOnly(value: string): boolean {
  *   bodies as they came, and `gzip, chunked`, `chunked, identity` or `xchunked` are classic
  *   desynchronisation vectors between a proxy and its host.
  * - RFC 9110 §7.2: more than one Host is refused.
- * - design.md §7: two Authorization headers are a 400 (which one a host reads is undefined).
+ * - docs/http-contract.md: two Authorization headers are a 400 (which one a host reads is undefined).
  * - Method-override headers (`X-HTTP-Method-Override`, `X-HTTP-Method`, `X-Method-Override`) are refused:
  *   the host would run another method than the one authorized.
  * - A gateway token anywhere but `Authorization: Bearer` (another scheme, Basic's base64, another header or

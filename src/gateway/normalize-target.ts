@@ -2,7 +2,7 @@ import { containsGatewayToken, findMethodOverrideParameter, isAsciiLookalike } f
 import type { NormalizeOptions, NormalizedTarget } from './request-target';
 
 /*
- * One left-to-right scan of the request target (design.md §7). The matcher, the decision and the host
+ * One left-to-right scan of the request target (docs/http-contract.md). The matcher, the decision and the host
  * all see the path this returns, so any byte sequence two parsers could read differently is refused
  * instead of guessed: encoded '/' and '\' (CVE-2021-29492-style slash smuggling), double encoding,
  * invalid UTF-8, NUL and controls, `;` path parameters (Tomcat `/..;/` traversal) unless enabled.
@@ -79,7 +79,7 @@ function absoluteFormPathStart(raw: string, host: string | undefined): number | 
 }
 
 /**
- * Normalizes a request target once, before matching (design.md §7): percent-decodes unreserved
+ * Normalizes a request target once, before matching (docs/http-contract.md): percent-decodes unreserved
  * characters only (other escapes kept, upper-case hex), removes dot segments (RFC 3986 §5.2.4), merges
  * repeated `/`, keeps a trailing `/`, and returns the query untouched. Refuses whatever cannot be
  * interpreted the same way by every parser behind the gateway. `rawTarget` is Node's `req.url`.

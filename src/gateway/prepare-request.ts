@@ -10,7 +10,7 @@ import { normalizeRequestTarget } from './normalize-target';
 export interface PreparedRequest {
   requestId: string;
   method: string;
-  /** Normalized path (design.md §7): what is matched, authorized and forwarded. */
+  /** Normalized path (docs/http-contract.md): what is matched, authorized and forwarded. */
   path: string;
   /** Original query with its `?`, or ''. */
   search: string;

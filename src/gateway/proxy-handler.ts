@@ -30,7 +30,7 @@ export interface ProxyHandlerDeps {
   metrics: GatewayMetrics;
   logger: Logger;
   isTrustedProxy: (address: string | undefined) => boolean;
-  /** Signs the optional X-IAM-Assertion (design.md §4.3); null when off. */
+  /** Signs the optional X-IAM-Assertion (docs/http-contract.md); null when off. */
   signAssertion: ((decision: AuthorizationDecision, session: VerifiedSession, method: string, path: string, requestId: string) => string) | null;
 }
 
@@ -40,7 +40,7 @@ export type Authorization =
   | { allowed: false; problem: ProblemError };
 
 /**
- * The per-request pipeline of design.md §10: match → authenticate → authorize → mutate headers → forward.
+ * The per-request pipeline: match → authenticate → authorize → mutate headers → forward.
  * No database access; at most one token-store round trip (none on a warm session cache).
  */
 function invalidToken(): Authorization {
@@ -68,7 +68,7 @@ export class ProxyHandler {
     const match = policy.match(request.method, request.path);
     const bearer = parseBearerToken(request.authorization);
     // A malformed Authorization (e.g. `Bearer<TAB>iamt_…`) may still carry a gateway token: it never
-    // reaches the host either, even on a public route (design.md §4.3).
+    // reaches the host either, even on a public route (docs/http-contract.md).
     const bearerSent = bearer.kind === 'bearer' || bearer.kind === 'malformed';
     const needsSubject = match ? !match.route.public : policy.defaultAction === 'authenticated';
     try {
@@ -151,7 +151,7 @@ export class ProxyHandler {
   }
 
   /**
-   * A WebSocket handshake: authorized like any request (design.md §4.3, §7), then tunnelled once the host
+   * A WebSocket handshake: authorized like any request (docs/http-contract.md), then tunnelled once the host
    * answers 101. The tunnel stays bound to this authorization: it closes when a recheck would refuse it.
    */
   async handleUpgrade(req: IncomingMessage, socket: Socket, head: Buffer, request: PreparedRequest): Promise<void> {
@@ -180,7 +180,7 @@ export class ProxyHandler {
     });
   }
 
-  /** The identity headers of design.md §4.3 for an authorized request (none for anonymous requests). */
+  /** The identity headers of docs/http-contract.md for an authorized request (none for anonymous requests). */
   identityHeadersFor(request: PreparedRequest, outcome: Extract<Authorization, { allowed: true }>): Array<readonly [string, string]> | null {
     const { session, decision } = outcome;
     const forwarded = forwardedAuthorization(decision);

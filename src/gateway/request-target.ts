@@ -1,4 +1,4 @@
-/** Result of normalizing a request target once, before matching (design.md §7). */
+/** Result of normalizing a request target once, before matching (docs/http-contract.md). */
 export type NormalizedTarget =
   | {
       ok: true;

@@ -145,7 +145,7 @@ function headerTokens(value: string | string[] | undefined): Set<string> | null 
   return new Set(joined.split(',').map((token) => token.trim().toLowerCase()).filter(Boolean));
 }
 
-/** Maps a transport failure to the problem the client sees (design.md §4.2). */
+/** Maps a transport failure to the problem the client sees (docs/http-contract.md). */
 export function upstreamProblem(error: Error & { code?: string }): ProblemError {
   const code = error.code ?? '';
   if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {

@@ -1,5 +1,5 @@
 /*
- * The headers the host receives (design.md §4.3, §7). The host trusts X-IAM-* and X-Forwarded-* because
+ * The headers the host receives (docs/http-contract.md). The host trusts X-IAM-* and X-Forwarded-* because
  * the gateway sits in front of it, so everything a client could use to forge, hide or reinterpret them
  * is removed here, in one pass over `req.rawHeaders` with one Map lookup per header.
  */
@@ -86,7 +86,7 @@ const HEADER_CLASS: ReadonlyMap<string, number> = new Map<string, number>([
   ['proxy-authenticate', DROP],
   // The caller sets the upstream Host; the original goes in X-Forwarded-Host.
   ['host', DROP],
-  // The gateway answers 100-continue itself, after authorizing (design.md §7).
+  // The gateway answers 100-continue itself, after authorizing (docs/http-contract.md).
   ['expect', DROP],
   // Replaced by the gateway's own request id.
   ['x-request-id', DROP],

@@ -12,7 +12,7 @@ export interface AuthRoutesDeps {
   requireSession: Middleware;
 }
 
-/** Specification §4.1: login, logout, me. */
+/** docs/http-contract.md: login, logout, me. */
 export function registerAuthRoutes(router: Router, deps: AuthRoutesDeps): void {
   const validateLogin = createBodyValidator().compile<{ username: string; password: string; clientType: string }>({
     type: 'object',

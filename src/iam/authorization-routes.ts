@@ -32,7 +32,7 @@ type DiagnosticsBody =
   | { method: string; path: string }
   | { permissionCode: string; domain?: string; clientType?: string; resourceType?: string; resourceId?: string; scopeAccess?: 'READ' | 'WRITE' };
 
-/** Specification §4.2 plus design.md §4.1, §4.4 and §9: profiles, switch, diagnostics, decisions, forward-auth. */
+/** docs/http-contract.md: profiles, switch, diagnostics, decisions, forward-auth. */
 export function registerAuthorizationRoutes(router: Router, deps: AuthorizationRoutesDeps): void {
   const ajv = createBodyValidator();
   const validateDiagnostics = ajv.compile<DiagnosticsBody>({

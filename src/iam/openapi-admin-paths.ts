@@ -3,7 +3,7 @@ import { IDENTIFIER_PATTERN } from '../auth/identity-validation';
 import { BODY_FAILURES, PROBLEM_MEDIA_TYPE, PROTECTED_FAILURES, empty, header, json, jsonBody, param, problem, ref, response } from './openapi-builders';
 import type { JsonSchema, OperationObject, PathItemObject, ResponseObject } from './openapi-types';
 
-/** Admin operations (design.md §4.1 and the admin issue): a token whose active profile grants `permission`. */
+/** Admin operations (docs/http-contract.md): a token whose active profile grants `permission`. */
 function admin(permission: string, operation: Omit<OperationObject, 'tags' | 'security' | 'x-permission'>): OperationObject {
   return {
     ...operation,
@@ -97,7 +97,7 @@ export const adminPaths: Record<string, PathItemObject> = {
         ...upserted(ref('Identity'), 'identity'),
         ...ADMIN_WRITE_FAILURES,
         '409': conflict('The identity belongs to another user (identities are never moved), or a concurrent write.'),
-        '404': problem(404, ['IAM_NOT_FOUND'], 'The body names an unknown user (issue 5: "404 for an unknown user").'),
+        '404': problem(404, ['IAM_NOT_FOUND'], 'The body names an unknown user.'),
       },
     }),
   },

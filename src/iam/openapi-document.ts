@@ -1,5 +1,5 @@
 /**
- * The OpenAPI 3.1 description of every `/iam` endpoint (design.md §4, §9), served at `/iam/openapi.json`.
+ * The OpenAPI 3.1 description of every `/iam` endpoint (docs/http-contract.md), served at `/iam/openapi.json`.
  * It is the contract the end-to-end tests check the real responses against (test/e2e/openapi.test.ts), so a
  * schema here is never loosened to fit a response: a mismatch is a bug in the handler or in the document.
  * Schemas use the JSON Schema 2020-12 dialect (OpenAPI 3.1 §4.8.24) and reject unknown properties wherever
@@ -80,10 +80,10 @@ const components: OpenApiDocument['components'] = {
 };
 
 const authenticationTags = [
-  { name: 'auth', description: 'Login, logout, the current principal (specification §4.1).' },
-  { name: 'sessions', description: 'The caller\'s own sessions (specification §4.1).' },
-  { name: 'authorization', description: 'Profiles, switch, diagnostics, decisions, forward-auth (specification §4.2, design.md §4.4, §9).' },
-  { name: 'admin', description: 'Administration (specification §4.3); each operation names its `iam.admin.*` permission.' },
+  { name: 'auth', description: 'Login, logout, the current principal (docs/http-contract.md).' },
+  { name: 'sessions', description: 'The caller\'s own sessions (docs/http-contract.md).' },
+  { name: 'authorization', description: 'Profiles, switch, diagnostics, decisions, forward-auth (docs/http-contract.md).' },
+  { name: 'admin', description: 'Administration (docs/http-contract.md); each operation names its `iam.admin.*` permission.' },
   { name: 'meta', description: 'This document and the assertion signing keys.' },
 ];
 /** The OpenAPI 3.1 document of the gateway's own `/iam` endpoints. */

@@ -160,7 +160,7 @@ export const nonAdminPaths: Record<string, PathItemObject> = {
         { name: 'X-Forwarded-Method', in: 'header', description: 'The original method (or X-Original-Method); required, never guessed.', schema: { type: 'string' } },
       ],
       responses: {
-        '200': empty('Allowed. Carries the identity headers the host would receive (design.md §4.3) when a session was presented.', {
+        '200': empty('Allowed. Carries the identity headers the host would receive (docs/http-contract.md) when a session was presented.', {
           'X-IAM-User-Id': { schema: { type: 'string' } },
           'X-IAM-Identity-Id': { schema: { type: 'string' } },
           'X-IAM-Identity-Domain': { schema: { type: 'string' } },

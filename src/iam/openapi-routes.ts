@@ -2,7 +2,7 @@ import type Router from '@koa/router';
 import { openApiDocument } from './openapi-document';
 
 /**
- * `GET /iam/openapi.json` (design.md §9): the description of every `/iam` endpoint, no token needed. The
+ * `GET /iam/openapi.json` (docs/http-contract.md): the description of every `/iam` endpoint, no token needed. The
  * document is constant for the life of the process, so it is serialized once at registration.
  */
 export function registerOpenApiRoutes(router: Router): void {

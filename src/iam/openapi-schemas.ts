@@ -28,7 +28,7 @@ const page = (item: string): JsonSchema =>
 /** Every component schema, by name (`#/components/schemas/<name>`). */
 export const schemas: Record<string, JsonSchema> = {
   Problem: {
-    description: 'RFC 9457 problem details (design.md §4.2). Never carries a stack trace or an internal cause.',
+    description: 'RFC 9457 problem details (docs/http-contract.md). Never carries a stack trace or an internal cause.',
     type: 'object',
     additionalProperties: false,
     required: ['type', 'title', 'status', 'detail', 'instance', 'code', 'requestId'],
@@ -67,7 +67,7 @@ export const schemas: Record<string, JsonSchema> = {
     ['userId', 'identityId', 'identityDomain', 'activeProfileId', 'authorizationVersion'],
   ),
   AuthenticationResult: strictObject({
-    accessToken: { type: 'string', pattern: '^iamt_[A-Za-z0-9_-]{43}$', description: 'Send as `Authorization: Bearer <accessToken>` (design.md §7: 256 random bits, base64url).' },
+    accessToken: { type: 'string', pattern: '^iamt_[A-Za-z0-9_-]{43}$', description: 'Send as `Authorization: Bearer <accessToken>` (docs/http-contract.md: 256 random bits, base64url).' },
     sessionId: { type: 'string', format: 'uuid' },
     expiresAt: timestamp('Absolute expiry of the session (ISO 8601 UTC).'),
     principal: ref('Principal'),
@@ -132,7 +132,7 @@ export const schemas: Record<string, JsonSchema> = {
     ['type', 'id', 'access'],
   ),
   Decision: {
-    description: 'The one decision the proxy, forward-auth and diagnostics share (design.md §4.1, §9). Steps stop at the first failure.',
+    description: 'The one decision the proxy, forward-auth and diagnostics share (docs/http-contract.md). Steps stop at the first failure.',
     ...strictObject(
       {
         decisionId: { type: 'string', format: 'uuid' },
@@ -184,7 +184,7 @@ export const schemas: Record<string, JsonSchema> = {
   },
   DiagnosticsRequestTarget: strictObject({
     method: { type: 'string', pattern: '^[A-Za-z]{1,20}$' },
-    path: { type: 'string', minLength: 1, maxLength: 8192, description: 'Normalized as the proxy would (design.md §7); a refused path is a 400.' },
+    path: { type: 'string', minLength: 1, maxLength: 8192, description: 'Normalized as the proxy would (docs/http-contract.md); a refused path is a 400.' },
   }),
   JwkSet: strictObject({ keys: { type: 'array', items: ref('Jwk'), description: 'Empty when `iam.forward.assertion` is off.' } }),
   Jwk: {

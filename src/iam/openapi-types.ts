@@ -69,7 +69,7 @@ export interface OperationObject {
   parameters?: Array<ParameterObject | ReferenceObject>;
   requestBody?: { description?: string; required: boolean; content: Record<string, MediaTypeObject> };
   responses: Record<string, ResponseObject | ReferenceObject>;
-  /** The `iam.admin.*` permission the caller's active profile must grant (design.md §4.1). */
+  /** The `iam.admin.*` permission the caller's active profile must grant (docs/http-contract.md). */
   'x-permission'?: string;
 }
 export type HttpMethod = 'get' | 'put' | 'post' | 'delete' | 'options' | 'head' | 'patch' | 'trace';

@@ -8,7 +8,7 @@ import { StoreUnavailableError } from '../sessions/token-store';
 import { stateOf } from './iam-context';
 
 /**
- * Every error of the /iam app becomes `application/problem+json` (design.md §4.2): problems as they are,
+ * Every error of the /iam app becomes `application/problem+json` (docs/http-contract.md): problems as they are,
  * body-parser errors mapped to stable codes, store/database outages to 503, anything else a bare 500.
  */
 export function problemMiddleware(logger: Logger, outages?: OutageLog): Middleware {

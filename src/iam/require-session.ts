@@ -8,7 +8,7 @@ import type { AuthorizationDecision } from '../authz/decision';
 import { callerOf, stateOf } from './iam-context';
 
 /**
- * Protected /iam endpoints (specification §5.2): a valid bearer token from the Authorization header only
+ * Protected /iam endpoints (docs/http-contract.md): a valid bearer token from the Authorization header only
  * (never the query string), else 401 IAM_UNAUTHENTICATED with a Bearer challenge.
  */
 export function requireSession(sessions: Pick<SessionService, 'verify'>): Middleware {
@@ -32,7 +32,7 @@ export function decidePermission(engine: Pick<DecisionEngine, 'decide'>, caller:
   });
 }
 
-/** Admin endpoints: the caller's active profile must grant `permissionCode` (design.md §4.1), else 403. */
+/** Admin endpoints: the caller's active profile must grant `permissionCode` (docs/http-contract.md), else 403. */
 export function requirePermission(engine: Pick<DecisionEngine, 'decide'>, permissionCode: string): Middleware {
   return async (ctx, next) => {
     const decision = await decidePermission(engine, callerOf(ctx), permissionCode);

@@ -4,7 +4,7 @@ import type { SessionService } from '../sessions/session-service';
 import { callerOf, factsOf } from './iam-context';
 import { parseSessionListQuery } from './session-query';
 
-/** Specification §4.1: the caller's own sessions (paginated like the admin lists, issue 11 #11.18). */
+/** docs/http-contract.md: the caller's own sessions (paginated like the admin lists, docs/threat-model.md #11.18). */
 export function registerSessionRoutes(router: Router, deps: { sessions: SessionService; requireSession: Middleware }): void {
   router.get('/sessions', deps.requireSession, async (ctx) => {
     const { limit, after } = parseSessionListQuery(ctx.query);

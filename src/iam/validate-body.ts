@@ -9,7 +9,7 @@ export function createBodyValidator(): Ajv {
   return ajv;
 }
 
-/** Throws 400 IAM_VALIDATION_FAILED naming every failing JSON pointer (design.md §4.1). */
+/** Throws 400 IAM_VALIDATION_FAILED naming every failing JSON pointer (docs/http-contract.md). */
 export function assertValid<T>(validate: ValidateFunction<T>, body: unknown): T {
   if (validate(body)) return body;
   throw problems.validation(toPointerErrors(validate.errors ?? []));

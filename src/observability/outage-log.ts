@@ -25,7 +25,7 @@ export interface OutageLogOptions {
 }
 
 /**
- * Logs outages as state changes, not one line per failed answer (issue 11 #11.39): an outage of thousands
+ * Logs outages as state changes, not one line per failed answer (docs/threat-model.md #11.39): an outage of thousands
  * of 503s logs "became unavailable" once (warn, the error message, no stack), a count at most once a
  * summary interval while it lasts, and "recovered" with the count and the duration once a probe of the
  * dependency succeeds again.

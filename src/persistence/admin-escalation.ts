@@ -1,5 +1,5 @@
 /**
- * Escalation prevention for admin writes (issue 11 #4), after Kubernetes RBAC's rule: an actor may grant
+ * Escalation prevention for admin writes (docs/threat-model.md #11.4), after Kubernetes RBAC's rule: an actor may grant
  * only what the active profile they act under holds, to anyone, themselves included. "Grant" is any write
  * whose result lets a user do something: a profile that ends up active (its template's codes, its scopes,
  * being unscoped), codes added to a template profiles use, a user re-enabled, an identity created or

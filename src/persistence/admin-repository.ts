@@ -65,7 +65,7 @@ export interface AuditListQuery {
 }
 
 /**
- * Reads and writes of the admin API (issue 5). Every write runs in one transaction that also inserts its
+ * Reads and writes of the admin API. Every write runs in one transaction that also inserts its
  * audit row (actor, action, target, before/after), so the trail never shows a change that did not happen
  * and no change happens without its row. Writes to one object are serialized with row locks.
  * `AdminWriteError` reports what the caller can fix; `DatabaseUnavailableError` a database outage.
@@ -192,7 +192,7 @@ export class MikroOrmAdminRepository implements AdminRepository {
         user.enabled = input.enabled;
       }
       const enabledChanged = before !== null && before.enabled !== input.enabled;
-      // Enabling or disabling changes what every session of the user may do (design.md §6).
+      // Enabling or disabling changes what every session of the user may do.
       if (enabledChanged) user.authorizationVersion += 1;
       const changed = before === null ? ['displayName', 'enabled'] : changedFields(userSummary(before), userSummary(user));
       if (stored !== null && changed.length > 0) user.updatedAt = now;

@@ -22,7 +22,7 @@ type UserInput = NonNullable<ProvisioningDocument['users']>[number];
 const PROVISIONING_LOCK_KEY = 7_311_004_211;
 
 /**
- * Applies a provisioning document (design.md §6) inside the caller's transaction: reads everything it
+ * Applies a provisioning document inside the caller's transaction: reads everything it
  * mentions, validates it (rejecting with `ProvisioningError` before any write), then writes only the
  * differences. An omitted optional field (`displayName`, `enabled`, `revoked`, `description`, a profile's
  * `scopes`) keeps the stored value, so re-applying a file at start never undoes an admin's revocation;
@@ -81,7 +81,7 @@ export async function applyProvisioningDocument(
     }
   }
 
-  // Live sessions compare this version with their cached ability and recompute it (design.md §6).
+  // Live sessions compare this version with their cached ability and recompute it.
   const raised = [...affected].filter((userId) => !createdUsers.has(userId)).sort();
   for (const userId of raised) {
     const user = storedUsers.get(userId);

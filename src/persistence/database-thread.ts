@@ -67,7 +67,7 @@ interface Pending {
  * Opens the database on a worker thread and resolves once it is migrated and ready.
  *
  * Why: MikroORM's unit of work (query building, hydration, change sets) costs several milliseconds of CPU
- * per login. On the proxy's event loop every proxied request waits behind those chunks (issue 7: 20 logins/s
+ * per login. On the proxy's event loop every proxied request waits behind those chunks (20 logins/s
  * tripled the proxied p99). On its own thread, at a lower priority, that work no longer sits in front of the
  * proxy, and the proxy's loop never runs ORM code at all.
  *

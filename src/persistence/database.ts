@@ -25,7 +25,7 @@ export interface OpenDatabase {
 
 /**
  * Connects to `database.url` or, when it is null, starts the embedded PGlite in `database.embedded-dir`
- * (in a child process) and connects to it over its socket (design.md §1); then applies pending migrations. On any failure
+ * (in a child process) and connects to it over its socket; then applies pending migrations. On any failure
  * everything opened so far is closed again before the error propagates.
  */
 export async function openDatabase(config: DatabaseSettings): Promise<OpenDatabase> {

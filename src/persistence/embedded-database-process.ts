@@ -33,7 +33,7 @@ const { PGLiteSocketServer } = require(process.env.IAM_PGLITE_SOCKET_MODULE);
 `;
 
 /**
- * Starts the embedded PGlite (design.md §1, §8) in a child process and returns its wire-protocol URL.
+ * Starts the embedded PGlite in a child process and returns its wire-protocol URL.
  * Running it outside the gateway's process keeps database work — a login costs ~15 ms of PGlite time —
  * off the event loop that proxies requests, and keeps its memory (WASM heap) out of the gateway's.
  */

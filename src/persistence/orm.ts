@@ -19,7 +19,7 @@ export interface OrmOptions {
   connectTimeoutMs?: number;
   /**
    * A statement without an answer after this fails (pg `query_timeout`; default 0 = none) and its
-   * connection is dropped, so a silent partition answers 503 instead of hanging (issue 11 #11.37).
+   * connection is dropped, so a silent partition answers 503 instead of hanging (docs/threat-model.md #11.37).
    */
   queryTimeoutMs?: number;
   /** Pooled connections unused this long are closed (default 30 s). */
@@ -52,7 +52,7 @@ export async function createOrm(options: OrmOptions): Promise<MikroORM> {
     },
     driverOptions: {
       // knex prints "Connection Error: …" for every pooled connection it discards; an outage is reported
-      // once by the gateway's outage log instead (issue 11 #11.39). Other warnings still print.
+      // once by the gateway's outage log instead (docs/threat-model.md #11.39). Other warnings still print.
       log: { warn: (message: unknown) => (String(message).startsWith('Connection Error') ? undefined : console.warn(message)) },
       acquireConnectionTimeout: connectTimeoutMs,
       connection: {

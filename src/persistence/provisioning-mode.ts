@@ -1,5 +1,5 @@
 /**
- * Create-missing versus overwrite (issue 11 #22). Start-time provisioning (`iam.provision.file`) and a plain
+ * Create-missing versus overwrite (docs/threat-model.md #11.22). Start-time provisioning (`iam.provision.file`) and a plain
  * `iam-gateway provision FILE` only create what the database does not hold yet, never touching an existing
  * template, user, identity or profile (Keycloak's import default), so a restart never reverts an admin API
  * edit; `provision FILE --overwrite` syncs the database to the file. Either way, with `audit` set, every

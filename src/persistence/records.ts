@@ -92,7 +92,7 @@ export interface AuditEventRecord {
   details: Record<string, unknown> | null;
 }
 
-/** The provisioning file of design.md §6.1 (also the shape of the admin API bodies). */
+/** The provisioning file (config/provision.example.yaml; also the shape of the admin API bodies). */
 export interface ProvisioningDocument {
   templates?: Array<{ versionId: string; name: string; description?: string; permissions: string[] }>;
   users?: Array<{

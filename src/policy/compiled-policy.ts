@@ -1,4 +1,4 @@
-/** The compiled, immutable form of all policy files of a directory (design.md §5). */
+/** The compiled, immutable form of all policy files of a directory (docs/policy-format.md). */
 
 export type AccessMode = 'READ' | 'WRITE';
 export type DefaultAction = 'deny' | 'authenticated' | 'allow';

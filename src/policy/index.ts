@@ -1,4 +1,4 @@
-/** The policy module's public API: load and compile policy files, match routes (design.md §5). */
+/** The policy module's public API: load and compile policy files, match routes (docs/policy-format.md). */
 export type {
   AccessMode,
   CompiledPolicy,

@@ -85,7 +85,7 @@ export async function readPolicyDirectory(dir: string): Promise<{ files: PolicyF
 }
 
 /**
- * Loads and compiles every policy file of `dir` (design.md §5). The result carries all issues; its
+ * Loads and compiles every policy file of `dir` (docs/policy-format.md). The result carries all issues; its
  * `policy` is null when any of them is an error, so a caller can keep serving its last good policy.
  */
 export async function loadPolicyDirectory(dir: string, options: PolicyLoadOptions = {}): Promise<PolicyLoadResult> {

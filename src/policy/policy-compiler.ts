@@ -40,7 +40,7 @@ const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
  * Compiles parsed policy files (in the order given) into one {@link CompiledPolicy}: flattens groups,
  * applies defaults, checks paths, resource ids and permissions, finds conflicting and duplicate routes
  * across all files, and builds the route tree. Every problem is collected; the policy is returned only
- * when no issue has severity `error` (design.md §5, §9: all-or-nothing).
+ * when no issue has severity `error` (docs/policy-format.md: all-or-nothing).
  */
 export function compilePolicy(files: readonly ParsedPolicyFile[], context: CompileContext): PolicyLoadResult {
   const issues: PolicyIssue[] = files.flatMap((file) => file.issues);

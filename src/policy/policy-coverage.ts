@@ -1,5 +1,5 @@
 /**
- * `policy coverage --openapi FILE` (design.md §9 "route inventory"): which operations of the host's
+ * `policy coverage --openapi FILE` (docs/policy-format.md): which operations of the host's
  * OpenAPI description (3.0 or 3.1, JSON or YAML) no policy route covers — they fall to `default` — and
  * which policy routes match no operation (stale or mistyped routes). A report, not a gate, unless asked.
  */

@@ -1,5 +1,5 @@
 /**
- * `policy explain METHOD PATH` (design.md §2, §5.1): what the gateway does with a request before any
+ * `policy explain METHOD PATH` (docs/policy-format.md): what the gateway does with a request before any
  * principal is involved — the path after normalization (or why it is refused), the route the most
  * specific match selects (file:line), and what that route asks for; or, with no route, what `default`
  * does. Uses the proxy's own normalizer and the compiled policy's own matcher: a view, not a re-implementation.
@@ -99,7 +99,7 @@ export function formatExplanation(explanation: RequestExplanation): string[] {
   add('permission', route.permission ?? (route.profile === 'optional' ? 'none: any valid session passes (profile: optional)' : 'none: any valid session with a valid active profile passes'));
   const resource = route.resource;
   if (resource) {
-    // The engine decodes the id once (design.md §7) before resolving and comparing it with scope refs.
+    // The engine decodes the id once (docs/http-contract.md) before resolving and comparing it with scope refs.
     const id = decodeResourceId(match.params[resource.idParam] ?? '');
     add('resource', `${resource.type} ${JSON.stringify(id)} (from :${resource.idParam}), access ${resource.access}, resolve ${resource.resolve}`);
     const resolver = explanation.resolver;

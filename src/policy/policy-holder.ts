@@ -30,7 +30,7 @@ export class PolicyHolder {
     this.failure = { at: new Date(), issues };
   }
 
-  /** Readiness detail (design.md §5.4). */
+  /** Readiness detail (docs/policy-format.md). */
   describe(): Record<string, unknown> {
     return {
       hash: this.policy.hash,

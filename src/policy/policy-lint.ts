@@ -1,7 +1,7 @@
 /**
- * `policy check` (design.md §5.4, §9): the loader's errors and warnings plus whole-table lint, all reported
+ * `policy check` (docs/policy-format.md): the loader's errors and warnings plus whole-table lint, all reported
  * at once with file:line. Lint never changes what the gateway does; it finds routes that cannot do what
- * their author meant. Definitions (matching is most-specific-wins, design.md §5.1):
+ * their author meant. Definitions (matching is most-specific-wins, docs/policy-format.md):
  *
  * - `unreachable` (warning): no request is ever decided by the route. Either its pattern can never equal a
  *   normalized request path (the gateway refuses such paths, or rewrites them first: `%7e` arrives as
@@ -127,7 +127,7 @@ export function sortIssues(issues: readonly PolicyIssue[]): PolicyIssue[] {
   });
 }
 
-/** True when some template grants `code` exactly, through `<resource>:*`, or through `*:*` (design.md §5.3). */
+/** True when some template grants `code` exactly, through `<resource>:*`, or through `*:*` (docs/policy-format.md). */
 export function isGranted(code: string, templates: ReadonlyArray<{ permissions: readonly string[] }>): boolean {
   const resource = code.slice(0, code.indexOf(':'));
   const anyAction = `${resource}:*`;
@@ -143,7 +143,7 @@ function segmentsOf(route: CompiledRoute): PatternSegment[] {
 
 /**
  * Why no normalized request path can equal the pattern, or null. The pattern's static segments are run
- * through the gateway's own normalizer (design.md §7), with a plain value for each parameter.
+ * through the gateway's own normalizer (docs/http-contract.md), with a plain value for each parameter.
  */
 function normalizationProblem(route: CompiledRoute, segments: readonly PatternSegment[], allowPathParameters: boolean, caseSensitive: boolean): string | null {
   const parts = segments.filter((segment) => segment.kind !== 'wildcard').map((segment) => (segment.kind === 'static' ? segment.value : 'x'));

@@ -1,7 +1,7 @@
 import Ajv, { type JSONSchemaType, type ValidateFunction } from 'ajv';
 
 /**
- * JSON Schema of one policy file (design.md §5) and the TypeScript types checked against it.
+ * JSON Schema of one policy file (docs/policy-format.md) and the TypeScript types checked against it.
  *
  * The types are tied to the schema through ajv's `JSONSchemaType`, so the two cannot drift. That helper
  * demands `nullable: true` on every optional key; the schema actually compiled has those markers removed,
@@ -66,7 +66,7 @@ export interface PolicyFileDocument {
   routes?: PolicyRouteEntry[];
 }
 
-/** Resource and action: `[A-Za-z0-9_.-]+`; the action may be `*`; `*:*` means everything (design.md §5.3). */
+/** Resource and action: `[A-Za-z0-9_.-]+`; the action may be `*`; `*:*` means everything (docs/policy-format.md). */
 const PERMISSION_PATTERN = '^(?:[A-Za-z0-9_.-]+:(?:[A-Za-z0-9_.-]+|\\*)|\\*:\\*)$';
 const RESOURCE_TYPE_PATTERN = '^[A-Za-z0-9_.-]+$';
 const PARAM_NAME_PATTERN = '^[A-Za-z_][A-Za-z0-9_]*$';

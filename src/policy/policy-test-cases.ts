@@ -1,5 +1,5 @@
 /**
- * The case files of `policy test` (design.md §5.4): `<policies>/tests/*.yaml`, parsed with line numbers and
+ * The case files of `policy test` (docs/policy-format.md): `<policies>/tests/*.yaml`, parsed with line numbers and
  * validated case by case (ajv, unknown keys refused), so one broken case does not keep the others from
  * running and every problem points at its file and line.
  */

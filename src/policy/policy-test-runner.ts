@@ -1,6 +1,5 @@
 /**
- * `policy test` (design.md §5.4; conventions habit 3 "one engine, many views", habit 8 "tests are
- * specifications"): YAML cases from `<policies>/tests/*.yaml` decided by the gateway's own DecisionEngine,
+ * `policy test` (docs/policy-format.md): YAML cases from `<policies>/tests/*.yaml` decided by the gateway's own DecisionEngine,
  * with the request path normalized exactly as the proxy does. Grants come from the case (compiled by the
  * same `compileGrant`) or from a provisioning file; resolvers are stubs answering from the case, so a run
  * needs no database, no token store and no network.

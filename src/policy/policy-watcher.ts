@@ -50,7 +50,7 @@ interface DirectorySnapshot {
 const READ_ATTEMPTS = 5;
 
 /**
- * Hot reload of the policies directory (design.md §5.4, §9; conventions habit 7, after cerbos `dirwatch.go`):
+ * Hot reload of the policies directory (docs/policy-format.md):
  * file events are debounced; once a change is seen (by any trigger), the files must settle — the same size
  * and modification time for `debounceMs`, none modified more recently ({@link waitUntilSettled}), so a file
  * written in several steps is never read half-written — then the directory is read (twice, until two reads agree, so a swap in
@@ -295,7 +295,7 @@ export class PolicyReloader {
     return { ok: false, changed: false, hash: holder.current.hash, issues };
   }
 
-  /** One log line per issue, with file:line (design.md §5.4). */
+  /** One log line per issue, with file:line (docs/policy-format.md). */
   private logIssues(issues: readonly PolicyIssue[]): void {
     for (const issue of issues) {
       const where = issue.source ? `${issue.source.file}:${issue.source.line}: ` : '';

@@ -12,7 +12,7 @@ export type ParsedPattern =
 const PARAM_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /**
- * Parses a full route pattern (design.md §5.1): static segments, `:param` (one segment), `**` (the rest of
+ * Parses a full route pattern (docs/policy-format.md): static segments, `:param` (one segment), `**` (the rest of
  * the path, zero or more segments, last only). A trailing `/` is ignored; empty segments are refused.
  */
 export function parseRoutePattern(pattern: string): ParsedPattern {
@@ -38,7 +38,7 @@ export function parseRoutePattern(pattern: string): ParsedPattern {
       segments.push({ kind: 'param', name });
     } else {
       if (part.includes('*')) return fail(`"*" is only allowed as a whole "**" segment ("${part}")`);
-      // Request paths are normalized before matching (design.md §7): dot segments never reach the matcher.
+      // Request paths are normalized before matching (docs/http-contract.md): dot segments never reach the matcher.
       if (part === '.' || part === '..') return fail(`dot segment "${part}" can never match a normalized path`);
       if (/[?#\s\u0000-\u001f\u007f]/.test(part)) return fail(`segment "${part}" contains "?", "#", a space or a control character`);
       segments.push({ kind: 'static', value: part });

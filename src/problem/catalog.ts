@@ -1,5 +1,5 @@
 /**
- * The one table of problem codes (design.md §4.2). Every error the gateway answers with is one of these;
+ * The one table of problem codes (docs/http-contract.md). Every error the gateway answers with is one of these;
  * tests assert on `code`, never on message text.
  */
 export const PROBLEM_CATALOG = {

@@ -8,7 +8,7 @@ export interface ProblemExtensions {
   [key: string]: unknown;
 }
 
-/** The RFC 9457 body every error of the gateway carries (design.md §4.2). */
+/** The RFC 9457 body every error of the gateway carries (docs/http-contract.md). */
 export interface ProblemBody extends ProblemExtensions {
   type: string;
   title: string;

@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 
 /**
  * Answers what Node's HTTP parser refuses (malformed bytes, a header section over `max-header-size`, a
- * client too slow for `headers-timeout`/`request-timeout`) with a problem body (design.md §4.2) and closes
+ * client too slow for `headers-timeout`/`request-timeout`) with a problem body (docs/http-contract.md) and closes
  * the connection.
  *
  * When a complete request on the same connection is still being answered (the bad bytes followed it), its

@@ -89,7 +89,7 @@ export interface StartOptions {
   logger?: Logger;
 }
 
-/** The composition root: the only place that knows the concrete classes (conventions.md habit 2). */
+/** The composition root: the only place that knows the concrete classes. */
 export async function startGateway(config: GatewayConfig, options: StartOptions = {}): Promise<RunningGateway> {
   const logger = options.logger ?? createLogger(config.log.level);
   const metrics = createMetrics();
@@ -120,7 +120,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     });
     policyReloader.start();
     cleanups.push(() => policyReloader.close());
-    // design.md §5: SIGHUP reloads the policies now (e.g. where file events are unreliable).
+    // docs/policy-format.md: SIGHUP reloads the policies now (e.g. where file events are unreliable).
     const onSighup = (): void => void policyReloader.reload('SIGHUP');
     process.on('SIGHUP', onSighup);
     cleanups.push(async () => {
@@ -378,7 +378,7 @@ function createProxyServer(config: GatewayConfig, listener: (req: IncomingMessag
       // Refuse ambiguous framing instead of guessing (request smuggling, RFC 9112 §6.3).
       insecureHTTPParser: false,
       // Node's own missing-Host check answers a bare 400 without a problem body; with iam enabled,
-      // prepareRequest refuses it as IAM_BAD_REQUEST instead (RFC 9112 §3.2, design.md §4.2).
+      // prepareRequest refuses it as IAM_BAD_REQUEST instead (RFC 9112 §3.2, docs/http-contract.md).
       requireHostHeader: !config.iam.enabled,
     },
     refuseOnClosedConnections(listener),

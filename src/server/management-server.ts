@@ -20,7 +20,7 @@ export interface ManagementServerOptions {
 }
 
 /**
- * The management port (design.md §2): `/health/live` (the process answers), `/health/ready` (database,
+ * The management port: `/health/live` (the process answers), `/health/ready` (database,
  * token store and policy), `/metrics` (Prometheus). Kept off the proxy port so it is never exposed with it.
  * It has no authentication: it listens on loopback by default (`server.management-host`), and readiness
  * serves only `ok` per component; why a component is not ready (file names, error text) goes to the log.

@@ -13,7 +13,7 @@ import { problems } from '../problem';
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'host', 'expect']);
 
 /**
- * `iam.enabled=false` (specification §8 rollback): every request, `/iam/*` included, goes to the host
+ * `iam.enabled=false` (the rollback switch, docs/configuration.md): every request, `/iam/*` included, goes to the host
  * unchanged — no token checks, no policy checks, no header changes beyond the standard proxy headers.
  */
 export function createTransparentProxy(config: GatewayConfig): {

@@ -6,7 +6,7 @@
  * a socket write and a reply read per request, which on a small machine costs more than everything else the
  * gateway does. Reads asked for during one turn are sent together as one `MGET` from `setImmediate`, i.e.
  * after the turn's socket callbacks and before the loop waits again: no timer, no added wait beyond the
- * current turn, and still one store round trip per request (design.md §10).
+ * current turn, and still one store round trip per request.
  *
  * Fail closed: when the batch read fails, every read in it rejects with that error.
  */

@@ -33,7 +33,7 @@ interface LocalListener {
 const DEFAULT_SWEEP_INTERVAL_MS = 30_000;
 
 /**
- * The token store of a single gateway instance (design.md §1: used when `REDIS_URL` is not set). Same
+ * The token store of a single gateway instance (used when `REDIS_URL` is not set). Same
  * semantics as `RedisTokenStore`: TTLs (checked lazily on read and swept periodically, so a flood of
  * distinct puts cannot grow memory without bound), sliding idle timeouts, the per-user index, counters
  * with fixed windows, and events delivered asynchronously to this process's subscribers.

@@ -9,7 +9,7 @@ export interface StoreLogger {
 /** Redis >= 7.0: `PEXPIRE … NX|GT` keeps the user index alive as long as its longest token. */
 const MIN_REDIS_MAJOR = 7;
 
-/** Wraps any failure reaching Redis as `StoreUnavailableError` (fail closed, design.md §7). */
+/** Wraps any failure reaching Redis as `StoreUnavailableError` (fail closed, docs/http-contract.md). */
 export function toUnavailable(error: unknown): StoreUnavailableError {
   if (error instanceof StoreUnavailableError) return error;
   const reason = error instanceof Error ? error.message : String(error);

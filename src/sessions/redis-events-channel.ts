@@ -33,7 +33,7 @@ export class RedisEventsChannel {
   private pendingSubscribe: { epoch: number; promise: Promise<void> } | undefined;
   private pingTimer: NodeJS.Timeout | undefined;
   private closed = false;
-  /** A resubscribe that failed on a live connection is retried on this timer (issue 11 #11.38). */
+  /** A resubscribe that failed on a live connection is retried on this timer (docs/threat-model.md #11.38). */
   private retryTimer: NodeJS.Timeout | undefined;
   private retryAttempt = 0;
 

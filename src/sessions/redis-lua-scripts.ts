@@ -10,7 +10,7 @@ export interface LuaScript {
 const luaScript = (lua: string): LuaScript => ({ lua, sha: createHash('sha1').update(lua).digest('hex') });
 
 /**
- * Reads a token and, in the same round trip, slides its idle window (design.md §10: one round trip).
+ * Reads a token and, in the same round trip, slides its idle window (one round trip per request).
  * Value layout: `<expiresAtMs>|<idleTimeoutMs>|<json>`. ARGV[1] = the caller's clock (the same clock that
  * computed the PX at put time). A malformed value is returned as is for the client to reject.
  */

@@ -24,7 +24,7 @@ export interface RedisTokenStoreOptions {
   prefix: string;
   /** Time allowed for the first connection (and each reconnect attempt); default 5000 ms. */
   connectTimeoutMs?: number;
-  /** A command without a reply after this long rejects (fail closed, design.md §7); default 1000 ms. */
+  /** A command without a reply after this long rejects (fail closed, docs/http-contract.md); default 1000 ms. */
   commandTimeoutMs?: number;
   /**
    * How often the subscriber connection is pinged to detect a silently dead socket; default 1000 ms. While
@@ -53,8 +53,8 @@ type Logger = NonNullable<RedisTokenStoreOptions['logger']>;
 const PURGE_BATCH = 500;
 
 /**
- * The shared token store on Redis (design.md §1, §6). Two connections: one for commands, one dedicated to
- * the events channel. Fail closed (design.md §7): no offline queue, a command timeout, in-flight commands
+ * The shared token store on Redis. Two connections: one for commands, one dedicated to
+ * the events channel. Fail closed (docs/http-contract.md): no offline queue, a command timeout, in-flight commands
  * rejected when the socket drops, so a request while Redis is down rejects fast with
  * `StoreUnavailableError`; reconnection retries forever with a capped backoff.
  */

@@ -1,7 +1,7 @@
 import type { SessionRecord } from '../persistence/records';
 
 /**
- * Which live sessions to end so that a user keeps at most `max` (issue 11 #11.18, `iam.token.max-sessions-per-user`):
+ * Which live sessions to end so that a user keeps at most `max` (docs/threat-model.md #11.18, `iam.token.max-sessions-per-user`):
  * the oldest first. `keep` (the session just opened and the sessions it was derived from) is never chosen,
  * so a login or a switch never ends the session it returns.
  */

@@ -16,7 +16,7 @@ import { generateToken, hashToken, isWellFormedToken } from './token-hash';
 import type { StoreEvent, TokenRecord } from './token-record';
 import type { TokenStore } from './token-store';
 
-/** The specification's AuthenticationResult (login and profile switch). */
+/** The AuthenticationResult of login and profile switch (docs/http-contract.md). */
 export interface AuthenticationResult {
   accessToken: string;
   sessionId: string;
@@ -37,7 +37,7 @@ export interface RequestFacts {
   userAgent?: string | null;
 }
 
-/** An element of `GET /iam/sessions` (design.md §4.1). */
+/** An element of `GET /iam/sessions` (docs/http-contract.md). */
 export interface SessionView {
   sessionId: string;
   clientType: string;

@@ -4,10 +4,10 @@ import { createHash, randomBytes } from 'node:crypto';
 /** One-shot `crypto.hash` (Node ≥ 20.12) skips the Hash object: about a third cheaper per request. */
 const oneShotHash = (crypto as unknown as { hash?: (algorithm: string, data: string, encoding: 'hex') => string }).hash;
 
-/** Every access token starts with this marker, so leaked tokens are recognisable by secret scanners (design.md §7). */
+/** Every access token starts with this marker, so leaked tokens are recognisable by secret scanners (docs/http-contract.md). */
 export const TOKEN_PREFIX = 'iamt_';
 
-/** Random bytes per token: 256 bits (design.md §7). */
+/** Random bytes per token: 256 bits (docs/http-contract.md). */
 export const TOKEN_RANDOM_BYTES = 32;
 
 /** `iamt_` + unpadded base64url of 32 bytes (ceil(32 * 8 / 6) = 43 characters). */
@@ -15,7 +15,7 @@ export const TOKEN_LENGTH = TOKEN_PREFIX.length + Math.ceil((TOKEN_RANDOM_BYTES 
 
 /**
  * The store key of a token: its SHA-256 in lowercase hex. Only this digest is ever stored, so a dump of
- * the token store cannot be replayed as bearer tokens (design.md §6).
+ * the token store cannot be replayed as bearer tokens.
  */
 export function hashToken(token: string): string {
   return oneShotHash ? oneShotHash('sha256', token, 'hex') : createHash('sha256').update(token, 'utf8').digest('hex');

@@ -1,7 +1,7 @@
 import type { IamPrincipal } from '../auth/principal';
 
 /**
- * What the token store keeps under `{prefix}:token:{sha256(token)}` (specification §2 TokenRecord).
+ * What the token store keeps under `{prefix}:token:{sha256(token)}`.
  * The raw token is never stored.
  */
 export interface TokenRecord {

@@ -8,7 +8,7 @@ export interface EventSubscription {
 }
 
 /**
- * The shared token store (design.md §6): Redis when `REDIS_URL` is set, in-process otherwise.
+ * The shared token store: Redis when `REDIS_URL` is set, in-process otherwise.
  * Keys (all under the configured prefix):
  *  - `{prefix}:token:{tokenHash}` → TokenRecord (JSON), TTL = time to `expiresAt` (or the idle window, whichever is shorter)
  *  - `{prefix}:user:{userId}:sessions` → sessionId → tokenHash of that user's live tokens
@@ -50,7 +50,7 @@ export interface TokenStore {
   /** Gives back one unit taken by {@link takeCounters} (never below zero; the window is kept). */
   releaseCounter(key: string): Promise<void>;
   resetCounter(key: string): Promise<void>;
-  /** Deletes every key under the prefix (the specification's rollback step); resolves the number deleted. */
+  /** Deletes every key under the prefix (the rollback step); resolves the number deleted. */
   purge(): Promise<number>;
   /** Resolves when the store answers. */
   ping(): Promise<void>;

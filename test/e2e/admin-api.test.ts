@@ -1,5 +1,5 @@
 /**
- * Issue 5 end to end: the admin API (/iam/admin/...) through the gateway — guards (401, 403 with no or a
+ * End to end: the admin API (/iam/admin/...) through the gateway — guards (401, 403 with no or a
  * neighbouring admin permission), upserts, validation, pagination, live effects on sessions (disable,
  * template and profile changes, authorization version), optimistic concurrency, revocation and the audit
  * trail written in the same transaction as each change.

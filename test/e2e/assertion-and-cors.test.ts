@@ -1,6 +1,6 @@
 /**
- * design.md §4.3: the optional signed assertion (X-IAM-Assertion, keys at /iam/.well-known/jwks.json) and
- * design.md §9: CORS preflights answered by the gateway, never proxied.
+ * docs/http-contract.md: the optional signed assertion (X-IAM-Assertion, keys at /iam/.well-known/jwks.json) and
+ * docs/http-contract.md: CORS preflights answered by the gateway, never proxied.
  */
 import { createPublicKey, generateKeyPairSync, verify } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';

@@ -1,5 +1,5 @@
 /**
- * Issue 11 at the /iam edge and in the stored trail (in-process gateway, the run's database: PostgreSQL
+ * Audit hygiene (docs/threat-model.md) at the /iam edge and in the stored trail (in-process gateway, the run's database: PostgreSQL
  * with DATABASE_URL, else PGlite): #11.3 strings PostgreSQL cannot store are refused (400) in every /iam
  * body and query before any route runs, and a login with a NUL no longer poisons the trail; #11.15
  * anonymous denials store a bounded row and are rate-limited; #11.20 a malformed audit cursor is a 400.

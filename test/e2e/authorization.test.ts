@@ -1,5 +1,5 @@
 /**
- * Issue 4 end to end: profiles, switch, scopes with host resolvers, diagnostics that explain denials,
+ * End to end: profiles, switch, scopes with host resolvers, diagnostics that explain denials,
  * decisions retrievable by id, and profile changes taking effect on live sessions — in front of the
  * bundled example host (examples/host), whose /internal/resources endpoints are the resolvers.
  */
@@ -182,7 +182,7 @@ describe('profile switch', () => {
 });
 
 describe('POST /iam/authorization/diagnostics', () => {
-  it('explains a scope denial with the specification body', async () => {
+  it('explains a scope denial with the documented problem body', async () => {
     const alice = await login(gateway.url, 'alice');
     const response = await call('POST', '/iam/authorization/diagnostics', alice.accessToken, gateway.url, {
       permissionCode: 'project:update',

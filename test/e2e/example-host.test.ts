@@ -171,7 +171,7 @@ describe('example YAML files', () => {
   const users = readYaml('config/users.example.yaml');
   const provision = readYaml('config/provision.example.yaml') as ProvisioningDocument;
 
-  /** Leaf routes with their group's path and defaults applied (design.md §5.1). */
+  /** Leaf routes with their group's path and defaults applied (docs/policy-format.md). */
   const leafRoutes = (): Array<{ path: string; methods: string[]; permission?: string; public?: boolean; resource?: { type: string } }> =>
     policy.routes.flatMap((entry: any) =>
       entry.routes

@@ -1,5 +1,5 @@
 /**
- * design.md §4.4: forward-auth for deployments that keep nginx (auth_request), Traefik (ForwardAuth),
+ * docs/http-contract.md: forward-auth for deployments that keep nginx (auth_request), Traefik (ForwardAuth),
  * Caddy (forward_auth) or Envoy in front — same engine, same policy, identity headers on 200.
  */
 import { join } from 'node:path';

@@ -1,5 +1,5 @@
 /**
- * Issue 2 end to end: login through the gateway, then host requests through the policy, against a real
+ * End to end: login through the gateway, then host requests through the policy, against a real
  * upstream process that records what it receives.
  */
 import { request as httpRequest } from 'node:http';
@@ -140,7 +140,7 @@ describe('host requests through the policy', () => {
     expect(await upstream.requests()).toHaveLength(0);
   });
 
-  it('forwards an allowed request with the identity headers of design.md §4.3', async () => {
+  it('forwards an allowed request with the identity headers of docs/http-contract.md', async () => {
     const response = await rawRequest('/api/projects?sort=name', bearer(alice.accessToken));
     expect(response.status).toBe(200);
     const [received] = await upstream.requests();

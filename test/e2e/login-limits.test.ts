@@ -1,5 +1,5 @@
 /**
- * Issue 11, login limits end to end (in-process gateway, the run's token store and database):
+ * Login limits end to end (in-process gateway, the run's token store and database):
  * #11.8 the failed-login limit is taken atomically (concurrent guesses never exceed it), #11.9 it keys on
  * the trusted-proxy client address (X-Forwarded-For from `iam.forward.trusted-proxies` only), #11.10 failures
  * are limited per client address whatever the username, the password queue is bounded (503 IAM_BUSY with

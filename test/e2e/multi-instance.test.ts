@@ -1,5 +1,5 @@
 /**
- * Issue 3: several gateway instances sharing one Redis and one PostgreSQL behave as one. A session revoked
+ * Several gateway instances sharing one Redis and one PostgreSQL behave as one. A session revoked
  * or logged out through instance A is refused by instance B on its very next request — also when B's
  * pub/sub connection was cut and restored in between. Needs a real Redis (the in-process store is single
  * instance by design).

@@ -1,5 +1,5 @@
 /**
- * Issue 3 with real processes: two gateway processes on different ports sharing one Redis and one
+ * With real processes: two gateway processes on different ports sharing one Redis and one
  * PostgreSQL. A revocation through A is refused by B on its next request; and when B's Redis connections
  * (its events channel included) are cut and restored, a session revoked meanwhile stays refused by B.
  */

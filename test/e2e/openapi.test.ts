@@ -1,5 +1,5 @@
 /**
- * design.md §9: the OpenAPI 3.1 description of every /iam endpoint, and the gateway's REAL answers checked
+ * docs/http-contract.md: the OpenAPI 3.1 description of every /iam endpoint, and the gateway's REAL answers checked
  * against it — each status must be documented for its operation and each body, media type and required
  * header must match. A failure here is a contract break: fix the handler (or the document when it is the
  * one that is wrong), never loosen a schema to fit a bug.

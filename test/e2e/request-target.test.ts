@@ -1,5 +1,5 @@
 /**
- * design.md §7 end to end: request targets are normalized once, before matching, and the host receives
+ * docs/http-contract.md end to end: request targets are normalized once, before matching, and the host receives
  * exactly the path that was authorized; targets that cannot be interpreted safely never reach the host.
  * Raw sockets, so no client library normalizes anything first.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 11 #11.7: a profile switch derives a session from the caller's. The derived session never outlives
+ * docs/threat-model.md #11.7: a profile switch derives a session from the caller's. The derived session never outlives
  * its origin (it inherits the absolute expiry; switching again renews nothing) and ending the origin
  * (logout, own revoke, admin revoke) ends every session derived from it, transitively, on every instance,
  * recorded in PostgreSQL. With REDIS_URL two instances share the store; without it one instance plays both.

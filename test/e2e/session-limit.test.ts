@@ -1,5 +1,5 @@
 /**
- * Issue 11 #11.18: a user holds at most `iam.token.max-sessions-per-user` live sessions (the oldest beyond
+ * docs/threat-model.md #11.18: a user holds at most `iam.token.max-sessions-per-user` live sessions (the oldest beyond
  * it are revoked on every instance, with a revokeReason and an audit event), and `GET /iam/sessions` is
  * paginated (`limit`, `cursor`; the body stays the plain list, the next page is in `Link: <…>; rel="next"`). With REDIS_URL two instances
  * share the store; without it one instance plays both.

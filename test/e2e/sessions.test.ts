@@ -1,5 +1,5 @@
 /**
- * Issue 3 end to end: logout, session list, revocation (own, others', revoke-others), expiry and idle
+ * End to end: logout, session list, revocation (own, others', revoke-others), expiry and idle
  * timeout, audit of session events — through the gateway against a real upstream process.
  */
 import { join } from 'node:path';

@@ -1,5 +1,5 @@
 /**
- * Issue 6, shadow mode end to end (design.md §9): a `mode: shadow` route decides and records "would deny"
+ * Shadow mode end to end (docs/policy-format.md): a `mode: shadow` route decides and records "would deny"
  * but lets the request through to the host; the audit trail keeps an `authz.shadow_deny` row with the
  * whole decision, and diagnostics show the same decision (`shadowed: true`, the failed step).
  */

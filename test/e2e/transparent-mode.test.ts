@@ -1,5 +1,5 @@
 /**
- * Issue 3 / specification §8: `iam.enabled=false` after a restart makes the gateway a transparent proxy:
+ * docs/configuration.md: `iam.enabled=false` after a restart makes the gateway a transparent proxy:
  * no /iam endpoints of its own, no token checks, no policy checks, no header changes beyond standard
  * proxy headers. Tokens stay in the store until purged.
  */

@@ -1,5 +1,5 @@
 /**
- * design.md §4.3/§7: WebSocket upgrades are authorized like any request before anything reaches the host,
+ * docs/http-contract.md: WebSocket upgrades are authorized like any request before anything reaches the host,
  * then proxied with the identity headers.
  */
 import { randomBytes } from 'node:crypto';

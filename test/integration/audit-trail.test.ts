@@ -1,5 +1,5 @@
 /**
- * Issue 11, the audit writer against the run's real database (PostgreSQL with DATABASE_URL, else PGlite):
+ * The audit writer against the run's real database (PostgreSQL with DATABASE_URL, else PGlite):
  * #11.3 an event the database refuses (NUL, lone surrogate) is isolated — dropped and reported once, without
  * SQL or values — and every other event is stored, then and later; #11.15 stored sizes are capped,
  * anonymous undeclared-route denials are rate-limited into a summary row, and retention purges old events

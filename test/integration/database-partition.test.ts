@@ -1,5 +1,5 @@
 /**
- * Issue 11 #11.37: a silent database partition (a TCP relay in front of the test database, frozen: no byte
+ * docs/threat-model.md #11.37: a silent database partition (a TCP relay in front of the test database, frozen: no byte
  * passes, nothing tells the client) must not hang /iam calls. Pooled connections whose statement gets no
  * answer and new connections that cannot be opened both end in 503 IAM_DATABASE_UNAVAILABLE with
  * Retry-After within the configured timeouts (the defaults here), never 500 and never the whole partition.

@@ -1,5 +1,5 @@
 /**
- * The embedded default (design.md §1, §8): with no `database.url`, the gateway starts PGlite in a child
+ * The embedded default: with no `database.url`, the gateway starts PGlite in a child
  * process, migrates it, and uses it like any PostgreSQL; stopping the gateway stops it.
  */
 import { mkdtempSync } from 'node:fs';

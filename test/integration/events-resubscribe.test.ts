@@ -1,5 +1,5 @@
 /**
- * Issue 11 #11.38: a resubscribe to the revocation channel that fails on a live connection is retried with
+ * docs/threat-model.md #11.38: a resubscribe to the revocation channel that fails on a live connection is retried with
  * backoff until it succeeds, and meanwhile readiness reports the channel down (503) and the local session
  * cache is bypassed (fail closed). The SUBSCRIBE is made to fail for real on a private redis-server: the
  * gateway's ACL user loses its channel permission (Redis drops its subscriber connection, which reconnects

@@ -1,5 +1,5 @@
 /**
- * Issue 11 #11.34: token deletions made outside the gateway reach the caches of every instance.
+ * docs/threat-model.md #11.34: token deletions made outside the gateway reach the caches of every instance.
  * `iam-gateway tokens purge` tells every instance at once (a `tokens-flushed` event); a deletion nobody
  * announces (FLUSHALL, a failover that lost keys, a manual DEL) is seen within
  * `iam.token.cache.revalidate-interval` (default 2 s), because a cached session is read from the store again

@@ -1,5 +1,5 @@
 /**
- * Issue 7, reliability: bad input never crashes the gateway, never leaks internals, never reaches the host
+ * Reliability: bad input never crashes the gateway, never leaks internals, never reaches the host
  * unauthorized. Property-based (fast-check): random request targets, headers, framings and JSON bodies are
  * written on raw sockets (so nothing normalizes them first) to the proxy and to `/iam/auth/login` and
  * `/iam/authorization/diagnostics`. Every answer must be well-formed HTTP; every error the gateway's own

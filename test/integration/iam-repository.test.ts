@@ -10,7 +10,7 @@ import { createOrm } from '../../src/persistence/orm';
 import type { AuditEventRecord, ProvisioningDocument, SessionRecord } from '../../src/persistence/records';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 
-/** design.md §6.1, verbatim. */
+/** A complete provisioning document (templates, users, identities, profiles, scopes). */
 const EXAMPLE: ProvisioningDocument = {
   templates: [{ versionId: 'reader-v1', name: 'reader', permissions: ['project:list', 'project:read'] }],
   users: [
@@ -296,7 +296,7 @@ describe('audit', () => {
 });
 
 describe('applyProvisioning', () => {
-  it('applies the design.md §6.1 example, and a second run changes nothing', async () => {
+  it('applies the provisioning example, and a second run changes nothing', async () => {
     const first = await repository.applyProvisioning(clone(EXAMPLE));
     expect(first).toEqual({
       created: 4,

@@ -1,5 +1,5 @@
 /**
- * Issue 7, reliability: the request limits of config/default.yaml `server.*` hold on a real socket, each set
+ * Reliability: the request limits of config/default.yaml `server.*` hold on a real socket, each set
  * through the environment exactly as a user would: header section → 431, request target → 414, `/iam` body
  * → 413, headers that never finish (slowloris) → disconnected after `server.headers-timeout`, a body that
  * never finishes → disconnected after `server.request-timeout`, idle keep-alive → closed.

@@ -1,5 +1,5 @@
 /**
- * Migrations (design.md §1, §2 `migrate up|down|status`) against the database of this run: embedded
+ * Migrations (`iam-gateway migrate up|down|status`) against the database of this run: embedded
  * PGlite, or real PostgreSQL when DATABASE_URL is set.
  */
 import type { MikroORM } from '@mikro-orm/postgresql';

@@ -1,5 +1,5 @@
 /**
- * Issue 11 #11.39: an outage is logged as state changes with counts, not one error line with a stack per
+ * docs/threat-model.md #11.39: an outage is logged as state changes with counts, not one error line with a stack per
  * 503; and `iam_session_cache_entries` reports the real size of the session cache.
  */
 import { join } from 'node:path';

@@ -1,5 +1,5 @@
 /**
- * Issue 4 item 8: `decide()` and `require()` are exported from the package for Node hosts that want the
+ * `decide()` and `require()` are exported from the package for Node hosts that want the
  * gateway's engine in-process; they give the same answers the proxy enforces.
  */
 import { join } from 'node:path';

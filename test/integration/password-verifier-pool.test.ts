@@ -1,6 +1,6 @@
 /**
  * PasswordVerifierPool (src/auth/password-verifier-pool.ts): argon2id verification on dedicated threads that
- * run at a lower priority than the proxy (issue 7: logins must not raise the proxied p99).
+ * run at a lower priority than the proxy (logins must not raise the proxied p99).
  */
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';

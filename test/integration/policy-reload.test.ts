@@ -1,5 +1,5 @@
 /**
- * Issue 6, hot reload (design.md §5.4, §9): the PolicyReloader on a real file system, then a real gateway
+ * Hot reload (docs/policy-format.md): the PolicyReloader on a real file system, then a real gateway
  * under a stream of requests while its policy file changes. Every wait polls a condition with a deadline.
  */
 import { mkdir, mkdtemp, rename, rm, symlink, unlink, writeFile } from 'node:fs/promises';

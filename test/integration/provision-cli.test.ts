@@ -1,5 +1,5 @@
 /**
- * Issue 5 item 3: `iam-gateway provision FILE` applies the provisioning file of design.md §6.1
+ * `iam-gateway provision FILE` applies a provisioning file
  * idempotently (a second run changes nothing and says so); a bad file changes nothing and names the error.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';

@@ -1,5 +1,5 @@
 /**
- * Issue 11, "a change must take effect everywhere, and never come undone" (#11.25–#11.28, #11.33, #11.35):
+ * A change must take effect everywhere, and never come undone (docs/threat-model.md #11.25–#11.28, #11.33, #11.35):
  * two gateway instances on a real Redis and PostgreSQL. Instance A reaches both through TCP relays of its
  * own, which are cut (or cut at a chosen command) while B keeps working; B has the sessions cached, so only
  * an event — or the change feed read on its interval — can make it refuse them.

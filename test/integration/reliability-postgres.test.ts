@@ -1,5 +1,5 @@
 /**
- * Issue 7, reliability: PostgreSQL goes down mid-run. A TCP relay of our own sits between the gateway and the
+ * Reliability: PostgreSQL goes down mid-run. A TCP relay of our own sits between the gateway and the
  * test database (the real PostgreSQL of DATABASE_URL, or the embedded PGlite socket of this jest run) and is
  * cut, so the driver sees real resets and refused connections; the shared server itself is never stopped.
  * This file always runs: without DATABASE_URL it relays to PGlite.
@@ -69,7 +69,7 @@ afterAll(async () => {
 
 /**
  * Nothing half-written: every token in the store belongs to a session row that says it is live, and every
- * live session row has its token in the store (design.md §6: the store decides "usable now", the table
+ * live session row has its token in the store (the store decides "usable now", the table
  * keeps the history; both must tell the same story). Rows are checked from `rowsSince` on, so one test's
  * leftovers do not fail the next.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 7, reliability: the token store (Redis) goes down mid-run (design.md §7 "fail closed"). A TCP relay
+ * Reliability: the token store (Redis) goes down mid-run (docs/http-contract.md). A TCP relay
  * of our own sits between the gateway and the shared Redis and is cut, so the real ioredis client sees a
  * real connection reset and refused reconnects; the shared Redis itself is never stopped.
  */

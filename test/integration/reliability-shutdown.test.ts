@@ -1,5 +1,5 @@
 /**
- * Issue 7, reliability: graceful shutdown of a real gateway process on SIGTERM (the way orchestrators stop
+ * Reliability: graceful shutdown of a real gateway process on SIGTERM (the way orchestrators stop
  * it): readiness fails first, new connections are refused, idle keep-alive connections are closed, an
  * in-flight slow upload still completes whole, and the process exits 0 within `server.shutdown-timeout`;
  * a request still running at that deadline is cut and the process exits anyway.

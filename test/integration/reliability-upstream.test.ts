@@ -1,5 +1,5 @@
 /**
- * Issue 7, reliability: the host behind the gateway is down, slow, or stalls mid-answer. Real faults: a port
+ * Reliability: the host behind the gateway is down, slow, or stalls mid-answer. Real faults: a port
  * nothing listens on, a TCP relay cut in front of the real upstream process, an upstream that never answers
  * (`/hang`), answers late (`/slow/<ms>`) or stops in the middle of its body. The client always gets an answer
  * (502/504 problem+json) or a cut connection, never a hang; a request that timed out is never retried.

@@ -1,7 +1,7 @@
 /**
- * One contract for every TokenStore (design.md §6): run against MemoryTokenStore always and against
+ * One contract for every TokenStore: run against MemoryTokenStore always and against
  * RedisTokenStore when REDIS_URL is set (CI always sets it). Redis-only cases cover failing closed while
- * Redis is away (design.md §7) and the events channel surviving a dropped subscriber connection.
+ * Redis is away (docs/http-contract.md) and the events channel surviving a dropped subscriber connection.
  */
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
@@ -237,7 +237,7 @@ function describeTokenStoreContract(target: ContractTarget): void {
   });
 }
 
-describe('token format (design.md §7)', () => {
+describe('token format (docs/http-contract.md)', () => {
   it('generates iamt_ + base64url of 256 random bits', () => {
     const token = generateToken();
     expect(token.startsWith(TOKEN_PREFIX)).toBe(true);

@@ -1,5 +1,5 @@
 /**
- * Issue 3: `iam-gateway tokens purge` deletes every key under the configured prefix (the specification's
+ * `iam-gateway tokens purge` deletes every key under the configured prefix (the
  * rollback step), reports how many, and leaves every other key alone.
  */
 import Redis from 'ioredis';

@@ -1,6 +1,6 @@
 /**
  * Jest global setup: when DATABASE_URL is not set, start one embedded PGlite over the wire protocol for the
- * whole run (design.md §8) and hand its URL to the test files. With DATABASE_URL set (CI), the real
+ * whole run and hand its URL to the test files. With DATABASE_URL set (CI), the real
  * PostgreSQL is used. Tests learn which through IAM_TEST_DATABASE_KIND / IAM_TEST_REDIS_KIND.
  */
 import { startEmbeddedDatabase, type EmbeddedDatabase } from '../../src/persistence/embedded-database';

@@ -1,5 +1,5 @@
 /**
- * Checks real HTTP answers against the OpenAPI 3.1 document (design.md §9): the status must be documented
+ * Checks real HTTP answers against the OpenAPI 3.1 document (docs/http-contract.md): the status must be documented
  * for the operation, the media type declared, the body valid against the response schema (JSON Schema
  * 2020-12, ajv) and every required response header present and valid. Component schemas are registered
  * with ajv under their own ids, so `$ref: '#/components/schemas/X'` resolves exactly as written.

@@ -4,7 +4,7 @@ type InspectRow = { name: string; rawHeaders: string[]; expect: { authorization:
 
 const TOKEN = 'iamt_Zm9vYmFyYmF6cXV4LV9-';
 
-/** Request smuggling (RFC 9112 §6.1, §6.3) and credential ambiguity (design.md §7). */
+/** Request smuggling (RFC 9112 §6.1, §6.3) and credential ambiguity (docs/http-contract.md). */
 const inspectRows: InspectRow[] = [
   { name: 'no headers', rawHeaders: [], expect: { authorization: null } },
   { name: 'one Authorization, any case', rawHeaders: ['Host', 'gw', 'aUtHoRiZaTiOn', `Bearer ${TOKEN}`], expect: { authorization: `Bearer ${TOKEN}` } },

@@ -6,7 +6,7 @@ const defaults: NormalizeOptions = { allowPathParameters: false, host: 'gw.local
 
 type Row = [target: string, expected: { path: string; search?: string } | 'refused', options?: Partial<NormalizeOptions>];
 
-/** design.md §7. Each row names what a naive normalizer gets wrong. */
+/** The request-target rules of docs/http-contract.md. Each row names what a naive normalizer gets wrong. */
 const rows: Row[] = [
   // Dot segments and repeated slashes (RFC 3986 §5.2.4).
   ['/a/./b/../c', { path: '/a/c' }],

@@ -30,7 +30,7 @@ function policyOf(result: PolicyLoadResult) {
 
 const DESIGN_EXAMPLE = readFileSync(join(__dirname, '../fixtures/policies/good/10-design-example.yaml'), 'utf8');
 
-describe('design.md §5 example', () => {
+describe('a complete example policy', () => {
   const result = compilePolicyFiles([{ file: 'policy.yaml', text: DESIGN_EXAMPLE }]);
   const policy = policyOf(result);
 

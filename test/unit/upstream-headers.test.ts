@@ -44,7 +44,7 @@ type Row = {
   expect: Record<string, string[]>;
 };
 
-/** design.md §4.3 and §7. */
+/** What the host receives (docs/http-contract.md). */
 const rows: Row[] = [
   {
     name: 'Connection cannot remove gateway or framing headers, but removes the client header it names',

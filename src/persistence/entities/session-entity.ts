@@ -11,7 +11,7 @@ export class SessionEntity {
   identityId!: string;
   clientType!: string;
   activeProfileId!: string | null;
-  /** sha256 of the token (hex); the raw token is never stored (design.md §7). */
+  /** sha256 of the token (hex); the raw token is never stored (docs/threat-model.md). */
   tokenHash!: string;
   createdAt!: Date;
   expiresAt!: Date;
