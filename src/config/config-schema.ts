@@ -303,7 +303,7 @@ export const configSchema = section({
       timeout: duration('5s', 'timeout of one authenticator call'),
     }),
     provision: section({
-      file: nullableText('provisioning file applied idempotently at start; null = none'),
+      file: nullableText('provisioning file applied at start, create-missing only (existing objects are never changed); null = none'),
     }),
     policy: section({
       dir: text('policies', 'policy directory, relative to the working directory'),
