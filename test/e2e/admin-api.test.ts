@@ -9,7 +9,7 @@ import { FULL_GRANT, MikroOrmAdminRepository } from '../../src/persistence/admin
 import type { AuditEventRecord, ProvisioningDocument } from '../../src/persistence/records';
 import type { RunningGateway } from '../../src/server/gateway';
 import { createTestDatabase, type TestDatabase } from '../support/database';
-import { testRedisUrl, uniquePrefix } from '../support/env';
+import { describeWithRedis, testRedisUrl, uniquePrefix } from '../support/env';
 import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
 
@@ -508,11 +508,6 @@ describe('GET /iam/admin/audit', () => {
 });
 
 const redisUrl = testRedisUrl();
-const describeWithRedis = redisUrl ? describe : describe.skip;
-if (!redisUrl) {
-  // eslint-disable-next-line no-console
-  console.log('admin-api: two-instance tests NOT run (REDIS_URL unset; CI always sets it)');
-}
 
 describeWithRedis('two instances sharing Redis', () => {
   let a: RunningGateway;

@@ -9,16 +9,11 @@ import Redis from 'ioredis';
 import type { RunningGateway } from '../../src/server/gateway';
 import type { RedisTokenStore } from '../../src/sessions/redis-token-store';
 import { createTestDatabase, type TestDatabase } from '../support/database';
-import { testRedisUrl, uniquePrefix } from '../support/env';
+import { describeWithRedis, testRedisUrl, uniquePrefix } from '../support/env';
 import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
 
 const redisUrl = testRedisUrl();
-if (!redisUrl) {
-  // eslint-disable-next-line no-console
-  console.log('multi-instance: tests NOT run (REDIS_URL unset; CI always sets it)');
-}
-const describeWithRedis = redisUrl ? describe : describe.skip;
 
 describeWithRedis('two gateway instances sharing Redis', () => {
   let upstream: RecordingUpstream;

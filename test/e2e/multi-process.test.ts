@@ -5,15 +5,13 @@
  */
 import { join } from 'node:path';
 import { createTestDatabase, type TestDatabase } from '../support/database';
-import { testRedisUrl, uniquePrefix } from '../support/env';
+import { describeWithRedis, testRedisUrl, uniquePrefix } from '../support/env';
 import { bearer, login, ROOT } from '../support/gateway';
 import { ensureBuilt, startGatewayProcess, type GatewayProcess } from '../support/gateway-process';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
 import { relayedUrl, startTcpRelay, targetOf, type TcpRelay } from '../support/tcp-relay';
 
 const redisUrl = testRedisUrl();
-if (!redisUrl) console.log('multi-process: tests NOT run (REDIS_URL unset; CI always sets it)');
-const describeWithRedis = redisUrl ? describe : describe.skip;
 
 describeWithRedis('two gateway processes sharing Redis and PostgreSQL', () => {
   let db: TestDatabase;

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RunningGateway } from '../../src/server/gateway';
 import { createTestDatabase } from '../support/database';
-import { uniquePrefix } from '../support/env';
+import { describeWithRedis, uniquePrefix } from '../support/env';
 import { bearer, login, startTestGateway } from '../support/gateway';
 
 const POLICY = `
@@ -337,8 +337,6 @@ describe('#11.1 an open tunnel is authorized again', () => {
 });
 
 const redisUrl = process.env.REDIS_URL;
-const describeWithRedis = redisUrl ? describe : describe.skip;
-if (!redisUrl) console.log('websocket-tunnel: two-instance test NOT run (REDIS_URL unset; CI always sets it)');
 
 describeWithRedis('#11.1 revocation reaches the tunnels of every instance', () => {
   let a: RunningGateway;

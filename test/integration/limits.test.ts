@@ -12,6 +12,7 @@ import type { RunningGateway } from '../../src/server/gateway';
 import { createTestDatabase } from '../support/database';
 import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
+import { expectProblem } from '../support/problems';
 
 const LIMITS = {
   SERVER_MAX_HEADER_SIZE: '4kb',
@@ -93,12 +94,6 @@ function exchange(parts: Array<string | Buffer>, options: { delayMs?: number; wa
       }
     })();
   });
-}
-
-function expectProblem(answer: RawExchange, status: number, code: string): void {
-  expect(answer.status).toBe(status);
-  expect(answer.headers['content-type']).toMatch(/^application\/problem\+json/);
-  expect(JSON.parse(answer.body)).toMatchObject({ status, code });
 }
 
 const get = (target: string, extraHeaders = ''): string => `GET ${target} HTTP/1.1\r\nHost: gateway\r\nConnection: close\r\n${extraHeaders}\r\n`;

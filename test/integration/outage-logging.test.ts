@@ -7,7 +7,7 @@ import { Writable } from 'node:stream';
 import { createLogger } from '../../src/observability/logger';
 import { startGateway, type RunningGateway } from '../../src/server/gateway';
 import { createTestDatabase, type TestDatabase } from '../support/database';
-import { testDatabaseUrl, testRedisUrl } from '../support/env';
+import { describeWithRedis, testDatabaseUrl, testRedisUrl } from '../support/env';
 import { bearer, login, ROOT, testConfig } from '../support/gateway';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
 import { relayedUrl, startTcpRelay, targetOf, type TcpRelay } from '../support/tcp-relay';
@@ -113,8 +113,6 @@ describe('#11.39 outages and the session cache in logs and metrics', () => {
 });
 
 const redisUrl = testRedisUrl();
-if (!redisUrl) console.log('outage-logging: token store outage test NOT run (REDIS_URL unset; CI always sets it)');
-const describeWithRedis = redisUrl ? describe : describe.skip;
 
 describeWithRedis('#11.39 token store outages', () => {
   let redisRelay: TcpRelay;

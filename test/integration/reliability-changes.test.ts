@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { main } from '../../src/main';
 import type { RunningGateway } from '../../src/server/gateway';
 import { createTestDatabase, type TestDatabase } from '../support/database';
-import { testDatabaseKind, testDatabaseUrl, testRedisUrl, uniquePrefix } from '../support/env';
+import { describeWithRedis, testDatabaseKind, testDatabaseUrl, testRedisUrl, uniquePrefix } from '../support/env';
 import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
 import { relayedUrl, startTcpRelay, targetOf, type TcpRelay } from '../support/tcp-relay';
@@ -20,9 +20,6 @@ const REDIS_URL = testRedisUrl();
 const POLL_MS = 500;
 /** The bound asserted: one interval, plus a read and the test's own polling. */
 const BOUND_MS = POLL_MS * 2 + 1000;
-
-if (!REDIS_URL) console.log('reliability-changes: tests NOT run (REDIS_URL unset; they need two instances on a shared Redis)');
-const describeWithRedis = REDIS_URL ? describe : describe.skip;
 
 const status = (url: string, token: string): Promise<number> => fetch(`${url}/api/projects`, { headers: bearer(token) }).then((r) => r.status);
 

@@ -12,6 +12,7 @@ import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
 import { relayedUrl, startTcpRelay, targetOf, type TcpRelay } from '../support/tcp-relay';
 import { timed as timedFetch, type Answer } from '../support/timed-fetch';
+import { expectProblem } from '../support/problems';
 
 const POLICIES = join(ROOT, 'test/fixtures/e2e-policies');
 const USERS = [
@@ -28,12 +29,6 @@ function tryLogin(gateway: RunningGateway, username: string): Promise<Answer> {
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ username, password: `${username}-password`, clientType: 'WEB' }),
   });
-}
-
-function expectProblem(answer: Answer, status: number, code: string): void {
-  expect(answer.status).toBe(status);
-  expect(answer.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-  expect(JSON.parse(answer.body)).toMatchObject({ status, code, requestId: expect.any(String) });
 }
 
 async function eventually(what: string, withinMs: number, probe: () => Promise<boolean>): Promise<number> {
@@ -116,12 +111,12 @@ describe('PostgreSQL goes down mid-run (relay cut), then comes back', () => {
 
       // A grant that must be loaded cannot be: 503, not 500, not 200.
       const bobAnswer = await timed(api, { headers: bearer(bob.accessToken) });
-      expectProblem(bobAnswer, 503, 'IAM_DATABASE_UNAVAILABLE');
+      expectProblem(bobAnswer, 503, 'IAM_DATABASE_UNAVAILABLE', { requestId: expect.any(String) });
       expect(Number(bobAnswer.headers.get('retry-after'))).toBeGreaterThan(0);
       expect(bobAnswer.elapsedMs).toBeLessThan(3000);
 
       const loginAnswer = await tryLogin(gateway, 'alice');
-      expectProblem(loginAnswer, 503, 'IAM_DATABASE_UNAVAILABLE');
+      expectProblem(loginAnswer, 503, 'IAM_DATABASE_UNAVAILABLE', { requestId: expect.any(String) });
       expect(Number(loginAnswer.headers.get('retry-after'))).toBeGreaterThan(0);
       expect(loginAnswer.elapsedMs).toBeLessThan(3000);
 
@@ -159,7 +154,7 @@ describe('PostgreSQL goes down mid-run (relay cut), then comes back', () => {
     } finally {
       await relay.restore();
     }
-    expectProblem(answer, 503, 'IAM_DATABASE_UNAVAILABLE');
+    expectProblem(answer, 503, 'IAM_DATABASE_UNAVAILABLE', { requestId: expect.any(String) });
     expect(Number(answer.headers.get('retry-after'))).toBeGreaterThan(0);
     await eventually('login after restore', 10_000, async () => (await tryLogin(gateway, 'alice')).status === 200);
     // Repairs the gateway makes in the background get a moment once the database is back.

@@ -15,6 +15,7 @@ import { bearer, login, startTestGateway } from '../support/gateway';
 import { recordedHeader, startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
 import { startTcpRelay, type TcpRelay } from '../support/tcp-relay';
 import { timed, type Answer } from '../support/timed-fetch';
+import { expectProblem } from '../support/problems';
 
 /** Routes for the recording upstream's fault paths; bob (editor) has project:create. */
 const POLICY = `
@@ -28,11 +29,6 @@ routes:
 `;
 
 
-function expectProblem(answer: Answer, status: number, code: string): void {
-  expect(answer.status).toBe(status);
-  expect(answer.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-  expect(JSON.parse(answer.body)).toMatchObject({ status, code, requestId: expect.any(String) });
-}
 
 async function closedPort(): Promise<number> {
   const server = createNetServer();
@@ -73,7 +69,7 @@ describe('host down', () => {
       await timed(`${gateway.url}/health`),
       await timed(`${gateway.url}/slow/10`, { method: 'POST', headers: { ...bearer(bob.accessToken), 'content-type': 'application/json' }, body: '{"a":1}' }),
     ]) {
-      expectProblem(answer, 502, 'IAM_UPSTREAM_UNAVAILABLE');
+      expectProblem(answer, 502, 'IAM_UPSTREAM_UNAVAILABLE', { requestId: expect.any(String) });
       expect(answer.elapsedMs).toBeLessThan(1000);
     }
   });
@@ -87,7 +83,7 @@ describe('host down', () => {
       await relay.cut();
       for (let i = 0; i < 3; i++) {
         const answer = await timed(`${gateway.url}/health`);
-        expectProblem(answer, 502, 'IAM_UPSTREAM_UNAVAILABLE');
+        expectProblem(answer, 502, 'IAM_UPSTREAM_UNAVAILABLE', { requestId: expect.any(String) });
         expect(answer.elapsedMs).toBeLessThan(1000);
       }
       await relay.restore();
@@ -112,7 +108,7 @@ describe('host slow or stalled', () => {
 
   it.each(['/hang', '/slow/2000'])('answers 504 IAM_UPSTREAM_TIMEOUT for GET %s after the response timeout, not later', async (path) => {
     const answer = await timed(`${gateway.url}${path}`, { headers: bearer(bob.accessToken) });
-    expectProblem(answer, 504, 'IAM_UPSTREAM_TIMEOUT');
+    expectProblem(answer, 504, 'IAM_UPSTREAM_TIMEOUT', { requestId: expect.any(String) });
     expect(answer.elapsedMs).toBeGreaterThanOrEqual(250);
     expect(answer.elapsedMs).toBeLessThan(1500);
   });
@@ -128,7 +124,7 @@ describe('host slow or stalled', () => {
       headers: { ...bearer(bob.accessToken), 'content-type': 'application/json' },
       body,
     });
-    expectProblem(answer, 504, 'IAM_UPSTREAM_TIMEOUT');
+    expectProblem(answer, 504, 'IAM_UPSTREAM_TIMEOUT', { requestId: expect.any(String) });
     // Past the moment /slow/1500 would have answered: a retry would have arrived by now.
     await new Promise((resolve) => setTimeout(resolve, 1800));
     const received = (await upstream.requests()).filter((r) => r.method === 'POST');

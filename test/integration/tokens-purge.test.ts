@@ -6,11 +6,9 @@ import Redis from 'ioredis';
 import { main } from '../../src/main';
 import { RedisTokenStore } from '../../src/sessions/redis-token-store';
 import { generateToken, hashToken } from '../../src/sessions/token-hash';
-import { testRedisUrl, uniquePrefix } from '../support/env';
+import { describeWithRedis, testRedisUrl, uniquePrefix } from '../support/env';
 
 const redisUrl = testRedisUrl();
-if (!redisUrl) console.log('tokens-purge: Redis test NOT run (REDIS_URL unset; CI always sets it)');
-const describeWithRedis = redisUrl ? describe : describe.skip;
 
 async function runCli(args: string[], env: Record<string, string>): Promise<{ code: number; out: string }> {
   const saved = { ...process.env };

@@ -5,3 +5,17 @@ export const testDatabaseKind = (): 'postgres' | 'pglite' =>
 export const testRedisUrl = (): string | null => process.env.REDIS_URL ?? null;
 /** A key prefix no other test file uses, so test files never see each other's tokens. */
 export const uniquePrefix = (name: string): string => `test-${name}-${process.pid}-${Date.now().toString(36)}`;
+
+/**
+ * `describe` for tests that need a real Redis (REDIS_URL): without it they are skipped, and the run says so
+ * in one line. CI always sets REDIS_URL.
+ */
+export function describeWithRedis(title: string, body: () => void): void {
+  if (testRedisUrl()) {
+    describe(title, body);
+    return;
+  }
+  // eslint-disable-next-line no-console
+  console.log(`${title}: tests NOT run (REDIS_URL unset; CI always sets it)`);
+  describe.skip(title, body);
+}

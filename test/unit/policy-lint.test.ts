@@ -1,6 +1,7 @@
 /**
  * `policy check`: golden outputs (test/fixtures/policy-check/<case>/expected.txt holds the exact lines), the
  * lint definitions one by one, and a property test holding the `unreachable` claim against brute force.
+ * `policy check --database` needs the test database: test/integration/policy-check-database.test.ts.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -10,8 +11,6 @@ import { runPolicyCommand } from '../../src/cli/policy-command';
 import type { CompiledPolicy, PolicyIssue } from '../../src/policy/compiled-policy';
 import { compilePolicyFiles } from '../../src/policy/load-policy-directory';
 import { checkPolicyDirectory, isGranted, lintPolicy } from '../../src/policy/policy-lint';
-import { createTestDatabase } from '../support/database';
-import { testDatabaseUrl } from '../support/env';
 
 const FIXTURES = join(__dirname, '../fixtures/policy-check');
 
@@ -232,30 +231,5 @@ describe('unreachable agrees with brute force', () => {
       }),
       { numRuns: 300 },
     );
-  });
-});
-
-describe('policy check --database', () => {
-  it('checks permission codes against the templates stored in the configured database', async () => {
-    const db = await createTestDatabase();
-    try {
-      await db.repository.applyProvisioning({ templates: [{ versionId: 'db-v1', name: 'db', permissions: ['report:list', 'project:*'] }] });
-      const result = await runCheck(['test/fixtures/policy-check/permissions', '--database'], join(__dirname, '../..'), { DATABASE_URL: testDatabaseUrl() });
-      const unknown = result.stdout.split('\n').filter((line) => line.includes('unknown-permission'));
-      expect(unknown).toEqual([
-        'test/fixtures/policy-check/permissions/routes.yaml:19: warning unknown-permission: permission billing:manage of route /api/billing/** is granted by no template in the database (1 template): nobody can pass it',
-        'test/fixtures/policy-check/permissions/routes.yaml:23: warning unknown-permission: permission task:read of route /api/tasks/:taskId is granted by no template in the database (1 template): nobody can pass it',
-        'test/fixtures/policy-check/permissions/routes.yaml:27: warning unknown-permission: permission org:delete of route /api/orgs/:orgId is granted by no template in the database (1 template): nobody can pass it',
-      ]);
-      expect(result.code).toBe(0);
-    } finally {
-      await db.close();
-    }
-  });
-
-  it('exits 1 saying why when the database cannot be read', async () => {
-    const result = await runCheck(['test/fixtures/policy-check/clean', '--database'], join(__dirname, '../..'), { DATABASE_URL: 'postgresql://postgres@127.0.0.1:1/none' });
-    expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/^iam-gateway policy: --database: cannot read the templates: /);
   });
 });
