@@ -3,44 +3,14 @@
  * and corrupt it. The directory is locked: a second `iam-gateway serve` exits at once, non-zero, naming the
  * directory; the first keeps serving; a lock left by a killed process does not block the next start.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ROOT } from '../support/gateway';
-import { ensureBuilt, startGatewayProcess, type GatewayProcess } from '../support/gateway-process';
+import { ensureBuilt, serveUntilExit, startGatewayProcess, type GatewayProcess, type ServeOutcome } from '../support/gateway-process';
 
-/** Runs `iam-gateway serve` on `dir` and resolves when it exits (rejects if it is still running after `boundMs`). */
-function serveUntilExit(dir: string, boundMs: number): Promise<{ code: number | null; stderr: string; elapsedMs: number }> {
-  const started = Date.now();
-  const child = spawn(process.execPath, [join(ROOT, 'bin', 'iam-gateway.js'), 'serve'], {
-    cwd: ROOT,
-    stdio: ['ignore', 'ignore', 'pipe'],
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? '',
-      PORT: '0',
-      MANAGEMENT_PORT: '0',
-      SERVER_HOST: '127.0.0.1',
-      UPSTREAM_URL: 'http://127.0.0.1:9',
-      DATABASE_URL: '',
-      DATABASE_EMBEDDED_DIR: dir,
-      REDIS_URL: '',
-    },
-  });
-  let stderr = '';
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`the second process was still running after ${boundMs} ms\n${stderr}`));
-    }, boundMs);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stderr, elapsedMs: Date.now() - started });
-    });
-  });
-}
+/** `iam-gateway serve` on the embedded data directory `dir`, until it exits. */
+const serveOn = (dir: string, boundMs: number): Promise<ServeOutcome> =>
+  serveUntilExit({ PORT: '0', MANAGEMENT_PORT: '0', DATABASE_URL: '', DATABASE_EMBEDDED_DIR: dir, REDIS_URL: '' }, boundMs);
 
 const embeddedOn = (dir: string): Record<string, string> => ({ DATABASE_URL: '', DATABASE_EMBEDDED_DIR: dir, REDIS_URL: '', DATABASE_POOL_SIZE: '1' });
 
@@ -62,7 +32,7 @@ describe('#11.23 one process per embedded data directory', () => {
     const first = await startGatewayProcess('http://127.0.0.1:9', embeddedOn(dir));
     running.push(first);
 
-    const second = await serveUntilExit(dir, 20_000);
+    const second = await serveOn(dir, 20_000);
     expect(second.code).not.toBe(0);
     expect(second.code).not.toBeNull();
     expect(second.stderr).toContain(dir);

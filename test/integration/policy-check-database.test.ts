@@ -3,28 +3,11 @@
  * (moved from test/unit/policy-lint.test.ts, which runs without the database global setup).
  */
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
-import { runPolicyCommand } from '../../src/cli/policy-command';
 import { createTestDatabase } from '../support/database';
 import { testDatabaseUrl } from '../support/env';
+import { runPolicyCheck } from '../support/policy-cli';
 
-function sink(): { stream: Writable; text: () => string } {
-  let text = '';
-  const stream = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      text += chunk.toString();
-      done();
-    },
-  });
-  return { stream, text: () => text };
-}
-
-async function runCheck(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  const stdout = sink();
-  const stderr = sink();
-  const code = await runPolicyCommand(['check', ...args], { stdout: stdout.stream, stderr: stderr.stream, env, cwd });
-  return { code, stdout: stdout.text(), stderr: stderr.text() };
-}
+const runCheck = runPolicyCheck;
 
 describe('policy check --database', () => {
   it('checks permission codes against the templates stored in the configured database', async () => {

@@ -152,3 +152,37 @@ export async function startGatewayProcess(upstreamUrl: string, env: Record<strin
     throw error;
   }
 }
+
+/** How a `serve` process that was expected to stop on its own ended. */
+export interface ServeOutcome {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stderr: string;
+  elapsedMs: number;
+}
+
+/**
+ * Runs `iam-gateway serve` with only `env` (plus PATH, HOME, loopback, an upstream nobody listens on) and
+ * resolves when it exits; kills it and rejects if it is still running after `boundMs`. For starts that must
+ * fail fast.
+ */
+export function serveUntilExit(env: Record<string, string>, boundMs: number): Promise<ServeOutcome> {
+  const started = Date.now();
+  const child = spawn(process.execPath, [BIN, 'serve'], {
+    cwd: ROOT,
+    stdio: ['ignore', 'ignore', 'pipe'],
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', SERVER_HOST: '127.0.0.1', UPSTREAM_URL: 'http://127.0.0.1:9', ...env },
+  });
+  let stderr = '';
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`the process was still running after ${boundMs} ms\n${stderr}`));
+    }, boundMs);
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stderr, elapsedMs: Date.now() - started });
+    });
+  });
+}

@@ -5,32 +5,15 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import fc from 'fast-check';
-import { runPolicyCommand } from '../../src/cli/policy-command';
 import type { CompiledPolicy, PolicyIssue } from '../../src/policy/compiled-policy';
 import { compilePolicyFiles } from '../../src/policy/load-policy-directory';
 import { checkPolicyDirectory, isGranted, lintPolicy } from '../../src/policy/policy-lint';
+import { runPolicyCheck } from '../support/policy-cli';
 
 const FIXTURES = join(__dirname, '../fixtures/policy-check');
 
-function sink(): { stream: Writable; text: () => string } {
-  let text = '';
-  const stream = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      text += chunk.toString();
-      done();
-    },
-  });
-  return { stream, text: () => text };
-}
-
-async function runCheck(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  const stdout = sink();
-  const stderr = sink();
-  const code = await runPolicyCommand(['check', ...args], { stdout: stdout.stream, stderr: stderr.stream, env, cwd });
-  return { code, stdout: stdout.text(), stderr: stderr.text() };
-}
+const runCheck = runPolicyCheck;
 
 function compile(yaml: string): CompiledPolicy {
   const result = compilePolicyFiles([{ file: 'p.yaml', text: yaml }]);
