@@ -3,7 +3,7 @@
 /**
  * Route-matching micro-benchmark (docs/policy-format.md: matching cost must not grow with the number of
  * routes). Compiles generated policies of 10, 100, 1,000 and 10,000 routes with the real compiler
- * (dist/src/policy: compilePolicyFiles) and reports nanoseconds per `policy.match()` for a fixed set of
+ * (dist/src/policy/load-policy-directory: compilePolicyFiles) and reports nanoseconds per `policy.match()` for a fixed set of
  * requests (unit 0 exists in every size) and the number of tree nodes each lookup visits (RouteTree's
  * MatchCounter), which must not depend on the size at all; flat = both hold. Also shown: requests spread over
  * the whole tree (growth there is the memory hierarchy, not the algorithm). Writes results/match-latest.json.
@@ -61,7 +61,7 @@ function timeInterleaved(policies, requestLists, iterations, batches) {
 }
 
 function compile(size) {
-  const { compilePolicyFiles } = requireDist('policy');
+  const { compilePolicyFiles } = requireDist('policy/load-policy-directory');
   const generated = generatePolicy(size);
   const t0 = process.hrtime.bigint();
   const result = compilePolicyFiles([{ file: `bench-${size}.yaml`, text: generated.text }]);
@@ -74,7 +74,7 @@ function compile(size) {
 
 /** Tree nodes visited per lookup, from a RouteTree built from the same compiled routes. */
 function visitsPerLookup(policy, requests) {
-  const { RouteTree } = requireDist('policy');
+  const { RouteTree } = requireDist('policy/load-policy-directory');
   const tree = RouteTree.fromRoutes(policy.routes);
   return requests.map(({ method, path }) => {
     const counter = { visits: 0 };

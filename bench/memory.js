@@ -54,7 +54,7 @@ async function main(argv = []) {
   const embeddedDb = argv.includes('--embedded-db');
   const redis = await resolveRedis();
   if (!redis.url) throw new Error('the memory benchmark keeps its sessions in Redis: set REDIS_URL or run Redis on 127.0.0.1:6379');
-  const { generateToken, hashToken } = requireDist('sessions/token-hash');
+  const { generateToken, hashToken } = requireDist('domain/token-hash');
   const prefix = `bench-mem-${randomBytes(4).toString('hex')}`;
   const policyDir = mkdtempSync(join(os.tmpdir(), 'iam-bench-policy-'));
   const samples = [];

@@ -9,13 +9,13 @@ const { existsSync } = require('node:fs');
 const { join } = require('node:path');
 
 const root = join(__dirname, '..');
-if (!existsSync(join(root, 'dist', 'src', 'main.js'))) {
+if (!existsSync(join(root, 'dist', 'src', 'app', 'main.js'))) {
   console.error('demo: the gateway is not built; run `npm install` (or `npm run build`) first');
   process.exit(1);
 }
 const { startHost } = require(join(root, 'dist', 'examples', 'host', 'server.js'));
-const { loadConfig } = require(join(root, 'dist', 'src', 'config'));
-const { startGateway } = require(join(root, 'dist', 'src', 'server', 'gateway.js'));
+const { loadConfig } = require(join(root, 'dist', 'src', 'app', 'config'));
+const { startGateway } = require(join(root, 'dist', 'src', 'app', 'start-gateway.js'));
 
 async function run() {
   const hostPort = Number(process.env.HOST_PORT || 3000);

@@ -2,9 +2,9 @@
  * The package's public API for Node programs: run the gateway in-process, or use its decision engine
  * inside a Node host (`decide()` returns the decision, `require()` throws the problem of a denial).
  */
-export { startGateway, type RunningGateway, type GatewayServices, type StartOptions } from './server/gateway';
-export { loadConfig, ConfigError, type GatewayConfig } from './config';
-export { openAuthorizationEngine, type EmbeddedAuthorizationEngine } from './authz/embedded-engine';
+export { startGateway, type RunningGateway, type GatewayServices, type StartOptions } from './app/start-gateway';
+export { loadConfig, ConfigError, type GatewayConfig } from './app/config';
+export { openAuthorizationEngine, type EmbeddedAuthorizationEngine } from './app/embedded-engine';
 export {
   decide,
   require,
@@ -15,9 +15,9 @@ export {
   type DecisionStep,
   type DecideInput,
   type DecideRequestInput,
-} from './authz';
-export { loadPolicyDirectory, compilePolicyFiles } from './policy';
+} from './authz/decide';
+export { loadPolicyDirectory, compilePolicyFiles } from './policy/load-policy-directory';
 export type { CompiledPolicy, CompiledRoute, PolicyIssue } from './policy/compiled-policy';
-export { ProblemError, PROBLEM_CATALOG, type ProblemCode, type ProblemBody } from './problem';
-export type { IamPrincipal } from './auth/principal';
+export { ProblemError, PROBLEM_CATALOG, type ProblemCode, type ProblemBody } from './domain/problem';
+export type { IamPrincipal } from './domain/principal';
 export type { IdentityAuthenticator, LoginRequest, AuthenticatedIdentity } from './auth/authenticator';

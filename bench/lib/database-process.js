@@ -9,7 +9,7 @@
 const { requireDist } = require('./dist');
 
 async function run() {
-  const { startEmbeddedDatabase } = requireDist('persistence/embedded-database');
+  const { startEmbeddedDatabase } = requireDist('adapters/pglite/embedded-database');
   const database = await startEmbeddedDatabase('memory://');
   process.send({ ready: true, url: database.url });
   const stop = () => database.stop().finally(() => process.exit(0));

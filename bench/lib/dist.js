@@ -22,6 +22,6 @@ module.exports = {
   DIST,
   requireDist,
   get hashToken() {
-    return requireDist('sessions/token-hash').hashToken;
+    return requireDist('domain/token-hash').hashToken;
   },
 };

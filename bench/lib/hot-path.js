@@ -5,7 +5,7 @@
  * real dist/ modules on the benchmarked request (GET /bench/projects/1 as alice, 1,000-route policy): ns per
  * call, so a fix can be checked step by step without the noise of a loaded machine. Each step runs twice:
  * plain, and with three AsyncLocalStorage instances enabled, as MikroORM left them in the gateway process before
- * src/persistence/async-context-gate.ts and the database thread
+ * src/adapters/postgres/async-context-gate.ts and the database thread
  * (on Node 20 an enabled AsyncLocalStorage installs async_hooks: every promise and tick then pays a hook).
  *
  * Usage: node bench/lib/hot-path.js [--quick]   (also: npm run bench -- --hot-path)
@@ -45,12 +45,12 @@ async function timeStep(fn, iterations, batches) {
 
 /** The per-request steps, built from dist/ exactly as server/gateway.ts wires them (caches warm). */
 async function buildSteps() {
-  const { compilePolicyFiles } = requireDist('policy');
-  const { prepareRequest } = requireDist('gateway/prepare-request');
-  const { parseBearerToken } = requireDist('gateway/inbound-headers');
-  const { buildUpstreamHeaders } = requireDist('gateway/upstream-headers');
+  const { compilePolicyFiles } = requireDist('policy/load-policy-directory');
+  const { prepareRequest } = requireDist('http/prepare-request');
+  const { parseBearerToken } = requireDist('http/inbound-headers');
+  const { buildUpstreamHeaders } = requireDist('http/upstream-headers');
   const { identityHeaders } = requireDist('gateway/identity-headers');
-  const { generateToken, hashToken, isWellFormedToken } = requireDist('sessions/token-hash');
+  const { generateToken, hashToken, isWellFormedToken } = requireDist('domain/token-hash');
   const { SessionCache } = requireDist('sessions/session-cache');
   const { GrantProvider } = requireDist('authz/grant-provider');
   const { DecisionEngine } = requireDist('authz/decision-engine');

@@ -36,7 +36,7 @@ async function resolveRedis(env = process.env) {
 
 /** The gateway's own RedisTokenStore (from dist) under `prefix`. */
 async function connectStore(url, prefix) {
-  const { RedisTokenStore } = requireDist('sessions/redis-token-store');
+  const { RedisTokenStore } = requireDist('adapters/redis/redis-token-store');
   return RedisTokenStore.connect({ url, prefix, commandTimeoutMs: 5000 });
 }
 

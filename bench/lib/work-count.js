@@ -118,8 +118,8 @@ async function main(argv = []) {
     session.connect();
     const bareWork = await countWork(session, `${bare.url}${BENCH_PATH}`, {}, count);
 
-    const { loadConfig } = requireDist('config');
-    const { startGateway } = requireDist('server/gateway');
+    const { loadConfig } = requireDist('app/config');
+    const { startGateway } = requireDist('app/start-gateway');
     const { createLogger } = requireDist('observability/logger');
     const env = {
       PORT: '0',

@@ -1,4 +1,4 @@
-import type { AuditEventRecord } from '../persistence/records';
+import type { AuditEventRecord } from '../domain/records';
 
 /** Longest stored `targetId` (a route target is `METHOD /path`; paths may be 8 KB long). */
 export const MAX_TARGET_LENGTH = 512;

@@ -1,5 +1,5 @@
 import type { Logger } from '../observability/logger';
-import type { IamRepository } from '../persistence/iam-repository';
+import type { IamRepository } from '../domain/iam-repository';
 
 const HOUR_MS = 3_600_000;
 

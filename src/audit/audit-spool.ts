@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import type { AuditEventRecord } from '../persistence/records';
+import type { AuditEventRecord } from '../domain/records';
 
 /**
  * Audit events that could not be written before a stop (database down), kept in a local directory

@@ -1,6 +1,6 @@
 import type { Logger } from '../observability/logger';
-import { DatabaseUnavailableError, type IamRepository } from '../persistence/iam-repository';
-import type { AuditEventRecord } from '../persistence/records';
+import { DatabaseUnavailableError, type IamRepository } from '../domain/iam-repository';
+import type { AuditEventRecord } from '../domain/records';
 import type { AuditSpool } from './audit-spool';
 import { AnonymousDenialLimit, capEvent, describeFailure } from './audit-limits';
 

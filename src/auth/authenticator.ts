@@ -1,4 +1,4 @@
-import type { ProvisioningDocument } from '../persistence/records';
+import type { ProvisioningDocument } from '../domain/records';
 
 /** The login body. */
 export interface LoginRequest {

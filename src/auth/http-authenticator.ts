@@ -1,5 +1,5 @@
 import { Agent, request } from 'undici';
-import { ProblemError } from '../problem';
+import { ProblemError } from '../domain/problem';
 import type { AuthenticationOutcome, IdentityAuthenticator, LoginRequest } from './authenticator';
 import { checkAuthenticatedIdentity } from './identity-validation';
 

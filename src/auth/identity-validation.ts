@@ -1,5 +1,5 @@
 import Ajv from 'ajv';
-import { MAX_PROFILE_SCOPES } from '../authz/grant-limits';
+import { MAX_PROFILE_SCOPES } from '../domain/grant-limits';
 import type { AuthenticatedIdentity } from './authenticator';
 
 /**

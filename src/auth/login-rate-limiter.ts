@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
-import { ProblemError } from '../problem';
-import type { TokenStore } from '../sessions/token-store';
+import { ProblemError } from '../domain/problem';
+import type { TokenStore } from '../domain/token-store';
 
 export interface LoginRateLimits {
   /** Attempts per username + client address that may fail within the window. */

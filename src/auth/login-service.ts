@@ -1,13 +1,13 @@
 import type { AuditTrail } from '../audit/audit-trail';
 import type { Logger } from '../observability/logger';
-import type { IamRepository } from '../persistence/iam-repository';
-import type { ProfileRecord } from '../persistence/records';
-import { ProblemError, problems } from '../problem';
+import type { IamRepository } from '../domain/iam-repository';
+import type { ProfileRecord } from '../domain/records';
+import { ProblemError, problems } from '../domain/problem';
 import type { AuthenticationResult, RequestFacts, SessionService, VerifiedSession } from '../sessions/session-service';
-import type { TokenStore } from '../sessions/token-store';
+import type { TokenStore } from '../domain/token-store';
 import type { AuthenticationOutcome, IdentityAuthenticator, LoginRequest } from './authenticator';
 import type { LoginRateLimiter } from './login-rate-limiter';
-import type { IamPrincipal } from './principal';
+import type { IamPrincipal } from '../domain/principal';
 
 export interface LoginServiceDeps {
   authenticator: IdentityAuthenticator;

@@ -1,4 +1,4 @@
-import { ProblemError } from '../problem';
+import { ProblemError } from '../domain/problem';
 import type { AuthenticationOutcome, IdentityAuthenticator, LoginRequest } from './authenticator';
 import { checkAuthenticatedIdentity } from './identity-validation';
 

@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import type { Worker } from 'node:worker_threads';
-import { ProblemError } from '../problem';
+import { ProblemError } from '../domain/problem';
 import { startLowPriorityWorker } from '../threads/low-priority-worker';
 
 /**

@@ -4,9 +4,9 @@
  * resource instance `{ scopeRefs: [{type, id}], access }` the decision engine checks.
  */
 import type * as Casl from '@casl/ability/dist/types';
-import type { ProfileRecord, ScopeRecord, TemplateRecord } from '../persistence/records';
+import type { ProfileRecord, ScopeRecord, TemplateRecord } from '../domain/records';
 import { GrantAbility, type GrantAlternative } from './grant-ability';
-import { ANY, parsePermissionCode } from './permission-code';
+import { ANY, parsePermissionCode } from '../domain/permission-code';
 
 /**
  * The tsconfig's `moduleResolution: node` ignores package.json `exports`, which is the only place

@@ -7,12 +7,12 @@
  */
 import { codeOfRule } from './grant-ability';
 import { randomUUID } from 'node:crypto';
-import type { IamPrincipal } from '../auth/principal';
+import type { IamPrincipal } from '../domain/principal';
 import type { CompiledPolicy, CompiledRoute, RouteMatch } from '../policy/compiled-policy';
-import { ProblemError, problems, type ProblemCode } from '../problem';
+import { ProblemError, problems, type ProblemCode } from '../domain/problem';
 import { caslSubject, type CompiledGrant } from './ability-compiler';
 import type { AuthorizationDecision, DecisionRoute, FailedStepCode, PassedStepCode } from './decision';
-import { parsePermissionCode } from './permission-code';
+import { parsePermissionCode } from '../domain/permission-code';
 import { decodeResourceId, type ResourceResolverClient, type ScopeRef } from './resource-resolver';
 
 /** Who is asking: the session's principal and the client type it logged in with. */

@@ -3,7 +3,7 @@
  * AuthorizationDecision). The proxy, forward-auth, diagnostics and `policy test` all read this one
  * object: diagnostics is a view of it, never a second evaluator.
  */
-import type { ProblemCode } from '../problem';
+import type { ProblemCode } from '../domain/problem';
 
 /** Steps that passed, in evaluation order. */
 export type PassedStepCode = 'AUTHENTICATED' | 'PROFILE_ACTIVE' | 'PERMISSION_GRANTED' | 'RESOURCE_RESOLVED' | 'SCOPE_GRANTED';

@@ -7,7 +7,7 @@
  * the number of scope groups, whatever the number of codes.
  */
 import type * as Casl from '@casl/ability/dist/types';
-import { ANY } from './permission-code';
+import { ANY } from '../domain/permission-code';
 
 type MongoAbility = Casl.MongoAbility;
 type RawRuleOf<T extends Casl.AnyAbility> = Casl.RawRuleOf<T>;

@@ -4,9 +4,9 @@
  * events channel: every event that can change a grant drops the affected entries, and while the channel
  * is down (`trustCache()` false) the cache is bypassed, since events may be missed.
  */
-import type { IamPrincipal } from '../auth/principal';
-import type { IamRepository } from '../persistence/iam-repository';
-import type { StoreEvent } from '../sessions/token-record';
+import type { IamPrincipal } from '../domain/principal';
+import type { IamRepository } from '../domain/iam-repository';
+import type { StoreEvent } from '../domain/token-record';
 import { approximateGrantBytes, compileGrant, type CompiledGrant } from './ability-compiler';
 import { GrantCache, grantKey } from './grant-cache';
 

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { GatewayConfig } from '../config/gateway-config';
-import { ProblemError } from '../problem';
-import { sendProblem } from './problem-response';
+import type { GatewayConfig } from '../app/config/gateway-config';
+import { ProblemError } from '../domain/problem';
+import { sendProblem } from '../http/problem-response';
 
 type CorsConfig = GatewayConfig['iam']['cors'];
 

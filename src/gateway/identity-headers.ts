@@ -1,4 +1,4 @@
-import type { IamPrincipal } from '../auth/principal';
+import type { IamPrincipal } from '../domain/principal';
 import type { AuthorizationDecision, FailedStepCode } from '../authz/decision';
 
 /** What a decision lets the gateway tell the host: only what it verified. */

@@ -1,6 +1,6 @@
 import type { Logger } from '../observability/logger';
-import type { ProblemError } from '../problem';
-import type { StoreEvent } from '../sessions/token-record';
+import type { ProblemError } from '../domain/problem';
+import type { StoreEvent } from '../domain/token-record';
 
 /** The session an open tunnel was authorized with (null for a public route without one). */
 export interface TunnelSession {

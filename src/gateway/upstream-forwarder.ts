@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Pool, type Dispatcher } from 'undici';
-import { ProblemError } from '../problem';
+import { ProblemError } from '../domain/problem';
 
 export interface ForwarderOptions {
   url: string;

@@ -1,8 +1,8 @@
 import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { Socket } from 'node:net';
-import { ProblemError, problems, toProblem } from '../problem';
-import { sendProblemOnSocket } from './problem-response';
+import { ProblemError, problems, toProblem } from '../domain/problem';
+import { sendProblemOnSocket } from '../http/problem-response';
 import type { TunnelBinding, TunnelRegistry } from './tunnel-registry';
 
 export interface WebSocketForwarderOptions {

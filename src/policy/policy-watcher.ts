@@ -8,7 +8,7 @@ import { compilePolicyFiles, hashPolicyFiles, readPolicyDirectory, type PolicyFi
 import type { PolicyHolder } from './policy-holder';
 import { waitUntilSettled } from './policy-settle';
 
-/** What {@link PolicyReloader} needs; wired by the composition root (src/server/gateway.ts). */
+/** What {@link PolicyReloader} needs; wired by the composition root (src/app/start-gateway.ts). */
 export interface PolicyReloaderOptions {
   /** The policies directory (`iam.policy.dir`), absolute. */
   dir: string;

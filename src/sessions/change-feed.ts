@@ -1,7 +1,7 @@
 import type { Logger } from '../observability/logger';
-import type { IamRepository } from '../persistence/iam-repository';
-import type { StoreEvent } from './token-record';
-import type { TokenStore } from './token-store';
+import type { IamRepository } from '../domain/iam-repository';
+import type { StoreEvent } from '../domain/token-record';
+import type { TokenStore } from '../domain/token-store';
 
 export interface ChangeFeedOptions {
   repository: Pick<IamRepository, 'listChanges' | 'claimChanges' | 'markChangesDelivered'>;

@@ -1,4 +1,4 @@
-import type { SessionRecord } from '../persistence/records';
+import type { SessionRecord } from '../domain/records';
 
 /** The sessions derived from `rootId` through `originSessionId` links, at any depth (cycle-safe). */
 export function derivedSessions(sessions: readonly SessionRecord[], rootId: string): SessionRecord[] {

@@ -1,5 +1,5 @@
 import type { Logger } from '../observability/logger';
-import type { IamRepository } from '../persistence/iam-repository';
+import type { IamRepository } from '../domain/iam-repository';
 
 /**
  * Keeps `lastSeenAt` of sessions without touching the database on the request path: requests note the time

@@ -1,5 +1,5 @@
-import type { RevocationState } from '../persistence/change-log';
-import type { StoreEvent, TokenRecord } from './token-record';
+import type { RevocationState } from '../adapters/postgres/change-log';
+import type { StoreEvent, TokenRecord } from '../domain/token-record';
 
 /**
  * This instance's copy of the durable revocation record (PostgreSQL): the sessions ended before their expiry

@@ -1,4 +1,4 @@
-import type { TokenRecord } from './token-record';
+import type { TokenRecord } from '../domain/token-record';
 
 interface Entry {
   record: TokenRecord;

@@ -1,4 +1,4 @@
-import type { SessionRecord } from '../persistence/records';
+import type { SessionRecord } from '../domain/records';
 
 /**
  * Which live sessions to end so that a user keeps at most `max` (docs/threat-model.md #11.18, `iam.token.max-sessions-per-user`):

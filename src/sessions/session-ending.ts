@@ -1,10 +1,10 @@
 import type { Logger } from '../observability/logger';
-import type { EndedSession, EndSessionsRequest } from '../persistence/change-log';
-import { DatabaseUnavailableError, type IamRepository } from '../persistence/iam-repository';
+import type { EndedSession, EndSessionsRequest } from '../adapters/postgres/change-log';
+import { DatabaseUnavailableError, type IamRepository } from '../domain/iam-repository';
 import type { RevocationRegistry } from './revocation-registry';
 import type { SessionCache } from './session-cache';
-import type { StoreEvent } from './token-record';
-import type { TokenStore } from './token-store';
+import type { StoreEvent } from '../domain/token-record';
+import type { TokenStore } from '../domain/token-store';
 
 export interface SessionEndingDeps {
   store: TokenStore;

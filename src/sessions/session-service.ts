@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { AuditTrail } from '../audit/audit-trail';
-import type { IamPrincipal } from '../auth/principal';
+import type { IamPrincipal } from '../domain/principal';
 import type { Logger } from '../observability/logger';
-import type { IamRepository } from '../persistence/iam-repository';
-import type { SessionRecord, SessionState } from '../persistence/records';
-import { ProblemError, problems } from '../problem';
+import type { IamRepository } from '../domain/iam-repository';
+import type { SessionRecord, SessionState } from '../domain/records';
+import { ProblemError, problems } from '../domain/problem';
 import { derivedSessions } from './derived-sessions';
 import { sessionsOverCap, withOrigins } from './session-cap';
 import { encodeSessionCursor, type SessionPageKey } from './session-cursor';
@@ -12,9 +12,9 @@ import type { LastSeenTracker } from './last-seen-tracker';
 import type { RevocationRegistry } from './revocation-registry';
 import type { SessionCache } from './session-cache';
 import { SessionEnding } from './session-ending';
-import { generateToken, hashToken, isWellFormedToken } from './token-hash';
-import type { StoreEvent, TokenRecord } from './token-record';
-import type { TokenStore } from './token-store';
+import { generateToken, hashToken, isWellFormedToken } from '../domain/token-hash';
+import type { StoreEvent, TokenRecord } from '../domain/token-record';
+import type { TokenStore } from '../domain/token-store';
 
 /** The AuthenticationResult of login and profile switch (docs/http-contract.md). */
 export interface AuthenticationResult {

@@ -5,9 +5,9 @@
  * trail written in the same transaction as each change.
  */
 import { join } from 'node:path';
-import { FULL_GRANT, MikroOrmAdminRepository } from '../../src/persistence/admin-repository';
-import type { AuditEventRecord, ProvisioningDocument } from '../../src/persistence/records';
-import type { RunningGateway } from '../../src/server/gateway';
+import { FULL_GRANT, MikroOrmAdminRepository } from '../../src/adapters/postgres/admin-repository';
+import type { AuditEventRecord, ProvisioningDocument } from '../../src/domain/records';
+import type { RunningGateway } from '../../src/app/start-gateway';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { describeWithRedis, testRedisUrl, uniquePrefix } from '../support/env';
 import { bearer, login, ROOT, startTestGateway } from '../support/gateway';

@@ -5,10 +5,10 @@
  * 403 IAM_ACCESS_DENIED `rule: ESCALATION_PREVENTION` with nothing written; what it holds it can still grant.
  */
 import { join } from 'node:path';
-import { openApiDocument } from '../../src/iam/openapi-document';
-import { MikroOrmAdminRepository, type HeldGrant } from '../../src/persistence/admin-repository';
-import type { ProvisioningDocument } from '../../src/persistence/records';
-import type { RunningGateway } from '../../src/server/gateway';
+import { openApiDocument } from '../../src/api/openapi-document';
+import { MikroOrmAdminRepository, type HeldGrant } from '../../src/adapters/postgres/admin-repository';
+import type { ProvisioningDocument } from '../../src/domain/records';
+import type { RunningGateway } from '../../src/app/start-gateway';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
 import { createResponseValidator } from '../support/openapi-validator';

@@ -6,7 +6,7 @@ import { createPublicKey, generateKeyPairSync, verify } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { RunningGateway } from '../../src/server/gateway';
+import type { RunningGateway } from '../../src/app/start-gateway';
 import { createTestDatabase } from '../support/database';
 import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';

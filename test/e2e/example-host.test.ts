@@ -10,8 +10,8 @@ import { verify } from '@node-rs/argon2';
 import { WebSocket } from 'undici';
 import { parse } from 'yaml';
 import { startHost, type RunningHost } from '../../examples/host/server';
-import { ADMIN_PERMISSIONS } from '../../src/admin/admin-routes';
-import type { ProvisioningDocument } from '../../src/persistence/records';
+import { ADMIN_PERMISSIONS } from '../../src/api/admin-routes';
+import type { ProvisioningDocument } from '../../src/domain/records';
 import { recordedHeader, startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
 
 const ROOT = join(__dirname, '..', '..');

@@ -7,7 +7,7 @@
 import { request as httpRequest } from 'node:http';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { RunningGateway } from '../../src/server/gateway';
+import type { RunningGateway } from '../../src/app/start-gateway';
 import { createTestDatabase } from '../support/database';
 import { binaryAvailable, caddy, nginx, type FrontProxy, type FrontProxyKind } from '../support/front-proxy';
 import { login, ROOT, startTestGateway } from '../support/gateway';

@@ -4,8 +4,8 @@
  */
 import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
-import { hashToken } from '../../src/sessions/token-hash';
-import type { RunningGateway } from '../../src/server/gateway';
+import { hashToken } from '../../src/domain/token-hash';
+import type { RunningGateway } from '../../src/app/start-gateway';
 import { createTestDatabase } from '../support/database';
 import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';

@@ -6,7 +6,7 @@
  * Retry-After) and served per client in turn, so a real login stays fast during a flood.
  */
 import { join } from 'node:path';
-import type { RunningGateway } from '../../src/server/gateway';
+import type { RunningGateway } from '../../src/app/start-gateway';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { testRedisUrl } from '../support/env';
 import { ROOT, startTestGateway } from '../support/gateway';

@@ -6,8 +6,8 @@
  */
 import { join } from 'node:path';
 import Redis from 'ioredis';
-import type { RunningGateway } from '../../src/server/gateway';
-import type { RedisTokenStore } from '../../src/sessions/redis-token-store';
+import type { RunningGateway } from '../../src/app/start-gateway';
+import type { RedisTokenStore } from '../../src/adapters/redis/redis-token-store';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { describeWithRedis, testRedisUrl, uniquePrefix } from '../support/env';
 import { bearer, login, ROOT, startTestGateway } from '../support/gateway';

@@ -8,20 +8,20 @@ import Router from '@koa/router';
 import type { Middleware } from 'koa';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { registerAdminRoutes } from '../../src/admin/admin-routes';
-import { registerAuthRoutes } from '../../src/iam/auth-routes';
-import { registerAuthorizationRoutes } from '../../src/iam/authorization-routes';
-import { HTTP_METHODS, openApiDocument, type HttpMethod, type ParameterObject, type ReferenceObject, type ResponseObject } from '../../src/iam/openapi-document';
-import { registerOpenApiRoutes } from '../../src/iam/openapi-routes';
-import { registerSessionRoutes } from '../../src/iam/session-routes';
-import type { RunningGateway } from '../../src/server/gateway';
+import { registerAdminRoutes } from '../../src/api/admin-routes';
+import { registerAuthRoutes } from '../../src/api/auth-routes';
+import { registerAuthorizationRoutes } from '../../src/api/authorization-routes';
+import { HTTP_METHODS, openApiDocument, type HttpMethod, type ParameterObject, type ReferenceObject, type ResponseObject } from '../../src/api/openapi-document';
+import { registerOpenApiRoutes } from '../../src/api/openapi-routes';
+import { registerSessionRoutes } from '../../src/api/session-routes';
+import type { RunningGateway } from '../../src/app/start-gateway';
 import { createTestDatabase } from '../support/database';
 import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
 import { createResponseValidator, resolvePointer } from '../support/openapi-validator';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
 
 const validator = createResponseValidator(openApiDocument);
-const GATEWAY_SOURCE = join(ROOT, 'src/server/gateway.ts');
+const GATEWAY_SOURCE = join(ROOT, 'src/app/start-gateway.ts');
 
 let upstream: RecordingUpstream;
 let gateway: RunningGateway;

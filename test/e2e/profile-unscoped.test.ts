@@ -7,9 +7,9 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { validateProvisioningDocument } from '../../src/admin/provisioning-file';
-import type { ProvisioningDocument, ScopeRecord } from '../../src/persistence/records';
-import type { RunningGateway } from '../../src/server/gateway';
+import { validateProvisioningDocument } from '../../src/api/provisioning-file';
+import type { ProvisioningDocument, ScopeRecord } from '../../src/domain/records';
+import type { RunningGateway } from '../../src/app/start-gateway';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { bearer, login, startTestGateway } from '../support/gateway';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';

@@ -5,7 +5,7 @@
  */
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import type { RunningGateway } from '../../src/server/gateway';
+import type { RunningGateway } from '../../src/app/start-gateway';
 import { createTestDatabase } from '../support/database';
 import { login, ROOT, startTestGateway } from '../support/gateway';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';

@@ -5,8 +5,8 @@
  * recorded in PostgreSQL. With REDIS_URL two instances share the store; without it one instance plays both.
  */
 import { join } from 'node:path';
-import type { RunningGateway } from '../../src/server/gateway';
-import { hashToken } from '../../src/sessions/token-hash';
+import type { RunningGateway } from '../../src/app/start-gateway';
+import { hashToken } from '../../src/domain/token-hash';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { testRedisUrl, uniquePrefix } from '../support/env';
 import { bearer, login, ROOT, startTestGateway } from '../support/gateway';

@@ -5,7 +5,7 @@
  * share the store; without it one instance plays both.
  */
 import { join } from 'node:path';
-import type { RunningGateway } from '../../src/server/gateway';
+import type { RunningGateway } from '../../src/app/start-gateway';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { testRedisUrl, uniquePrefix } from '../support/env';
 import { bearer, login, ROOT, startTestGateway } from '../support/gateway';

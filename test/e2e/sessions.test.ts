@@ -3,8 +3,8 @@
  * timeout, audit of session events — through the gateway against a real upstream process.
  */
 import { join } from 'node:path';
-import type { RunningGateway } from '../../src/server/gateway';
-import { hashToken } from '../../src/sessions/token-hash';
+import type { RunningGateway } from '../../src/app/start-gateway';
+import { hashToken } from '../../src/domain/token-hash';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';

@@ -7,7 +7,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AuthorizationDecision } from '../../src/authz/decision';
-import type { RunningGateway } from '../../src/server/gateway';
+import type { RunningGateway } from '../../src/app/start-gateway';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { bearer, login, startTestGateway } from '../support/gateway';
 import { recordedHeader, startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';

@@ -4,8 +4,8 @@
  * proxy headers. Tokens stay in the store until purged.
  */
 import { join } from 'node:path';
-import type { RunningGateway } from '../../src/server/gateway';
-import { hashToken } from '../../src/sessions/token-hash';
+import type { RunningGateway } from '../../src/app/start-gateway';
+import { hashToken } from '../../src/domain/token-hash';
 import { createTestDatabase } from '../support/database';
 import { testRedisUrl, uniquePrefix } from '../support/env';
 import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
@@ -64,7 +64,7 @@ if (!redisUrl) console.log('transparent-mode: token-store rollback test NOT run 
   } finally {
     await disabled.close();
   }
-  const { RedisTokenStore } = await import('../../src/sessions/redis-token-store');
+  const { RedisTokenStore } = await import('../../src/adapters/redis/redis-token-store');
   const check = await RedisTokenStore.connect({ url: redisUrl!, prefix });
   try {
     expect(await check.getToken(hashToken(session.accessToken))).not.toBeNull();

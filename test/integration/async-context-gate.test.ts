@@ -1,5 +1,5 @@
 /**
- * The async-context gate (src/persistence/async-context-gate.ts): MikroORM's AsyncLocalStorage instances
+ * The async-context gate (src/adapters/postgres/async-context-gate.ts): MikroORM's AsyncLocalStorage instances
  * are on while ORM work runs and off once none does, so the proxy path runs without Node's async hooks;
  * ORM work keeps its transaction context throughout, and storages the ORM never used are left alone.
  * Runs against the test database (real PostgreSQL when DATABASE_URL is set, PGlite otherwise).
@@ -8,7 +8,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { setTimeout as delay } from 'node:timers/promises';
 import { TransactionContext } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { ormAsyncContextActive, ormWorkInFlight, withOrmContext } from '../../src/persistence/async-context-gate';
+import { ormAsyncContextActive, ormWorkInFlight, withOrmContext } from '../../src/adapters/postgres/async-context-gate';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 
 let db: TestDatabase;

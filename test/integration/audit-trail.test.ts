@@ -9,8 +9,8 @@ import { Writable } from 'node:stream';
 import { AuditRetention } from '../../src/audit/audit-retention';
 import { AuditTrail } from '../../src/audit/audit-trail';
 import { createLogger } from '../../src/observability/logger';
-import { DatabaseUnavailableError } from '../../src/persistence/iam-repository';
-import type { AuditEventRecord } from '../../src/persistence/records';
+import { DatabaseUnavailableError } from '../../src/domain/iam-repository';
+import type { AuditEventRecord } from '../../src/domain/records';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { runCli } from '../support/cli';
 

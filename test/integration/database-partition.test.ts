@@ -5,8 +5,8 @@
  * Retry-After within the configured timeouts (the defaults here), never 500 and never the whole partition.
  */
 import { join } from 'node:path';
-import { isConnectionFailure } from '../../src/persistence/connection-failure';
-import type { RunningGateway } from '../../src/server/gateway';
+import { isConnectionFailure } from '../../src/adapters/postgres/connection-failure';
+import type { RunningGateway } from '../../src/app/start-gateway';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { testDatabaseUrl } from '../support/env';
 import { bearer, login, ROOT, startTestGateway } from '../support/gateway';

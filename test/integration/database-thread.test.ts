@@ -1,14 +1,14 @@
 /**
- * The database thread (src/persistence/database-thread.ts): the gateway's repositories run on their own
+ * The database thread (src/adapters/postgres/database-thread.ts): the gateway's repositories run on their own
  * worker thread, behind the same interfaces. Calls answer as in-process calls do (values with their Dates,
  * errors with their classes), a thread that dies fails its calls closed and comes back on the next call, and
  * the thread runs at a lower priority than the proxy. Against the test database (PostgreSQL or PGlite).
  */
-import { FULL_GRANT } from '../../src/persistence/admin-escalation';
-import { AdminWriteError } from '../../src/persistence/admin-write-support';
-import type { DatabaseSettings } from '../../src/persistence/database';
-import { DATABASE_THREAD_NICE, openDatabaseThread, type DatabaseThread } from '../../src/persistence/database-thread';
-import { DatabaseUnavailableError, ProvisioningError } from '../../src/persistence/iam-repository';
+import { FULL_GRANT } from '../../src/adapters/postgres/admin-escalation';
+import { AdminWriteError } from '../../src/adapters/postgres/admin-write-support';
+import type { DatabaseSettings } from '../../src/adapters/postgres/database';
+import { DATABASE_THREAD_NICE, openDatabaseThread, type DatabaseThread } from '../../src/adapters/postgres/database-thread';
+import { DatabaseUnavailableError, ProvisioningError } from '../../src/domain/iam-repository';
 import { createTestDatabase } from '../support/database';
 import { testDatabaseKind, testDatabaseUrl } from '../support/env';
 import { threadNiceValues } from '../support/threads';

@@ -6,9 +6,9 @@
 import { spawn } from 'node:child_process';
 import { readFileSync, readdirSync, readlinkSync, statSync } from 'node:fs';
 import { MikroORM } from '@mikro-orm/postgresql';
-import type { EmbeddedDatabase } from '../../src/persistence/embedded-database';
-import { startEmbeddedDatabaseProcess } from '../../src/persistence/embedded-database-process';
-import { connectionOptions } from '../../src/persistence/orm';
+import type { EmbeddedDatabase } from '../../src/adapters/pglite/embedded-database';
+import { startEmbeddedDatabaseProcess } from '../../src/adapters/pglite/embedded-database-process';
+import { connectionOptions } from '../../src/adapters/postgres/orm';
 
 /** The socket directory named by an embedded database URL (libpq's `?host=/dir`). */
 function socketDirOf(url: string): string {

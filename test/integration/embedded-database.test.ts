@@ -5,7 +5,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openDatabase } from '../../src/persistence/database';
+import { openDatabase } from '../../src/adapters/postgres/database';
 import { testConfig } from '../support/gateway';
 
 function embeddedConfig(dir: string): ReturnType<typeof testConfig> {

@@ -6,9 +6,9 @@
  * and gets NOPERM on SUBSCRIBE), then gets it back. The shared Redis is never touched.
  */
 import { join } from 'node:path';
-import type { RunningGateway } from '../../src/server/gateway';
-import { hashToken } from '../../src/sessions/token-hash';
-import type { RedisTokenStore } from '../../src/sessions/redis-token-store';
+import type { RunningGateway } from '../../src/app/start-gateway';
+import { hashToken } from '../../src/domain/token-hash';
+import type { RedisTokenStore } from '../../src/adapters/redis/redis-token-store';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
 import { privateRedisAvailable, startPrivateRedis, type PrivateRedis } from '../support/private-redis';

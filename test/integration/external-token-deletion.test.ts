@@ -7,8 +7,8 @@
  * to the shared one).
  */
 import { join } from 'node:path';
-import { main } from '../../src/main';
-import type { RunningGateway } from '../../src/server/gateway';
+import { main } from '../../src/app/main';
+import type { RunningGateway } from '../../src/app/start-gateway';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { uniquePrefix } from '../support/env';
 import { bearer, login, ROOT, startTestGateway } from '../support/gateway';

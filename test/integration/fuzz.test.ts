@@ -9,9 +9,9 @@
 import fc from 'fast-check';
 import { connect } from 'node:net';
 import { join } from 'node:path';
-import type { IamPrincipal } from '../../src/auth/principal';
-import { normalizeRequestTarget } from '../../src/gateway/normalize-target';
-import type { RunningGateway } from '../../src/server/gateway';
+import type { IamPrincipal } from '../../src/domain/principal';
+import { normalizeRequestTarget } from '../../src/http/normalize-target';
+import type { RunningGateway } from '../../src/app/start-gateway';
 import { createTestDatabase } from '../support/database';
 import { login, ROOT, startTestGateway } from '../support/gateway';
 import { recordedHeader, startRecordingUpstream, type RecordedRequest, type RecordingUpstream } from '../support/recording-upstream';

@@ -4,10 +4,10 @@
  * the mapping of an unreachable database to DatabaseUnavailableError.
  */
 import { createServer } from 'node:net';
-import { DatabaseUnavailableError, ProvisioningError, type IamRepository } from '../../src/persistence/iam-repository';
-import { MikroOrmIamRepository } from '../../src/persistence/mikro-orm-iam-repository';
-import { createOrm } from '../../src/persistence/orm';
-import type { AuditEventRecord, ProvisioningDocument, SessionRecord } from '../../src/persistence/records';
+import { DatabaseUnavailableError, ProvisioningError, type IamRepository } from '../../src/domain/iam-repository';
+import { MikroOrmIamRepository } from '../../src/adapters/postgres/mikro-orm-iam-repository';
+import { createOrm } from '../../src/adapters/postgres/orm';
+import type { AuditEventRecord, ProvisioningDocument, SessionRecord } from '../../src/domain/records';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 
 /** A complete provisioning document (templates, users, identities, profiles, scopes). */

@@ -3,10 +3,10 @@
  * PGlite, or real PostgreSQL when DATABASE_URL is set.
  */
 import type { MikroORM } from '@mikro-orm/postgresql';
-import type { GatewayConfig } from '../../src/config/gateway-config';
-import { openDatabase } from '../../src/persistence/database';
-import { IAM_MIGRATIONS } from '../../src/persistence/migration-list';
-import { migrateDown, migrateUp, migrationStatus } from '../../src/persistence/migrator';
+import type { GatewayConfig } from '../../src/app/config/gateway-config';
+import { openDatabase } from '../../src/adapters/postgres/database';
+import { IAM_MIGRATIONS } from '../../src/adapters/postgres/migration-list';
+import { migrateDown, migrateUp, migrationStatus } from '../../src/adapters/postgres/migrator';
 import { createTestOrm, DEFAULT_HISTORY_TABLE, dropPublicSchema } from '../support/database';
 import { testDatabaseKind, testDatabaseUrl } from '../support/env';
 

@@ -5,7 +5,7 @@
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { createLogger } from '../../src/observability/logger';
-import { startGateway, type RunningGateway } from '../../src/server/gateway';
+import { startGateway, type RunningGateway } from '../../src/app/start-gateway';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { describeWithRedis, testDatabaseUrl, testRedisUrl } from '../support/env';
 import { bearer, login, ROOT, testConfig } from '../support/gateway';

@@ -4,8 +4,8 @@
  */
 import { join } from 'node:path';
 import { decide, openAuthorizationEngine, ProblemError, require as requireAllowed } from '../../src';
-import { readProvisioningFile } from '../../src/admin/provisioning-file';
-import type { IamPrincipal } from '../../src/auth/principal';
+import { readProvisioningFile } from '../../src/api/provisioning-file';
+import type { IamPrincipal } from '../../src/domain/principal';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { ROOT, testConfig } from '../support/gateway';
 

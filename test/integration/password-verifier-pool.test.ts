@@ -6,7 +6,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { hashPassword } from '../../src/auth/password-hash';
 import { PASSWORD_THREAD_NICE, PasswordVerifierPool } from '../../src/auth/password-verifier-pool';
-import { ProblemError } from '../../src/problem';
+import { ProblemError } from '../../src/domain/problem';
 import { threadNiceValues } from '../support/threads';
 
 const ROOT = join(__dirname, '..', '..');

@@ -10,7 +10,7 @@ import { createMetrics, type GatewayMetrics } from '../../src/observability/metr
 import { loadPolicyDirectory } from '../../src/policy/load-policy-directory';
 import { PolicyHolder } from '../../src/policy/policy-holder';
 import { PolicyReloader } from '../../src/policy/policy-watcher';
-import type { RunningGateway } from '../../src/server/gateway';
+import type { RunningGateway } from '../../src/app/start-gateway';
 import { createTestDatabase } from '../support/database';
 import { startTestGateway } from '../support/gateway';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';

@@ -5,7 +5,7 @@
  * This file always runs: without DATABASE_URL it relays to PGlite.
  */
 import { join } from 'node:path';
-import type { RunningGateway } from '../../src/server/gateway';
+import type { RunningGateway } from '../../src/app/start-gateway';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { testDatabaseKind, testDatabaseUrl } from '../support/env';
 import { bearer, login, ROOT, startTestGateway } from '../support/gateway';

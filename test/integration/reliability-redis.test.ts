@@ -6,8 +6,8 @@
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import type { RunningGateway } from '../../src/server/gateway';
-import { hashToken } from '../../src/sessions/token-hash';
+import type { RunningGateway } from '../../src/app/start-gateway';
+import { hashToken } from '../../src/domain/token-hash';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { testRedisUrl } from '../support/env';
 import { bearer, login, ROOT, startTestGateway } from '../support/gateway';

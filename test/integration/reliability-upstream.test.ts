@@ -9,7 +9,7 @@ import { createServer as createHttpServer, request as httpRequest, type Server }
 import { createServer as createNetServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { RunningGateway } from '../../src/server/gateway';
+import type { RunningGateway } from '../../src/app/start-gateway';
 import { createTestDatabase } from '../support/database';
 import { bearer, login, startTestGateway } from '../support/gateway';
 import { recordedHeader, startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';

@@ -5,9 +5,9 @@
  */
 import { join } from 'node:path';
 import Redis from 'ioredis';
-import type { RunningGateway } from '../../src/server/gateway';
-import { RedisTokenStore } from '../../src/sessions/redis-token-store';
-import { hashToken } from '../../src/sessions/token-hash';
+import type { RunningGateway } from '../../src/app/start-gateway';
+import { RedisTokenStore } from '../../src/adapters/redis/redis-token-store';
+import { hashToken } from '../../src/domain/token-hash';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { uniquePrefix } from '../support/env';
 import { bearer, login, ROOT, startTestGateway } from '../support/gateway';

@@ -6,17 +6,17 @@
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { Redis } from 'ioredis';
-import { MemoryTokenStore } from '../../src/sessions/memory-token-store';
-import { RedisTokenStore, escapeGlob } from '../../src/sessions/redis-token-store';
+import { MemoryTokenStore } from '../../src/adapters/memory/memory-token-store';
+import { RedisTokenStore, escapeGlob } from '../../src/adapters/redis/redis-token-store';
 import {
   TOKEN_LENGTH,
   TOKEN_PREFIX,
   generateToken,
   hashToken,
   isWellFormedToken,
-} from '../../src/sessions/token-hash';
-import type { StoreEvent, TokenRecord } from '../../src/sessions/token-record';
-import { StoreUnavailableError, type TokenStore } from '../../src/sessions/token-store';
+} from '../../src/domain/token-hash';
+import type { StoreEvent, TokenRecord } from '../../src/domain/token-record';
+import { StoreUnavailableError, type TokenStore } from '../../src/domain/token-store';
 import { testRedisUrl, uniquePrefix } from '../support/env';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));

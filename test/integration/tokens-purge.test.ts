@@ -3,9 +3,9 @@
  * rollback step), reports how many, and leaves every other key alone.
  */
 import Redis from 'ioredis';
-import { main } from '../../src/main';
-import { RedisTokenStore } from '../../src/sessions/redis-token-store';
-import { generateToken, hashToken } from '../../src/sessions/token-hash';
+import { main } from '../../src/app/main';
+import { RedisTokenStore } from '../../src/adapters/redis/redis-token-store';
+import { generateToken, hashToken } from '../../src/domain/token-hash';
 import { describeWithRedis, testRedisUrl, uniquePrefix } from '../support/env';
 
 const redisUrl = testRedisUrl();

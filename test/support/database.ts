@@ -4,10 +4,10 @@
  * (jest.config.js maxWorkers 1), so each may drop and recreate the `public` schema.
  */
 import type { MikroORM } from '@mikro-orm/postgresql';
-import type { IamRepository } from '../../src/persistence/iam-repository';
-import { migrateUp } from '../../src/persistence/migrator';
-import { MikroOrmIamRepository } from '../../src/persistence/mikro-orm-iam-repository';
-import { createOrm } from '../../src/persistence/orm';
+import type { IamRepository } from '../../src/domain/iam-repository';
+import { migrateUp } from '../../src/adapters/postgres/migrator';
+import { MikroOrmIamRepository } from '../../src/adapters/postgres/mikro-orm-iam-repository';
+import { createOrm } from '../../src/adapters/postgres/orm';
 import { testDatabaseKind, testDatabaseUrl } from './env';
 
 export interface TestDatabase {

@@ -1,9 +1,9 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig } from '../../src/config';
-import type { GatewayConfig } from '../../src/config/gateway-config';
+import { loadConfig } from '../../src/app/config';
+import type { GatewayConfig } from '../../src/app/config/gateway-config';
 import { createLogger } from '../../src/observability/logger';
-import { startGateway, type RunningGateway } from '../../src/server/gateway';
+import { startGateway, type RunningGateway } from '../../src/app/start-gateway';
 import { testDatabaseKind, testDatabaseUrl, testRedisUrl, uniquePrefix } from './env';
 
 export const ROOT = join(__dirname, '..', '..');

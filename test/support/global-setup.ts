@@ -3,7 +3,7 @@
  * whole run and hand its URL to the test files. With DATABASE_URL set (CI), the real
  * PostgreSQL is used. Tests learn which through IAM_TEST_DATABASE_KIND / IAM_TEST_REDIS_KIND.
  */
-import { startEmbeddedDatabase, type EmbeddedDatabase } from '../../src/persistence/embedded-database';
+import { startEmbeddedDatabase, type EmbeddedDatabase } from '../../src/adapters/pglite/embedded-database';
 
 declare global {
   // eslint-disable-next-line no-var

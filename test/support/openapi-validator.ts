@@ -15,7 +15,7 @@ import {
   type OperationObject,
   type ReferenceObject,
   type ResponseObject,
-} from '../../src/iam/openapi-document';
+} from '../../src/api/openapi-document';
 
 /** Where the component schemas live for ajv; document refs are rewritten to it. */
 const SCHEMA_BASE = 'https://iam-gateway.dev/openapi/components/schemas/';

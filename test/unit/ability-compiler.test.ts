@@ -1,6 +1,6 @@
 import { caslSubject, compileGrant } from '../../src/authz/ability-compiler';
-import { isValidPermissionCode, parsePermissionCode } from '../../src/authz/permission-code';
-import type { ProfileRecord, ScopeRecord } from '../../src/persistence/records';
+import { isValidPermissionCode, parsePermissionCode } from '../../src/domain/permission-code';
+import type { ProfileRecord, ScopeRecord } from '../../src/domain/records';
 
 function grantOf(permissions: string[], scopes: ScopeRecord[] = []) {
   const profile: ProfileRecord = {

@@ -2,9 +2,9 @@
  * #11.25: the change feed's reader and deliverer (src/sessions/change-feed.ts) over a fake repository: rows
  * that commit out of id order are not skipped, and a row whose delivery failed is delivered by a later round.
  */
-import type { ChangeRow } from '../../src/persistence/change-log';
+import type { ChangeRow } from '../../src/adapters/postgres/change-log';
 import { ChangeFeed } from '../../src/sessions/change-feed';
-import type { StoreEvent } from '../../src/sessions/token-record';
+import type { StoreEvent } from '../../src/domain/token-record';
 
 const event = (userId: string): StoreEvent => ({ type: 'authorization-changed', userId });
 

@@ -1,8 +1,8 @@
 /**
- * #11.9: the client address every rate limit, audit row and log line uses (src/gateway/client-address.ts).
+ * #11.9: the client address every rate limit, audit row and log line uses (src/http/client-address.ts).
  */
-import { clientAddressOf } from '../../src/gateway/client-address';
-import { compileTrustedProxies } from '../../src/gateway/trusted-proxies';
+import { clientAddressOf } from '../../src/http/client-address';
+import { compileTrustedProxies } from '../../src/http/trusted-proxies';
 
 const trusted = compileTrustedProxies(['10.0.0.0/8', '::1']);
 

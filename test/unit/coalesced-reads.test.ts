@@ -1,5 +1,5 @@
-/** CoalescedReads (src/sessions/coalesced-reads.ts): one multi-key read per event-loop turn, failing closed. */
-import { CoalescedReads } from '../../src/sessions/coalesced-reads';
+/** CoalescedReads (src/adapters/redis/coalesced-reads.ts): one multi-key read per event-loop turn, failing closed. */
+import { CoalescedReads } from '../../src/adapters/redis/coalesced-reads';
 
 const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { parseDocument } from 'yaml';
-import { ConfigError, listConfigKeys, loadConfig, parseByteSize, parseDuration, type GatewayConfig } from '../../src/config';
+import { ConfigError, listConfigKeys, loadConfig, parseByteSize, parseDuration, type GatewayConfig } from '../../src/app/config';
 
 const repoRoot = path.resolve(__dirname, '../..');
 const defaultFile = path.join(repoRoot, 'config/default.yaml');

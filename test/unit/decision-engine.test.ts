@@ -6,16 +6,16 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Ajv, { type JSONSchemaType } from 'ajv';
 import { parse as parseYaml } from 'yaml';
-import type { IamPrincipal } from '../../src/auth/principal';
-import { decide, require as requireAllowed } from '../../src/authz';
+import type { IamPrincipal } from '../../src/domain/principal';
+import { decide, require as requireAllowed } from '../../src/authz/decide';
 import { DecisionEngine, problemFromDecision, type DecisionSubject } from '../../src/authz/decision-engine';
 import { GrantProvider } from '../../src/authz/grant-provider';
 import type { ResolveResult } from '../../src/authz/resource-resolver';
 import type { CompiledPolicy, DefaultAction, ResourceResolverConfig } from '../../src/policy/compiled-policy';
 import { compilePolicyFiles } from '../../src/policy/load-policy-directory';
-import { DatabaseUnavailableError } from '../../src/persistence/iam-repository';
-import type { ProfileRecord, ScopeRecord, TemplateRecord, UserRecord } from '../../src/persistence/records';
-import { isProblemError } from '../../src/problem';
+import { DatabaseUnavailableError } from '../../src/domain/iam-repository';
+import type { ProfileRecord, ScopeRecord, TemplateRecord, UserRecord } from '../../src/domain/records';
+import { isProblemError } from '../../src/domain/problem';
 
 const FIXTURES = join(__dirname, '../fixtures/decisions');
 const STEP_CODES = [

@@ -3,16 +3,16 @@
  * profile: 400 IAM_VALIDATION_FAILED at the admin API, the provisioning file and authenticator projections),
  * and the grant cache is bounded by approximate memory, not only by entry count.
  */
-import { scopesBodySchema, templateBodySchema } from '../../src/admin/admin-schemas';
-import { ProvisioningFileError, validateProvisioningDocument } from '../../src/admin/provisioning-file';
+import { scopesBodySchema, templateBodySchema } from '../../src/api/admin-schemas';
+import { ProvisioningFileError, validateProvisioningDocument } from '../../src/api/provisioning-file';
 import { checkAuthenticatedIdentity } from '../../src/auth/identity-validation';
 import { approximateGrantBytes, compileGrant } from '../../src/authz/ability-compiler';
 import { GrantCache } from '../../src/authz/grant-cache';
-import { MAX_PROFILE_SCOPES, MAX_TEMPLATE_PERMISSIONS } from '../../src/authz/grant-limits';
+import { MAX_PROFILE_SCOPES, MAX_TEMPLATE_PERMISSIONS } from '../../src/domain/grant-limits';
 import { GrantProvider } from '../../src/authz/grant-provider';
-import { assertValid, createBodyValidator } from '../../src/iam/validate-body';
-import type { ProfileRecord, ScopeRecord, TemplateRecord, UserRecord } from '../../src/persistence/records';
-import { ProblemError } from '../../src/problem';
+import { assertValid, createBodyValidator } from '../../src/api/validate-body';
+import type { ProfileRecord, ScopeRecord, TemplateRecord, UserRecord } from '../../src/domain/records';
+import { ProblemError } from '../../src/domain/problem';
 
 const codes = (n: number): string[] => Array.from({ length: n }, (_, i) => `res${i}:read`);
 const scopes = (n: number): ScopeRecord[] => Array.from({ length: n }, (_, i) => ({ scopeType: `TYPE${i}`, scopeRefId: String(i), accessMode: 'READ' }));

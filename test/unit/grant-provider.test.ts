@@ -1,8 +1,8 @@
-import type { IamPrincipal } from '../../src/auth/principal';
+import type { IamPrincipal } from '../../src/domain/principal';
 import { GrantCache, grantKey } from '../../src/authz/grant-cache';
 import { GrantProvider } from '../../src/authz/grant-provider';
-import { DatabaseUnavailableError } from '../../src/persistence/iam-repository';
-import type { ProfileRecord, TemplateRecord, UserRecord } from '../../src/persistence/records';
+import { DatabaseUnavailableError } from '../../src/domain/iam-repository';
+import type { ProfileRecord, TemplateRecord, UserRecord } from '../../src/domain/records';
 
 /** An in-memory repository whose reads can be held open to interleave events with loads. */
 class FakeRepository {

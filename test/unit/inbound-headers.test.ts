@@ -1,4 +1,4 @@
-import { inspectRequestHeaders, parseBearerToken, type BearerCredential } from '../../src/gateway/inbound-headers';
+import { inspectRequestHeaders, parseBearerToken, type BearerCredential } from '../../src/http/inbound-headers';
 
 type InspectRow = { name: string; rawHeaders: string[]; expect: { authorization: string | null } | { refused: string } };
 

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
-import { normalizeRequestTarget } from '../../src/gateway/normalize-target';
-import type { NormalizeOptions } from '../../src/gateway/request-target';
+import { normalizeRequestTarget } from '../../src/http/normalize-target';
+import type { NormalizeOptions } from '../../src/http/request-target';
 
 const defaults: NormalizeOptions = { allowPathParameters: false, host: 'gw.local' };
 

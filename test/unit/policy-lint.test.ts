@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import type { CompiledPolicy, PolicyIssue } from '../../src/policy/compiled-policy';
 import { compilePolicyFiles } from '../../src/policy/load-policy-directory';
-import { checkPolicyDirectory, isGranted, lintPolicy } from '../../src/policy/policy-lint';
+import { checkPolicyDirectory, isGranted, lintPolicy } from '../../src/policy-tools/policy-lint';
 import { runPolicyCheck } from '../support/policy-cli';
 
 const FIXTURES = join(__dirname, '../fixtures/policy-check');

@@ -5,7 +5,7 @@
  */
 import type { PolicyIssue, PolicyLoadResult } from '../../src/policy/compiled-policy';
 import { compilePolicyFiles } from '../../src/policy/load-policy-directory';
-import { lintPolicy } from '../../src/policy/policy-lint';
+import { lintPolicy } from '../../src/policy-tools/policy-lint';
 import { RouteTree, type MatchCounter } from '../../src/policy/route-tree';
 
 function compile(files: Record<string, string>): PolicyLoadResult {

@@ -1,4 +1,4 @@
-import { PROBLEM_CATALOG, ProblemError, problems, toProblem } from '../../src/problem';
+import { PROBLEM_CATALOG, ProblemError, problems, toProblem } from '../../src/domain/problem';
 
 describe('problem catalog', () => {
   it('builds an RFC 9457 body with code, status and request id', () => {

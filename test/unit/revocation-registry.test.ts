@@ -1,6 +1,6 @@
 /** #11.28/#11.29: the in-memory copy of the durable revocation record (src/sessions/revocation-registry.ts). */
 import { RevocationRegistry } from '../../src/sessions/revocation-registry';
-import type { TokenRecord } from '../../src/sessions/token-record';
+import type { TokenRecord } from '../../src/domain/token-record';
 
 const record = (sessionId: string, userId: string, sessionEpoch?: number): TokenRecord => ({
   sessionId,

@@ -1,4 +1,4 @@
-import { compileTrustedProxies } from '../../src/gateway/trusted-proxies';
+import { compileTrustedProxies } from '../../src/http/trusted-proxies';
 
 type Row = { name: string; list: string[]; trusted: Array<string | undefined>; untrusted: Array<string | undefined> };
 

@@ -1,7 +1,7 @@
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
-import { buildUpstreamHeaders, unmapIpv4, type UpstreamHeaderInput } from '../../src/gateway/upstream-headers';
+import { buildUpstreamHeaders, unmapIpv4, type UpstreamHeaderInput } from '../../src/http/upstream-headers';
 
 /** #11.17: headers hosts and frameworks read as the client address or the original host. */
 const CLIENT_ADDRESS_HEADERS = [

@@ -1,0 +1,107 @@
+import { OptimisticLockError, UniqueConstraintViolationException } from '@mikro-orm/core';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { AuditEventEntity } from './entities/audit-event-entity';
+import type { HeldGrant } from './admin-escalation';
+import type { AuditEventRecord } from '../../domain/records';
+
+/** Who made an admin change, and in which request (the rest of the audit row is filled in by the write). */
+export interface AdminAuditContext {
+  actorUserId: string;
+  requestId: string | null;
+  clientAddress: string | null;
+  /** What the actor's active profile grants: the most the write may grant (admin-escalation.ts). */
+  holds: HeldGrant;
+}
+
+/** Why an admin write changed nothing; the admin service maps the kind to a problem code. */
+export type AdminWriteErrorKind = 'not-found' | 'conflict' | 'unknown-reference' | 'forbidden';
+
+/**
+ * An admin write refused for a reason the caller can fix (unknown target, stale version, a body naming a
+ * user or template that does not exist, a grant the actor does not hold). Thrown inside the transaction, so nothing — not even the audit
+ * row — was written.
+ */
+export class AdminWriteError extends Error {
+  constructor(
+    readonly kind: AdminWriteErrorKind,
+    message: string,
+    /** JSON pointers into the request body with what is wrong there (for `unknown-reference`). */
+    readonly problems: Array<{ pointer: string; message: string }> = [],
+  ) {
+    super(message);
+    this.name = 'AdminWriteError';
+  }
+}
+
+/** A user whose authorization version an admin write raised (live sessions must recompile permissions). */
+export interface RaisedAuthorization {
+  userId: string;
+  authorizationVersion: number;
+}
+
+/**
+ * Inserts the audit row of an admin change inside the caller's transaction, as its last statement: if the
+ * change fails the row is never written, and if the row cannot be written the change is rolled back.
+ */
+export async function insertAdminAudit(
+  em: EntityManager,
+  context: AdminAuditContext,
+  event: { action: string; targetType: string; targetId: string; details: Record<string, unknown> },
+): Promise<void> {
+  const row: Omit<AuditEventRecord, 'id'> = {
+    occurredAt: new Date(),
+    actorUserId: context.actorUserId,
+    action: event.action,
+    targetType: event.targetType,
+    targetId: event.targetId,
+    outcome: 'success',
+    requestId: context.requestId,
+    decisionId: null,
+    clientAddress: context.clientAddress,
+    details: event.details,
+  };
+  await em.insert(AuditEventEntity, row);
+}
+
+/**
+ * Takes the row lock of `table` for `key` (`select … for update`), serializing concurrent admin writes to
+ * the same object until commit. Resolves false when there is no such row (yet).
+ */
+export async function lockRow(em: EntityManager, table: string, keyColumn: string, key: string): Promise<boolean> {
+  const rows = await em.execute<Array<{ found: number }>>(`select 1 as found from "${table}" where "${keyColumn}" = ? for update`, [key]);
+  return rows.length > 0;
+}
+
+/**
+ * Raises the authorization version of one user, or of every user with a profile on `templateVersionId`,
+ * in SQL (`version + 1` keeps the user's optimistic lock honest). Do not call it for a user entity that is
+ * loaded and modified in the same entity manager.
+ */
+export async function raiseAuthorizationVersions(
+  em: EntityManager,
+  target: { userId: string } | { templateVersionId: string },
+): Promise<RaisedAuthorization[]> {
+  const where =
+    'userId' in target
+      ? { sql: 'user_id = ?', param: target.userId }
+      : { sql: 'user_id in (select user_id from iam_profiles where template_version_id = ?)', param: target.templateVersionId };
+  const rows = await em.execute<Array<{ user_id: string; authorization_version: number }>>(
+    `update iam_users set authorization_version = authorization_version + 1, version = version + 1, updated_at = now()
+     where ${where.sql} returning user_id, authorization_version`,
+    [where.param],
+  );
+  return rows.map((row) => ({ userId: row.user_id, authorizationVersion: Number(row.authorization_version) })).sort((a, b) => (a.userId < b.userId ? -1 : 1));
+}
+
+/** Two admins creating the same object at once: the loser gets a conflict, never a 500. */
+export function toAdminWriteError(error: unknown): unknown {
+  if (error instanceof UniqueConstraintViolationException) return new AdminWriteError('conflict', 'The object was created concurrently; retry.');
+  if (error instanceof OptimisticLockError) return new AdminWriteError('conflict', 'The object was changed concurrently; retry.');
+  return error;
+}
+
+/** The fields whose values differ between two summaries (for the audit row's `changed`). */
+export function changedFields(before: Record<string, unknown> | null, after: Record<string, unknown>): string[] {
+  if (before === null) return Object.keys(after);
+  return Object.keys(after).filter((key) => JSON.stringify(before[key]) !== JSON.stringify(after[key]));
+}

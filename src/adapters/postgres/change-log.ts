@@ -1,0 +1,212 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import type { StoreEvent } from '../../domain/token-record';
+
+/**
+ * The change feed (`iam_changes`, a transactional outbox): every change other gateway instances must act on
+ * is written as a row in the transaction that makes the change, so it exists exactly when the change does.
+ * A deliverer applies each row's token-store effects and publishes it until done; every instance also reads
+ * the feed on an interval, so a lost publish is seen within that interval (docs/threat-model.md, "How revocation and changes reach every instance").
+ */
+
+/** Which sessions to end (all conditions combine; only sessions still live are touched). */
+export interface EndSessionsRequest {
+  userId: string;
+  /** Stored as revoke_reason (not for a logout). */
+  reason: string;
+  /** Sets logout_at instead of revoked_at. */
+  logout?: boolean;
+  /** Only these sessions. */
+  sessionIds?: string[];
+  /** Every live session of the user except this one (null: every live session). */
+  allExcept?: string | null;
+  /** Only sessions opened through this identity. */
+  identityId?: string;
+  /** Raise the user's session epoch: every token issued before is refused, also one not recorded yet. */
+  raiseEpoch?: boolean;
+  at: Date;
+}
+
+export interface EndedSession {
+  sessionId: string;
+  tokenHash: string;
+  expiresAt: Date;
+}
+
+export interface EndSessionsResult {
+  ended: EndedSession[];
+  /** The user's new session epoch when it was raised. */
+  sessionEpoch: number | null;
+}
+
+/** Who caused a change, for audit rows written in the same transaction (null actor: provisioning). */
+export interface ChangeActor {
+  actorUserId: string | null;
+  requestId: string | null;
+  clientAddress: string | null;
+}
+
+/** "This principal changed": the one path by which the admin API, provisioning and logins end or downgrade sessions. */
+export type PrincipalChange =
+  | { kind: 'user-disabled'; userId: string }
+  | { kind: 'identity-disabled'; userId: string; identityId: string }
+  | { kind: 'authorization-changed'; userId: string; authorizationVersion?: number }
+  | { kind: 'profile-changed'; userId: string; profileId: string }
+  | { kind: 'template-changed'; versionId: string };
+
+export interface ChangeRow {
+  id: number;
+  event: StoreEvent;
+}
+
+/** What an instance loads at start: revoked sessions that have not expired and raised session epochs. */
+export interface RevocationState {
+  /** Read the feed after this id (a minute back, so transactions committing late are not missed). */
+  cursor: number;
+  sessions: Array<{ sessionId: string; expiresAt: Date }>;
+  epochs: Array<{ userId: string; sessionEpoch: number }>;
+}
+
+export async function insertChanges(em: EntityManager, events: StoreEvent[]): Promise<void> {
+  if (events.length === 0) return;
+  const values = events.map(() => '(cast(? as jsonb))').join(', ');
+  await em.execute(`insert into iam_changes (event) values ${values}`, events.map((event) => JSON.stringify(event)));
+}
+
+/** Ends live sessions in the caller's transaction and writes their change rows (and audit rows with `actor`). */
+export async function endSessionsInTx(em: EntityManager, request: EndSessionsRequest, actor?: ChangeActor): Promise<EndSessionsResult> {
+  let sessionEpoch: number | null = null;
+  if (request.raiseEpoch) {
+    const rows = await em.execute<Array<{ session_epoch: number }>>(
+      'update iam_users set session_epoch = session_epoch + 1, version = version + 1, updated_at = now() where user_id = ? returning session_epoch',
+      [request.userId],
+    );
+    sessionEpoch = rows[0] === undefined ? null : Number(rows[0].session_epoch);
+  }
+  const where = ['user_id = ?', 'revoked_at is null', 'logout_at is null', 'expires_at > ?'];
+  const params: unknown[] = [request.userId, request.at];
+  if (request.sessionIds !== undefined) {
+    if (request.sessionIds.length === 0) where.push('false');
+    else where.push(`session_id in (${request.sessionIds.map(() => '?').join(', ')})`);
+    params.push(...request.sessionIds);
+  }
+  if (typeof request.allExcept === 'string') {
+    where.push('session_id <> ?');
+    params.push(request.allExcept);
+  }
+  if (request.identityId !== undefined) {
+    where.push('identity_id = ?');
+    params.push(request.identityId);
+  }
+  const set = request.logout ? 'logout_at = ?' : 'revoked_at = ?, revoke_reason = ?';
+  const setParams = request.logout ? [request.at] : [request.at, request.reason];
+  const rows = await em.execute<Array<{ session_id: string; token_hash: string; expires_at: Date | string }>>(
+    `update iam_sessions set ${set} where ${where.join(' and ')} returning session_id, token_hash, expires_at`,
+    [...setParams, ...params],
+  );
+  const ended = rows.map((row) => ({ sessionId: row.session_id, tokenHash: row.token_hash, expiresAt: new Date(row.expires_at) }));
+  const reason = request.logout ? 'logout' : request.reason;
+  const events: StoreEvent[] = ended.map((session) => ({
+    type: 'session-ended',
+    sessionId: session.sessionId,
+    tokenHash: session.tokenHash,
+    userId: request.userId,
+    reason,
+    expiresAt: session.expiresAt.toISOString(),
+  }));
+  if (sessionEpoch !== null) events.push({ type: 'user-sessions-ended', userId: request.userId, reason, sessionEpoch });
+  await insertChanges(em, events);
+  if (actor) {
+    for (const session of ended) {
+      await insertAudit(em, actor, 'session.revoke', 'session', session.sessionId, { reason, userId: request.userId });
+    }
+  }
+  return { ended, sessionEpoch };
+}
+
+/**
+ * Records principal changes in the caller's transaction (call it after the change itself is flushed):
+ * a disabled user loses every session (epoch raised), a disabled identity the sessions opened through it,
+ * and every change becomes a row of the feed. Resolves the new session epoch of each disabled user.
+ */
+export async function recordPrincipalChanges(em: EntityManager, changes: PrincipalChange[], actor: ChangeActor): Promise<Map<string, number>> {
+  const epochs = new Map<string, number>();
+  const at = new Date();
+  for (const change of changes) {
+    switch (change.kind) {
+      case 'user-disabled': {
+        const result = await endSessionsInTx(em, { userId: change.userId, reason: 'user_disabled', allExcept: null, raiseEpoch: true, at }, actor);
+        if (result.sessionEpoch !== null) epochs.set(change.userId, result.sessionEpoch);
+        break;
+      }
+      case 'identity-disabled':
+        await endSessionsInTx(em, { userId: change.userId, identityId: change.identityId, reason: 'identity_disabled', at }, actor);
+        break;
+      case 'authorization-changed':
+        await insertChanges(em, [{ type: 'authorization-changed', userId: change.userId, ...(change.authorizationVersion === undefined ? {} : { authorizationVersion: change.authorizationVersion }) }]);
+        break;
+      case 'profile-changed':
+        await insertChanges(em, [{ type: 'profile-changed', profileId: change.profileId, userId: change.userId }]);
+        break;
+      case 'template-changed':
+        await insertChanges(em, [{ type: 'template-changed', versionId: change.versionId }]);
+        break;
+    }
+  }
+  return epochs;
+}
+
+/** Rows after `afterId`, plus the listed ids (gaps: rows whose transaction had not committed yet). */
+export async function listChanges(em: EntityManager, afterId: number, alsoIds: number[], limit: number): Promise<ChangeRow[]> {
+  const also = alsoIds.length > 0 ? ` or id in (${alsoIds.map(() => '?').join(', ')})` : '';
+  const rows = await em.execute<Array<{ id: string | number; event: StoreEvent | string }>>(
+    `select id, event from iam_changes where id > ?${also} order by id limit ?`,
+    [afterId, ...alsoIds, limit],
+  );
+  return rows.map(toChangeRow);
+}
+
+/** Claims undelivered rows for `leaseMs` (another instance skips them meanwhile); oldest first. */
+export async function claimChanges(em: EntityManager, limit: number, leaseMs: number): Promise<ChangeRow[]> {
+  const rows = await em.execute<Array<{ id: string | number; event: StoreEvent | string }>>(
+    `update iam_changes set claimed_until = now() + (? * interval '1 millisecond')
+     where id in (select id from iam_changes where delivered_at is null and (claimed_until is null or claimed_until < now())
+                  order by id limit ? for update skip locked)
+     returning id, event`,
+    [leaseMs, limit],
+  );
+  return rows.map(toChangeRow).sort((a, b) => a.id - b.id);
+}
+
+/** Marks rows delivered, and drops delivered rows older than a day (instances read the feed from start time on). */
+export async function markChangesDelivered(em: EntityManager, ids: number[]): Promise<void> {
+  if (ids.length > 0) await em.execute(`update iam_changes set delivered_at = now() where id in (${ids.map(() => '?').join(', ')})`, ids);
+  await em.execute(`delete from iam_changes where id in (select id from iam_changes where delivered_at < now() - interval '1 day' order by id limit 1000)`);
+}
+
+export async function loadRevocationState(em: EntityManager): Promise<RevocationState> {
+  // The cursor is read first: whatever commits after it is read from the feed.
+  const [cursorRow] = await em.execute<Array<{ cursor: string | number }>>(
+    `select coalesce(max(id), 0) as cursor from iam_changes where created_at < now() - interval '1 minute'`,
+  );
+  const sessions = await em.execute<Array<{ session_id: string; expires_at: Date | string }>>(
+    'select session_id, expires_at from iam_sessions where (revoked_at is not null or logout_at is not null) and expires_at > now()',
+  );
+  const epochs = await em.execute<Array<{ user_id: string; session_epoch: number }>>('select user_id, session_epoch from iam_users where session_epoch > 0');
+  return {
+    cursor: Number(cursorRow?.cursor ?? 0),
+    sessions: sessions.map((row) => ({ sessionId: row.session_id, expiresAt: new Date(row.expires_at) })),
+    epochs: epochs.map((row) => ({ userId: row.user_id, sessionEpoch: Number(row.session_epoch) })),
+  };
+}
+
+async function insertAudit(em: EntityManager, actor: ChangeActor, action: string, targetType: string, targetId: string, details: Record<string, unknown>): Promise<void> {
+  await em.execute(
+    `insert into iam_audit_events (occurred_at, actor_user_id, action, target_type, target_id, outcome, request_id, client_address, details)
+     values (now(), ?, ?, ?, ?, 'success', ?, ?, cast(? as jsonb))`,
+    [actor.actorUserId, action, targetType, targetId, actor.requestId, actor.clientAddress, JSON.stringify(details)],
+  );
+}
+
+function toChangeRow(row: { id: string | number; event: StoreEvent | string }): ChangeRow {
+  return { id: Number(row.id), event: typeof row.event === 'string' ? (JSON.parse(row.event) as StoreEvent) : row.event };
+}

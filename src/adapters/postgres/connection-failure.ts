@@ -1,0 +1,69 @@
+import { ConnectionException } from '@mikro-orm/core';
+import { DatabaseUnavailableError } from '../../domain/iam-repository';
+
+/** Socket-level error codes of Node and DNS that mean "the server cannot be reached". */
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
+
+/**
+ * SQLSTATEs that mean the server is there but will not serve us now (PostgreSQL appendix A):
+ * 57P01 admin_shutdown, 57P02 crash_shutdown, 57P03 cannot_connect_now, 53300 too_many_connections.
+ * Class 08 (connection_exception) is matched by prefix.
+ */
+const PROTOCOL_VIOLATION = '08P01';
+
+const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300']);
+
+/** Messages of `pg` and knex/tarn that carry no code. */
+const UNAVAILABLE_MESSAGES = [
+  'Connection terminated',
+  'Connection ended unexpectedly',
+  'connection timeout',
+  'Timeout acquiring a connection',
+  'Client has encountered a connection error',
+  'Client was closed and is not queryable',
+  'Unable to acquire a connection',
+  // pg: `connectionTimeoutMillis` elapsed while connecting, and `query_timeout` elapsed without a reply.
+  'timeout expired',
+  'Query read timeout',
+  // knex, when the connection dies as a transaction begins (no cause attached).
+  'Transaction query already complete',
+];
+
+/** True when `error` (or any cause inside it) says the database cannot be reached, not that a query failed. */
+export function isConnectionFailure(error: unknown, depth = 0): boolean {
+  if (depth > 5 || error === null || typeof error !== 'object') return false;
+  if (error instanceof ConnectionException) return true;
+  const candidate = error as { code?: unknown; name?: unknown; message?: unknown; cause?: unknown; errors?: unknown };
+  if (typeof candidate.code === 'string') {
+    // 08P01 protocol_violation is how PostgreSQL refuses a value it cannot take (a NUL in a text
+    // parameter): the query's fault, not the link's. Read as "unavailable" it was retried forever (#11.3).
+    if (candidate.code === PROTOCOL_VIOLATION) return false;
+    if (NETWORK_CODES.has(candidate.code) || UNAVAILABLE_SQLSTATES.has(candidate.code)) return true;
+    if (candidate.code.length === 5 && candidate.code.startsWith('08')) return true;
+  }
+  if (candidate.name === 'KnexTimeoutError') return true;
+  if (typeof candidate.message === 'string') {
+    const message = candidate.message;
+    if (UNAVAILABLE_MESSAGES.some((text) => message.includes(text))) return true;
+  }
+  // Node reports a refused connection to a multi-address host as an AggregateError.
+  if (Array.isArray(candidate.errors) && candidate.errors.some((inner) => isConnectionFailure(inner, depth + 1))) return true;
+  return isConnectionFailure(candidate.cause, depth + 1);
+}
+
+/** Connection failures become `DatabaseUnavailableError` (503 upstream); every other error passes through. */
+export function toRepositoryError(error: unknown): unknown {
+  if (error instanceof DatabaseUnavailableError) return error;
+  if (isConnectionFailure(error)) return new DatabaseUnavailableError('The database cannot be reached.', { cause: error });
+  return error;
+}

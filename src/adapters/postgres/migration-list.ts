@@ -1,0 +1,18 @@
+import type { MigrationObject } from '@mikro-orm/core';
+import { Migration20261122000001_initial } from '../../../migrations/Migration20261122000001_initial';
+import { Migration20261124000001_profile_unscoped } from '../../../migrations/Migration20261124000001_profile_unscoped';
+import { Migration20261124000708_session_origin } from '../../../migrations/Migration20261124000708_session_origin';
+import { Migration20261124070001_change_feed } from '../../../migrations/Migration20261124070001_change_feed';
+
+/**
+ * Every migration, oldest first, handed to MikroORM as `migrations.migrationsList`. Listing them
+ * explicitly (instead of globbing `migrations/`) makes the same code work under ts-jest and from the
+ * compiled `dist/`. A new migration is added here; names are never changed once released, because the
+ * history table stores them.
+ */
+export const IAM_MIGRATIONS: MigrationObject[] = [
+  { name: 'Migration20261122000001_initial', class: Migration20261122000001_initial },
+  { name: 'Migration20261124000001_profile_unscoped', class: Migration20261124000001_profile_unscoped },
+  { name: 'Migration20261124000708_session_origin', class: Migration20261124000708_session_origin },
+  { name: 'Migration20261124070001_change_feed', class: Migration20261124070001_change_feed },
+];

@@ -1,0 +1,159 @@
+import type Router from '@koa/router';
+import type { Context, Middleware } from 'koa';
+import type { DecisionEngine } from '../authz/decision-engine';
+import type { GrantProvider } from '../authz/grant-provider';
+import { callerOf, factsOf } from './iam-context';
+import { requirePermission } from './require-session';
+import { assertValid, createBodyValidator } from './validate-body';
+import type { VersionPrecondition } from '../adapters/postgres/admin-repository';
+import type { ProfileRecord } from '../domain/records';
+import { ProblemError, problems } from '../domain/problem';
+import { parseAuditListQuery, parseUserListQuery } from './admin-query';
+import {
+  IDENTIFIER_REGEX,
+  identityBodySchema,
+  profileBodySchema,
+  revokeBodySchema,
+  scopesBodySchema,
+  templateBodySchema,
+  userBodySchema,
+} from './admin-schemas';
+import type { AdminActor, AdminService } from './admin-service';
+
+export interface AdminRoutesDeps {
+  admin: AdminService;
+  engine: Pick<DecisionEngine, 'decide'>;
+  /** The actor's compiled grant: what an admin write may grant at most (escalation prevention). */
+  grants: Pick<GrantProvider, 'getGrant'>;
+  requireSession: Middleware;
+}
+
+/** The admin permission codes (docs/http-contract.md). */
+export const ADMIN_PERMISSIONS = {
+  templatesWrite: 'iam.admin.templates:write',
+  usersRead: 'iam.admin.users:read',
+  usersWrite: 'iam.admin.users:write',
+  identitiesWrite: 'iam.admin.identities:write',
+  profilesWrite: 'iam.admin.profiles:write',
+  sessionsRevoke: 'iam.admin.sessions:revoke',
+  auditRead: 'iam.admin.audit:read',
+  /** The `{permissionCode, resourceType?, resourceId?}` form of POST /iam/authorization/diagnostics. */
+  diagnosticsRead: 'iam.admin.diagnostics:read',
+} as const;
+
+/**
+ * `/iam/admin/...` (docs/http-contract.md). Every route checks the session (401) and then the admin
+ * permission of the caller's active profile (403 IAM_ACCESS_DENIED) before reading the request.
+ */
+export function registerAdminRoutes(router: Router, deps: AdminRoutesDeps): void {
+  const ajv = createBodyValidator();
+  const validateTemplate = ajv.compile(templateBodySchema);
+  const validateUser = ajv.compile(userBodySchema);
+  const validateIdentity = ajv.compile(identityBodySchema);
+  const validateProfile = ajv.compile(profileBodySchema);
+  const validateScopes = ajv.compile(scopesBodySchema);
+  const validateRevoke = ajv.compile(revokeBodySchema);
+  const guard = (code: string): Middleware[] => [deps.requireSession, requirePermission(deps.engine, code)];
+  const admin = deps.admin;
+  const actorOf = (ctx: Context): Promise<AdminActor> => adminActor(ctx, deps.grants);
+
+  router.put('/admin/templates/:versionId', ...guard(ADMIN_PERMISSIONS.templatesWrite), async (ctx) => {
+    const body = assertValid(validateTemplate, ctx.request.body);
+    const { template, created } = await admin.upsertTemplate(await actorOf(ctx), pathId(ctx, 'versionId'), body);
+    respond(ctx, created ? 201 : 200, template);
+  });
+
+  router.get('/admin/users', ...guard(ADMIN_PERMISSIONS.usersRead), async (ctx) => {
+    respond(ctx, 200, await admin.listUsers(parseUserListQuery(ctx.query)));
+  });
+
+  router.put('/admin/users/:userId', ...guard(ADMIN_PERMISSIONS.usersWrite), async (ctx) => {
+    const body = assertValid(validateUser, ctx.request.body);
+    const { user, created } = await admin.upsertUser(await actorOf(ctx), pathId(ctx, 'userId'), body);
+    respond(ctx, created ? 201 : 200, user);
+  });
+
+  router.get('/admin/users/:userId/identities', ...guard(ADMIN_PERMISSIONS.usersRead), async (ctx) => {
+    respond(ctx, 200, await admin.listIdentities(pathId(ctx, 'userId')));
+  });
+
+  router.post('/admin/users/:userId/authorization-version', ...guard(ADMIN_PERMISSIONS.usersWrite), async (ctx) => {
+    respond(ctx, 200, await admin.raiseAuthorizationVersion(await actorOf(ctx), pathId(ctx, 'userId')));
+  });
+
+  router.post('/admin/users/:userId/sessions/revoke', ...guard(ADMIN_PERMISSIONS.sessionsRevoke), async (ctx) => {
+    const body = assertValid(validateRevoke, ctx.request.body ?? {});
+    respond(ctx, 200, await admin.revokeUserSessions(await actorOf(ctx), pathId(ctx, 'userId'), body.reason));
+  });
+
+  router.put('/admin/identities/:identityId', ...guard(ADMIN_PERMISSIONS.identitiesWrite), async (ctx) => {
+    const body = assertValid(validateIdentity, ctx.request.body);
+    const { identity, created } = await admin.upsertIdentity(await actorOf(ctx), pathId(ctx, 'identityId'), body);
+    respond(ctx, created ? 201 : 200, identity);
+  });
+
+  router.put('/admin/profiles/:profileId', ...guard(ADMIN_PERMISSIONS.profilesWrite), async (ctx) => {
+    const body = assertValid(validateProfile, ctx.request.body);
+    const precondition = ifMatch(ctx);
+    const { profile, created } = await admin.upsertProfile(await actorOf(ctx), pathId(ctx, 'profileId'), body, precondition);
+    respondProfile(ctx, created ? 201 : 200, profile);
+  });
+
+  router.put('/admin/profiles/:profileId/scopes', ...guard(ADMIN_PERMISSIONS.profilesWrite), async (ctx) => {
+    const body = assertValid(validateScopes, ctx.request.body);
+    const precondition = ifMatch(ctx);
+    respondProfile(ctx, 200, await admin.replaceScopes(await actorOf(ctx), pathId(ctx, 'profileId'), body, precondition));
+  });
+
+  router.post('/admin/sessions/:sessionId/revoke', ...guard(ADMIN_PERMISSIONS.sessionsRevoke), async (ctx) => {
+    const body = assertValid(validateRevoke, ctx.request.body ?? {});
+    await admin.revokeSession(await actorOf(ctx), pathId(ctx, 'sessionId'), body.reason);
+    ctx.status = 204;
+  });
+
+  router.get('/admin/audit', ...guard(ADMIN_PERMISSIONS.auditRead), async (ctx) => {
+    respond(ctx, 200, await admin.listAudit(parseAuditListQuery(ctx.query)));
+  });
+}
+
+/** The caller and what their active profile grants (refused when it grants nothing any more). */
+async function adminActor(ctx: Context, grants: AdminRoutesDeps['grants']): Promise<AdminActor> {
+  const principal = callerOf(ctx).record.principal;
+  const grant = await grants.getGrant(principal);
+  if (grant === null) throw new ProblemError('IAM_ACCESS_DENIED', `profile ${principal.activeProfileId ?? '(none)'} is not available`);
+  return { userId: principal.userId, facts: factsOf(ctx), holds: { permissions: grant.permissions, unscoped: !grant.scoped, scopes: grant.scopes } };
+}
+
+/** Path ids follow the identifier rule of the bodies (visible ASCII, 1–200 characters). */
+function pathId(ctx: Context, name: string): string {
+  const value = (ctx.params as Record<string, string | undefined>)[name] ?? '';
+  if (!IDENTIFIER_REGEX.test(value)) throw problems.validation([{ pointer: `/${name}`, message: 'must be 1 to 200 visible ASCII characters' }], 'The path is not valid.');
+  return value;
+}
+
+function respond(ctx: Context, status: number, body: unknown): void {
+  ctx.status = status;
+  ctx.body = body;
+  ctx.set('Cache-Control', 'no-store');
+}
+
+/** The profile's version is its entity tag (RFC 9110 §8.8.3), for `If-Match` on the next write. */
+function respondProfile(ctx: Context, status: number, profile: ProfileRecord): void {
+  respond(ctx, status, profile);
+  ctx.set('ETag', `"${profile.version}"`);
+}
+
+/**
+ * `If-Match` (RFC 9110 §13.1.1): `*`, or one strong tag `"<version>"` (a bare number is accepted too). A weak
+ * tag never matches under the strong comparison If-Match requires, so it is refused as malformed.
+ */
+function ifMatch(ctx: Context): VersionPrecondition {
+  const header = ctx.get('if-match').trim();
+  if (header === '') return null;
+  if (header === '*') return '*';
+  const match = /^"?([0-9]{1,9})"?$/.exec(header);
+  if (match === null || (header.startsWith('"') !== header.endsWith('"'))) {
+    throw problems.validation([{ pointer: '/If-Match', message: 'must be * or one profile version tag, e.g. "3"' }], 'The If-Match header is not valid.');
+  }
+  return Number(match[1]);
+}

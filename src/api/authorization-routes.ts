@@ -1,0 +1,115 @@
+import type Router from '@koa/router';
+import type { Middleware } from 'koa';
+import type { AuditTrail } from '../audit/audit-trail';
+import type { LoginService } from '../auth/login-service';
+import type { AuthorizationDecision } from '../authz/decision';
+import { problemFromDecision, type DecisionEngine } from '../authz/decision-engine';
+import { ADMIN_PERMISSIONS } from './admin-routes';
+import { normalizeRequestTarget } from '../http/normalize-target';
+import type { ProxyHandler } from '../gateway/proxy-handler';
+import type { IamRepository } from '../domain/iam-repository';
+import type { CompiledPolicy } from '../policy/compiled-policy';
+import { ProblemError, problems } from '../domain/problem';
+import { callerOf, factsOf, stateOf } from './iam-context';
+import { registerForwardAuthRoute } from './forward-auth-route';
+import { decidePermission } from './require-session';
+import { assertValid, createBodyValidator } from './validate-body';
+
+export interface AuthorizationRoutesDeps {
+  login: LoginService;
+  engine: DecisionEngine;
+  proxy: ProxyHandler;
+  policy: () => CompiledPolicy;
+  audit: AuditTrail;
+  repository: IamRepository;
+  requireSession: Middleware;
+  allowPathParameters: boolean;
+  /** `server.max-url-length`, for forward-auth's URI. */
+  maxUrlLength: number;
+}
+
+type DiagnosticsBody =
+  | { method: string; path: string }
+  | { permissionCode: string; domain?: string; clientType?: string; resourceType?: string; resourceId?: string; scopeAccess?: 'READ' | 'WRITE' };
+
+/** docs/http-contract.md: profiles, switch, diagnostics, decisions, forward-auth. */
+export function registerAuthorizationRoutes(router: Router, deps: AuthorizationRoutesDeps): void {
+  const ajv = createBodyValidator();
+  const validateDiagnostics = ajv.compile<DiagnosticsBody>({
+    oneOf: [
+      {
+        type: 'object',
+        additionalProperties: false,
+        required: ['method', 'path'],
+        properties: { method: { type: 'string', pattern: '^[A-Za-z]{1,20}$' }, path: { type: 'string', minLength: 1, maxLength: 8192 } },
+      },
+      {
+        type: 'object',
+        additionalProperties: false,
+        required: ['permissionCode'],
+        properties: {
+          permissionCode: { type: 'string', minLength: 3, maxLength: 200 },
+          domain: { type: 'string', maxLength: 200 },
+          clientType: { type: 'string', maxLength: 50 },
+          resourceType: { type: 'string', minLength: 1, maxLength: 100 },
+          resourceId: { type: 'string', minLength: 1, maxLength: 200 },
+          scopeAccess: { enum: ['READ', 'WRITE'] },
+        },
+        dependencies: { resourceType: ['resourceId'], resourceId: ['resourceType'], scopeAccess: ['resourceType'] },
+      },
+    ],
+  });
+
+  router.get('/authorization/profiles', deps.requireSession, async (ctx) => {
+    ctx.body = await deps.login.availableProfiles(callerOf(ctx).record.principal.userId);
+  });
+
+  router.post('/authorization/profiles/:profileId/switch', deps.requireSession, async (ctx) => {
+    ctx.body = await deps.login.switchProfile(callerOf(ctx), ctx.params.profileId ?? '', factsOf(ctx));
+    ctx.set('Cache-Control', 'no-store');
+  });
+
+  router.post('/authorization/diagnostics', deps.requireSession, async (ctx) => {
+    const caller = callerOf(ctx);
+    const body = assertValid(validateDiagnostics, ctx.request.body);
+    const subject = { principal: caller.record.principal, clientType: caller.record.clientType };
+    const policy = deps.policy();
+    let decision: AuthorizationDecision;
+    if ('method' in body) {
+      const target = normalizeRequestTarget(body.path, { allowPathParameters: deps.allowPathParameters, host: undefined });
+      if (!target.ok) throw problems.badRequest(`The proxy would refuse this path: ${target.reason}.`);
+      decision = await deps.engine.decideRequest({ method: body.method.toUpperCase(), path: target.path, policy, subject });
+    } else {
+      // Pairing any permission with any resource type and id would make the resolvers an oracle (which task
+      // belongs to which project): this form is for administrators; `{method, path}` is for everyone.
+      const admitted = await decidePermission(deps.engine, caller, ADMIN_PERMISSIONS.diagnosticsRead);
+      if (!admitted.allowed) throw problemFromDecision(admitted);
+      decision = await deps.engine.decide({
+        subject,
+        permissionCode: body.permissionCode,
+        resource: body.resourceType
+          ? { type: body.resourceType, id: body.resourceId ?? '', access: body.scopeAccess ?? 'READ', resolve: 'optional' }
+          : null,
+        ...(body.domain !== undefined ? { expectedDomain: body.domain } : {}),
+        ...(body.clientType !== undefined ? { expectedClientType: body.clientType } : {}),
+        resources: policy.resources,
+      });
+    }
+    ctx.body = decision;
+  });
+
+  router.get('/authorization/decisions/:decisionId', deps.requireSession, async (ctx) => {
+    const caller = callerOf(ctx);
+    await deps.audit.flush();
+    const event = await deps.repository.findAuditByDecisionId(ctx.params.decisionId ?? '');
+    let visible = event !== null && event.actorUserId === caller.record.principal.userId;
+    if (event && !visible) {
+      visible = (await decidePermission(deps.engine, caller, 'iam.admin.audit:read')).allowed;
+    }
+    const decision = event?.details?.decision;
+    if (!visible || !decision) throw new ProblemError('IAM_DECISION_NOT_FOUND', 'No such decision is visible to you.');
+    ctx.body = decision;
+  });
+
+  registerForwardAuthRoute(router, { proxy: deps.proxy, target: { allowPathParameters: deps.allowPathParameters, maxUrlLength: deps.maxUrlLength } });
+}

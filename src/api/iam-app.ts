@@ -1,0 +1,53 @@
+import Router from '@koa/router';
+import Koa from 'koa';
+import { koaBody } from 'koa-body';
+import type { Logger } from '../observability/logger';
+import type { OutageLog } from '../observability/outage-log';
+import { ProblemError } from '../domain/problem';
+import { PREPARED_REQUEST, stateOf, type RequestWithPrepared } from './iam-context';
+import { problemMiddleware } from './problem-middleware';
+import { assertStorable } from './validate-body';
+
+/**
+ * The gateway's own endpoints under `/iam` (a Koa app; the proxy path does not go through Koa).
+ * `register` adds the route groups; the server hands requests over with the prepared request attached.
+ */
+export function createIamApp(options: { logger: Logger; outages?: OutageLog; bodyLimit: number; register: (router: Router) => void }): Koa {
+  const app = new Koa();
+  app.proxy = false;
+  app.silent = true;
+  app.use(async (ctx, next) => {
+    const prepared = (ctx.req as RequestWithPrepared)[PREPARED_REQUEST];
+    if (!prepared) throw new Error('request reached the /iam app without preparation');
+    stateOf(ctx).prepared = prepared;
+    ctx.set('X-Request-Id', prepared.requestId);
+    await next();
+  });
+  app.use(problemMiddleware(options.logger, options.outages));
+  app.use(
+    koaBody({
+      json: true,
+      urlencoded: false,
+      text: false,
+      multipart: false,
+      jsonStrict: true,
+      jsonLimit: options.bodyLimit,
+    }),
+  );
+  // Every body, before any route: strings PostgreSQL cannot store (NUL...) are refused here, once.
+  app.use(async (ctx, next) => {
+    assertStorable(ctx.request.body);
+    await next();
+  });
+  const router = new Router({ prefix: '/iam' });
+  options.register(router);
+  app.use(router.routes());
+  app.use(
+    router.allowedMethods({
+      throw: true,
+      methodNotAllowed: () => new ProblemError('IAM_METHOD_NOT_ALLOWED', 'This endpoint does not accept that method.'),
+      notImplemented: () => new ProblemError('IAM_METHOD_NOT_ALLOWED', 'This endpoint does not accept that method.'),
+    }),
+  );
+  return app;
+}

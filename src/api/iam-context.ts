@@ -1,0 +1,34 @@
+import type { Context } from 'koa';
+import type { IncomingMessage } from 'node:http';
+import type { PreparedRequest } from '../http/prepare-request';
+import type { RequestFacts, VerifiedSession } from '../sessions/session-service';
+
+/** The server attaches the prepared request to the Node request before handing it to the /iam app. */
+export const PREPARED_REQUEST = Symbol('iam-gateway.prepared-request');
+
+export type RequestWithPrepared = IncomingMessage & { [PREPARED_REQUEST]?: PreparedRequest };
+
+/** What /iam handlers find in `ctx.state`. */
+export interface IamState {
+  prepared: PreparedRequest;
+  session?: VerifiedSession;
+}
+
+export function stateOf(ctx: Context): IamState {
+  return ctx.state as IamState;
+}
+
+/** The verified caller of a protected endpoint (set by requireSession). */
+export function callerOf(ctx: Context): VerifiedSession {
+  const session = stateOf(ctx).session;
+  if (!session) throw new Error('requireSession must run before this handler');
+  return session;
+}
+
+export function factsOf(ctx: Context): RequestFacts {
+  return {
+    requestId: stateOf(ctx).prepared.requestId,
+    clientAddress: stateOf(ctx).prepared.clientAddress,
+    userAgent: ctx.get('user-agent') || null,
+  };
+}

@@ -1,0 +1,68 @@
+/**
+ * Builders shared by the parts of the `/iam` OpenAPI document: `$ref`s to components, small schema
+ * shorthands and the success, empty and RFC 9457 problem answers.
+ */
+import { IDENTIFIER_PATTERN } from '../auth/identity-validation';
+import { PROBLEM_CATALOG, type ProblemCode } from '../domain/problem';
+import type { JsonSchema, JsonType, OperationObject, ReferenceObject, ResponseObject } from './openapi-types';
+
+export const PROBLEM_MEDIA_TYPE = 'application/problem+json';
+export const ref = (name: string): JsonSchema => ({ $ref: `#/components/schemas/${name}` });
+export const header = (name: string): ReferenceObject => ({ $ref: `#/components/headers/${name}` });
+export const response = (name: string): ReferenceObject => ({ $ref: `#/components/responses/${name}` });
+export const param = (name: string): ReferenceObject => ({ $ref: `#/components/parameters/${name}` });
+export const identifier = (description: string): JsonSchema => ({ type: 'string', pattern: IDENTIFIER_PATTERN, description });
+export const nullable = (schema: JsonSchema): JsonSchema => ({ ...schema, type: [schema.type as JsonType, 'null'] });
+export const timestamp = (description: string): JsonSchema => ({ type: 'string', format: 'date-time', description });
+export const strictObject = (properties: Record<string, JsonSchema>, required: readonly string[] = Object.keys(properties)): JsonSchema => ({
+  type: 'object',
+  additionalProperties: false,
+  required,
+  properties,
+});
+
+/** A JSON success answer. */
+export function json(description: string, schema: JsonSchema, headers: ResponseObject['headers'] = {}): ResponseObject {
+  return { description, headers: { 'X-Request-Id': header('RequestId'), ...headers }, content: { 'application/json': { schema } } };
+}
+
+/** An answer without a body. */
+export function empty(description: string, headers: ResponseObject['headers'] = {}): ResponseObject {
+  return { description, headers: { 'X-Request-Id': header('RequestId'), ...headers } };
+}
+
+/**
+ * An RFC 9457 answer narrowed to `status` and the catalog `codes` this operation can give, so a test
+ * catches a right status with a wrong code as well as a wrong shape.
+ */
+export function problem(status: number, codes: ProblemCode[], description: string, options: { headers?: ResponseObject['headers']; require?: string[] } = {}): ResponseObject {
+  for (const code of codes) {
+    const catalog: number = PROBLEM_CATALOG[code].status;
+    // 422 is the documented override of IAM_VALIDATION_FAILED for well-formed bodies naming unknown things.
+    if (catalog !== status && !(status === 422 && code === 'IAM_VALIDATION_FAILED')) throw new Error(`${code} is not a ${status} problem`);
+  }
+  const narrowed: JsonSchema = { type: 'object', properties: { status: { const: status }, code: { enum: codes } } };
+  if (options.require) {
+    narrowed.required = options.require;
+    for (const key of options.require) narrowed.properties![key] = { type: 'string' };
+  }
+  return {
+    description,
+    headers: { 'X-Request-Id': header('RequestId'), 'Cache-Control': header('NoStore'), ...options.headers },
+    content: { [PROBLEM_MEDIA_TYPE]: { schema: { allOf: [ref('Problem'), narrowed] } } },
+  };
+}
+
+export const jsonBody = (schema: JsonSchema, description?: string, required = true): OperationObject['requestBody'] => ({
+  ...(description ? { description } : {}),
+  required,
+  content: { 'application/json': { schema } },
+});
+
+/** The answers every protected operation can give besides its own. */
+export const PROTECTED_FAILURES = {
+  '401': response('Unauthenticated'),
+  '500': response('InternalError'),
+  '503': response('Unavailable'),
+};
+export const BODY_FAILURES = { '413': response('PayloadTooLarge') };

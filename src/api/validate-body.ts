@@ -1,0 +1,92 @@
+import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormats from 'ajv-formats';
+import { problems } from '../domain/problem';
+
+/** One ajv instance for /iam request bodies: all errors, no coercion, unknown properties rejected by the schemas. */
+export function createBodyValidator(): Ajv {
+  const ajv = new Ajv({ allErrors: true, strict: true });
+  addFormats(ajv);
+  return ajv;
+}
+
+/** Throws 400 IAM_VALIDATION_FAILED naming every failing JSON pointer (docs/http-contract.md). */
+export function assertValid<T>(validate: ValidateFunction<T>, body: unknown): T {
+  if (validate(body)) return body;
+  throw problems.validation(toPointerErrors(validate.errors ?? []));
+}
+
+export function toPointerErrors(errors: ErrorObject[]): Array<{ pointer: string; message: string }> {
+  const seen = new Set<string>();
+  const out: Array<{ pointer: string; message: string }> = [];
+  for (const error of errors) {
+    let pointer = error.instancePath;
+    let message = error.message ?? 'is invalid';
+    if (error.keyword === 'additionalProperties') {
+      pointer += `/${String(error.params.additionalProperty)}`;
+      message = 'is not an allowed property';
+    } else if (error.keyword === 'required') {
+      pointer += `/${String(error.params.missingProperty)}`;
+      message = 'is required';
+    } else if (error.keyword === 'enum') {
+      message = `must be one of ${(error.params.allowedValues as unknown[]).map(String).join(', ')}`;
+    }
+    const key = `${pointer}\0${message}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    out.push({ pointer: pointer || '/', message });
+  }
+  return out;
+}
+
+/**
+ * C0 controls (NUL included), DEL: PostgreSQL refuses NUL in text and `\u0000` in jsonb, and none of them
+ * has a place in a name, an id or a reason. Lone surrogates are refused too (jsonb rejects them).
+ */
+const UNSTORABLE = /[\u0000-\u001f\u007f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** True when a string can be stored as it is: no control character, no lone surrogate. */
+export function isStorableText(text: string): boolean {
+  return !UNSTORABLE.test(text);
+}
+
+/** No /iam body nests deeper than a few levels; a deeper one is refused before anything walks it. */
+export const MAX_BODY_DEPTH = 32;
+
+/**
+ * JSON pointers (RFC 6901) of every string in `value`, keys included, that {@link isStorableText} refuses;
+ * at most `limit` of them. Walks iteratively (a deeply nested body cannot exhaust the stack); a value nested
+ * deeper than {@link MAX_BODY_DEPTH} is reported as its pointer with `depth: true`.
+ */
+export function unstorableStrings(value: unknown, limit = 20): { pointers: string[]; tooDeep: string | null } {
+  const pointers: string[] = [];
+  const pending: Array<[unknown, string, number]> = [[value, '', 0]];
+  while (pending.length > 0 && pointers.length < limit) {
+    const [item, pointer, depth] = pending.pop()!;
+    if (typeof item === 'string') {
+      if (!isStorableText(item)) pointers.push(pointer || '/');
+      continue;
+    }
+    if (item === null || typeof item !== 'object') continue;
+    if (depth >= MAX_BODY_DEPTH) return { pointers, tooDeep: pointer || '/' };
+    const entries = Array.isArray(item) ? item.map((child, index): [string, unknown] => [String(index), child]) : Object.entries(item);
+    for (let i = entries.length - 1; i >= 0; i--) {
+      const [key, child] = entries[i]!;
+      const escaped = isStorableText(key) ? key.replace(/~/g, '~0').replace(/\//g, '~1') : encodeURIComponent(key);
+      if (!Array.isArray(item) && !isStorableText(key)) pointers.push(`${pointer}/${escaped}`);
+      pending.push([child, `${pointer}/${escaped}`, depth + 1]);
+    }
+  }
+  return { pointers: pointers.slice(0, limit), tooDeep: null };
+}
+
+/**
+ * The one check every /iam request body goes through (the app runs it after parsing, before any route):
+ * 400 IAM_VALIDATION_FAILED naming each string with a control character or a lone surrogate, or a value
+ * nested too deeply.
+ */
+export function assertStorable(body: unknown): void {
+  const { pointers, tooDeep } = unstorableStrings(body);
+  if (tooDeep !== null) throw problems.validation([{ pointer: tooDeep, message: `is nested more than ${MAX_BODY_DEPTH} levels deep` }]);
+  if (pointers.length === 0) return;
+  throw problems.validation(pointers.map((pointer) => ({ pointer, message: 'must not contain control characters (U+0000–U+001F, U+007F) or lone surrogates' })));
+}

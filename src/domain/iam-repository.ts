@@ -1,0 +1,98 @@
+import type { ProvisioningOptions } from '../adapters/postgres/provisioning-mode';
+import type { ChangeRow, EndSessionsRequest, EndSessionsResult, RevocationState } from '../adapters/postgres/change-log';
+import type {
+  AuditEventRecord,
+  IdentityRecord,
+  ProfileRecord,
+  ProvisioningDocument,
+  ProvisioningSummary,
+  SessionRecord,
+  TemplateRecord,
+  UserRecord,
+} from './records';
+
+/**
+ * Everything the gateway reads from or writes to PostgreSQL. Never called on the per-request proxy path
+ * with a warm cache. Every method rejects with `DatabaseUnavailableError` when the database cannot be reached.
+ */
+export interface IamRepository {
+  /**
+   * Makes sure the user and identity exist (hosts do not migrate their users: the first login creates
+   * them) and returns the user. An existing user's enabled flag and authorization version are kept;
+   * a display name is filled in if the user has none.
+   */
+  ensurePrincipal(input: { userId: string; identityId: string; identityDomain: string; displayName?: string }): Promise<{
+    user: UserRecord;
+    identity: IdentityRecord;
+  }>;
+  getUser(userId: string): Promise<UserRecord | null>;
+  getIdentity(identityId: string): Promise<IdentityRecord | null>;
+  /** Every profile of the user (enabled or not), with scopes, ordered by profileId. */
+  listProfiles(userId: string): Promise<ProfileRecord[]>;
+  getProfile(profileId: string): Promise<ProfileRecord | null>;
+  getTemplate(versionId: string): Promise<TemplateRecord | null>;
+  listTemplates(): Promise<TemplateRecord[]>;
+
+  insertSession(session: SessionRecord): Promise<void>;
+  getSession(sessionId: string): Promise<SessionRecord | null>;
+  /** The user's sessions, newest first. */
+  listSessions(userId: string): Promise<SessionRecord[]>;
+  /**
+   * One page of the user's sessions, newest first (createdAt, then sessionId, descending): at most `limit`
+   * rows strictly after the `after` key (the last row of the previous page).
+   */
+  listSessionsPage(userId: string, limit: number, after: { createdAt: Date; sessionId: string } | null): Promise<SessionRecord[]>;
+  updateSession(
+    sessionId: string,
+    patch: Partial<Pick<SessionRecord, 'lastSeenAt' | 'revokedAt' | 'logoutAt' | 'revokeReason'>>,
+  ): Promise<void>;
+  /** Marks every still-active session of a user (except `exceptSessionId`) revoked; returns the ones changed. */
+  revokeUserSessions(userId: string, reason: string, at: Date, exceptSessionId?: string): Promise<SessionRecord[]>;
+
+  /**
+   * Ends live sessions (revoked or logged out) and writes their rows of the change feed in one transaction;
+   * with `raiseEpoch` also raises the user's session epoch. Idempotent: sessions already ended are skipped.
+   */
+  endSessions(request: EndSessionsRequest): Promise<EndSessionsResult>;
+  /** Change-feed rows after `afterId` (and the listed ids), oldest first (change-log.ts). */
+  listChanges(afterId: number, alsoIds: number[], limit: number): Promise<ChangeRow[]>;
+  /** Claims undelivered change-feed rows for `leaseMs`. */
+  claimChanges(limit: number, leaseMs: number): Promise<ChangeRow[]>;
+  markChangesDelivered(ids: number[]): Promise<void>;
+  /** Revoked sessions not yet expired, raised session epochs, and where to start reading the feed. */
+  loadRevocationState(): Promise<RevocationState>;
+
+  insertAudit(events: AuditEventRecord[]): Promise<void>;
+  findAuditByDecisionId(decisionId: string): Promise<AuditEventRecord | null>;
+  /** Deletes audit events that occurred before `before` (retention); resolves how many. */
+  purgeAudit(before: Date): Promise<number>;
+
+  /**
+   * Applies a provisioning document idempotently in one transaction: a second run with the same
+   * document changes nothing and reports `unchanged` only. Referential errors (unknown template)
+   * reject with a `ProvisioningError` and change nothing. `options` (default: overwrite, unaudited) picks
+   * create-missing or overwrite and the audit actor (provisioning-mode.ts).
+   */
+  applyProvisioning(document: ProvisioningDocument, options?: ProvisioningOptions): Promise<ProvisioningSummary>;
+
+  /** Resolves when the database answers a trivial query. */
+  ping(): Promise<void>;
+}
+
+export class DatabaseUnavailableError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'DatabaseUnavailableError';
+  }
+}
+
+export class ProvisioningError extends Error {
+  constructor(
+    message: string,
+    /** JSON pointers into the document with what is wrong there. */
+    readonly problems: Array<{ pointer: string; message: string }>,
+  ) {
+    super(message);
+    this.name = 'ProvisioningError';
+  }
+}

@@ -1,0 +1,36 @@
+import type { IamPrincipal } from './principal';
+
+/**
+ * What the token store keeps under `{prefix}:token:{sha256(token)}`.
+ * The raw token is never stored.
+ */
+export interface TokenRecord {
+  sessionId: string;
+  principal: IamPrincipal;
+  clientType: string;
+  /** ISO 8601 UTC. */
+  createdAt: string;
+  /** ISO 8601 UTC: the absolute end of the session (`iam.token.ttl`). */
+  expiresAt: string;
+  /** Sliding idle timeout in ms for this session, 0 = off (`iam.token.idle-timeout` at issue time). */
+  idleTimeoutMs: number;
+  /** The session a profile switch derived this one from (absent for a login); its end ends this one. */
+  originSessionId?: string;
+  /** Every session this one derives from (origin first, then the origin's origins): if one ended, this one did. */
+  ancestorSessionIds?: string[];
+  /**
+   * The user's session epoch when the token was issued (`iam_users.session_epoch`); once the user's epoch is
+   * raised (every session ended) the token is refused, whatever the token store says. Absent = 0.
+   */
+  sessionEpoch?: number;
+}
+
+/** Messages on the `{prefix}:events` channel, shared by every gateway instance. */
+export type StoreEvent =
+  | { type: 'session-ended'; sessionId: string; tokenHash: string; userId: string; reason: string; expiresAt?: string }
+  | { type: 'user-sessions-ended'; userId: string; reason: string; sessionEpoch?: number }
+  | { type: 'authorization-changed'; userId: string; authorizationVersion?: number }
+  | { type: 'profile-changed'; profileId: string; userId: string }
+  | { type: 'template-changed'; versionId: string }
+  /** Every token under the prefix was deleted (`iam-gateway tokens purge`): drop every cached session. */
+  | { type: 'tokens-flushed'; reason: string };

@@ -1,0 +1,82 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { ProblemError, problems } from '../domain/problem';
+import { clientAddressOf } from './client-address';
+import { inspectRequestHeaders } from './inbound-headers';
+import type { TrustedProxyCheck } from './trusted-proxies';
+import { normalizeRequestTarget } from './normalize-target';
+
+/** A request the gateway agreed to interpret: everything after this step sees only these values. */
+export interface PreparedRequest {
+  requestId: string;
+  method: string;
+  /** Normalized path (docs/http-contract.md): what is matched, authorized and forwarded. */
+  path: string;
+  /** Original query with its `?`, or ''. */
+  search: string;
+  /** The single Authorization header, if any. */
+  authorization: string | null;
+  /** The client's IP address (the trusted-proxy rule of {@link clientAddressOf}); null when unknown. */
+  clientAddress: string | null;
+}
+
+export interface PrepareOptions {
+  allowPathParameters: boolean;
+  maxUrlLength: number;
+  /** `iam.forward.trusted-proxies`: whose X-Forwarded-For names the client. */
+  isTrustedProxy?: TrustedProxyCheck;
+}
+
+/**
+ * The proxy's reading of a request target, and its refusals (414 IAM_URI_TOO_LONG, 400 IAM_BAD_REQUEST):
+ * the one rule shared by proxied requests and forward-auth (`X-Forwarded-Uri`), so both judge the same path.
+ */
+export function interpretRequestTarget(
+  rawTarget: string,
+  host: string | undefined,
+  options: PrepareOptions,
+): { ok: true; path: string; search: string } | { ok: false; problem: ProblemError } {
+  if (rawTarget.length > options.maxUrlLength) {
+    return { ok: false, problem: new ProblemError('IAM_URI_TOO_LONG', `The request target is longer than ${options.maxUrlLength} bytes.`) };
+  }
+  const target = normalizeRequestTarget(rawTarget, { allowPathParameters: options.allowPathParameters, host });
+  if (!target.ok) return { ok: false, problem: problems.badRequest(target.reason) };
+  return target;
+}
+
+/**
+ * The first step of every request, `/iam` and proxied alike: refuse what cannot be interpreted safely
+ * (400 IAM_BAD_REQUEST, 414), then normalize the target once.
+ */
+export function prepareRequest(req: IncomingMessage, options: PrepareOptions): { ok: true; request: PreparedRequest } | { ok: false; problem: ProblemError; requestId: string } {
+  const requestId = randomUUID();
+  const rawTarget = req.url ?? '';
+  if (rawTarget.length > options.maxUrlLength) {
+    return { ok: false, requestId, problem: new ProblemError('IAM_URI_TOO_LONG', `The request target is longer than ${options.maxUrlLength} bytes.`) };
+  }
+  // RFC 9112 §3.2: an HTTP/1.1 request without Host gets 400 (the server's own check is off so that the
+  // answer is a problem body like every other error).
+  if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) {
+    return { ok: false, requestId, problem: problems.badRequest('An HTTP/1.1 request needs a Host header.') };
+  }
+  const inspected = inspectRequestHeaders(req.rawHeaders);
+  if (!inspected.ok) return { ok: false, requestId, problem: problems.badRequest(inspected.reason) };
+  const target = interpretRequestTarget(rawTarget, req.headers.host, options);
+  if (!target.ok) return { ok: false, requestId, problem: target.problem };
+  return {
+    ok: true,
+    request: {
+      requestId,
+      method: req.method ?? 'GET',
+      path: target.path,
+      search: target.search,
+      authorization: inspected.authorization,
+      clientAddress: clientAddressOf(req.socket.remoteAddress, req.headers['x-forwarded-for'], options.isTrustedProxy ?? (() => false)),
+    },
+  };
+}
+
+/** True when a normalized path belongs to the gateway's own endpoints. */
+export function isIamPath(path: string): boolean {
+  return path === '/iam' || path.startsWith('/iam/');
+}

@@ -1,0 +1,255 @@
+/**
+ * `iam-gateway policy check|test|explain|coverage` (docs/policy-format.md): the policy lifecycle tools a
+ * host team runs locally and in CI. Each reads the policies directory exactly as the gateway does; the
+ * configuration is loaded only when a default is needed (no DIR, no --provision).
+ */
+import { readFileSync } from 'node:fs';
+import { isAbsolute, join, relative, resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { readProvisioningFile } from '../api/provisioning-file';
+import { loadConfig, type GatewayConfig } from '../app/config';
+import type { CompiledPolicy, PolicyIssue } from '../policy/compiled-policy';
+import { loadPolicyDirectory } from '../policy/load-policy-directory';
+import { computeCoverage, formatCoverageReport, OpenApiError, parseOpenApiOperations } from './policy-coverage';
+import { explainRequest, formatExplanation } from './policy-explain';
+import { checkPolicyDirectory, formatPolicyIssue } from './policy-lint';
+import { formatPolicyTestReport, runPolicyTests } from './policy-test-runner';
+
+/** Where the command writes and what it reads its defaults from. */
+export interface PolicyCommandIo {
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream;
+  env: NodeJS.ProcessEnv;
+  /** Base of relative paths (DIR, FILE) and of the configuration lookup. */
+  cwd: string;
+}
+
+export const POLICY_USAGE = `usage: iam-gateway policy <command>
+
+  check [DIR] [--provision FILE] [--database]
+        validate and lint the policy files; exit 1 on any error (warnings alone exit 0).
+        --provision / --database: also report permission codes no template grants
+  test [DIR] [--provision FILE] [--verbose]
+        run the cases of DIR/tests/*.yaml through the decision engine; exit 1 on any failure.
+        --provision: users for \`principal: { user }\` cases (default iam.provision.file)
+  explain METHOD PATH [--dir DIR]
+        show the normalized path, the route selected (file:line) and what it asks for
+  coverage --openapi FILE [--dir DIR] [--base-path PATH] [--fail-on-uncovered] [--verbose]
+        list the host's OpenAPI operations no route covers and routes matching no operation
+
+DIR defaults to iam.policy.dir (IAM_POLICIES_DIR) of the configuration.`;
+
+type Options = Record<string, string | boolean | undefined>;
+
+/** Usage errors: exit code 2 with the message and the usage. */
+class UsageError extends Error {}
+
+/** Runs `policy <args>`; resolves the exit code (0 ok, 1 problems found, 2 usage). Never rejects. */
+export async function runPolicyCommand(args: string[], io: PolicyCommandIo): Promise<number> {
+  const out = (lines: readonly string[]): void => {
+    if (lines.length > 0) io.stdout.write(`${lines.join('\n')}\n`);
+  };
+  const context = new CommandContext(io);
+  const [command, ...rest] = args;
+  try {
+    switch (command) {
+      case 'check':
+        return await check(rest, context, out);
+      case 'test':
+        return await test(rest, context, out);
+      case 'explain':
+        return await explain(rest, context, out);
+      case 'coverage':
+        return await coverage(rest, context, out);
+      case undefined:
+      case 'help':
+      case '--help':
+      case '-h':
+        io.stdout.write(`${POLICY_USAGE}\n`);
+        return command === undefined ? 2 : 0;
+      default:
+        throw new UsageError(`unknown policy command "${command}"`);
+    }
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.stderr.write(`iam-gateway policy: ${error.message}\n\n${POLICY_USAGE}\n`);
+      return 2;
+    }
+    io.stderr.write(`iam-gateway policy: ${(error as Error).message}\n`);
+    return 1;
+  }
+}
+
+// ---------------------------------------------------------------- subcommands
+
+async function check(args: string[], context: CommandContext, out: (lines: readonly string[]) => void): Promise<number> {
+  const { positionals, options } = parse(args, { provision: 'string', database: 'boolean' }, 1);
+  const dir = context.policyDir(positionals[0]);
+  const templates: Array<{ versionId: string; permissions: string[] }> = [];
+  const origins: string[] = [];
+  if (typeof options.provision === 'string') {
+    templates.push(...(readProvisioningFile(context.path(options.provision)).templates ?? []));
+    origins.push(options.provision);
+  }
+  if (options.database === true) {
+    templates.push(...(await context.databaseTemplates()));
+    origins.push('the database');
+  }
+  const result = await checkPolicyDirectory(dir.path, {
+    ...(origins.length > 0 ? { templates, templatesOrigin: origins.join(' and ') } : {}),
+    allowPathParameters: context.loadedConfig?.iam.gateway.allowPathParameters ?? false,
+  });
+  const errors = result.issues.filter((issue) => issue.severity === 'error').length;
+  const warnings = result.issues.length - errors;
+  out([...result.issues.map((issue) => formatPolicyIssue(issue, dir.label, dir.fileLabel)), `${count(errors, 'error')}, ${count(warnings, 'warning')}`]);
+  return errors > 0 ? 1 : 0;
+}
+
+async function test(args: string[], context: CommandContext, out: (lines: readonly string[]) => void): Promise<number> {
+  const { positionals, options } = parse(args, { provision: 'string', verbose: 'boolean' }, 1);
+  const dir = context.policyDir(positionals[0]);
+  const policy = await context.loadPolicy(dir, out);
+  if (!policy) return 1;
+  let provisioningPath: string | null = null;
+  let origin = 'the provisioning file';
+  if (typeof options.provision === 'string') {
+    provisioningPath = context.path(options.provision);
+    origin = options.provision;
+  }
+  const report = await runPolicyTests({
+    policy,
+    dir: dir.path,
+    provisioning: () => {
+      if (provisioningPath === null) {
+        provisioningPath = context.config().iam.provision.file;
+        if (provisioningPath === null) throw new Error('principal.user needs a provisioning file: pass --provision FILE or set iam.provision.file');
+        origin = context.display(provisioningPath);
+      }
+      return readProvisioningFile(provisioningPath);
+    },
+    // A getter: which file it is is only known once a case needs it.
+    get provisioningOrigin() {
+      return origin;
+    },
+    allowPathParameters: context.loadedConfig?.iam.gateway.allowPathParameters ?? false,
+  });
+  out(formatPolicyTestReport(report, { verbose: options.verbose === true, fileLabel: dir.fileLabel, where: join(dir.label, 'tests') }));
+  return report.failed > 0 ? 1 : 0;
+}
+
+async function explain(args: string[], context: CommandContext, out: (lines: readonly string[]) => void): Promise<number> {
+  const { positionals, options } = parse(args, { dir: 'string' }, 2);
+  const [method, path] = positionals;
+  if (method === undefined || path === undefined) throw new UsageError('explain needs METHOD and PATH, e.g. `policy explain GET /api/projects/1`');
+  if (!/^[A-Za-z]{1,20}$/.test(method)) throw new UsageError(`"${method}" is not an HTTP method`);
+  const dir = context.policyDir(typeof options.dir === 'string' ? options.dir : undefined);
+  const policy = await context.loadPolicy(dir, out);
+  if (!policy) return 1;
+  out(formatExplanation(explainRequest(policy, method, path, { allowPathParameters: context.loadedConfig?.iam.gateway.allowPathParameters ?? false })));
+  return 0;
+}
+
+async function coverage(args: string[], context: CommandContext, out: (lines: readonly string[]) => void): Promise<number> {
+  const { options } = parse(args, { openapi: 'string', dir: 'string', 'base-path': 'string', 'fail-on-uncovered': 'boolean', verbose: 'boolean' }, 0);
+  if (typeof options.openapi !== 'string') throw new UsageError('coverage needs --openapi FILE');
+  let text: string;
+  try {
+    text = readFileSync(context.path(options.openapi), 'utf8');
+  } catch (error) {
+    throw new Error(`cannot read ${options.openapi}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+  }
+  let operations;
+  try {
+    operations = parseOpenApiOperations(text, typeof options['base-path'] === 'string' ? { basePath: options['base-path'] } : {});
+  } catch (error) {
+    if (error instanceof OpenApiError) throw new Error(`${options.openapi}: ${error.message}`);
+    throw error;
+  }
+  const dir = context.policyDir(typeof options.dir === 'string' ? options.dir : undefined);
+  const policy = await context.loadPolicy(dir, out);
+  if (!policy) return 1;
+  const report = computeCoverage(policy, operations);
+  out(formatCoverageReport(report, policy, { openapiLabel: options.openapi, policyLabel: dir.label, verbose: options.verbose === true }));
+  return options['fail-on-uncovered'] === true && report.uncovered.length > 0 ? 1 : 0;
+}
+
+// ---------------------------------------------------------------- shared
+
+function count(n: number, noun: string): string {
+  return `${n} ${noun}${n === 1 ? '' : 's'}`;
+}
+
+function parse(args: string[], spec: Record<string, 'string' | 'boolean'>, maxPositionals: number): { positionals: string[]; options: Options } {
+  const options = Object.fromEntries(Object.entries(spec).map(([name, type]) => [name, name === 'verbose' ? { type, short: 'v' } : { type }]));
+  let parsed: { positionals: string[]; values: Options };
+  try {
+    parsed = parseArgs({ args, options, allowPositionals: true, strict: true }) as { positionals: string[]; values: Options };
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  if (parsed.positionals.length > maxPositionals) throw new UsageError(`unexpected argument "${parsed.positionals[maxPositionals]}"`);
+  return { positionals: parsed.positionals, options: parsed.values };
+}
+
+/** A policies directory and how to show its files (as the user named it). */
+interface PolicyDir {
+  path: string;
+  label: string;
+  fileLabel: (file: string) => string;
+}
+
+/** Lazily loaded configuration and path helpers for one command run. */
+class CommandContext {
+  /** The configuration, once something needed it. */
+  loadedConfig: GatewayConfig | null = null;
+
+  constructor(private readonly io: PolicyCommandIo) {}
+
+  config(): GatewayConfig {
+    this.loadedConfig ??= loadConfig({ env: this.io.env, cwd: this.io.cwd });
+    return this.loadedConfig;
+  }
+
+  path(file: string): string {
+    return resolve(this.io.cwd, file);
+  }
+
+  /** Relative to the working directory when inside it. */
+  display(path: string): string {
+    const shown = relative(this.io.cwd, path);
+    return shown !== '' && !shown.startsWith('..') && !isAbsolute(shown) ? shown : path;
+  }
+
+  policyDir(given: string | undefined): PolicyDir {
+    const path = given !== undefined ? this.path(given) : this.config().iam.policy.dir;
+    const label = given ?? this.display(path);
+    return { path, label, fileLabel: (file) => join(label, file) };
+  }
+
+  /** The compiled policy, or null after printing why it does not load. */
+  async loadPolicy(dir: PolicyDir, out: (lines: readonly string[]) => void): Promise<CompiledPolicy | null> {
+    const resolverTimeout = this.loadedConfig?.iam.authz.resolverTimeoutMs;
+    const result = await loadPolicyDirectory(dir.path, resolverTimeout === undefined ? {} : { defaultResolverTimeoutMs: resolverTimeout });
+    if (result.policy) return result.policy;
+    const errors = result.issues.filter((issue: PolicyIssue) => issue.severity === 'error');
+    out([...errors.map((issue) => formatPolicyIssue(issue, dir.label, dir.fileLabel)), `the policy in ${dir.label} does not load (${errors.length} errors); run \`iam-gateway policy check\``]);
+    return null;
+  }
+
+  /** Every template of the configured database (read only: no migration is applied). */
+  async databaseTemplates(): Promise<Array<{ versionId: string; permissions: string[] }>> {
+    const config = this.config();
+    if (config.database.url === null) throw new Error('--database needs a PostgreSQL database (DATABASE_URL or database.url)');
+    const [{ createOrm }, { MikroOrmIamRepository }] = await Promise.all([import('../adapters/postgres/orm'), import('../adapters/postgres/mikro-orm-iam-repository')]);
+    try {
+      const orm = await createOrm({ url: config.database.url, poolSize: 1, historyTable: config.iam.schema.historyTable, embedded: false, connectTimeoutMs: 5000 });
+      try {
+        return await new MikroOrmIamRepository(orm).listTemplates();
+      } finally {
+        await orm.close(true);
+      }
+    } catch (error) {
+      throw new Error(`--database: cannot read the templates: ${(error as Error).message}`);
+    }
+  }
+}
