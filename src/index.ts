@@ -5,17 +5,10 @@
 export { startGateway, type RunningGateway, type GatewayServices, type StartOptions } from './app/start-gateway';
 export { loadConfig, ConfigError, type GatewayConfig } from './app/config';
 export { openAuthorizationEngine, type EmbeddedAuthorizationEngine } from './app/embedded-engine';
-export {
-  decide,
-  require,
-  DecisionEngine,
-  problemFromDecision,
-  isValidPermissionCode,
-  type AuthorizationDecision,
-  type DecisionStep,
-  type DecideInput,
-  type DecideRequestInput,
-} from './authz/decide';
+export { decide, require } from './authz/decide';
+export { DecisionEngine, problemFromDecision, type DecideInput, type DecideRequestInput } from './authz/decision-engine';
+export type { AuthorizationDecision, DecisionStep } from './authz/decision';
+export { isValidPermissionCode } from './domain/permission-code';
 export { loadPolicyDirectory, compilePolicyFiles } from './policy/load-policy-directory';
 export type { CompiledPolicy, CompiledRoute, PolicyIssue } from './policy/compiled-policy';
 export { ProblemError, PROBLEM_CATALOG, type ProblemCode, type ProblemBody } from './domain/problem';

@@ -5,7 +5,7 @@ import type { GrantProvider } from '../authz/grant-provider';
 import { callerOf, factsOf } from './iam-context';
 import { requirePermission } from './require-session';
 import { assertValid, createBodyValidator } from './validate-body';
-import type { VersionPrecondition } from '../adapters/postgres/admin-repository';
+import type { VersionPrecondition } from '../domain/admin-repository';
 import type { ProfileRecord } from '../domain/records';
 import { ProblemError, problems } from '../domain/problem';
 import { parseAuditListQuery, parseUserListQuery } from './admin-query';

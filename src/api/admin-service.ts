@@ -1,14 +1,7 @@
 import type { AuditTrail } from '../audit/audit-trail';
 import { isValidPermissionCode } from '../domain/permission-code';
-import {
-  AdminWriteError,
-  type AdminAuditContext,
-  type AdminRepository,
-  type HeldGrant,
-  type RaisedAuthorization,
-  type VersionPrecondition,
-} from '../adapters/postgres/admin-repository';
-import { ESCALATION_RULE } from '../adapters/postgres/admin-escalation';
+import { AdminWriteError, type AdminAuditContext, type AdminRepository, type HeldGrant, type RaisedAuthorization, type VersionPrecondition } from '../domain/admin-repository';
+import { ESCALATION_RULE } from '../domain/admin-repository';
 import { isStorableText } from './validate-body';
 import type { IamRepository } from '../domain/iam-repository';
 import type { AuditEventRecord, IdentityRecord, ProfileRecord, TemplateRecord, UserRecord } from '../domain/records';

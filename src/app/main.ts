@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { ProvisioningFileError, readProvisioningFile } from '../api/provisioning-file';
 import { hashPassword } from '../auth/password-hash';
-import { runPolicyCommand } from '../policy-tools/policy-command';
+import { runPolicyCommand } from './policy-command';
 import { ConfigError, loadConfig } from './config';
 import { DURATION_EXAMPLES, tryParseDuration } from './config/durations';
 import type { GatewayConfig } from './config/gateway-config';

@@ -388,7 +388,7 @@ function createProxyServer(config: GatewayConfig, listener: (req: IncomingMessag
 }
 
 async function startTransparent(config: GatewayConfig, logger: Logger, metrics: GatewayMetrics): Promise<RunningGateway> {
-  const forwarder = createTransparentProxy(config);
+  const forwarder = createTransparentProxy(config.upstream);
   let shuttingDown = false;
   const server = createProxyServer(config, forwarder.handle);
   server.on('upgrade', forwarder.handleUpgrade);

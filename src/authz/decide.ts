@@ -1,25 +1,9 @@
 /**
- * The authorization core (docs/policy-format.md): what the rest of the gateway — and Node hosts embedding the
- * package — may use. `decide()` returns the decision; `require()` throws the problem of a denial.
+ * The decision engine's two calls for Node hosts embedding the package (src/index.ts, docs/policy-format.md):
+ * `decide()` returns the decision; `require()` throws the problem of a denial.
  */
 import type { AuthorizationDecision } from './decision';
 import { problemFromDecision, type DecideInput, type DecisionEngine } from './decision-engine';
-
-export type { AuthorizationDecision, DecisionStep, DecisionRoute, DecisionResource, PassedStepCode, FailedStepCode } from './decision';
-export { isValidPermissionCode, parsePermissionCode, type ParsedPermissionCode } from '../domain/permission-code';
-export { compileGrant, type CompiledGrant, type ScopeSubject } from './ability-compiler';
-export { GrantCache } from './grant-cache';
-export { GrantProvider, type GrantProviderOptions } from './grant-provider';
-export { ResourceResolverClient, decodeResourceId, type ResolveResult, type ScopeRef } from './resource-resolver';
-export {
-  DecisionEngine,
-  problemFromDecision,
-  type DecideInput,
-  type DecideRequestInput,
-  type DecisionEngineDeps,
-  type DecisionResourceInput,
-  type DecisionSubject,
-} from './decision-engine';
 
 /** `AuthorizationEngine.decide()`: the decision, allowed or not. */
 export function decide(engine: Pick<DecisionEngine, 'decide'>, input: DecideInput): Promise<AuthorizationDecision> {

@@ -1,5 +1,5 @@
-import type { ProvisioningOptions } from '../adapters/postgres/provisioning-mode';
-import type { ChangeRow, EndSessionsRequest, EndSessionsResult, RevocationState } from '../adapters/postgres/change-log';
+import type { ProvisioningOptions } from './provisioning';
+import type { ChangeRow, EndSessionsRequest, EndSessionsResult, RevocationState } from './changes';
 import type {
   AuditEventRecord,
   IdentityRecord,

@@ -1,9 +1,15 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { GatewayConfig } from '../app/config/gateway-config';
 import { ProblemError } from '../domain/problem';
 import { sendProblem } from '../http/problem-response';
 
-type CorsConfig = GatewayConfig['iam']['cors'];
+/** `iam.cors` (docs/configuration.md). */
+export interface CorsConfig {
+  origins: string[];
+  methods: string[];
+  headers: string[];
+  maxAgeSeconds: number;
+  credentials: boolean;
+}
 
 /**
  * CORS answered by the gateway (docs/http-contract.md, Fetch standard §3.2): preflights never reach the host — they

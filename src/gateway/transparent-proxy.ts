@@ -1,8 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import type { GatewayConfig } from '../app/config/gateway-config';
 import { sendProblem } from '../http/problem-response';
-import { UpstreamForwarder } from './upstream-forwarder';
+import { UpstreamForwarder, type ForwarderOptions } from './upstream-forwarder';
 import { TunnelRegistry } from './tunnel-registry';
 import { WebSocketForwarder } from './websocket-forwarder';
 import { sendProblemOnSocket } from '../http/problem-response';
@@ -16,16 +15,19 @@ const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'te'
  * `iam.enabled=false` (the rollback switch, docs/configuration.md): every request, `/iam/*` included, goes to the host
  * unchanged — no token checks, no policy checks, no header changes beyond the standard proxy headers.
  */
-export function createTransparentProxy(config: GatewayConfig): {
+/** `upstream.*` (docs/configuration.md): the forwarder's settings and the tunnel timeouts. */
+export type TransparentProxyOptions = ForwarderOptions & { websocketIdleTimeoutMs: number; websocketRecheckIntervalMs: number };
+
+export function createTransparentProxy(upstream: TransparentProxyOptions): {
   handle: (req: IncomingMessage, res: ServerResponse) => void;
   handleUpgrade: (req: IncomingMessage, socket: Socket, head: Buffer) => void;
   /** Open WebSocket tunnels (closed at shutdown). */
   tunnels: TunnelRegistry;
   close: () => Promise<void>;
 } {
-  const forwarder = new UpstreamForwarder({ ...config.upstream });
-  const tunnels = new TunnelRegistry({ recheckIntervalMs: config.upstream.websocketRecheckIntervalMs });
-  const websockets = new WebSocketForwarder({ ...config.upstream, idleTimeoutMs: config.upstream.websocketIdleTimeoutMs }, tunnels);
+  const forwarder = new UpstreamForwarder({ ...upstream });
+  const tunnels = new TunnelRegistry({ recheckIntervalMs: upstream.websocketRecheckIntervalMs });
+  const websockets = new WebSocketForwarder({ ...upstream, idleTimeoutMs: upstream.websocketIdleTimeoutMs }, tunnels);
   return {
     tunnels,
     // The same handshake rules as with iam enabled (only WebSocket, only after a 101), without the checks.

@@ -6,8 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { readProvisioningFile } from '../api/provisioning-file';
-import { loadConfig, type GatewayConfig } from '../app/config';
+import type { ProvisioningDocument } from '../domain/records';
 import type { CompiledPolicy, PolicyIssue } from '../policy/compiled-policy';
 import { loadPolicyDirectory } from '../policy/load-policy-directory';
 import { computeCoverage, formatCoverageReport, OpenApiError, parseOpenApiOperations } from './policy-coverage';
@@ -22,6 +21,30 @@ export interface PolicyCommandIo {
   env: NodeJS.ProcessEnv;
   /** Base of relative paths (DIR, FILE) and of the configuration lookup. */
   cwd: string;
+}
+
+/** The part of the gateway's configuration the policy tools use (docs/configuration.md). */
+export interface PolicyToolSettings {
+  /** `iam.policy.dir`. */
+  policyDir: string;
+  /** `iam.provision.file`. */
+  provisionFile: string | null;
+  /** `iam.gateway.allow-path-parameters`. */
+  allowPathParameters: boolean;
+  /** `iam.authz.resolver-timeout`. */
+  resolverTimeoutMs: number;
+}
+
+/**
+ * What the command needs from the rest of the gateway: the configuration, the provisioning file reader and the
+ * database. The composition root wires them (src/app/policy-command.ts); tests may pass their own.
+ */
+export interface PolicyToolServices {
+  /** Loads the configuration (config file, `IAM_*` environment) of `io.env`/`io.cwd`; throws when it is invalid. */
+  loadSettings(io: PolicyCommandIo): PolicyToolSettings;
+  readProvisioningFile(path: string): ProvisioningDocument;
+  /** Every template of the configured database (read only: no migration is applied). */
+  databaseTemplates(io: PolicyCommandIo): Promise<Array<{ versionId: string; permissions: string[] }>>;
 }
 
 export const POLICY_USAGE = `usage: iam-gateway policy <command>
@@ -45,11 +68,11 @@ type Options = Record<string, string | boolean | undefined>;
 class UsageError extends Error {}
 
 /** Runs `policy <args>`; resolves the exit code (0 ok, 1 problems found, 2 usage). Never rejects. */
-export async function runPolicyCommand(args: string[], io: PolicyCommandIo): Promise<number> {
+export async function runPolicyCommand(args: string[], io: PolicyCommandIo, services: PolicyToolServices): Promise<number> {
   const out = (lines: readonly string[]): void => {
     if (lines.length > 0) io.stdout.write(`${lines.join('\n')}\n`);
   };
-  const context = new CommandContext(io);
+  const context = new CommandContext(io, services);
   const [command, ...rest] = args;
   try {
     switch (command) {
@@ -88,7 +111,7 @@ async function check(args: string[], context: CommandContext, out: (lines: reado
   const templates: Array<{ versionId: string; permissions: string[] }> = [];
   const origins: string[] = [];
   if (typeof options.provision === 'string') {
-    templates.push(...(readProvisioningFile(context.path(options.provision)).templates ?? []));
+    templates.push(...(context.services.readProvisioningFile(context.path(options.provision)).templates ?? []));
     origins.push(options.provision);
   }
   if (options.database === true) {
@@ -97,7 +120,7 @@ async function check(args: string[], context: CommandContext, out: (lines: reado
   }
   const result = await checkPolicyDirectory(dir.path, {
     ...(origins.length > 0 ? { templates, templatesOrigin: origins.join(' and ') } : {}),
-    allowPathParameters: context.loadedConfig?.iam.gateway.allowPathParameters ?? false,
+    allowPathParameters: context.loadedSettings?.allowPathParameters ?? false,
   });
   const errors = result.issues.filter((issue) => issue.severity === 'error').length;
   const warnings = result.issues.length - errors;
@@ -121,17 +144,17 @@ async function test(args: string[], context: CommandContext, out: (lines: readon
     dir: dir.path,
     provisioning: () => {
       if (provisioningPath === null) {
-        provisioningPath = context.config().iam.provision.file;
+        provisioningPath = context.settings().provisionFile;
         if (provisioningPath === null) throw new Error('principal.user needs a provisioning file: pass --provision FILE or set iam.provision.file');
         origin = context.display(provisioningPath);
       }
-      return readProvisioningFile(provisioningPath);
+      return context.services.readProvisioningFile(provisioningPath);
     },
     // A getter: which file it is is only known once a case needs it.
     get provisioningOrigin() {
       return origin;
     },
-    allowPathParameters: context.loadedConfig?.iam.gateway.allowPathParameters ?? false,
+    allowPathParameters: context.loadedSettings?.allowPathParameters ?? false,
   });
   out(formatPolicyTestReport(report, { verbose: options.verbose === true, fileLabel: dir.fileLabel, where: join(dir.label, 'tests') }));
   return report.failed > 0 ? 1 : 0;
@@ -145,7 +168,7 @@ async function explain(args: string[], context: CommandContext, out: (lines: rea
   const dir = context.policyDir(typeof options.dir === 'string' ? options.dir : undefined);
   const policy = await context.loadPolicy(dir, out);
   if (!policy) return 1;
-  out(formatExplanation(explainRequest(policy, method, path, { allowPathParameters: context.loadedConfig?.iam.gateway.allowPathParameters ?? false })));
+  out(formatExplanation(explainRequest(policy, method, path, { allowPathParameters: context.loadedSettings?.allowPathParameters ?? false })));
   return 0;
 }
 
@@ -201,13 +224,16 @@ interface PolicyDir {
 /** Lazily loaded configuration and path helpers for one command run. */
 class CommandContext {
   /** The configuration, once something needed it. */
-  loadedConfig: GatewayConfig | null = null;
+  loadedSettings: PolicyToolSettings | null = null;
 
-  constructor(private readonly io: PolicyCommandIo) {}
+  constructor(
+    private readonly io: PolicyCommandIo,
+    readonly services: PolicyToolServices,
+  ) {}
 
-  config(): GatewayConfig {
-    this.loadedConfig ??= loadConfig({ env: this.io.env, cwd: this.io.cwd });
-    return this.loadedConfig;
+  settings(): PolicyToolSettings {
+    this.loadedSettings ??= this.services.loadSettings(this.io);
+    return this.loadedSettings;
   }
 
   path(file: string): string {
@@ -221,14 +247,14 @@ class CommandContext {
   }
 
   policyDir(given: string | undefined): PolicyDir {
-    const path = given !== undefined ? this.path(given) : this.config().iam.policy.dir;
+    const path = given !== undefined ? this.path(given) : this.settings().policyDir;
     const label = given ?? this.display(path);
     return { path, label, fileLabel: (file) => join(label, file) };
   }
 
   /** The compiled policy, or null after printing why it does not load. */
   async loadPolicy(dir: PolicyDir, out: (lines: readonly string[]) => void): Promise<CompiledPolicy | null> {
-    const resolverTimeout = this.loadedConfig?.iam.authz.resolverTimeoutMs;
+    const resolverTimeout = this.loadedSettings?.resolverTimeoutMs;
     const result = await loadPolicyDirectory(dir.path, resolverTimeout === undefined ? {} : { defaultResolverTimeoutMs: resolverTimeout });
     if (result.policy) return result.policy;
     const errors = result.issues.filter((issue: PolicyIssue) => issue.severity === 'error');
@@ -236,20 +262,8 @@ class CommandContext {
     return null;
   }
 
-  /** Every template of the configured database (read only: no migration is applied). */
-  async databaseTemplates(): Promise<Array<{ versionId: string; permissions: string[] }>> {
-    const config = this.config();
-    if (config.database.url === null) throw new Error('--database needs a PostgreSQL database (DATABASE_URL or database.url)');
-    const [{ createOrm }, { MikroOrmIamRepository }] = await Promise.all([import('../adapters/postgres/orm'), import('../adapters/postgres/mikro-orm-iam-repository')]);
-    try {
-      const orm = await createOrm({ url: config.database.url, poolSize: 1, historyTable: config.iam.schema.historyTable, embedded: false, connectTimeoutMs: 5000 });
-      try {
-        return await new MikroOrmIamRepository(orm).listTemplates();
-      } finally {
-        await orm.close(true);
-      }
-    } catch (error) {
-      throw new Error(`--database: cannot read the templates: ${(error as Error).message}`);
-    }
+  databaseTemplates(): Promise<Array<{ versionId: string; permissions: string[] }>> {
+    return this.services.databaseTemplates(this.io);
   }
 }
+

@@ -1,4 +1,4 @@
-import type { RevocationState } from '../adapters/postgres/change-log';
+import type { RevocationState } from '../domain/changes';
 import type { StoreEvent, TokenRecord } from '../domain/token-record';
 
 /**

@@ -1,5 +1,5 @@
 import type { Logger } from '../observability/logger';
-import type { EndedSession, EndSessionsRequest } from '../adapters/postgres/change-log';
+import type { EndedSession, EndSessionsRequest } from '../domain/changes';
 import { DatabaseUnavailableError, type IamRepository } from '../domain/iam-repository';
 import type { RevocationRegistry } from './revocation-registry';
 import type { SessionCache } from './session-cache';

@@ -5,7 +5,8 @@
  * trail written in the same transaction as each change.
  */
 import { join } from 'node:path';
-import { FULL_GRANT, MikroOrmAdminRepository } from '../../src/adapters/postgres/admin-repository';
+import { MikroOrmAdminRepository } from '../../src/adapters/postgres/admin-repository';
+import { FULL_GRANT } from '../../src/domain/admin-repository';
 import type { AuditEventRecord, ProvisioningDocument } from '../../src/domain/records';
 import type { RunningGateway } from '../../src/app/start-gateway';
 import { createTestDatabase, type TestDatabase } from '../support/database';

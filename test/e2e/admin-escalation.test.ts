@@ -6,7 +6,8 @@
  */
 import { join } from 'node:path';
 import { openApiDocument } from '../../src/api/openapi-document';
-import { MikroOrmAdminRepository, type HeldGrant } from '../../src/adapters/postgres/admin-repository';
+import { MikroOrmAdminRepository } from '../../src/adapters/postgres/admin-repository';
+import { type HeldGrant } from '../../src/domain/admin-repository';
 import type { ProvisioningDocument } from '../../src/domain/records';
 import type { RunningGateway } from '../../src/app/start-gateway';
 import { createTestDatabase, type TestDatabase } from '../support/database';

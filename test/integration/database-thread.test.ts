@@ -4,8 +4,8 @@
  * errors with their classes), a thread that dies fails its calls closed and comes back on the next call, and
  * the thread runs at a lower priority than the proxy. Against the test database (PostgreSQL or PGlite).
  */
-import { FULL_GRANT } from '../../src/adapters/postgres/admin-escalation';
-import { AdminWriteError } from '../../src/adapters/postgres/admin-write-support';
+import { FULL_GRANT } from '../../src/domain/admin-repository';
+import { AdminWriteError } from '../../src/domain/admin-repository';
 import type { DatabaseSettings } from '../../src/adapters/postgres/database';
 import { DATABASE_THREAD_NICE, openDatabaseThread, type DatabaseThread } from '../../src/adapters/postgres/database-thread';
 import { DatabaseUnavailableError, ProvisioningError } from '../../src/domain/iam-repository';

@@ -1,6 +1,6 @@
 /** `iam-gateway policy check …` in process: its exit code and what it wrote to stdout and stderr. */
 import { Writable } from 'node:stream';
-import { runPolicyCommand } from '../../src/policy-tools/policy-command';
+import { runPolicyCommand } from '../../src/app/policy-command';
 
 function sink(): { stream: Writable; text: () => string } {
   let text = '';

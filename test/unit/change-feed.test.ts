@@ -2,7 +2,7 @@
  * #11.25: the change feed's reader and deliverer (src/sessions/change-feed.ts) over a fake repository: rows
  * that commit out of id order are not skipped, and a row whose delivery failed is delivered by a later round.
  */
-import type { ChangeRow } from '../../src/adapters/postgres/change-log';
+import type { ChangeRow } from '../../src/domain/changes';
 import { ChangeFeed } from '../../src/sessions/change-feed';
 import type { StoreEvent } from '../../src/domain/token-record';
 

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { parseDocument } from 'yaml';
-import { runPolicyCommand } from '../../src/policy-tools/policy-command';
+import { runPolicyCommand } from '../../src/app/policy-command';
 import type { CompiledPolicy } from '../../src/policy/compiled-policy';
 import { compilePolicyFiles, loadPolicyDirectory } from '../../src/policy/load-policy-directory';
 import { formatPolicyTestReport, runPolicyTests } from '../../src/policy-tools/policy-test-runner';

@@ -8,23 +8,10 @@
  */
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { ANY, parsePermissionCode } from '../../domain/permission-code';
-import { AdminWriteError } from './admin-write-support';
+import { AdminWriteError } from '../../domain/admin-repository';
 import { ProfileEntity } from './entities/profile-entity';
 import type { ScopeRecord } from '../../domain/records';
-
-/** What the acting admin's active profile grants: the most they may hand to anyone. */
-export interface HeldGrant {
-  permissions: string[];
-  /** True when the actor's profile applies to every resource (then `scopes` does not matter). */
-  unscoped: boolean;
-  scopes: ScopeRecord[];
-}
-
-/** Holds everything: `*:*` on every resource (trusted callers such as provisioning and tests). */
-export const FULL_GRANT: HeldGrant = Object.freeze({ permissions: ['*:*'], unscoped: true, scopes: [] });
-
-/** The stable name of the rule in the 403 body (`rule`). */
-export const ESCALATION_RULE = 'ESCALATION_PREVENTION';
+import { type HeldGrant } from '../../domain/admin-repository';
 
 /** What a profile grants once written. */
 export interface GrantedProfile {

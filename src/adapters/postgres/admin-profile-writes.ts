@@ -1,14 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { unique } from './apply-profile';
-import {
-  AdminWriteError,
-  changedFields,
-  insertAdminAudit,
-  lockRow,
-  raiseAuthorizationVersions,
-  type AdminAuditContext,
-  type RaisedAuthorization,
-} from './admin-write-support';
+import { changedFields, insertAdminAudit, lockRow, raiseAuthorizationVersions } from './admin-write-support';
+import { AdminWriteError, type AdminAuditContext, type RaisedAuthorization } from '../../domain/admin-repository';
 import { grantedBy, profileEscalations, refuseEscalation, shareLockTemplate } from './admin-escalation';
 import { PermissionTemplateEntity } from './entities/permission-template-entity';
 import { ProfileEntity } from './entities/profile-entity';
@@ -16,29 +9,7 @@ import { ResourceScopeEntity } from './entities/resource-scope-entity';
 import { UserEntity } from './entities/user-entity';
 import { toProfileRecord } from './record-mappers';
 import type { ProfileRecord, ScopeRecord } from '../../domain/records';
-
-/** The body of `PUT /iam/admin/profiles/{profileId}` (scopes have their own endpoint). */
-export interface ProfileInput {
-  userId: string;
-  profileName: string;
-  templateVersionId: string;
-  clientTypes: string[];
-  enabled: boolean;
-  revoked: boolean;
-  /** True makes the profile unscoped (every resource) and drops its scopes; omitted: true for a new profile, else unchanged. */
-  unscoped?: boolean;
-}
-
-/** `If-Match`: a profile version, `*` (any existing version), or null (no precondition). */
-export type VersionPrecondition = number | '*' | null;
-
-export interface ProfileWriteResult {
-  profile: ProfileRecord;
-  created: boolean;
-  changed: boolean;
-  /** The owner, when the change can alter what the owner's sessions may do. */
-  raised: RaisedAuthorization | null;
-}
+import { type ProfileInput, type VersionPrecondition, type ProfileWriteResult } from '../../domain/admin-repository';
 
 const scopeKey = (scope: { scopeType: string; scopeRefId: string }): string => `${scope.scopeType}\u0000${scope.scopeRefId}`;
 

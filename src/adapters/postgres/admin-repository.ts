@@ -2,18 +2,12 @@ import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { withOrmContext } from './async-context-gate';
 import { sameSet, unique } from './apply-profile';
 import { refuseTemplateEscalation, refuseUserEscalation } from './admin-escalation';
-import { writeProfile, writeProfileScopes, type ProfileInput, type ProfileWriteResult, type VersionPrecondition } from './admin-profile-writes';
-import {
-  AdminWriteError,
-  changedFields,
-  insertAdminAudit,
-  lockRow,
-  raiseAuthorizationVersions,
-  toAdminWriteError,
-  type AdminAuditContext,
-  type RaisedAuthorization,
-} from './admin-write-support';
-import { recordPrincipalChanges, type PrincipalChange } from './change-log';
+import { writeProfile, writeProfileScopes } from './admin-profile-writes';
+import { type ProfileInput, type ProfileWriteResult, type VersionPrecondition } from '../../domain/admin-repository';
+import { changedFields, insertAdminAudit, lockRow, raiseAuthorizationVersions, toAdminWriteError } from './admin-write-support';
+import { AdminWriteError, type AdminAuditContext, type RaisedAuthorization } from '../../domain/admin-repository';
+import { recordPrincipalChanges } from './change-log';
+import { type PrincipalChange } from '../../domain/changes';
 import { toRepositoryError } from './connection-failure';
 import { IdentityEntity } from './entities/identity-entity';
 import { PermissionTemplateEntity } from './entities/permission-template-entity';
@@ -21,70 +15,8 @@ import { TemplatePermissionEntity } from './entities/template-permission-entity'
 import { UserEntity } from './entities/user-entity';
 import { toIdentityRecord, toTemplateRecord, toUserRecord } from './record-mappers';
 import type { AuditEventRecord, IdentityRecord, ScopeRecord, TemplateRecord, UserRecord } from '../../domain/records';
+import { type TemplateWriteResult, type UserWriteResult, type IdentityWriteResult, type UserListQuery, type AuditListQuery, type AdminRepository } from '../../domain/admin-repository';
 
-export { FULL_GRANT, type HeldGrant } from './admin-escalation';
-export { AdminWriteError, type AdminAuditContext, type AdminWriteErrorKind, type RaisedAuthorization } from './admin-write-support';
-export type { ProfileInput, ProfileWriteResult, VersionPrecondition } from './admin-profile-writes';
-
-export interface TemplateWriteResult {
-  template: TemplateRecord;
-  created: boolean;
-  /** Users with a profile on this template whose authorization version was raised (permissions changed). */
-  raised: RaisedAuthorization[];
-}
-
-export interface UserWriteResult {
-  user: UserRecord;
-  created: boolean;
-  enabledChanged: boolean;
-}
-
-export interface IdentityWriteResult {
-  identity: IdentityRecord;
-  created: boolean;
-}
-
-/** One page of users in userId order; `after` is the last userId of the previous page. */
-export interface UserListQuery {
-  limit: number;
-  after: string | null;
-  /** Case-insensitive substring of userId or displayName (LIKE wildcards in it are literal). */
-  text: string | null;
-  /** Only users with an identity in this domain. */
-  domain: string | null;
-}
-
-/** One page of audit events, newest first; `before` is the last id of the previous page. */
-export interface AuditListQuery {
-  limit: number;
-  before: string | null;
-  /** Events the user acted in, or whose target is that user. */
-  userId: string | null;
-  action: string | null;
-  since: Date | null;
-}
-
-/**
- * Reads and writes of the admin API. Every write runs in one transaction that also inserts its
- * audit row (actor, action, target, before/after), so the trail never shows a change that did not happen
- * and no change happens without its row. Writes to one object are serialized with row locks.
- * `AdminWriteError` reports what the caller can fix; `DatabaseUnavailableError` a database outage.
- */
-export interface AdminRepository {
-  upsertTemplate(versionId: string, input: { name: string; description?: string; permissions: string[] }, audit: AdminAuditContext): Promise<TemplateWriteResult>;
-  /** Up to `limit + 1` users: one more than asked tells the caller there is a next page. */
-  listUsers(query: UserListQuery): Promise<UserRecord[]>;
-  upsertUser(userId: string, input: { displayName?: string; enabled: boolean }, audit: AdminAuditContext): Promise<UserWriteResult>;
-  /** The user's identities by identityId, or null when the user does not exist. */
-  listIdentities(userId: string): Promise<IdentityRecord[] | null>;
-  upsertIdentity(identityId: string, input: { userId: string; identityDomain: string; enabled: boolean }, audit: AdminAuditContext): Promise<IdentityWriteResult>;
-  upsertProfile(profileId: string, input: ProfileInput, precondition: VersionPrecondition, audit: AdminAuditContext): Promise<ProfileWriteResult>;
-  replaceProfileScopes(profileId: string, scopes: ScopeRecord[], precondition: VersionPrecondition, audit: AdminAuditContext): Promise<ProfileWriteResult>;
-  /** Raises the user's authorization version by 1; null when the user does not exist. */
-  raiseAuthorizationVersion(userId: string, audit: AdminAuditContext): Promise<RaisedAuthorization | null>;
-  /** Up to `limit + 1` events, newest first. */
-  listAudit(query: AuditListQuery): Promise<AuditEventRecord[]>;
-}
 
 /** Escapes `%`, `_` and `\` so user text matches literally in LIKE (PostgreSQL's default escape is `\`). */
 export function escapeLike(text: string): string {

@@ -1,43 +1,9 @@
 import { OptimisticLockError, UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AuditEventEntity } from './entities/audit-event-entity';
-import type { HeldGrant } from './admin-escalation';
+import type { HeldGrant } from '../../domain/admin-repository';
 import type { AuditEventRecord } from '../../domain/records';
-
-/** Who made an admin change, and in which request (the rest of the audit row is filled in by the write). */
-export interface AdminAuditContext {
-  actorUserId: string;
-  requestId: string | null;
-  clientAddress: string | null;
-  /** What the actor's active profile grants: the most the write may grant (admin-escalation.ts). */
-  holds: HeldGrant;
-}
-
-/** Why an admin write changed nothing; the admin service maps the kind to a problem code. */
-export type AdminWriteErrorKind = 'not-found' | 'conflict' | 'unknown-reference' | 'forbidden';
-
-/**
- * An admin write refused for a reason the caller can fix (unknown target, stale version, a body naming a
- * user or template that does not exist, a grant the actor does not hold). Thrown inside the transaction, so nothing — not even the audit
- * row — was written.
- */
-export class AdminWriteError extends Error {
-  constructor(
-    readonly kind: AdminWriteErrorKind,
-    message: string,
-    /** JSON pointers into the request body with what is wrong there (for `unknown-reference`). */
-    readonly problems: Array<{ pointer: string; message: string }> = [],
-  ) {
-    super(message);
-    this.name = 'AdminWriteError';
-  }
-}
-
-/** A user whose authorization version an admin write raised (live sessions must recompile permissions). */
-export interface RaisedAuthorization {
-  userId: string;
-  authorizationVersion: number;
-}
+import { type AdminAuditContext, AdminWriteError, type RaisedAuthorization } from '../../domain/admin-repository';
 
 /**
  * Inserts the audit row of an admin change inside the caller's transaction, as its last statement: if the

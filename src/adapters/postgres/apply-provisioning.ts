@@ -6,8 +6,10 @@ import { TemplatePermissionEntity } from './entities/template-permission-entity'
 import { UserEntity } from './entities/user-entity';
 import { ProvisioningError } from '../../domain/iam-repository';
 import { applyProfile, sameSet, unique } from './apply-profile';
-import { auditProvisioningChanges, missingPart, OVERWRITE_UNAUDITED, type ProvisioningOptions } from './provisioning-mode';
-import { recordPrincipalChanges, type PrincipalChange } from './change-log';
+import { auditProvisioningChanges, missingPart } from './provisioning-mode';
+import { OVERWRITE_UNAUDITED, type ProvisioningOptions } from '../../domain/provisioning';
+import { recordPrincipalChanges } from './change-log';
+import { type PrincipalChange } from '../../domain/changes';
 import { SummaryBuilder } from './provisioning-summary';
 import { validateProvisioning, type StoredProvisioningState } from './provisioning-validation';
 import type { ProvisioningDocument, ProvisioningSummary } from '../../domain/records';

@@ -5,8 +5,8 @@
  * the known classes are encoded by name and rebuilt on the other side.
  */
 import { ProblemError, type ProblemCode } from '../../domain/problem';
-import { AdminWriteError, type AdminWriteErrorKind } from './admin-write-support';
-import type { AdminRepository } from './admin-repository';
+import { AdminWriteError, type AdminWriteErrorKind } from '../../domain/admin-repository';
+import type { AdminRepository } from '../../domain/admin-repository';
 import { DatabaseUnavailableError, ProvisioningError, type IamRepository } from '../../domain/iam-repository';
 
 /** Which repository a call is for. */

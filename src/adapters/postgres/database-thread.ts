@@ -1,6 +1,6 @@
 import type { Worker } from 'node:worker_threads';
 import { startLowPriorityWorker } from '../../threads/low-priority-worker';
-import type { AdminRepository } from './admin-repository';
+import type { AdminRepository } from '../../domain/admin-repository';
 import type { DatabaseSettings } from './database';
 import {
   DATABASE_METHODS,

@@ -1,5 +1,4 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
-import type { GatewayConfig } from '../../app/config/gateway-config';
 import type { EmbeddedDatabase } from '../pglite/embedded-database';
 import { startEmbeddedDatabaseProcess } from '../pglite/embedded-database-process';
 import type { IamRepository } from '../../domain/iam-repository';
@@ -7,10 +6,18 @@ import { migrateUp } from './migrator';
 import { MikroOrmIamRepository } from './mikro-orm-iam-repository';
 import { createOrm } from './orm';
 
-/** What opening the database reads from the configuration (`GatewayConfig` has it). */
+/** What opening the database reads from the configuration (`database.*`, `iam.schema`; docs/configuration.md). */
 export interface DatabaseSettings {
-  database: GatewayConfig['database'];
-  iam: { schema: GatewayConfig['iam']['schema'] };
+  database: {
+    /** null: start the embedded PGlite in `embeddedDir`. */
+    url: string | null;
+    embeddedDir: string;
+    poolSize: number;
+    connectTimeoutMs: number;
+    queryTimeoutMs: number;
+    idleTimeoutMs: number;
+  };
+  iam: { schema: { historyTable: string } };
 }
 
 /** An open, migrated database and the repository over it. */

@@ -2,18 +2,9 @@ import { LockMode } from '@mikro-orm/core';
 import { withOrmContext } from './async-context-gate';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { applyProvisioningDocument } from './apply-provisioning';
-import type { ProvisioningOptions } from './provisioning-mode';
-import {
-  claimChanges,
-  endSessionsInTx,
-  listChanges,
-  loadRevocationState,
-  markChangesDelivered,
-  type ChangeRow,
-  type EndSessionsRequest,
-  type EndSessionsResult,
-  type RevocationState,
-} from './change-log';
+import type { ProvisioningOptions } from '../../domain/provisioning';
+import { claimChanges, endSessionsInTx, listChanges, loadRevocationState, markChangesDelivered } from './change-log';
+import { type ChangeRow, type EndSessionsRequest, type EndSessionsResult, type RevocationState } from '../../domain/changes';
 import { toRepositoryError } from './connection-failure';
 import { AuditEventEntity } from './entities/audit-event-entity';
 import { IdentityEntity } from './entities/identity-entity';

@@ -8,24 +8,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AuditEventEntity } from './entities/audit-event-entity';
 import type { AuditEventRecord, ProvisioningDocument } from '../../domain/records';
-
-export interface ProvisioningOptions {
-  /** True: existing objects are updated to match the document. False: only missing objects are created. */
-  overwrite: boolean;
-  /** Audit each change with this actor; null writes no audit rows (an authenticator's login projection). */
-  audit: { actorUserId: string; source: string } | null;
-}
-
-/** The login projection's mode: the authenticator is the authority for the profiles it projects. */
-export const OVERWRITE_UNAUDITED: ProvisioningOptions = Object.freeze({ overwrite: true, audit: null });
-
-/** One object a provisioning run created or updated (fields: what changed). */
-export interface ProvisioningChange {
-  kind: string;
-  id: string;
-  action: 'create' | 'update';
-  fields: string[];
-}
+import type { ProvisioningChange, ProvisioningOptions } from '../../domain/provisioning';
 
 async function storedIds(em: EntityManager, table: string, column: string, ids: string[]): Promise<Set<string>> {
   if (ids.length === 0) return new Set();

@@ -1,4 +1,4 @@
-import type { ProvisioningChange } from './provisioning-mode';
+import type { ProvisioningChange } from '../../domain/provisioning';
 import type { ProvisioningSummary } from '../../domain/records';
 
 /** Counts and describes what one run changed. */

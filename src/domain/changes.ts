@@ -1,0 +1,65 @@
+import type { StoreEvent } from './token-record';
+
+/**
+ * The change feed's vocabulary (docs/threat-model.md, "How revocation and changes reach every instance"):
+ * every change other gateway instances must act on is written, in the transaction that makes it, as a row
+ * of the feed; these are the shapes the repository interface, the session layer and the adapters share.
+ */
+
+/** Which sessions to end (all conditions combine; only sessions still live are touched). */
+export interface EndSessionsRequest {
+  userId: string;
+  /** Stored as revoke_reason (not for a logout). */
+  reason: string;
+  /** Sets logout_at instead of revoked_at. */
+  logout?: boolean;
+  /** Only these sessions. */
+  sessionIds?: string[];
+  /** Every live session of the user except this one (null: every live session). */
+  allExcept?: string | null;
+  /** Only sessions opened through this identity. */
+  identityId?: string;
+  /** Raise the user's session epoch: every token issued before is refused, also one not recorded yet. */
+  raiseEpoch?: boolean;
+  at: Date;
+}
+
+export interface EndedSession {
+  sessionId: string;
+  tokenHash: string;
+  expiresAt: Date;
+}
+
+export interface EndSessionsResult {
+  ended: EndedSession[];
+  /** The user's new session epoch when it was raised. */
+  sessionEpoch: number | null;
+}
+
+/** Who caused a change, for audit rows written in the same transaction (null actor: provisioning). */
+export interface ChangeActor {
+  actorUserId: string | null;
+  requestId: string | null;
+  clientAddress: string | null;
+}
+
+/** "This principal changed": the one path by which the admin API, provisioning and logins end or downgrade sessions. */
+export type PrincipalChange =
+  | { kind: 'user-disabled'; userId: string }
+  | { kind: 'identity-disabled'; userId: string; identityId: string }
+  | { kind: 'authorization-changed'; userId: string; authorizationVersion?: number }
+  | { kind: 'profile-changed'; userId: string; profileId: string }
+  | { kind: 'template-changed'; versionId: string };
+
+export interface ChangeRow {
+  id: number;
+  event: StoreEvent;
+}
+
+/** What an instance loads at start: revoked sessions that have not expired and raised session epochs. */
+export interface RevocationState {
+  /** Read the feed after this id (a minute back, so transactions committing late are not missed). */
+  cursor: number;
+  sessions: Array<{ sessionId: string; expiresAt: Date }>;
+  epochs: Array<{ userId: string; sessionEpoch: number }>;
+}
