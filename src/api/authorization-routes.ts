@@ -6,7 +6,7 @@ import type { AuthorizationDecision } from '../authz/decision';
 import { problemFromDecision, type DecisionEngine } from '../authz/decision-engine';
 import { ADMIN_PERMISSIONS } from './admin-routes';
 import { normalizeRequestTarget } from '../http/normalize-target';
-import type { ProxyHandler } from '../gateway/proxy-handler';
+import type { RequestAuthorizer } from '../gateway/request-authorizer';
 import type { IamRepository } from '../domain/iam-repository';
 import type { CompiledPolicy } from '../policy/compiled-policy';
 import { ProblemError, problems } from '../domain/problem';
@@ -18,7 +18,7 @@ import { assertValid, createBodyValidator } from './validate-body';
 export interface AuthorizationRoutesDeps {
   login: LoginService;
   engine: DecisionEngine;
-  proxy: ProxyHandler;
+  authorizer: RequestAuthorizer;
   policy: () => CompiledPolicy;
   audit: AuditTrail;
   repository: IamRepository;
@@ -111,5 +111,5 @@ export function registerAuthorizationRoutes(router: Router, deps: AuthorizationR
     ctx.body = decision;
   });
 
-  registerForwardAuthRoute(router, { proxy: deps.proxy, target: { allowPathParameters: deps.allowPathParameters, maxUrlLength: deps.maxUrlLength } });
+  registerForwardAuthRoute(router, { authorizer: deps.authorizer, target: { allowPathParameters: deps.allowPathParameters, maxUrlLength: deps.maxUrlLength } });
 }

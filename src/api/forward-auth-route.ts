@@ -1,12 +1,12 @@
 import type Router from '@koa/router';
 import { METHODS } from 'node:http';
 import { interpretRequestTarget, type PrepareOptions } from '../http/prepare-request';
-import type { ProxyHandler } from '../gateway/proxy-handler';
+import type { RequestAuthorizer } from '../gateway/request-authorizer';
 import { problems } from '../domain/problem';
 import { stateOf } from './iam-context';
 
 export interface ForwardAuthDeps {
-  proxy: ProxyHandler;
+  authorizer: RequestAuthorizer;
   /** The proxy's own target rules (`iam.gateway.allow-path-parameters`, `server.max-url-length`). */
   target: PrepareOptions;
 }
@@ -66,9 +66,9 @@ export function registerForwardAuthRoute(router: Router, deps: ForwardAuthDeps):
     }
 
     const request = { ...prepared, method, path: target.path, search: target.search };
-    const outcome = await deps.proxy.authorize(request, prepared.clientAddress ?? undefined);
+    const outcome = await deps.authorizer.authorize(request, prepared.clientAddress ?? undefined);
     if (!outcome.allowed) throw outcome.problem;
-    for (const [name, value] of deps.proxy.identityHeadersFor(request, outcome) ?? []) ctx.set(name, value);
+    for (const [name, value] of deps.authorizer.identityHeadersFor(request, outcome) ?? []) ctx.set(name, value);
     ctx.set('X-Request-Id', prepared.requestId);
     ctx.set('Cache-Control', 'no-store');
     ctx.status = 200;

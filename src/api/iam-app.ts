@@ -4,7 +4,8 @@ import { koaBody } from 'koa-body';
 import type { Logger } from '../observability/logger';
 import type { OutageLog } from '../observability/outage-log';
 import { ProblemError } from '../domain/problem';
-import { PREPARED_REQUEST, stateOf, type RequestWithPrepared } from './iam-context';
+import { stateOf } from './iam-context';
+import { PREPARED_REQUEST, type RequestWithPrepared } from '../http/prepare-request';
 import { problemMiddleware } from './problem-middleware';
 import { assertStorable } from './validate-body';
 

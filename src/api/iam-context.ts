@@ -1,12 +1,6 @@
 import type { Context } from 'koa';
-import type { IncomingMessage } from 'node:http';
 import type { PreparedRequest } from '../http/prepare-request';
 import type { RequestFacts, VerifiedSession } from '../sessions/session-service';
-
-/** The server attaches the prepared request to the Node request before handing it to the /iam app. */
-export const PREPARED_REQUEST = Symbol('iam-gateway.prepared-request');
-
-export type RequestWithPrepared = IncomingMessage & { [PREPARED_REQUEST]?: PreparedRequest };
 
 /** What /iam handlers find in `ctx.state`. */
 export interface IamState {

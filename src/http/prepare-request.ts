@@ -80,3 +80,8 @@ export function prepareRequest(req: IncomingMessage, options: PrepareOptions): {
 export function isIamPath(path: string): boolean {
   return path === '/iam' || path.startsWith('/iam/');
 }
+
+/** The front door attaches the prepared request to the Node request before handing it to the /iam app. */
+export const PREPARED_REQUEST = Symbol('iam-gateway.prepared-request');
+
+export type RequestWithPrepared = IncomingMessage & { [PREPARED_REQUEST]?: PreparedRequest };

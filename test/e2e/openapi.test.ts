@@ -5,15 +5,9 @@
  * one that is wrong), never loosen a schema to fit a bug.
  */
 import Router from '@koa/router';
-import type { Middleware } from 'koa';
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { registerAdminRoutes } from '../../src/api/admin-routes';
-import { registerAuthRoutes } from '../../src/api/auth-routes';
-import { registerAuthorizationRoutes } from '../../src/api/authorization-routes';
+import { registerIamRoutes } from '../../src/api/iam-routes';
 import { HTTP_METHODS, openApiDocument, type HttpMethod, type ParameterObject, type ReferenceObject, type ResponseObject } from '../../src/api/openapi-document';
-import { registerOpenApiRoutes } from '../../src/api/openapi-routes';
-import { registerSessionRoutes } from '../../src/api/session-routes';
 import type { RunningGateway } from '../../src/app/start-gateway';
 import { createTestDatabase } from '../support/database';
 import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
@@ -21,7 +15,6 @@ import { createResponseValidator, resolvePointer } from '../support/openapi-vali
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
 
 const validator = createResponseValidator(openApiDocument);
-const GATEWAY_SOURCE = join(ROOT, 'src/app/start-gateway.ts');
 
 let upstream: RecordingUpstream;
 let gateway: RunningGateway;
@@ -86,31 +79,30 @@ function expectDocumented(method: string, path: string, answer: Answer, status: 
 /** Fresh sessions: tests that revoke or log out never disturb each other. */
 const fresh = (user: string, clientType = 'WEB'): ReturnType<typeof login> => login(gateway.url, user, `${user}-password`, clientType);
 
-/** The routes the /iam route modules register, read from @koa/router's `stack` (ALL = `router.all`). */
+/**
+ * The routes the /iam application serves: registerIamRoutes (the one list the gateway registers, src/api/iam-routes.ts)
+ * run on a bare router, read back from @koa/router's `stack` (ALL = `router.all`).
+ */
 function registeredRoutes(): Array<{ method: string; path: string }> {
   const router = new Router({ prefix: '/iam' });
-  const pass: Middleware = (_ctx, next) => next();
   const unused = {} as never; // registration only builds routes; no dependency is called
-  registerAuthRoutes(router, { login: unused, sessions: unused, clientTypes: ['WEB'], requireSession: pass });
-  registerSessionRoutes(router, { sessions: unused, requireSession: pass });
-  registerAuthorizationRoutes(router, {
+  registerIamRoutes(router, {
+    repository: unused,
+    admin: unused,
+    sessions: unused,
+    grants: unused,
+    changes: unused,
     login: unused,
     engine: unused,
-    proxy: unused,
+    authorizer: unused,
     policy: unused,
     audit: unused,
-    repository: unused,
-    requireSession: pass,
+    jwks: unused,
+    clientTypes: ['WEB'],
     allowPathParameters: false,
     maxUrlLength: 8192,
   });
-  registerAdminRoutes(router, { admin: unused, engine: unused, grants: unused, requireSession: pass });
-  registerOpenApiRoutes(router);
   const routes: Array<{ method: string; path: string }> = [];
-  // Routes the composition root registers inline, e.g. router.get('/.well-known/jwks.json', …).
-  for (const m of readFileSync(GATEWAY_SOURCE, 'utf8').matchAll(/\brouter\.(get|post|put|patch|delete|all)\(\s*'([^']+)'/g)) {
-    routes.push({ method: m[1] === 'all' ? 'ALL' : m[1].toUpperCase(), path: `/iam${m[2]}`.replace(/:([A-Za-z0-9_]+)/g, '{$1}') });
-  }
   for (const layer of router.stack) {
     if (layer.methods.length === 0 || typeof layer.path !== 'string') continue; // router.use() layers
     const path = layer.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
@@ -119,8 +111,6 @@ function registeredRoutes(): Array<{ method: string; path: string }> {
   }
   return routes;
 }
-/** The route modules registeredRoutes() knows; gateway.ts must register no other. */
-const KNOWN_ROUTE_MODULES = ['Auth', 'Session', 'Authorization', 'Admin', 'OpenApi'];
 
 describe('the document', () => {
   const operations = validator.operations();
@@ -230,13 +220,6 @@ describe('the document', () => {
     const served = new Set(routes.map((r) => `${r.method === 'ALL' ? 'GET' : r.method} ${r.path}`));
     const unserved = operations.map((o) => `${o.method.toUpperCase()} ${o.pathTemplate}`).filter((key) => !served.has(key));
     expect(unserved).toEqual([]);
-  });
-
-  it('knows every route module the gateway registers (so none escapes the check above)', () => {
-    const source = readFileSync(GATEWAY_SOURCE, 'utf8');
-    const modules = [...source.matchAll(/\bregister([A-Z][A-Za-z]*)Routes\(/g)].map((m) => m[1]);
-    expect(modules.length).toBeGreaterThanOrEqual(4);
-    expect(modules.filter((name) => !KNOWN_ROUTE_MODULES.includes(name))).toEqual([]);
   });
 
   it('matches concrete paths to templates, literal segments first', () => {

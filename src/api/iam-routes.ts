@@ -1,0 +1,65 @@
+import type Router from '@koa/router';
+import type { JsonWebKey } from 'node:crypto';
+import type { AuditTrail } from '../audit/audit-trail';
+import type { LoginService } from '../auth/login-service';
+import type { DecisionEngine } from '../authz/decision-engine';
+import type { GrantProvider } from '../authz/grant-provider';
+import type { AdminRepository } from '../domain/admin-repository';
+import type { IamRepository } from '../domain/iam-repository';
+import type { RequestAuthorizer } from '../gateway/request-authorizer';
+import type { CompiledPolicy } from '../policy/compiled-policy';
+import type { SessionService } from '../sessions/session-service';
+import { registerAdminRoutes } from './admin-routes';
+import { AdminService } from './admin-service';
+import { registerAuthRoutes } from './auth-routes';
+import { registerAuthorizationRoutes } from './authorization-routes';
+import { registerOpenApiRoutes } from './openapi-routes';
+import { requireSession } from './require-session';
+import { registerSessionRoutes } from './session-routes';
+import { registerWellKnownRoutes } from './well-known-routes';
+
+export interface IamRoutesDeps {
+  repository: IamRepository;
+  admin: AdminRepository;
+  sessions: SessionService;
+  grants: GrantProvider;
+  /** Delivers committed changes now (the change feed), for writers that must see them applied. */
+  changes: { deliver(): Promise<void> };
+  login: LoginService;
+  engine: DecisionEngine;
+  authorizer: RequestAuthorizer;
+  /** The policy snapshot serving now. */
+  policy: () => CompiledPolicy;
+  audit: AuditTrail;
+  /** The public keys of `/iam/.well-known/jwks.json`. */
+  jwks: () => JsonWebKey[];
+  /** `iam.client-types`. */
+  clientTypes: string[];
+  /** `iam.gateway.allow-path-parameters`. */
+  allowPathParameters: boolean;
+  /** `server.max-url-length`. */
+  maxUrlLength: number;
+}
+
+/** Every route group of the `/iam` application (docs/http-contract.md); the one list of what it serves. */
+export function registerIamRoutes(router: Router, deps: IamRoutesDeps): void {
+  const { login, sessions, engine, audit, repository } = deps;
+  const sessionGuard = requireSession(sessions);
+  registerAuthRoutes(router, { login, sessions, clientTypes: deps.clientTypes, requireSession: sessionGuard });
+  registerSessionRoutes(router, { sessions, requireSession: sessionGuard });
+  registerOpenApiRoutes(router);
+  registerWellKnownRoutes(router, { jwks: deps.jwks });
+  registerAuthorizationRoutes(router, {
+    login,
+    engine,
+    authorizer: deps.authorizer,
+    policy: deps.policy,
+    audit,
+    repository,
+    requireSession: sessionGuard,
+    allowPathParameters: deps.allowPathParameters,
+    maxUrlLength: deps.maxUrlLength,
+  });
+  const admin = new AdminService({ admin: deps.admin, repository, sessions, changes: deps.changes, audit });
+  registerAdminRoutes(router, { admin, engine, grants: deps.grants, requireSession: sessionGuard });
+}

@@ -1,0 +1,24 @@
+import { openDatabaseThread, type DatabaseThread } from '../adapters/postgres/database-thread';
+import { readProvisioningFile } from '../api/provisioning-file';
+import type { Logger } from '../observability/logger';
+import type { CleanupStack } from './cleanup-stack';
+import type { GatewayConfig } from './config/gateway-config';
+
+/**
+ * Opens the database on its own thread (the proxy's event loop never waits behind database work), applies
+ * the migrations, then the start-time provisioning file: create-missing only, so a restart never reverts an
+ * admin API edit (`provision FILE --overwrite` syncs; docs/threat-model.md #11.22).
+ */
+export async function openGatewayDatabase(config: GatewayConfig, logger: Logger, cleanups: CleanupStack): Promise<DatabaseThread> {
+  const database = await openDatabaseThread(config, {
+    onUnexpectedExit: ({ code, error }) => logger.error({ code, err: error }, 'database thread stopped unexpectedly; it restarts on the next database call'),
+  });
+  cleanups.push(() => database.close());
+  logger.info({ database: database.kind }, 'database ready, migrations applied');
+  const file = config.iam.provision.file;
+  if (file) {
+    const summary = await database.repository.applyProvisioning(readProvisioningFile(file), { overwrite: false, audit: { actorUserId: 'provisioning', source: file } });
+    logger.info({ file, created: summary.created, updated: summary.updated, unchanged: summary.unchanged }, 'provisioning applied');
+  }
+  return database;
+}

@@ -1,0 +1,66 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { listen, settlesWithin, SHUTDOWN_CLEANUP_GRACE_MS, stopServer, trackConnections } from '../http/server-lifecycle';
+import type { Logger } from '../observability/logger';
+import type { GatewayMetrics } from '../observability/metrics';
+import type { GatewayConfig } from './config/gateway-config';
+import type { GatewayServices, RunningGateway } from './start-gateway';
+
+/**
+ * Opens the proxy and management ports and returns the running gateway. A failed start holds no port
+ * (#11.20). `close()` is the graceful stop: readiness fails, listeners close, in-flight requests finish (up to
+ * `server.shutdown-timeout`), then the subsystems close (audit flushed, pools closed) within a grace.
+ */
+export async function startListening(
+  config: GatewayConfig,
+  logger: Logger,
+  metrics: GatewayMetrics,
+  server: Server,
+  management: Server,
+  hooks: { services: GatewayServices | null; beforeStop: () => void; afterStop: () => Promise<void> },
+): Promise<RunningGateway> {
+  const connections = trackConnections(server);
+  try {
+    await listen(server, config.server.port, config.server.host);
+    await listen(management, config.server.managementPort, config.server.managementHost);
+  } catch (error) {
+    // A failed start holds no port (#11.20): close whichever listener did open, then fail.
+    await Promise.all([server, management].map((listener) => new Promise<void>((resolve) => (listener.listening ? listener.close(() => resolve()) : resolve()))));
+    throw error;
+  }
+  const port = (server.address() as AddressInfo).port;
+  const managementPort = (management.address() as AddressInfo).port;
+  const host = urlHost(config.server.host);
+  logger.info({ port, managementPort, upstream: config.upstream.url, enabled: config.iam.enabled }, 'iam-gateway listening');
+  let closing: Promise<void> | null = null;
+  return {
+    url: `http://${host}:${port}`,
+    port,
+    managementUrl: `http://${urlHost(config.server.managementHost)}:${managementPort}`,
+    managementPort,
+    logger,
+    metrics,
+    services: hooks.services,
+    close() {
+      closing ??= (async () => {
+        hooks.beforeStop();
+        await stopServer(server, connections, config.server.shutdownTimeoutMs);
+        await new Promise<void>((resolve) => management.close(() => resolve()));
+        management.closeAllConnections();
+        // Flushing the audit trail and closing pools needs the database and the token store; when they do
+        // not answer (silent partition) the stop gives up after a grace instead of hanging forever.
+        if (!(await settlesWithin(hooks.afterStop(), SHUTDOWN_CLEANUP_GRACE_MS))) {
+          logger.error({ graceMs: SHUTDOWN_CLEANUP_GRACE_MS }, 'shutdown: cleanup did not finish in time (database or token store not answering); audit events neither written nor spooled by now are lost');
+        }
+        logger.info({}, 'iam-gateway stopped');
+      })();
+      return closing;
+    },
+  };
+}
+
+/** The address to reach a listener bound to `host` from this machine (wildcards → loopback; IPv6 in brackets). */
+function urlHost(host: string): string {
+  if (host === '0.0.0.0' || host === '::') return '127.0.0.1';
+  return host.includes(':') ? `[${host}]` : host;
+}

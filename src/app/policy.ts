@@ -1,0 +1,41 @@
+import type { Logger } from '../observability/logger';
+import type { GatewayMetrics } from '../observability/metrics';
+import { loadPolicyDirectory } from '../policy/load-policy-directory';
+import { PolicyHolder } from '../policy/policy-holder';
+import { PolicyReloader } from '../policy/policy-watcher';
+import type { CleanupStack } from './cleanup-stack';
+import type { GatewayConfig } from './config/gateway-config';
+
+/**
+ * Loads `iam.policy.dir` (a start with policy errors fails, after logging each with file:line) and starts the
+ * hot reload: file events, the periodic checksum and SIGHUP (docs/policy-format.md).
+ */
+export async function startPolicy(config: GatewayConfig, logger: Logger, metrics: GatewayMetrics, cleanups: CleanupStack): Promise<{ holder: PolicyHolder; reloader: PolicyReloader }> {
+  const loaded = await loadPolicyDirectory(config.iam.policy.dir, { defaultResolverTimeoutMs: config.iam.authz.resolverTimeoutMs });
+  for (const issue of loaded.issues) {
+    const where = issue.source ? `${issue.source.file}:${issue.source.line}: ` : '';
+    logger[issue.severity === 'error' ? 'error' : 'warn']({ kind: issue.kind }, `policy: ${where}${issue.message}`);
+  }
+  if (!loaded.policy) throw new Error(`policy: ${config.iam.policy.dir} has errors; see the log above`);
+  metrics.policyReloads.inc({ result: 'success' });
+  metrics.policyRoutes.set(loaded.policy.routes.length);
+  const holder = new PolicyHolder(loaded.policy);
+  const reloader = new PolicyReloader({
+    dir: config.iam.policy.dir,
+    holder,
+    debounceMs: config.iam.policy.debounceMs,
+    pollIntervalMs: config.iam.policy.pollIntervalMs,
+    defaultResolverTimeoutMs: config.iam.authz.resolverTimeoutMs,
+    logger,
+    metrics,
+  });
+  reloader.start();
+  cleanups.push(() => reloader.close());
+  // SIGHUP reloads the policies now (e.g. where file events are unreliable).
+  const onSighup = (): void => void reloader.reload('SIGHUP');
+  process.on('SIGHUP', onSighup);
+  cleanups.push(async () => {
+    process.off('SIGHUP', onSighup);
+  });
+  return { holder, reloader };
+}

@@ -1,0 +1,105 @@
+import { MemoryTokenStore } from '../adapters/memory/memory-token-store';
+import { RedisTokenStore } from '../adapters/redis/redis-token-store';
+import type { AuditTrail } from '../audit/audit-trail';
+import { GrantProvider } from '../authz/grant-provider';
+import type { IamRepository } from '../domain/iam-repository';
+import type { StoreEvent } from '../domain/token-record';
+import type { EventSubscription, TokenStore } from '../domain/token-store';
+import { TunnelRegistry } from '../gateway/tunnel-registry';
+import type { Logger } from '../observability/logger';
+import type { GatewayMetrics } from '../observability/metrics';
+import { ChangeFeed } from '../sessions/change-feed';
+import { LastSeenTracker } from '../sessions/last-seen-tracker';
+import { RevocationRegistry } from '../sessions/revocation-registry';
+import { SessionCache } from '../sessions/session-cache';
+import { SessionService } from '../sessions/session-service';
+import type { CleanupStack } from './cleanup-stack';
+import type { GatewayConfig } from './config/gateway-config';
+
+/** The session state of one instance and what keeps it true across instances. */
+export interface SessionState {
+  store: TokenStore;
+  sessions: SessionService;
+  grants: GrantProvider;
+  /** Open WebSocket tunnels, closed when their session ends or fails a recheck. */
+  tunnels: TunnelRegistry;
+  subscription: EventSubscription;
+  /** True while the store's events channel is subscribed: only then are local caches trusted. */
+  channelUp: () => boolean;
+  /** Delivers committed changes now (the change feed), for writers that must see them applied. */
+  changes: { deliver(): Promise<void> };
+}
+
+/**
+ * The token store (Redis, or in-process without `redis.url`), the local caches (sessions, grants) and the
+ * two ways a change reaches every instance (docs/threat-model.md, "How revocation and changes reach every
+ * instance"): the store's events channel, and the change feed read from PostgreSQL on an interval. The
+ * durable revocation record is loaded first, so verification refuses what PostgreSQL says ended.
+ */
+export async function startSessions(
+  config: GatewayConfig,
+  deps: { repository: IamRepository; audit: AuditTrail; logger: Logger; metrics: GatewayMetrics; cleanups: CleanupStack },
+): Promise<SessionState> {
+  const { repository, audit, logger, metrics, cleanups } = deps;
+  const revocationState = await repository.loadRevocationState();
+  const revocations = new RevocationRegistry(config.iam.token.ttlMs);
+  revocations.load(revocationState);
+
+  const store: TokenStore = config.redis.url
+    ? await RedisTokenStore.connect({ url: config.redis.url, prefix: config.iam.token.storePrefix, logger, slidingExpiry: config.iam.token.idleTimeoutMs > 0, refuseEvictingPolicy: true })
+    : new MemoryTokenStore({ prefix: config.iam.token.storePrefix });
+  cleanups.push(() => store.close());
+
+  let subscription: EventSubscription | null = null;
+  const channelUp = (): boolean => subscription?.connected === true;
+  const tunnels = new TunnelRegistry({ recheckIntervalMs: config.upstream.websocketRecheckIntervalMs, channelUp, logger });
+  const cache = config.iam.token.cache.enabled ? new SessionCache(config.iam.token.cache.maxEntries, channelUp, config.iam.token.cache.revalidateMs) : null;
+  if (cache) metrics.observeSessionCache(() => cache.size);
+  const grants = new GrantProvider({ repository, maxEntries: config.iam.authz.abilityCacheSize, maxBytes: config.iam.authz.abilityCacheBytes, trustCache: channelUp });
+  const lastSeen = new LastSeenTracker(repository, logger);
+  lastSeen.start();
+  cleanups.push(() => lastSeen.close());
+  let feed: ChangeFeed | null = null;
+  const changes = { deliver: () => feed?.deliver() ?? Promise.resolve() };
+  const sessions = new SessionService({
+    store,
+    repository,
+    cache,
+    lastSeen,
+    audit,
+    logger,
+    ttlMs: config.iam.token.ttlMs,
+    idleTimeoutMs: config.iam.token.idleTimeoutMs,
+    maxSessionsPerUser: config.iam.token.maxSessionsPerUser,
+    revocations,
+    changes,
+  });
+  cleanups.push(async () => void (await sessions.close()));
+  const applyChange = (event: StoreEvent): void => {
+    sessions.handleEvent(event);
+    grants.handleEvent(event);
+    // After the caches: a tunnel rechecked on this event must not be vouched for by a stale entry.
+    tunnels.handleEvent(event);
+  };
+  subscription = await store.subscribe(applyChange, (connected) => {
+    metrics.storeChannelConnected.set(connected ? 1 : 0);
+    // While the channel was down, events may have been missed: nothing cached before stays trusted.
+    if (connected) {
+      cache?.clear();
+      grants.clear();
+    }
+    tunnels.channelChanged(connected);
+    logger[connected ? 'info' : 'warn']({}, connected ? 'store events channel connected' : 'store events channel lost: local caches bypassed');
+  });
+  metrics.storeChannelConnected.set(subscription.connected ? 1 : 0);
+  const subscribed = subscription;
+  cleanups.push(() => subscribed.close());
+  // The change feed: committed changes delivered until done, and read by every instance on an interval (#11.25).
+  const started = new ChangeFeed({ repository, store, apply: applyChange, logger, intervalMs: config.iam.changes.pollIntervalMs, cursor: revocationState.cursor });
+  feed = started;
+  started.start();
+  cleanups.push(() => started.close());
+  // Start-time provisioning's changes (and any left undelivered by a stopped instance) go out now (#11.26).
+  void started.tick();
+  return { store, sessions, grants, tunnels, subscription, channelUp, changes };
+}

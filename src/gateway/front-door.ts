@@ -1,0 +1,115 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { ProblemError, problems } from '../domain/problem';
+import { answerClientErrors } from '../http/client-errors';
+import { isIamPath, PREPARED_REQUEST, prepareRequest, type PrepareOptions, type RequestWithPrepared } from '../http/prepare-request';
+import { sendProblem, sendProblemOnSocket } from '../http/problem-response';
+import { refuseOnClosedConnections, timeoutSweepInterval } from '../http/server-lifecycle';
+import type { GatewayMetrics } from '../observability/metrics';
+import type { CorsPolicy } from './cors';
+import type { ProxyHandler } from './proxy-handler';
+
+/** The proxy port's parser limits and timeouts (`server.*`, docs/configuration.md). */
+export interface ProxyServerLimits {
+  maxHeaderSize: number;
+  requestTimeoutMs: number;
+  headersTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+}
+
+/**
+ * The proxy port's `node:http` server with the framing and timeout rules every mode shares. Node's own
+ * missing-Host check answers a bare 400 without a problem body; with `requireHostHeader: false` the caller
+ * refuses it itself as IAM_BAD_REQUEST (RFC 9112 §3.2, docs/http-contract.md).
+ */
+export function createProxyServer(limits: ProxyServerLimits, requireHostHeader: boolean, listener: (req: IncomingMessage, res: ServerResponse) => void): Server {
+  const server = createServer(
+    {
+      maxHeaderSize: limits.maxHeaderSize,
+      requestTimeout: limits.requestTimeoutMs,
+      headersTimeout: limits.headersTimeoutMs,
+      keepAliveTimeout: limits.keepAliveTimeoutMs,
+      // Node enforces the two timeouts above only when it sweeps connections, every 30 s by default: a
+      // slowloris client would hold its socket up to 30 s past headers-timeout. Sweep often enough that
+      // the configured timeouts are what clients get (test/integration/limits.test.ts).
+      connectionsCheckingInterval: timeoutSweepInterval(limits.headersTimeoutMs, limits.requestTimeoutMs),
+      // Refuse ambiguous framing instead of guessing (request smuggling, RFC 9112 §6.3).
+      insecureHTTPParser: false,
+      requireHostHeader,
+    },
+    refuseOnClosedConnections(listener),
+  );
+  answerClientErrors(server);
+  return server;
+}
+
+export interface FrontDoorDeps {
+  limits: ProxyServerLimits;
+  prepare: PrepareOptions;
+  /** Answers CORS preflights and adds the CORS response headers; null when `iam.cors.enabled` is false. */
+  cors: CorsPolicy | null;
+  /** The `/iam` application (Koa's callback): receives requests whose normalized path is under `/iam`. */
+  iam: (req: IncomingMessage, res: ServerResponse) => unknown;
+  /** Everything else: authorized and forwarded to the host. */
+  proxy: Pick<ProxyHandler, 'handle' | 'handleUpgrade'>;
+  metrics: GatewayMetrics;
+}
+
+/**
+ * The gateway's front door: every connection to the proxy port arrives here. Each request is prepared
+ * (target normalized, client headers checked: http/prepare-request.ts), then dispatched to the `/iam`
+ * application or to the proxy. What a client may send around a request is answered here too: `Expect`
+ * (only `100-continue`, and only after the request passed the same checks), `CONNECT` (never a tunnel) and
+ * upgrades (only through the proxy's WebSocket path, never to `/iam`).
+ */
+export function createFrontDoor(deps: FrontDoorDeps): Server {
+  const { prepare, cors, iam, proxy, metrics } = deps;
+  const onRequest = (req: IncomingMessage, res: ServerResponse, expectContinue: boolean): void => {
+    const prepared = prepareRequest(req, prepare);
+    if (!prepared.ok) {
+      metrics.requests.inc({ outcome: 'refused' });
+      sendProblem(res, prepared.problem, '/', prepared.requestId);
+      return;
+    }
+    const request = prepared.request;
+    if (cors) {
+      if (cors.isPreflight(req)) return cors.answerPreflight(req, res, request.path, request.requestId);
+      for (const [name, value] of cors.responseHeaders(req.headers.origin)) res.setHeader(name, value);
+    }
+    if (isIamPath(request.path)) {
+      if (expectContinue) res.writeContinue();
+      (req as RequestWithPrepared)[PREPARED_REQUEST] = request;
+      req.url = request.path + request.search;
+      void iam(req, res);
+      return;
+    }
+    void proxy.handle(req, res, request, expectContinue);
+  };
+
+  const server = createProxyServer(deps.limits, false, (req, res) => onRequest(req, res, false));
+  server.on('checkContinue', refuseOnClosedConnections((req: IncomingMessage, res: ServerResponse) => onRequest(req, res, true)));
+  // Any other expectation: Node would answer a bare 417; answer a problem instead, and never forward it.
+  server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
+    const prepared = prepareRequest(req, prepare);
+    metrics.requests.inc({ outcome: 'refused' });
+    if (!prepared.ok) return sendProblem(res, prepared.problem, '/', prepared.requestId);
+    sendProblem(res, problems.badRequest('Only "Expect: 100-continue" is supported (RFC 9110 §10.1.1).'), prepared.request.path, prepared.request.requestId);
+  });
+  // CONNECT asks for a tunnel (RFC 9110 §9.3.6), which a reverse proxy never opens; without a listener
+  // Node drops the socket without a word.
+  server.on('connect', (req: IncomingMessage, socket: Socket) => {
+    const prepared = prepareRequest(req, prepare);
+    metrics.requests.inc({ outcome: 'refused' });
+    const requestId = prepared.ok ? prepared.request.requestId : prepared.requestId;
+    sendProblemOnSocket(socket, new ProblemError('IAM_METHOD_NOT_ALLOWED', 'CONNECT is not supported: the gateway opens no tunnels.'), '/', requestId);
+  });
+  server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
+    const prepared = prepareRequest(req, prepare);
+    if (!prepared.ok) return sendProblemOnSocket(socket, prepared.problem, '/', prepared.requestId);
+    if (isIamPath(prepared.request.path)) {
+      return sendProblemOnSocket(socket, new ProblemError('IAM_NOT_FOUND', 'The gateway endpoints do not accept upgrades.'), prepared.request.path, prepared.request.requestId);
+    }
+    void proxy.handleUpgrade(req, socket, head, prepared.request);
+  });
+  return server;
+}
