@@ -4,7 +4,7 @@ import { AuditTrail } from '../audit/audit-trail';
 import type { IamRepository } from '../domain/iam-repository';
 import type { Logger } from '../observability/logger';
 import type { CleanupStack } from './cleanup-stack';
-import type { GatewayConfig } from './config/gateway-config';
+import type { GatewayConfig } from './config';
 
 /** The audit trail (batched writes, a disk spool while the database is away) and its retention sweep. */
 export function startAudit(config: GatewayConfig, repository: IamRepository, logger: Logger, cleanups: CleanupStack): AuditTrail {

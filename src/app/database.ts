@@ -2,7 +2,7 @@ import { openDatabaseThread, type DatabaseThread } from '../adapters/postgres/da
 import { readProvisioningFile } from '../api/provisioning-file';
 import type { Logger } from '../observability/logger';
 import type { CleanupStack } from './cleanup-stack';
-import type { GatewayConfig } from './config/gateway-config';
+import type { GatewayConfig } from './config';
 
 /**
  * Opens the database on its own thread (the proxy's event loop never waits behind database work), applies

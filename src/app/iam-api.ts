@@ -3,7 +3,7 @@ import { createIamApp } from '../api/iam-app';
 import { registerIamRoutes, type IamRoutesDeps } from '../api/iam-routes';
 import type { Logger } from '../observability/logger';
 import type { OutageLog } from '../observability/outage-log';
-import type { GatewayConfig } from './config/gateway-config';
+import type { GatewayConfig } from './config';
 
 /** The `/iam` application with every route group (docs/http-contract.md), as a Node request listener. */
 export function createIamApi(

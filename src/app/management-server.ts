@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { Registry } from 'prom-client';
-import type { GatewayConfig } from './config/gateway-config';
+import type { GatewayConfig } from './config';
 import type { Logger } from '../observability/logger';
 import { timeoutSweepInterval } from '../http/server-lifecycle';
 

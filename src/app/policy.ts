@@ -4,7 +4,7 @@ import { loadPolicyDirectory } from '../policy/load-policy-directory';
 import { PolicyHolder } from '../policy/policy-holder';
 import { PolicyReloader } from '../policy/policy-watcher';
 import type { CleanupStack } from './cleanup-stack';
-import type { GatewayConfig } from './config/gateway-config';
+import type { GatewayConfig } from './config';
 
 /**
  * Loads `iam.policy.dir` (a start with policy errors fails, after logging each with file:line) and starts the

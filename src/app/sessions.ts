@@ -14,7 +14,7 @@ import { RevocationRegistry } from '../sessions/revocation-registry';
 import { SessionCache } from '../sessions/session-cache';
 import { SessionService } from '../sessions/session-service';
 import type { CleanupStack } from './cleanup-stack';
-import type { GatewayConfig } from './config/gateway-config';
+import type { GatewayConfig } from './config';
 
 /** The session state of one instance and what keeps it true across instances. */
 export interface SessionState {

@@ -24,7 +24,7 @@ import type { SessionService } from '../sessions/session-service';
 import { startAudit } from './audit';
 import { createAuthenticator } from './authenticator';
 import { CleanupStack } from './cleanup-stack';
-import type { GatewayConfig } from './config/gateway-config';
+import type { GatewayConfig } from './config';
 import { openGatewayDatabase } from './database';
 import { createIamApi } from './iam-api';
 import { startListening } from './listeners';

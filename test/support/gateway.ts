@@ -1,7 +1,7 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/app/config';
-import type { GatewayConfig } from '../../src/app/config/gateway-config';
+import type { GatewayConfig } from '../../src/app/config';
 import { createLogger } from '../../src/observability/logger';
 import { startGateway, type RunningGateway } from '../../src/app/start-gateway';
 import { testDatabaseKind, testDatabaseUrl, testRedisUrl, uniquePrefix } from './env';

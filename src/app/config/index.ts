@@ -1,5 +1,5 @@
 /** What the rest of the code may use from config/: load once at start, pass the result down. */
 export { loadConfig, ConfigError, type ConfigProblem, type LoadConfigOptions } from './load-config';
 export type { GatewayConfig } from './gateway-config';
-export { parseDuration, parseByteSize } from './durations';
+export { parseDuration, parseByteSize, tryParseDuration, DURATION_EXAMPLES } from './durations';
 export { listConfigKeys, type ConfigKey } from './config-schema';
