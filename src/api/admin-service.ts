@@ -44,7 +44,7 @@ export interface AdminServiceDeps {
   sessions: Pick<SessionService, 'revokeById' | 'revokeUser'>;
   /**
    * The change feed's deliverer: each write records its effects in the change feed in its own transaction
-   * (persistence/change-log.ts); this publishes them now, and they are retried until delivered.
+   * (adapters/postgres/change-log.ts); this publishes them now, and they are retried until delivered.
    */
   changes: { deliver(): Promise<void> };
   audit: Pick<AuditTrail, 'flush' | 'record'>;

@@ -23,7 +23,7 @@ const READ_BATCH = 1000;
 const GAP_RETENTION_MS = 60_000;
 
 /**
- * Both ends of the change feed (`iam_changes`, see persistence/change-log.ts), off the request path:
+ * Both ends of the change feed (`iam_changes`, see adapters/postgres/change-log.ts), off the request path:
  *  - deliver: applies each undelivered row's token-store effect (the token deleted), publishes it on the
  *    events channel and marks it delivered; a row whose delivery failed stays and is retried every interval
  *    by whichever instance claims it, so a committed change is enforced even if its first publish failed;

@@ -15,7 +15,7 @@ import type {
   UserRecord,
 } from '../../domain/records';
 
-/** Entities stay inside persistence/: the rest of the gateway sees these plain records. */
+/** Entities stay inside adapters/postgres/: the rest of the gateway sees these plain records. */
 
 export function toUserRecord(user: UserEntity): UserRecord {
   return {
