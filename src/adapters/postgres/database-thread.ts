@@ -21,19 +21,42 @@ export const DATABASE_THREAD_NICE = 5;
 
 /**
  * The thread's program: from the built package it loads the compiled worker module; from the TypeScript
- * sources (the test suite) it first installs a transpile-only loader.
+ * sources (the test suite) it first installs a transpile-only loader. Its output is cached on disk by the hash
+ * of the source (a test run starts hundreds of database threads; without the cache each one loads the
+ * TypeScript compiler and transpiles the same files again, about a second per start).
  */
 const THREAD_PROGRAM = `
 const { workerData } = require('node:worker_threads');
 if (workerData.typescriptModule) {
-  const ts = require(workerData.typescriptModule);
   const fs = require('node:fs');
+  const path = require('node:path');
+  const { createHash } = require('node:crypto');
+  const cacheDir = path.join(require('node:os').tmpdir(), 'iam-gateway-ts-' + (process.getuid ? process.getuid() : 'user'));
+  let ts = null;
   require.extensions['.ts'] = (module, filename) => {
-    const output = ts.transpileModule(fs.readFileSync(filename, 'utf8'), {
-      fileName: filename,
-      compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, esModuleInterop: true, resolveJsonModule: true },
-    });
-    module._compile(output.outputText, filename);
+    const source = fs.readFileSync(filename, 'utf8');
+    const key = createHash('sha256').update(workerData.typescriptModule).update('\\0').update(filename).update('\\0').update(source).digest('hex');
+    const cached = path.join(cacheDir, key + '.js');
+    let output = null;
+    try {
+      // Only a cache directory of this user's own (mode 0700) is read: nobody else can plant code in it.
+      const owner = fs.statSync(cacheDir);
+      if (owner.uid === process.getuid?.() && (owner.mode & 0o077) === 0) output = fs.readFileSync(cached, 'utf8');
+    } catch {}
+    if (output === null) {
+      ts ??= require(workerData.typescriptModule);
+      output = ts.transpileModule(source, {
+        fileName: filename,
+        compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, esModuleInterop: true, resolveJsonModule: true },
+      }).outputText;
+      try {
+        fs.mkdirSync(cacheDir, { recursive: true, mode: 0o700 });
+        const partial = cached + '.' + process.pid + '.' + require('node:worker_threads').threadId;
+        fs.writeFileSync(partial, output);
+        fs.renameSync(partial, cached);
+      } catch {}
+    }
+    module._compile(output, filename);
   };
 }
 require(workerData.entry).runDatabaseThread();
