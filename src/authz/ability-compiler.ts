@@ -1,6 +1,6 @@
 /**
  * Compiles a profile + its template + its scopes into a CASL ability, once per grant (docs/policy-format.md,
- * §5.3). Permission codes become rules `(action, subject)`; scopes become rule conditions over the
+ * "How a route is decided"). Permission codes become rules `(action, subject)`; scopes become rule conditions over the
  * resource instance `{ scopeRefs: [{type, id}], access }` the decision engine checks.
  */
 import type * as Casl from '@casl/ability/dist/types';
