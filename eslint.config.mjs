@@ -1,10 +1,11 @@
 // ESLint (flat config): `npm run lint:eslint`. @eslint/js recommended everywhere; typescript-eslint's
 // type-checked recommended set on the TypeScript files (src, test, examples, migrations: tsconfig.json).
 import js from '@eslint/js';
+import { defineConfig } from 'eslint/config';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
-export default tseslint.config(
+export default defineConfig(
   { ignores: ['dist/**', 'coverage/**', '.data/**', 'bench/results/**'] },
   { linterOptions: { reportUnusedDisableDirectives: 'error' } },
   js.configs.recommended,
