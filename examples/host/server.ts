@@ -21,7 +21,9 @@ export interface RunningHost {
  *   gateway is its only way in.
  */
 export function startHost(port: number, host = '127.0.0.1'): Promise<RunningHost> {
-  const server = createServer(createHostApp().callback());
+  const handle = createHostApp().callback();
+  // Koa's handler settles its own promise (errors become responses): nothing to await here.
+  const server = createServer((req, res) => void handle(req, res));
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {

@@ -10,7 +10,7 @@ import type { RequestAuthorizer } from '../gateway/request-authorizer';
 import type { IamRepository } from '../domain/iam-repository';
 import type { CompiledPolicy } from '../policy/compiled-policy';
 import { ProblemError, problems } from '../domain/problem';
-import { callerOf, factsOf, stateOf } from './iam-context';
+import { callerOf, factsOf } from './iam-context';
 import { registerForwardAuthRoute } from './forward-auth-route';
 import { decidePermission } from './require-session';
 import { assertValid, createBodyValidator } from './validate-body';

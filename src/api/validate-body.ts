@@ -42,6 +42,7 @@ export function toPointerErrors(errors: ErrorObject[]): Array<{ pointer: string;
  * C0 controls (NUL included), DEL: PostgreSQL refuses NUL in text and `\u0000` in jsonb, and none of them
  * has a place in a name, an id or a reason. Lone surrogates are refused too (jsonb rejects them).
  */
+// eslint-disable-next-line no-control-regex -- refusing control characters is the point
 const UNSTORABLE = /[\u0000-\u001f\u007f]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 /** True when a string can be stored as it is: no control character, no lone surrogate. */
@@ -68,7 +69,7 @@ export function unstorableStrings(value: unknown, limit = 20): { pointers: strin
     }
     if (item === null || typeof item !== 'object') continue;
     if (depth >= MAX_BODY_DEPTH) return { pointers, tooDeep: pointer || '/' };
-    const entries = Array.isArray(item) ? item.map((child, index): [string, unknown] => [String(index), child]) : Object.entries(item);
+    const entries: Array<[string, unknown]> = Array.isArray(item) ? item.map((child, index): [string, unknown] => [String(index), child]) : Object.entries(item);
     for (let i = entries.length - 1; i >= 0; i--) {
       const [key, child] = entries[i]!;
       const escaped = isStorableText(key) ? key.replace(/~/g, '~0').replace(/\//g, '~1') : encodeURIComponent(key);

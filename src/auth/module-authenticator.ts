@@ -18,7 +18,7 @@ export class ModuleAuthenticator implements IdentityAuthenticator {
     modulePath: string,
     private readonly timeoutMs: number,
   ) {
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- the configured module, loaded by path at start-up
     const loaded = require(modulePath) as { authenticate?: unknown; default?: { authenticate?: unknown } };
     const fn = loaded.authenticate ?? loaded.default?.authenticate;
     if (typeof fn !== 'function') throw new Error(`authenticator module ${modulePath} does not export authenticate(request)`);

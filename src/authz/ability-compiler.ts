@@ -12,6 +12,7 @@ import { ANY, parsePermissionCode } from '../domain/permission-code';
  * The tsconfig's `moduleResolution: node` ignores package.json `exports`, which is the only place
  * @casl/ability 7 declares its types: types come from their file, values through `require` (same module).
  */
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- values through require, see above
 const casl = require('@casl/ability') as typeof Casl;
 
 /** CASL's `subject()` helper: tags a plain object with its subject type for conditions checks. */

@@ -14,6 +14,7 @@ type RawRuleOf<T extends Casl.AnyAbility> = Casl.RawRuleOf<T>;
 type Rule = NonNullable<ReturnType<MongoAbility['relevantRuleFor']>>;
 
 /** Values through `require` (the tsconfig's module resolution ignores the package's `exports`; see ability-compiler.ts). */
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- values through require, see above
 const casl = require('@casl/ability') as typeof Casl;
 
 /** CASL's own wildcards renamed to `*`, the only name a permission code cannot use. */

@@ -41,6 +41,7 @@ export function decodeResourceId(id: string): string {
  */
 export function resolverUrl(template: string, id: string): string | null {
   const decoded = decodeResourceId(id);
+  // eslint-disable-next-line no-control-regex -- refusing control characters is the point
   if (decoded.length === 0 || decoded === '.' || decoded === '..' || /[\u0000-\u001f\u007f]/.test(decoded)) return null;
   const url = template.replaceAll('{id}', encodeURIComponent(decoded));
   // The template's own text around {id} could still form a dot segment with the id (`/.{id}` and `.`).

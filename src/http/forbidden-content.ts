@@ -99,6 +99,7 @@ const lookalikeCache = new Map<number, boolean>();
 export function isAsciiLookalike(codePoint: number): boolean {
   let known = lookalikeCache.get(codePoint);
   if (known === undefined) {
+    // eslint-disable-next-line no-control-regex -- asks whether the NFKC form is ASCII, U+0000 included
     known = SLASH_LOOKALIKES.has(codePoint) || /[\u0000-\u007f]/.test(String.fromCodePoint(codePoint).normalize('NFKC'));
     if (lookalikeCache.size < 4096) lookalikeCache.set(codePoint, known);
   }

@@ -40,6 +40,7 @@ export function parseRoutePattern(pattern: string): ParsedPattern {
       if (part.includes('*')) return fail(`"*" is only allowed as a whole "**" segment ("${part}")`);
       // Request paths are normalized before matching (docs/http-contract.md): dot segments never reach the matcher.
       if (part === '.' || part === '..') return fail(`dot segment "${part}" can never match a normalized path`);
+      // eslint-disable-next-line no-control-regex -- refusing control characters is the point
       if (/[?#\s\u0000-\u001f\u007f]/.test(part)) return fail(`segment "${part}" contains "?", "#", a space or a control character`);
       segments.push({ kind: 'static', value: part });
     }

@@ -68,7 +68,7 @@ describe('#11.32 module authenticator', () => {
     expect(answer.body.code).toBe('IAM_AUTHENTICATOR_UNAVAILABLE');
     expect(answer.ms).toBeGreaterThanOrEqual(250);
     expect(answer.ms).toBeLessThan(3000);
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- the module instance the in-process gateway loaded
     expect((require(modulePath) as { state: { aborted: number } }).state.aborted).toBe(1);
     expect((await loginAt(gateway, 'alice')).status).toBe(200);
   });

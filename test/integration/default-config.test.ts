@@ -89,7 +89,10 @@ describe('#11.21 npm run demo', () => {
         const timer = setTimeout(() => reject(new Error(`demo did not start:\n${output}`)), 60_000);
         demo.stdout!.on('data', () => {
           const match = /gateway\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(output);
-          if (match) (clearTimeout(timer), resolve(match[1]!));
+          if (match) {
+            clearTimeout(timer);
+            resolve(match[1]!);
+          }
         });
         void exited.then(() => (clearTimeout(timer), reject(new Error(`demo exited:\n${output}`))));
       });

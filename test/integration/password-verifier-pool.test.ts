@@ -133,6 +133,7 @@ describe('PasswordVerifierPool', () => {
       })();`;
     const started = Date.now();
     const output = await new Promise<string>((resolve, reject) =>
+      // eslint-disable-next-line @typescript-eslint/prefer-promise-reject-errors -- an ExecFileException is an Error (typed through Omit<>)
       execFile(process.execPath, ['-e', program], { cwd: ROOT, timeout: 20_000 }, (error, stdout) => (error ? reject(error) : resolve(stdout))),
     );
     expect(output).toBe('verified');

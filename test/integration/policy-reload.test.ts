@@ -25,15 +25,15 @@ function policy(routes: Record<string, 'open' | 'closed'>): string {
 
 async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 10_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
-  let last: unknown;
+  let last: string | undefined;
   for (;;) {
     try {
       const value = await probe();
       if (value !== undefined && value !== false) return value;
     } catch (error) {
-      last = error;
+      last = String(error);
     }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? ` (last error: ${String(last)})` : ''}`);
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? ` (last error: ${last})` : ''}`);
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
 }

@@ -14,7 +14,7 @@ import { createTestDatabase } from '../support/database';
 import { bearer, login, startTestGateway } from '../support/gateway';
 import { recordedHeader, startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
 import { startTcpRelay, type TcpRelay } from '../support/tcp-relay';
-import { timed, type Answer } from '../support/timed-fetch';
+import { timed } from '../support/timed-fetch';
 import { expectProblem } from '../support/problems';
 
 /** Routes for the recording upstream's fault paths; bob (editor) has project:create. */

@@ -137,7 +137,8 @@ describe('#11.39 stopping drains keep-alive connections without resets', () => {
     const gateway = await startTestGateway(hostUrl, { IAM_POLICIES_DIR: policies });
     const answered = new Set<string>();
     const connections = await Promise.all(Array.from({ length: 8 }, () => idleConnection(gateway)));
-    let stopping: Promise<void> | null = null;
+    // Assigned inside the loops below: the cast keeps TypeScript from narrowing it to `null` here.
+    let stopping = null as Promise<void> | null;
     let sent = 0;
     const loops = connections.map(async (connection, c) => {
       for (let n = 0; ; n++) {

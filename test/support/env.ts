@@ -15,7 +15,6 @@ export function describeWithRedis(title: string, body: () => void): void {
     describe(title, body);
     return;
   }
-  // eslint-disable-next-line no-console
   console.log(`${title}: tests NOT run (REDIS_URL unset; CI always sets it)`);
   describe.skip(title, body);
 }

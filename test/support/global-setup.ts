@@ -6,7 +6,6 @@
 import { startEmbeddedDatabase, type EmbeddedDatabase } from '../../src/adapters/pglite/embedded-database';
 
 declare global {
-  // eslint-disable-next-line no-var
   var __IAM_EMBEDDED_DB__: EmbeddedDatabase | undefined;
 }
 

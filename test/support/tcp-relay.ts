@@ -161,7 +161,7 @@ export async function startTcpRelay(targetHost: string, targetPort: number): Pro
           fire: (pair) => {
             pair.replyLost = true;
             if (!deliver) return void cutNow().then(resolve, reject);
-            setTimeout(() => cutNow().then(resolve, reject), settleMs);
+            setTimeout(() => void cutNow().then(resolve, reject), settleMs);
           },
         };
       });

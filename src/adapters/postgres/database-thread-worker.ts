@@ -15,7 +15,7 @@ export async function runDatabaseThread(): Promise<void> {
   const send = (message: FromDatabaseThread): void => port.postMessage(message);
   let database: OpenDatabase;
   try {
-    database = await openDatabase(workerData.settings as DatabaseSettings);
+    database = await openDatabase((workerData as { settings: DatabaseSettings }).settings);
   } catch (error) {
     send({ type: 'open-failed', error: encodeError(error) });
     return;

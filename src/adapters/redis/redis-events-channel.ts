@@ -68,14 +68,15 @@ export class RedisEventsChannel {
       throw toUnavailable(error);
     }
     listener.lastSeen = this.channelSubscribed;
-    const events = this;
+    const channelSubscribed = (): boolean => this.channelSubscribed;
+    const forget = (): boolean => this.listeners.delete(listener);
     return {
       get connected() {
-        return listener.active && events.channelSubscribed;
+        return listener.active && channelSubscribed();
       },
       async close() {
         listener.active = false;
-        events.listeners.delete(listener);
+        forget();
       },
     };
   }

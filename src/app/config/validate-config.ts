@@ -76,7 +76,7 @@ export function crossChecks(data: Data): Problem[] {
   if (companion !== undefined && (get(`iam.authenticator.${companion}`) ?? null) === null) {
     problems.push({
       path: ['iam', 'authenticator', companion],
-      message: `iam.authenticator.${companion} is required when iam.authenticator.type is "${type}"`,
+      message: `iam.authenticator.${companion} is required when iam.authenticator.type is "${String(type)}"`,
       at: ['iam', 'authenticator', 'type'],
     });
   }

@@ -1,0 +1,161 @@
+/**
+ * dependency-cruiser: the layer rule of src/ (`npm run lint:deps`; test/unit/architecture-rule.test.ts shows
+ * each rule failing on a fixture tree).
+ *
+ * Tiers, top to bottom; a module imports its own folder and folders of lower tiers, and, inside its own tier,
+ * only the edges listed in SAME_TIER (they are acyclic):
+ *   app  |  api, policy-tools, gateway  |  authz, sessions, auth, audit  |  policy  |  http, domain, observability, threads
+ * adapters/ stand beside the tiers: they implement domain interfaces, import only domain, observability and
+ * threads, and only app/ imports them. src/index.ts (the published package API) may import any tier but no
+ * adapter, and nothing in src/ imports it.
+ * Type-only imports count (`tsPreCompilationDeps`): a type is a dependency too.
+ */
+const TIERS = [
+  ['app'],
+  ['api', 'policy-tools', 'gateway'],
+  ['authz', 'sessions', 'auth', 'audit'],
+  ['policy'],
+  ['http', 'domain', 'observability', 'threads'],
+];
+
+/** The only imports allowed between folders of one tier. */
+const SAME_TIER = {
+  api: ['gateway'],
+  auth: ['sessions', 'audit'],
+  sessions: ['audit'],
+  http: ['domain'],
+  observability: ['domain'],
+  threads: ['domain'],
+};
+
+const ADAPTER_MAY_IMPORT = ['domain', 'observability', 'threads'];
+
+/** Modules nothing imports: the package API, the CLI, and the database thread (started by file path). */
+const ENTRY_POINTS = ['src/index.ts', 'src/app/main.ts', 'src/adapters/postgres/database-thread-worker.ts'];
+
+const folders = (names) => `^src/(${names.join('|')})/`;
+const escape = (path) => path.replace(/[.]/g, '\\.');
+const ALL_TIERED = TIERS.flat();
+
+/** One rule per tiered folder (domain's is the stricter rule below): the folders it must not import. */
+const layerRules = TIERS.flatMap((tier, level) =>
+  tier
+    .filter((folder) => folder !== 'domain')
+    .map((folder) => {
+      const above = TIERS.slice(0, level).flat();
+      const sameTierNotAllowed = tier.filter((other) => other !== folder && !(SAME_TIER[folder] ?? []).includes(other));
+      const forbidden = [...above, ...sameTierNotAllowed];
+      const allowed = [...(SAME_TIER[folder] ?? []), ...TIERS.slice(level + 1).flat()];
+      return forbidden.length === 0
+        ? null
+        : {
+            name: `layer-${folder}`,
+            comment: `${folder}/ may import only its own folder${allowed.length ? ` and ${allowed.join(', ')}` : ''} (.dependency-cruiser.cjs explains the tiers)`,
+            severity: 'error',
+            from: { path: `^src/${folder}/` },
+            to: { path: folders(forbidden) },
+          };
+    })
+    .filter(Boolean),
+);
+
+module.exports = {
+  forbidden: [
+    ...layerRules,
+    {
+      name: 'domain-imports-only-domain',
+      comment: 'domain/ is the bottom of the layering: records, interfaces and problems, with no other src/ import',
+      severity: 'error',
+      from: { path: '^src/domain/' },
+      to: { path: '^src/', pathNot: '^src/domain/' },
+    },
+    {
+      name: 'adapters-import-only-domain-observability-threads',
+      comment: `adapters/ implement domain interfaces: they import only ${ADAPTER_MAY_IMPORT.join(', ')} (and adapters/)`,
+      severity: 'error',
+      from: { path: '^src/adapters/' },
+      to: { path: '^src/', pathNot: folders(['adapters', ...ADAPTER_MAY_IMPORT]) },
+    },
+    {
+      name: 'only-app-imports-adapters',
+      comment: 'adapters are chosen and wired by the composition root (app/); everything else sees domain interfaces',
+      severity: 'error',
+      from: { path: '^src/', pathNot: folders(['app', 'adapters']) },
+      to: { path: '^src/adapters/' },
+    },
+    {
+      name: 'app-config-through-its-index',
+      comment: 'outside app/config/, the configuration is imported from app/config/index.ts only',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/app/config/' },
+      to: { path: '^src/app/config/', pathNot: '^src/app/config/index\\.ts$' },
+    },
+    {
+      name: 'src-folder-in-a-tier',
+      comment: 'every folder of src/ belongs to a tier in .dependency-cruiser.cjs (or is adapters/): add it there',
+      severity: 'error',
+      from: { path: '^src/[^/]+/', pathNot: folders([...ALL_TIERED, 'adapters']) },
+      to: {},
+    },
+    {
+      name: 'nothing-imports-the-package-entry',
+      comment: 'src/index.ts is the published API; modules of src/ import the module that defines a thing',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { path: '^src/index\\.ts$' },
+    },
+    {
+      name: 'no-circular',
+      comment: 'module-level import cycle',
+      severity: 'error',
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: 'no-orphans',
+      comment: 'a module with no imports and no importers: use it or remove it',
+      severity: 'error',
+      from: { orphan: true, pathNot: ['\\.d\\.ts$', ...ENTRY_POINTS.map((path) => `^${escape(path)}$`)] },
+      to: {},
+    },
+    {
+      name: 'reachable-from-an-entry-point',
+      comment: `not reachable from ${ENTRY_POINTS.join(', ')}: dead code, or an entry point to list in .dependency-cruiser.cjs`,
+      severity: 'error',
+      from: { path: `^(${ENTRY_POINTS.map(escape).join('|')})$` },
+      to: { path: '^src/', pathNot: [`^(${ENTRY_POINTS.map(escape).join('|')})$`, '\\.d\\.ts$'], reachable: false },
+    },
+    {
+      name: 'not-to-dev-dep',
+      comment: 'src/ is published: it must not import a devDependency (type-only imports included: they end up in the .d.ts)',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { dependencyTypes: ['npm-dev'] },
+    },
+    {
+      name: 'no-non-package-json',
+      comment: 'a package that package.json does not list',
+      severity: 'error',
+      from: {},
+      to: { dependencyTypes: ['npm-no-pkg', 'npm-unknown'] },
+    },
+    {
+      name: 'not-to-test',
+      comment: 'src/ must not import test code',
+      severity: 'error',
+      from: { path: '^src/' },
+      to: { path: '^test/' },
+    },
+    {
+      name: 'not-to-unresolvable',
+      comment: 'an import that does not resolve to a file or package',
+      severity: 'error',
+      from: {},
+      to: { couldNotResolve: true },
+    },
+  ],
+  options: {
+    tsPreCompilationDeps: true,
+    doNotFollow: { path: 'node_modules' },
+  },
+};

@@ -1,0 +1,71 @@
+/**
+ * The layer rule of src/ (.dependency-cruiser.cjs, docs/architecture.md): the real configuration refuses each
+ * kind of import it is meant to refuse (a fake src/ in test/fixtures/architecture, one offending import per rule
+ * and some allowed ones), and the real src/ breaks none of it.
+ * dependency-cruiser is an ES module; it runs here as the CLI `npm run lint:deps` uses.
+ */
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+
+const ROOT = join(__dirname, '..', '..');
+const CLI = join(ROOT, 'node_modules', 'dependency-cruiser', 'bin', 'dependency-cruise.mjs');
+const CONFIG = join(ROOT, '.dependency-cruiser.cjs');
+
+interface Violation {
+  type: string;
+  from: string;
+  to: string;
+  unresolvedTo?: string;
+  dependencyTypes?: string[];
+  rule: { name: string };
+  cycle?: Array<{ name: string }>;
+}
+
+/** `rule: from → to` (a package by its name, a cycle through all its modules, a module rule without `→`). */
+function describeViolation(violation: Violation): string {
+  const { name } = violation.rule;
+  if (violation.type === 'module') return `${name}: ${violation.from}`;
+  if (violation.cycle) return `${name}: ${[violation.from, ...violation.cycle.map((step) => step.name)].join(' → ')}`;
+  const isPackage = violation.dependencyTypes?.some((type) => type.startsWith('npm')) ?? false;
+  return `${name}: ${violation.from} → ${isPackage ? violation.unresolvedTo : violation.to}`;
+}
+
+/** Cruises `src` under `cwd` with the real configuration: its violations, described and sorted. */
+function cruise(cwd: string): string[] {
+  const run = spawnSync(process.execPath, [CLI, 'src', '--config', CONFIG, '--output-type', 'json'], { cwd, encoding: 'utf8', timeout: 20_000 });
+  if (run.error) throw run.error;
+  if (run.stdout.trim() === '') throw new Error(`dependency-cruiser printed nothing (exit ${run.status}):\n${run.stderr}`);
+  const result = JSON.parse(run.stdout) as { summary: { violations: Violation[] } };
+  return result.summary.violations.map(describeViolation).sort();
+}
+
+describe('#12 the layer rule (.dependency-cruiser.cjs)', () => {
+  it('refuses each forbidden import of the fixture tree, naming the rule, and nothing else', () => {
+    expect(cruise(join(ROOT, 'test', 'fixtures', 'architecture'))).toEqual(
+      [
+        // tiers: sideways in the top tier, against the tier-2 order, upward, sideways in the bottom tier
+        'layer-api: src/api/routes.ts → src/policy-tools/check.ts',
+        'layer-sessions: src/sessions/session.ts → src/auth/login.ts',
+        'layer-policy: src/policy/loader.ts → src/gateway/front-door.ts',
+        'layer-observability: src/observability/metrics.ts → src/http/problem.ts',
+        // domain imports nothing else of src/, a type-only import included
+        'domain-imports-only-domain: src/domain/record.ts → src/policy/rule.ts',
+        // adapters: what they import, and who imports them (src/index.ts included)
+        'adapters-import-only-domain-observability-threads: src/adapters/memory/memory-store.ts → src/http/problem.ts',
+        'only-app-imports-adapters: src/gateway/front-door.ts → src/adapters/memory/memory-store.ts',
+        'only-app-imports-adapters: src/index.ts → src/adapters/memory/memory-store.ts',
+        // cycles, dead modules, devDependencies and test code
+        'no-circular: src/auth/login.ts → src/sessions/session.ts → src/auth/login.ts',
+        'no-orphans: src/observability/unused.ts',
+        'reachable-from-an-entry-point: src/observability/unused.ts',
+        'reachable-from-an-entry-point: src/threads/dead.ts',
+        'not-to-dev-dep: src/http/problem.ts → fast-check',
+        'not-to-test: src/http/problem.ts → test/helper.ts',
+      ].sort(),
+    );
+  });
+
+  it('the real src/ breaks none of the rules', () => {
+    expect(cruise(ROOT)).toEqual([]);
+  });
+});
