@@ -4,7 +4,7 @@ import { listen, settlesWithin, SHUTDOWN_CLEANUP_GRACE_MS, stopServer, trackConn
 import type { Logger } from '../observability/logger';
 import type { GatewayMetrics } from '../observability/metrics';
 import type { GatewayConfig } from './config';
-import type { GatewayServices, RunningGateway } from './start-gateway';
+import type { GatewayServices, RunningGateway } from './running-gateway';
 
 /**
  * Opens the proxy and management ports and returns the running gateway. A failed start holds no port

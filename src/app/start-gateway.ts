@@ -1,11 +1,7 @@
 import { LoginRateLimiter } from '../auth/login-rate-limiter';
 import { LoginService } from '../auth/login-service';
-import type { AuditTrail } from '../audit/audit-trail';
 import { DecisionEngine } from '../authz/decision-engine';
-import type { GrantProvider } from '../authz/grant-provider';
 import { ResourceResolverClient } from '../authz/resource-resolver';
-import type { IamRepository } from '../domain/iam-repository';
-import type { EventSubscription, TokenStore } from '../domain/token-store';
 import { AssertionSigner } from '../gateway/assertion-signer';
 import { CorsPolicy } from '../gateway/cors';
 import { createFrontDoor, createProxyServer } from '../gateway/front-door';
@@ -18,9 +14,6 @@ import { compileTrustedProxies } from '../http/trusted-proxies';
 import { createLogger, type Logger } from '../observability/logger';
 import { createMetrics, type GatewayMetrics } from '../observability/metrics';
 import { OutageLog } from '../observability/outage-log';
-import type { PolicyHolder } from '../policy/policy-holder';
-import type { PolicyReloader } from '../policy/policy-watcher';
-import type { SessionService } from '../sessions/session-service';
 import { startAudit } from './audit';
 import { createAuthenticator } from './authenticator';
 import { CleanupStack } from './cleanup-stack';
@@ -33,35 +26,9 @@ import { startPolicy } from './policy';
 import { readinessChecks } from './readiness';
 import { startSessions } from './sessions';
 
-/** A started gateway: both ports listening. */
-export interface RunningGateway {
-  /** Base URL of the proxy port, e.g. http://127.0.0.1:8080. */
-  url: string;
-  port: number;
-  managementUrl: string;
-  managementPort: number;
-  logger: Logger;
-  metrics: GatewayMetrics;
-  /** Present when `iam.enabled`. */
-  services: GatewayServices | null;
-  /** Graceful stop: readiness fails, listeners close, in-flight requests finish (up to the shutdown timeout). */
-  close(): Promise<void>;
-}
+import type { RunningGateway } from './running-gateway';
 
-/** The wired services, for the CLI, tests and the admin API. */
-export interface GatewayServices {
-  repository: IamRepository;
-  store: TokenStore;
-  sessions: SessionService;
-  login: LoginService;
-  engine: DecisionEngine;
-  grants: GrantProvider;
-  policy: PolicyHolder;
-  /** Hot reload of the policies directory (file events, periodic checksum, SIGHUP). */
-  policyReloader: PolicyReloader;
-  audit: AuditTrail;
-  subscription: EventSubscription;
-}
+export type { GatewayServices, RunningGateway } from './running-gateway';
 
 export interface StartOptions {
   logger?: Logger;

@@ -1,11 +1,10 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { unique } from './apply-profile';
 import { changedFields, insertAdminAudit, lockRow, raiseAuthorizationVersions } from './admin-write-support';
-import { AdminWriteError, type AdminAuditContext, type RaisedAuthorization } from '../../domain/admin-repository';
+import { AdminWriteError, type AdminAuditContext } from '../../domain/admin-repository';
 import { grantedBy, profileEscalations, refuseEscalation, shareLockTemplate } from './admin-escalation';
 import { PermissionTemplateEntity } from './entities/permission-template-entity';
-import { ProfileEntity } from './entities/profile-entity';
-import { ResourceScopeEntity } from './entities/resource-scope-entity';
+import { ProfileEntity, ResourceScopeEntity } from './entities/profile-entity';
 import { UserEntity } from './entities/user-entity';
 import { toProfileRecord } from './record-mappers';
 import type { ProfileRecord, ScopeRecord } from '../../domain/records';

@@ -1,7 +1,6 @@
 import { OptimisticLockError, UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AuditEventEntity } from './entities/audit-event-entity';
-import type { HeldGrant } from '../../domain/admin-repository';
 import type { AuditEventRecord } from '../../domain/records';
 import { type AdminAuditContext, AdminWriteError, type RaisedAuthorization } from '../../domain/admin-repository';
 

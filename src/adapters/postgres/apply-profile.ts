@@ -1,6 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { ProfileEntity } from './entities/profile-entity';
-import { ResourceScopeEntity } from './entities/resource-scope-entity';
+import { ProfileEntity, ResourceScopeEntity } from './entities/profile-entity';
 import type { UserEntity } from './entities/user-entity';
 import type { StoredProvisioningState } from './provisioning-validation';
 import type { SummaryBuilder } from './provisioning-summary';

@@ -1,8 +1,7 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { IdentityEntity } from './entities/identity-entity';
-import { PermissionTemplateEntity } from './entities/permission-template-entity';
+import { PermissionTemplateEntity, TemplatePermissionEntity } from './entities/permission-template-entity';
 import { ProfileEntity } from './entities/profile-entity';
-import { TemplatePermissionEntity } from './entities/template-permission-entity';
 import { UserEntity } from './entities/user-entity';
 import { ProvisioningError } from '../../domain/iam-repository';
 import { applyProfile, sameSet, unique } from './apply-profile';

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { StoreEvent } from '../../domain/token-record';
-import type { EndSessionsRequest, EndedSession, EndSessionsResult, ChangeActor, PrincipalChange, ChangeRow, RevocationState } from '../../domain/changes';
+import type { EndSessionsRequest, EndSessionsResult, ChangeActor, PrincipalChange, ChangeRow, RevocationState } from '../../domain/changes';
 
 /**
  * The change feed (`iam_changes`, a transactional outbox): every change other gateway instances must act on

@@ -1,8 +1,7 @@
 import type { AuditEventEntity } from './entities/audit-event-entity';
 import type { IdentityEntity } from './entities/identity-entity';
 import type { PermissionTemplateEntity } from './entities/permission-template-entity';
-import type { ProfileEntity } from './entities/profile-entity';
-import type { ResourceScopeEntity } from './entities/resource-scope-entity';
+import type { ProfileEntity, ResourceScopeEntity } from './entities/profile-entity';
 import type { SessionEntity } from './entities/session-entity';
 import type { UserEntity } from './entities/user-entity';
 import type {

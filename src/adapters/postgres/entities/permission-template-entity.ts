@@ -1,5 +1,6 @@
 import { Collection, EntitySchema, OptionalProps, PrimaryKeyProp } from '@mikro-orm/core';
-import { TemplatePermissionEntity } from './template-permission-entity';
+
+/* A template and its permission codes: one aggregate, one file (the two entities refer to each other). */
 
 /** Row of `iam_permission_templates`: one version of a permission set that profiles aggregate. */
 export class PermissionTemplateEntity {
@@ -26,5 +27,22 @@ export const PermissionTemplateSchema = new EntitySchema<PermissionTemplateEntit
     createdAt: { type: 'datetime', columnType: 'timestamptz' },
     updatedAt: { type: 'datetime', columnType: 'timestamptz', onUpdate: () => new Date() },
     version: { type: 'integer', version: true },
+  },
+});
+
+/** Row of `iam_template_permissions`: one permission code of a template version. */
+export class TemplatePermissionEntity {
+  [PrimaryKeyProp]?: ['template', 'permissionCode'];
+  template!: PermissionTemplateEntity;
+  /** `<resource>:<action>`, `<resource>:*` or `*:*`. */
+  permissionCode!: string;
+}
+
+export const TemplatePermissionSchema = new EntitySchema<TemplatePermissionEntity>({
+  class: TemplatePermissionEntity,
+  tableName: 'iam_template_permissions',
+  properties: {
+    template: { kind: 'm:1', entity: () => PermissionTemplateEntity, fieldName: 'version_id', primary: true },
+    permissionCode: { type: 'string', columnType: 'text', primary: true },
   },
 });

@@ -1,7 +1,9 @@
 import { ArrayType, Collection, EntitySchema, OptionalProps, PrimaryKeyProp } from '@mikro-orm/core';
 import { PermissionTemplateEntity } from './permission-template-entity';
-import { ResourceScopeEntity } from './resource-scope-entity';
 import { UserEntity } from './user-entity';
+import type { AccessMode } from '../../../domain/records';
+
+/* A profile and its resource scopes: one aggregate, one file (the two entities refer to each other). */
 
 /** Row of `iam_profiles`: an authorization profile of a user (template + client types + scopes + flags). */
 export class ProfileEntity {
@@ -40,5 +42,28 @@ export const ProfileSchema = new EntitySchema<ProfileEntity>({
     createdAt: { type: 'datetime', columnType: 'timestamptz' },
     updatedAt: { type: 'datetime', columnType: 'timestamptz', onUpdate: () => new Date() },
     version: { type: 'integer', version: true },
+  },
+});
+
+/**
+ * Row of `iam_resource_scopes`: limits a profile's permissions to one resource. The primary key
+ * (profile, scopeType, scopeRefId) is the uniqueness rule: one access mode per resource and profile.
+ */
+export class ResourceScopeEntity {
+  [PrimaryKeyProp]?: ['profile', 'scopeType', 'scopeRefId'];
+  profile!: ProfileEntity;
+  scopeType!: string;
+  scopeRefId!: string;
+  accessMode!: AccessMode;
+}
+
+export const ResourceScopeSchema = new EntitySchema<ResourceScopeEntity>({
+  class: ResourceScopeEntity,
+  tableName: 'iam_resource_scopes',
+  properties: {
+    profile: { kind: 'm:1', entity: () => ProfileEntity, fieldName: 'profile_id', primary: true },
+    scopeType: { type: 'string', columnType: 'text', primary: true },
+    scopeRefId: { type: 'string', columnType: 'text', primary: true },
+    accessMode: { type: 'string', columnType: 'text' },
   },
 });
