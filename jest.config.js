@@ -1,10 +1,10 @@
 /**
  * Jest: two projects.
  * - `unit` (test/unit): no database, no global setup; its files run in parallel workers.
- * - `integration` (test/integration, test/e2e): the global setup starts the embedded PGlite (or uses
- *   DATABASE_URL); these files share that one database and must run one at a time.
- * `maxWorkers` is global in jest, not per project, so it stays 1 here: any plain `npx jest ...` is safe.
- * `npm test` runs the projects as two invocations, the unit one with parallel workers
+ * - `integration` (test/integration, test/e2e): the global setup gives every jest worker its own database
+ *   (an embedded PGlite each, or `<DATABASE_URL's database>_w<N>`), so files run in parallel workers too.
+ * `maxWorkers` is global in jest, not per project; it stays 1 here, so any plain `npx jest ...` runs one file
+ * at a time. `npm test` runs the projects as two invocations with their own worker counts
  * (`npm run test:unit`, then `npm run test:integration`; the first failure stops it).
  */
 const transform = { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] };
@@ -23,11 +23,12 @@ module.exports = {
       transform,
       testMatch: ['<rootDir>/test/integration/**/*.test.ts', '<rootDir>/test/e2e/**/*.test.ts'],
       globalSetup: '<rootDir>/test/support/global-setup.ts',
+      setupFiles: ['<rootDir>/test/support/worker-env.ts'],
       globalTeardown: '<rootDir>/test/support/global-teardown.ts',
     },
   ],
-  // Integration and e2e files share one database (real PostgreSQL in CI, PGlite otherwise): one at a time.
-  // Only `npm run test:unit` raises it (`--maxWorkers=100%`: one per core), for the unit project alone.
+  // A plain `npx jest FILE…` runs one file at a time; `npm run test:unit` (one worker per core) and
+  // `npm run test:integration` (two workers, each with its own database) raise it.
   maxWorkers: 1,
   testTimeout: 30000,
 };

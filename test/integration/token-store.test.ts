@@ -18,6 +18,7 @@ import {
 import type { StoreEvent, TokenRecord } from '../../src/domain/token-record';
 import { StoreUnavailableError, type TokenStore } from '../../src/domain/token-store';
 import { testRedisUrl, uniquePrefix } from '../support/env';
+import { startPrivateRedis } from '../support/private-redis';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const randomId = (label: string): string => `${label}-${randomBytes(6).toString('hex')}`;
@@ -354,32 +355,34 @@ if (!redisUrl) {
       }
     });
 
-    /** Calls of one command since the server started (`INFO commandstats`), e.g. `mget`. */
-    const commandCalls = async (command: string): Promise<number> => {
-      const info = await admin.info('commandstats');
+    /** Calls of one command since `server` started (`INFO commandstats`), e.g. `mget`. */
+    const commandCalls = async (server: Redis, command: string): Promise<number> => {
+      const info = await server.info('commandstats');
       const match = new RegExp(`^cmdstat_${command}:calls=(\\d+)`, 'm').exec(info);
       return match ? Number(match[1]) : 0;
     };
 
     it('sends the token reads of one event-loop turn as one MGET, each caller getting its own record', async () => {
-      const store = await connect(uniquePrefix('coalesced'), redisUrl, { slidingExpiry: false });
+      // Command counters are server-wide: a private redis-server, so no other test's traffic is counted.
+      const server = await startPrivateRedis();
+      const store = await connect(uniquePrefix('coalesced'), server.url(), { slidingExpiry: false });
       try {
         const entries = Array.from({ length: 20 }, () => ({ hash: newHash(), record: makeRecord() }));
         for (const entry of entries) await store.putToken(entry.hash, entry.record);
         const unknown = Array.from({ length: 5 }, newHash);
-        const [mgetBefore, getBefore] = [await commandCalls('mget'), await commandCalls('get')];
+        const [mgetBefore, getBefore] = [await commandCalls(server.admin, 'mget'), await commandCalls(server.admin, 'get')];
         const answers = await Promise.all([...entries.map((entry) => store.getToken(entry.hash)), ...unknown.map((hash) => store.getToken(hash))]);
-        const [mgetAfter, getAfter] = [await commandCalls('mget'), await commandCalls('get')];
+        const [mgetAfter, getAfter] = [await commandCalls(server.admin, 'mget'), await commandCalls(server.admin, 'get')];
         expect(answers.slice(0, 20)).toEqual(entries.map((entry) => entry.record));
         expect(answers.slice(20)).toEqual([null, null, null, null, null]);
         expect(mgetAfter - mgetBefore).toBe(1);
         expect(getAfter - getBefore).toBe(0);
         // Reads of a later turn are a new batch.
         expect(await store.getToken(entries[3]!.hash)).toEqual(entries[3]!.record);
-        expect((await commandCalls('mget')) - mgetAfter).toBe(1);
+        expect((await commandCalls(server.admin, 'mget')) - mgetAfter).toBe(1);
       } finally {
-        await store.purge();
         await store.close();
+        await server.stop();
       }
     });
 

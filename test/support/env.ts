@@ -1,5 +1,10 @@
-/** Which real services this test run talks to (set by global-setup.ts). */
-export const testDatabaseUrl = (): string => process.env.DATABASE_URL ?? process.env.IAM_TEST_DATABASE_URL ?? '';
+/** This jest worker's own database (global-setup.ts makes one per worker); '' outside the integration project. */
+export const testDatabaseUrl = (): string => {
+  const urls = JSON.parse(process.env.IAM_TEST_DATABASE_URLS ?? '[]') as string[];
+  if (urls.length === 0) return process.env.DATABASE_URL ?? '';
+  const worker = Number(process.env.JEST_WORKER_ID ?? '1');
+  return urls[(worker - 1) % urls.length] ?? urls[0]!;
+};
 export const testDatabaseKind = (): 'postgres' | 'pglite' =>
   process.env.IAM_TEST_DATABASE_KIND === 'postgres' ? 'postgres' : 'pglite';
 export const testRedisUrl = (): string | null => process.env.REDIS_URL ?? null;

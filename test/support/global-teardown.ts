@@ -1,3 +1,14 @@
+import { createOrm } from '../../src/adapters/postgres/orm';
+
+/** Stops the embedded databases and drops the per-worker PostgreSQL databases global-setup.ts made. */
 export default async function globalTeardown(): Promise<void> {
-  await globalThis.__IAM_EMBEDDED_DB__?.stop();
+  await Promise.all((globalThis.__IAM_EMBEDDED_DBS__ ?? []).map((database) => database.stop()));
+  const extra = globalThis.__IAM_EXTRA_DATABASES__;
+  if (!extra) return;
+  const orm = await createOrm({ url: extra.adminUrl, poolSize: 1, historyTable: 'iam_mikro_orm_schema_history', embedded: false, connectTimeoutMs: 5000 });
+  try {
+    for (const name of extra.names) await orm.em.getConnection().execute(`drop database if exists "${name.replace(/"/g, '""')}" with (force)`);
+  } finally {
+    await orm.close(true);
+  }
 }
