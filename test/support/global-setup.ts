@@ -14,9 +14,7 @@ import { startEmbeddedDatabase, type EmbeddedDatabase } from '../../src/adapters
 
 declare global {
   // The teardown runs in the same process and reads what the setup started.
-  // eslint-disable-next-line no-var
   var __IAM_EMBEDDED_DBS__: EmbeddedDatabase[] | undefined;
-  // eslint-disable-next-line no-var
   var __IAM_EXTRA_DATABASES__: { adminUrl: string; names: string[] } | undefined;
 }
 
