@@ -1,4 +1,5 @@
 import type Router from '@koa/router';
+import type { Static } from '@sinclair/typebox';
 import type { Context, Middleware } from 'koa';
 import type { DecisionEngine } from '../authz/decision-engine';
 import type { GrantProvider } from '../authz/grant-provider';
@@ -9,16 +10,12 @@ import type { VersionPrecondition } from '../domain/admin-repository';
 import type { ProfileRecord } from '../domain/records';
 import { ProblemError, problems } from '../domain/problem';
 import { parseAuditListQuery, parseUserListQuery } from './admin-query';
-import {
-  IDENTIFIER_REGEX,
-  identityBodySchema,
-  profileBodySchema,
-  revokeBodySchema,
-  scopesBodySchema,
-  templateBodySchema,
-  userBodySchema,
-} from './admin-schemas';
+import { IDENTIFIER_PATTERN } from '../auth/identity-validation';
+import { IdentityInput, ProfileInput, RevokeInput, ScopesInput, TemplateInput, UserInput } from './schemas/requests';
 import type { AdminActor, AdminService } from './admin-service';
+
+/** A path parameter naming an object: the identifier rule of the bodies. */
+const IDENTIFIER_REGEX = new RegExp(IDENTIFIER_PATTERN);
 
 export interface AdminRoutesDeps {
   admin: AdminService;
@@ -47,12 +44,12 @@ export const ADMIN_PERMISSIONS = {
  */
 export function registerAdminRoutes(router: Router, deps: AdminRoutesDeps): void {
   const ajv = createBodyValidator();
-  const validateTemplate = ajv.compile(templateBodySchema);
-  const validateUser = ajv.compile(userBodySchema);
-  const validateIdentity = ajv.compile(identityBodySchema);
-  const validateProfile = ajv.compile(profileBodySchema);
-  const validateScopes = ajv.compile(scopesBodySchema);
-  const validateRevoke = ajv.compile(revokeBodySchema);
+  const validateTemplate = ajv.compile<Static<typeof TemplateInput>>(TemplateInput);
+  const validateUser = ajv.compile<Static<typeof UserInput>>(UserInput);
+  const validateIdentity = ajv.compile<Static<typeof IdentityInput>>(IdentityInput);
+  const validateProfile = ajv.compile<Static<typeof ProfileInput>>(ProfileInput);
+  const validateScopes = ajv.compile<Static<typeof ScopesInput>>(ScopesInput);
+  const validateRevoke = ajv.compile<Static<typeof RevokeInput>>(RevokeInput);
   const guard = (code: string): Middleware[] => [deps.requireSession, requirePermission(deps.engine, code)];
   const admin = deps.admin;
   const actorOf = (ctx: Context): Promise<AdminActor> => adminActor(ctx, deps.grants);

@@ -4,10 +4,10 @@ import { AdminWriteError, type AdminAuditContext, type AdminRepository, type Hel
 import { ESCALATION_RULE } from '../domain/admin-repository';
 import { isStorableText } from './validate-body';
 import type { IamRepository } from '../domain/iam-repository';
-import type { AuditEventRecord, IdentityRecord, ProfileRecord, TemplateRecord, UserRecord } from '../domain/records';
+import type { StoredAuditEvent, IdentityRecord, ProfileRecord, TemplateRecord, UserRecord } from '../domain/records';
 import { ProblemError, problems } from '../domain/problem';
 import type { RequestFacts, SessionService } from '../sessions/session-service';
-import type { IdentityBody, ProfileBody, ScopesBody, TemplateBody, UserBody } from './admin-schemas';
+import type { IdentityBody, ProfileBody, ScopesBody, TemplateBody, UserBody } from './schemas/requests';
 
 /** Who is acting, and the request it came in. */
 export interface AdminActor {
@@ -154,14 +154,14 @@ export class AdminService {
   }
 
   /** Newest first; buffered request-path events (logins, revocations) are written first so they are listed. */
-  async listAudit(params: AuditListParams): Promise<Page<AuditEventRecord>> {
+  async listAudit(params: AuditListParams): Promise<Page<StoredAuditEvent>> {
     const before = params.cursor === null ? null : decodeCursor(params.cursor);
     if (params.cursor !== null && (before === null || !isAuditId(before))) {
       throw problems.validation([{ pointer: '/cursor', message: 'is not a cursor of this list' }], 'The query is not valid.');
     }
     await this.deps.audit.flush();
     const rows = await this.deps.admin.listAudit({ limit: params.limit, before, userId: params.userId, action: params.action, since: params.since });
-    return page(rows, params.limit, (event) => event.id ?? '');
+    return page(rows, params.limit, (event) => event.id);
   }
 
   /**

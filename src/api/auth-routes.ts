@@ -3,6 +3,7 @@ import type { LoginService } from '../auth/login-service';
 import type { SessionService } from '../sessions/session-service';
 import { callerOf, factsOf } from './iam-context';
 import type { Middleware } from 'koa';
+import { loginRequest, type LoginBody } from './schemas/requests';
 import { assertValid, createBodyValidator } from './validate-body';
 
 export interface AuthRoutesDeps {
@@ -14,16 +15,7 @@ export interface AuthRoutesDeps {
 
 /** docs/http-contract.md: login, logout, me. */
 export function registerAuthRoutes(router: Router, deps: AuthRoutesDeps): void {
-  const validateLogin = createBodyValidator().compile<{ username: string; password: string; clientType: string }>({
-    type: 'object',
-    additionalProperties: false,
-    required: ['username', 'password', 'clientType'],
-    properties: {
-      username: { type: 'string', minLength: 1, maxLength: 200 },
-      password: { type: 'string', minLength: 1, maxLength: 1024 },
-      clientType: { type: 'string', enum: deps.clientTypes },
-    },
-  });
+  const validateLogin = createBodyValidator().compile<LoginBody>(loginRequest(deps.clientTypes));
 
   router.post('/auth/login', async (ctx) => {
     const body = assertValid(validateLogin, ctx.request.body);

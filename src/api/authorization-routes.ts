@@ -13,6 +13,7 @@ import { ProblemError, problems } from '../domain/problem';
 import { callerOf, factsOf } from './iam-context';
 import { registerForwardAuthRoute } from './forward-auth-route';
 import { decidePermission } from './require-session';
+import { DiagnosticsRequest, type DiagnosticsBody } from './schemas/requests';
 import { assertValid, createBodyValidator } from './validate-body';
 
 export interface AuthorizationRoutesDeps {
@@ -28,37 +29,10 @@ export interface AuthorizationRoutesDeps {
   maxUrlLength: number;
 }
 
-type DiagnosticsBody =
-  | { method: string; path: string }
-  | { permissionCode: string; domain?: string; clientType?: string; resourceType?: string; resourceId?: string; scopeAccess?: 'READ' | 'WRITE' };
-
 /** docs/http-contract.md: profiles, switch, diagnostics, decisions, forward-auth. */
 export function registerAuthorizationRoutes(router: Router, deps: AuthorizationRoutesDeps): void {
   const ajv = createBodyValidator();
-  const validateDiagnostics = ajv.compile<DiagnosticsBody>({
-    oneOf: [
-      {
-        type: 'object',
-        additionalProperties: false,
-        required: ['method', 'path'],
-        properties: { method: { type: 'string', pattern: '^[A-Za-z]{1,20}$' }, path: { type: 'string', minLength: 1, maxLength: 8192 } },
-      },
-      {
-        type: 'object',
-        additionalProperties: false,
-        required: ['permissionCode'],
-        properties: {
-          permissionCode: { type: 'string', minLength: 3, maxLength: 200 },
-          domain: { type: 'string', maxLength: 200 },
-          clientType: { type: 'string', maxLength: 50 },
-          resourceType: { type: 'string', minLength: 1, maxLength: 100 },
-          resourceId: { type: 'string', minLength: 1, maxLength: 200 },
-          scopeAccess: { enum: ['READ', 'WRITE'] },
-        },
-        dependencies: { resourceType: ['resourceId'], resourceId: ['resourceType'], scopeAccess: ['resourceType'] },
-      },
-    ],
-  });
+  const validateDiagnostics = ajv.compile<DiagnosticsBody>(DiagnosticsRequest);
 
   router.get('/authorization/profiles', deps.requireSession, async (ctx) => {
     ctx.body = await deps.login.availableProfiles(callerOf(ctx).record.principal.userId);

@@ -1,25 +1,15 @@
 /**
- * Builders shared by the parts of the `/iam` OpenAPI document: `$ref`s to components, small schema
- * shorthands and the success, empty and RFC 9457 problem answers.
+ * Builders shared by the parts of the `/iam` OpenAPI document: `$ref`s to components and the success, empty
+ * and RFC 9457 problem answers.
  */
-import { IDENTIFIER_PATTERN } from '../auth/identity-validation';
 import { PROBLEM_CATALOG, type ProblemCode } from '../domain/problem';
-import type { JsonSchema, JsonType, OperationObject, ReferenceObject, ResponseObject } from './openapi-types';
+import type { JsonSchema, OperationObject, ReferenceObject, ResponseObject } from './openapi-types';
 
 export const PROBLEM_MEDIA_TYPE = 'application/problem+json';
 export const ref = (name: string): JsonSchema => ({ $ref: `#/components/schemas/${name}` });
 export const header = (name: string): ReferenceObject => ({ $ref: `#/components/headers/${name}` });
 export const response = (name: string): ReferenceObject => ({ $ref: `#/components/responses/${name}` });
 export const param = (name: string): ReferenceObject => ({ $ref: `#/components/parameters/${name}` });
-export const identifier = (description: string): JsonSchema => ({ type: 'string', pattern: IDENTIFIER_PATTERN, description });
-export const nullable = (schema: JsonSchema): JsonSchema => ({ ...schema, type: [schema.type as JsonType, 'null'] });
-export const timestamp = (description: string): JsonSchema => ({ type: 'string', format: 'date-time', description });
-export const strictObject = (properties: Record<string, JsonSchema>, required: readonly string[] = Object.keys(properties)): JsonSchema => ({
-  type: 'object',
-  additionalProperties: false,
-  required,
-  properties,
-});
 
 /** A JSON success answer. */
 export function json(description: string, schema: JsonSchema, headers: ResponseObject['headers'] = {}): ResponseObject {

@@ -4,14 +4,14 @@
  * schema here is never loosened to fit a response: a mismatch is a bug in the handler or in the document.
  * Schemas use the JSON Schema 2020-12 dialect (OpenAPI 3.1 §4.8.24) and reject unknown properties wherever
  * the gateway controls the shape. This file assembles the parts: types (openapi-types.ts), builders
- * (openapi-builders.ts), component schemas (openapi-schemas.ts), paths (openapi-paths.ts, openapi-admin-paths.ts).
+ * (openapi-builders.ts), component schemas (schemas/: the same TypeBox schemas the routes validate with), paths (openapi-paths.ts, openapi-admin-paths.ts).
  */
 import { IDENTIFIER_PATTERN } from '../auth/identity-validation';
 import { adminPaths } from './openapi-admin-paths';
 import { header, problem } from './openapi-builders';
 import { nonAdminPaths } from './openapi-paths';
-import { schemas } from './openapi-schemas';
-import type { OpenApiDocument } from './openapi-types';
+import { componentSchemas } from './schemas/components';
+import type { JsonSchema, OpenApiDocument } from './openapi-types';
 
 // The document's types stay importable from here (openapi-routes.ts, the e2e tests).
 export type {
@@ -30,7 +30,8 @@ export type {
 export { HTTP_METHODS } from './openapi-types';
 
 const components: OpenApiDocument['components'] = {
-  schemas,
+  // TypeBox schemas are JSON Schema; their symbol-keyed metadata does not serialize.
+  schemas: componentSchemas as Record<string, JsonSchema>,
   securitySchemes: {
     bearer: {
       type: 'http',

@@ -1,10 +1,13 @@
-import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
+import Ajv2020, { type ErrorObject, type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { problems } from '../domain/problem';
 
-/** One ajv instance for /iam request bodies: all errors, no coercion, unknown properties rejected by the schemas. */
-export function createBodyValidator(): Ajv {
-  const ajv = new Ajv({ allErrors: true, strict: true });
+/**
+ * One ajv instance for /iam request bodies (the schemas of src/api/schemas/requests.ts): JSON Schema 2020-12,
+ * the OpenAPI 3.1 dialect; all errors, no coercion, unknown properties rejected by the schemas.
+ */
+export function createBodyValidator(): Ajv2020 {
+  const ajv = new Ajv2020({ allErrors: true, strict: true });
   addFormats(ajv);
   return ajv;
 }

@@ -5,20 +5,9 @@
  */
 import type { ProblemCode } from '../domain/problem';
 
-/** Steps that passed, in evaluation order. */
-export type PassedStepCode = 'AUTHENTICATED' | 'PROFILE_ACTIVE' | 'PERMISSION_GRANTED' | 'RESOURCE_RESOLVED' | 'SCOPE_GRANTED';
+import type { FailedStepCode, PassedStepCode } from '../domain/decision-steps';
 
-/** The step that stopped an evaluation (docs/http-contract.md); `UNAUTHENTICATED` only on the proxy path. */
-export type FailedStepCode =
-  | 'UNAUTHENTICATED'
-  | 'NO_ACTIVE_PROFILE'
-  | 'DOMAIN_MISMATCH'
-  | 'CLIENT_TYPE_MISMATCH'
-  | 'PERMISSION_DENIED'
-  | 'RESOURCE_NOT_FOUND'
-  | 'RESOURCE_RESOLUTION_UNAVAILABLE'
-  | 'SCOPE_DENIED'
-  | 'ROUTE_NOT_DECLARED';
+export { FAILED_STEP_CODES, PASSED_STEP_CODES, type FailedStepCode, type PassedStepCode } from '../domain/decision-steps';
 
 export interface DecisionStep {
   code: PassedStepCode | FailedStepCode;

@@ -2,7 +2,7 @@
  * The admin API's storage seam: what the admin service asks of a repository, and the errors and results it
  * gets back. The PostgreSQL implementation is adapters/postgres/admin-repository.ts.
  */
-import type { AuditEventRecord, IdentityRecord, ProfileRecord, ScopeRecord, TemplateRecord, UserRecord } from './records';
+import type { IdentityRecord, ProfileRecord, ScopeRecord, StoredAuditEvent, TemplateRecord, UserRecord } from './records';
 
 /** Who made an admin change, and in which request (the rest of the audit row is filled in by the write). */
 export interface AdminAuditContext {
@@ -51,7 +51,7 @@ export interface HeldGrant {
 export const FULL_GRANT: HeldGrant = Object.freeze({ permissions: ['*:*'], unscoped: true, scopes: [] });
 
 /** The stable name of the rule in the 403 body (`rule`). */
-export const ESCALATION_RULE = 'ESCALATION_PREVENTION';
+export const ESCALATION_RULE = 'ESCALATION_PREVENTION' as const;
 
 /** The body of `PUT /iam/admin/profiles/{profileId}` (scopes have their own endpoint). */
 export interface ProfileInput {
@@ -133,5 +133,5 @@ export interface AdminRepository {
   /** Raises the user's authorization version by 1; null when the user does not exist. */
   raiseAuthorizationVersion(userId: string, audit: AdminAuditContext): Promise<RaisedAuthorization | null>;
   /** Up to `limit + 1` events, newest first. */
-  listAudit(query: AuditListQuery): Promise<AuditEventRecord[]>;
+  listAudit(query: AuditListQuery): Promise<StoredAuditEvent[]>;
 }

@@ -92,6 +92,9 @@ export interface AuditEventRecord {
   details: Record<string, unknown> | null;
 }
 
+/** An audit event as read back: the database has given it its id. */
+export type StoredAuditEvent = AuditEventRecord & { id: string };
+
 /** The provisioning file (config/provision.example.yaml; also the shape of the admin API bodies). */
 export interface ProvisioningDocument {
   templates?: Array<{ versionId: string; name: string; description?: string; permissions: string[] }>;

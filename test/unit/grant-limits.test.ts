@@ -3,7 +3,7 @@
  * profile: 400 IAM_VALIDATION_FAILED at the admin API, the provisioning file and authenticator projections),
  * and the grant cache is bounded by approximate memory, not only by entry count.
  */
-import { scopesBodySchema, templateBodySchema } from '../../src/api/admin-schemas';
+import { ScopesInput, TemplateInput } from '../../src/api/schemas/requests';
 import { ProvisioningFileError, validateProvisioningDocument } from '../../src/api/provisioning-file';
 import { checkAuthenticatedIdentity } from '../../src/auth/identity-validation';
 import { approximateGrantBytes, compileGrant } from '../../src/authz/ability-compiler';
@@ -33,8 +33,8 @@ function problemOf(work: () => unknown): ProblemError {
 
 describe('#11.32 grant size limits at write time', () => {
   const ajv = createBodyValidator();
-  const template = ajv.compile(templateBodySchema);
-  const scopeList = ajv.compile(scopesBodySchema);
+  const template = ajv.compile<{ name: string; permissions: string[] }>(TemplateInput);
+  const scopeList = ajv.compile(ScopesInput);
 
   it(`#11.32: a template over ${MAX_TEMPLATE_PERMISSIONS} codes or a profile over ${MAX_PROFILE_SCOPES} scopes is 400 IAM_VALIDATION_FAILED (admin API)`, () => {
     expect(assertValid(template, { name: 't', permissions: codes(MAX_TEMPLATE_PERMISSIONS) }).permissions).toHaveLength(MAX_TEMPLATE_PERMISSIONS);

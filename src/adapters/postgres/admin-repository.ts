@@ -13,7 +13,7 @@ import { IdentityEntity } from './entities/identity-entity';
 import { PermissionTemplateEntity, TemplatePermissionEntity } from './entities/permission-template-entity';
 import { UserEntity } from './entities/user-entity';
 import { toIdentityRecord, toTemplateRecord, toUserRecord } from './record-mappers';
-import type { AuditEventRecord, IdentityRecord, ScopeRecord, TemplateRecord, UserRecord } from '../../domain/records';
+import type { AuditEventRecord, StoredAuditEvent, IdentityRecord, ScopeRecord, TemplateRecord, UserRecord } from '../../domain/records';
 import { type TemplateWriteResult, type UserWriteResult, type IdentityWriteResult, type UserListQuery, type AuditListQuery, type AdminRepository } from '../../domain/admin-repository';
 
 
@@ -213,7 +213,7 @@ export class MikroOrmAdminRepository implements AdminRepository {
     });
   }
 
-  listAudit(query: AuditListQuery): Promise<AuditEventRecord[]> {
+  listAudit(query: AuditListQuery): Promise<StoredAuditEvent[]> {
     return this.run(async (em) => {
       const where: string[] = [];
       const params: unknown[] = [];
@@ -298,7 +298,7 @@ function fromUserRow(row: UserRow): UserRecord {
   };
 }
 
-function fromAuditRow(row: AuditRow): AuditEventRecord {
+function fromAuditRow(row: AuditRow): StoredAuditEvent {
   return {
     id: String(row.id),
     occurredAt: new Date(row.occurred_at),

@@ -5,13 +5,13 @@ import type { ProfileEntity, ResourceScopeEntity } from './entities/profile-enti
 import type { SessionEntity } from './entities/session-entity';
 import type { UserEntity } from './entities/user-entity';
 import type {
-  AuditEventRecord,
   IdentityRecord,
   ProfileRecord,
   ScopeRecord,
   SessionRecord,
   TemplateRecord,
   UserRecord,
+  StoredAuditEvent,
 } from '../../domain/records';
 
 /** Entities stay inside adapters/postgres/: the rest of the gateway sees these plain records. */
@@ -97,7 +97,7 @@ export function toSessionRecord(session: SessionEntity): SessionRecord {
   };
 }
 
-export function toAuditEventRecord(event: AuditEventEntity): AuditEventRecord {
+export function toAuditEventRecord(event: AuditEventEntity): StoredAuditEvent {
   return {
     id: event.id,
     occurredAt: event.occurredAt,

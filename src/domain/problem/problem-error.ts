@@ -1,11 +1,15 @@
+import type { FailedStepCode } from '../decision-steps';
 import { PROBLEM_CATALOG, type ProblemCode } from './catalog';
 
-/** Extra members of a problem body (RFC 9457 §3.2 extension members). */
+/** Extra members of a problem body (RFC 9457 §3.2 extension members); the OpenAPI `Problem` schema lists the same. */
 export interface ProblemExtensions {
+  /** The decision behind a denial (`GET /iam/authorization/decisions/{decisionId}`). */
   decisionId?: string;
-  step?: string;
+  /** The decision step that failed. */
+  step?: FailedStepCode;
+  /** An admin write refused by a rule rather than a decision. */
+  rule?: 'ESCALATION_PREVENTION';
   errors?: Array<{ pointer: string; message: string }>;
-  [key: string]: unknown;
 }
 
 /** The RFC 9457 body every error of the gateway carries (docs/http-contract.md). */

@@ -1,0 +1,117 @@
+/**
+ * Every `/iam` request body, defined once: the routes validate with these (ajv, src/api/validate-body.ts), their
+ * TypeScript types are `Static<typeof …>`, and the OpenAPI document shows them as components.
+ */
+import { Type, type Static } from '@sinclair/typebox';
+import { MAX_PROFILE_SCOPES, MAX_TEMPLATE_PERMISSIONS } from '../../domain/grant-limits';
+import { Enum, Identifier, StrictObject } from './kit';
+
+const ACCESS_MODES = ['READ', 'WRITE'] as const;
+
+/**
+ * `POST /iam/auth/login`. `clientTypes` (the configured `iam.client-types`) narrows `clientType` for
+ * validation; the document, written for every deployment, shows it without (null).
+ */
+export const loginRequest = (clientTypes: readonly string[] | null) =>
+  StrictObject({
+    username: Type.String({ minLength: 1, maxLength: 200 }),
+    password: Type.String({ minLength: 1, maxLength: 1024, description: 'Write-only; never logged or stored.' }),
+    clientType:
+      clientTypes === null
+        ? Type.String({ description: 'One of `iam.client-types` (default WEB, MOBILE, DESKTOP, API); others get 400.' })
+        : Type.Unsafe<string>({ type: 'string', enum: [...clientTypes] }),
+  });
+export const LoginRequest = loginRequest(null);
+export type LoginBody = Static<typeof LoginRequest>;
+
+/** `POST /iam/authorization/diagnostics`, the permission-check form (needs `iam.admin.diagnostics:read`). */
+export const DiagnosticsPermissionCheck = StrictObject(
+  {
+    permissionCode: Type.String({ minLength: 3, maxLength: 200, description: 'e.g. `project:read`.' }),
+    domain: Type.Optional(Type.String({ maxLength: 200, description: 'Identity domain the principal must have.' })),
+    clientType: Type.Optional(Type.String({ maxLength: 50, description: "Checked against the profile instead of the session's own." })),
+    resourceType: Type.Optional(Type.String({ minLength: 1, maxLength: 100, description: 'Scope type.' })),
+    resourceId: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Scope reference id.' })),
+    scopeAccess: Type.Optional(Enum(ACCESS_MODES, { default: 'READ' })),
+  },
+  { dependentRequired: { resourceType: ['resourceId'], resourceId: ['resourceType'], scopeAccess: ['resourceType'] } },
+);
+
+/** `POST /iam/authorization/diagnostics`, the request form: explain a host request exactly as the proxy would. */
+export const DiagnosticsRequestTarget = StrictObject({
+  method: Type.String({ pattern: '^[A-Za-z]{1,20}$' }),
+  path: Type.String({ minLength: 1, maxLength: 8192, description: 'Normalized as the proxy would (docs/http-contract.md); a refused path is a 400.' }),
+});
+
+/** Either form (`oneOf`: they exclude each other, as both refuse unknown properties). */
+export const DiagnosticsRequest = Type.Unsafe<Static<typeof DiagnosticsRequestTarget> | Static<typeof DiagnosticsPermissionCheck>>({
+  description: 'A permission check (needs `iam.admin.diagnostics:read`), or `{method, path}` to explain a host request exactly as the proxy would (any session).',
+  oneOf: [DiagnosticsRequestTarget, DiagnosticsPermissionCheck],
+});
+export type DiagnosticsBody = Static<typeof DiagnosticsRequest>;
+
+/** `PUT /iam/admin/templates/{versionId}`. */
+export const TemplateInput = StrictObject({
+  name: Type.String({ minLength: 1, maxLength: 200 }),
+  description: Type.Optional(Type.String({ maxLength: 2000 })),
+  permissions: Type.Array(Type.String({ minLength: 3, maxLength: 200 }), {
+    uniqueItems: true,
+    maxItems: MAX_TEMPLATE_PERMISSIONS,
+    // The grammar is checked after the schema, each code with its own error (docs/policy-format.md).
+    description: 'Permission codes: `resource:action`, `resource:*` or `*:*`.',
+  }),
+});
+export type TemplateBody = Static<typeof TemplateInput>;
+
+/** `PUT /iam/admin/users/{userId}`. */
+export const UserInput = StrictObject({
+  displayName: Type.Optional(Type.String({ maxLength: 200 })),
+  enabled: Type.Boolean(),
+});
+export type UserBody = Static<typeof UserInput>;
+
+/** `PUT /iam/admin/identities/{identityId}`. */
+export const IdentityInput = StrictObject({
+  userId: Identifier('An existing user (else 422).'),
+  identityDomain: Identifier('Domain.'),
+  enabled: Type.Boolean(),
+});
+export type IdentityBody = Static<typeof IdentityInput>;
+
+/** `PUT /iam/admin/profiles/{profileId}` (scopes have their own endpoint). */
+export const ProfileInput = StrictObject({
+  userId: Identifier('An existing user (else 422).'),
+  profileName: Type.String({ minLength: 1, maxLength: 200 }),
+  templateVersionId: Identifier('An existing template version (else 422).'),
+  clientTypes: Type.Array(Type.String({ minLength: 1, maxLength: 50 }), { uniqueItems: true, maxItems: 50 }),
+  enabled: Type.Boolean(),
+  revoked: Type.Boolean(),
+  unscoped: Type.Optional(
+    Type.Boolean({
+      description: 'True makes the profile apply to every resource and drops its scopes (audited; only an unscoped admin may). Omitted: true for a new profile, else unchanged.',
+    }),
+  ),
+});
+export type ProfileBody = Static<typeof ProfileInput>;
+
+/** One resource a profile's permissions apply to. */
+export const Scope = StrictObject({
+  scopeType: Identifier('Resource type, e.g. PROJECT.'),
+  scopeRefId: Identifier('Resource id; `*` = every resource of the type.'),
+  accessMode: Enum(ACCESS_MODES, { description: 'WRITE also covers READ.' }),
+});
+
+/** `PUT /iam/admin/profiles/{profileId}/scopes`. */
+export const ScopesInput = Type.Array(Scope, {
+  maxItems: MAX_PROFILE_SCOPES,
+  description:
+    'Replaces every scope of the profile and makes it scoped; [] leaves a scoped profile with no resource (unscoped only by `unscoped: true` on the profile). One entry per (scopeType, scopeRefId), else 400.',
+});
+export type ScopesBody = Static<typeof ScopesInput>;
+
+/** `POST /iam/admin/users/{userId}/sessions/revoke` and the like: an optional reason. */
+export const RevokeInput = StrictObject({
+  // Stored as the session's revokeReason; visible ASCII only, like every identifier.
+  reason: Type.Optional(Type.String({ pattern: '^[\\x20-\\x7E]{1,200}$', description: 'Printable ASCII.' })),
+});
+export type RevokeBody = Static<typeof RevokeInput>;

@@ -1,0 +1,223 @@
+/**
+ * Every `/iam` response body, defined once: the OpenAPI document shows them as components, the end-to-end tests
+ * check the gateway's real answers against them (test/e2e/openapi.test.ts), and test/unit/api-schema-types.test.ts
+ * checks at compile time that what the handlers return has their `Static` type.
+ */
+import { Type } from '@sinclair/typebox';
+import { FAILED_STEP_CODES, PASSED_STEP_CODES } from '../../authz/decision';
+import { ESCALATION_RULE } from '../../domain/admin-repository';
+import { PROBLEM_CATALOG, type ProblemCode } from '../../domain/problem';
+import { Enum, Identifier, Nullable, NullableString, Ref, StrictObject, Timestamp } from './kit';
+import { Scope } from './requests';
+
+const PROBLEM_CODES = Object.keys(PROBLEM_CATALOG) as ProblemCode[];
+const PERMISSION_CODE_PATTERN = '^(\\*:\\*|[A-Za-z0-9_.-]+:([A-Za-z0-9_.-]+|\\*))$';
+
+export const Problem = StrictObject(
+  {
+    type: Type.String({ format: 'uri', pattern: '^https://iam-gateway\\.dev/problems/[a-z-]+$' }),
+    title: Type.String({ minLength: 1 }),
+    status: Type.Integer({ minimum: 400, maximum: 599 }),
+    detail: Type.String(),
+    instance: Type.String({ description: 'The (normalized) request path.' }),
+    code: Enum(PROBLEM_CODES, { description: 'Stable code from the catalog; match on this, never on `detail`.' }),
+    requestId: Type.String({ format: 'uuid', description: 'Also in the `X-Request-Id` header and the log.' }),
+    decisionId: Type.Optional(Type.String({ format: 'uuid', description: 'Find the full decision with GET /iam/authorization/decisions/{decisionId}.' })),
+    step: Type.Optional(Enum(FAILED_STEP_CODES, { description: 'The decision step that failed.' })),
+    rule: Type.Optional(
+      Enum([ESCALATION_RULE], {
+        description: "An admin write refused by a rule rather than a decision: ESCALATION_PREVENTION = it would grant what the actor's active profile does not hold (`errors` names what).",
+      }),
+    ),
+    errors: Type.Optional(
+      Type.Array(StrictObject({ pointer: Type.String({ format: 'json-pointer' }), message: Type.String({ minLength: 1 }) }), { minItems: 1 }),
+    ),
+  },
+  {
+    description: 'RFC 9457 problem details (docs/http-contract.md). Never carries a stack trace or an internal cause.',
+    if: { type: 'object', properties: { code: { const: 'IAM_VALIDATION_FAILED' } } },
+    then: { type: 'object', required: ['errors'], properties: { errors: { type: 'array' } } },
+  },
+);
+
+export const Principal = StrictObject({
+  userId: Identifier("The user (the host's id, never renumbered)."),
+  identityId: Identifier('The identity the user logged in with.'),
+  identityDomain: Identifier('The domain of that identity.'),
+  activeProfileId: Nullable(Identifier(), { description: 'The profile whose permissions this session carries; null when none applies to the client type.' }),
+  displayName: Type.Optional(Type.String()),
+  authorizationVersion: Type.Integer({ minimum: 0 }),
+});
+
+export const AuthenticationResult = StrictObject({
+  accessToken: Type.String({ pattern: '^iamt_[A-Za-z0-9_-]{43}$', description: 'Send as `Authorization: Bearer <accessToken>` (docs/http-contract.md: 256 random bits, base64url).' }),
+  sessionId: Type.String({ format: 'uuid' }),
+  expiresAt: Timestamp('Absolute expiry of the session (ISO 8601 UTC).'),
+  principal: Ref<typeof Principal>('Principal'),
+});
+
+export const Session = StrictObject(
+  {
+    sessionId: Type.String({ format: 'uuid' }),
+    clientType: Type.String({ minLength: 1 }),
+    activeProfileId: Nullable(Identifier(), { description: 'The profile the session acts under.' }),
+    createdAt: Timestamp('When the session was issued.'),
+    expiresAt: Timestamp('Absolute expiry.'),
+    lastSeenAt: Nullable(Timestamp('Last authenticated request (recorded with a short delay).')),
+    state: Enum(['active', 'revoked', 'logged_out', 'expired'] as const),
+    revokedAt: Nullable(Timestamp('When it was revoked.')),
+    logoutAt: Nullable(Timestamp('When it logged out.')),
+    revokeReason: NullableString(),
+    current: Type.Boolean({ description: 'True for the session of the token that asked.' }),
+  },
+  {
+    allOf: [
+      { if: { type: 'object', properties: { state: { const: 'revoked' } } }, then: { type: 'object', properties: { revokedAt: { type: 'string' } } } },
+      { if: { type: 'object', properties: { state: { const: 'logged_out' } } }, then: { type: 'object', properties: { logoutAt: { type: 'string' } } } },
+    ],
+  },
+);
+
+export const Profile = StrictObject({
+  profileId: Identifier('Chosen by the host or the admin.'),
+  userId: Identifier('Owner.'),
+  profileName: Type.String({ minLength: 1 }),
+  templateVersionId: Identifier('The permission template version the profile aggregates.'),
+  clientTypes: Type.Array(Type.String({ minLength: 1 }), { uniqueItems: true }),
+  enabled: Type.Boolean(),
+  revoked: Type.Boolean(),
+  unscoped: Type.Boolean({ description: 'True: the permissions apply to every resource (no scopes). False: only to what `scopes` cover; none = no resource.' }),
+  scopes: Type.Array(Ref<typeof Scope>('Scope'), { description: "What a scoped profile's permissions apply to; empty on a scoped profile = no resource." }),
+  version: Type.Integer({ minimum: 0, description: "Raised on every change; the admin API's ETag." }),
+});
+
+export const DecisionStep = StrictObject(
+  { code: Enum([...PASSED_STEP_CODES, ...FAILED_STEP_CODES]), passed: Type.Boolean(), reason: Type.String({ minLength: 1 }) },
+  {
+    if: { type: 'object', properties: { passed: { const: true } } },
+    then: { type: 'object', properties: { code: { enum: [...PASSED_STEP_CODES] } } },
+    else: { type: 'object', properties: { code: { enum: [...FAILED_STEP_CODES] } } },
+  },
+);
+
+export const DecisionRoute = StrictObject({
+  id: Type.String({ minLength: 1 }),
+  pattern: Type.String({ minLength: 1 }),
+  file: Type.String({ minLength: 1 }),
+  line: Type.Integer({ minimum: 1 }),
+  mode: Enum(['enforce', 'shadow'] as const),
+  public: Type.Boolean(),
+});
+
+export const DecisionResource = StrictObject({
+  type: Type.String({ minLength: 1 }),
+  id: Type.String(),
+  access: Enum(['READ', 'WRITE'] as const),
+  scopeRefs: Type.Optional(Type.Array(StrictObject({ type: Type.String(), id: Type.String() }))),
+});
+
+export const Decision = StrictObject(
+  {
+    decisionId: Type.String({ format: 'uuid' }),
+    allowed: Type.Boolean(),
+    permissionCode: NullableString(),
+    profileId: Nullable(Identifier(), { description: 'The profile that was evaluated.' }),
+    userId: Nullable(Identifier(), { description: 'The user the decision is about.' }),
+    route: Type.Optional(Nullable(Ref<typeof DecisionRoute>('DecisionRoute'), { description: 'The matched policy route (file:line); null when none.' })),
+    resource: Type.Optional(Nullable(Ref<typeof DecisionResource>('DecisionResource'))),
+    steps: Type.Array(Ref<typeof DecisionStep>('DecisionStep')),
+    status: Type.Integer({ description: 'What enforcement answers: 200, or the problem status.' }),
+    problemCode: Nullable(Enum(PROBLEM_CODES)),
+    failedStep: Nullable(Enum(FAILED_STEP_CODES)),
+    shadowed: Type.Boolean({ description: 'A shadow-mode route that would deny: enforcement lets it through.' }),
+    evaluatedAt: Timestamp('When the decision was made.'),
+  },
+  {
+    description: 'The one decision the proxy, forward-auth and diagnostics share (docs/http-contract.md). Steps stop at the first failure.',
+    allOf: [
+      {
+        if: { type: 'object', properties: { failedStep: { type: 'null' } } },
+        then: { type: 'object', properties: { allowed: { const: true }, problemCode: { type: 'null' }, status: { const: 200 } } },
+        else: { type: 'object', properties: { problemCode: { type: 'string' }, status: { type: 'integer', minimum: 400 } } },
+      },
+    ],
+  },
+);
+
+export const Jwk = StrictObject(
+  {
+    kty: Enum(['EC', 'RSA', 'OKP'] as const),
+    kid: Type.String({ minLength: 1 }),
+    use: Type.Optional(Type.Literal('sig')),
+    alg: Type.Optional(Type.String()),
+    key_ops: Type.Optional(Type.Array(Type.Literal('verify'))),
+    crv: Type.Optional(Type.String()),
+    x: Type.Optional(Type.String()),
+    y: Type.Optional(Type.String()),
+    n: Type.Optional(Type.String()),
+    e: Type.Optional(Type.String()),
+  },
+  { description: 'A public key (RFC 7517 §4). Private members (`d`, `p`, `q`, `k`…) are not allowed.' },
+);
+
+export const JwkSet = StrictObject({ keys: Type.Array(Ref<typeof Jwk>('Jwk'), { description: 'Empty when `iam.forward.assertion` is off.' }) });
+
+export const OpenApi = Type.Object(
+  {
+    openapi: Type.Literal('3.1.0'),
+    info: Type.Object({ title: Type.String(), version: Type.String() }),
+    paths: Type.Object({}),
+  },
+  { description: 'This document.' },
+);
+
+export const Template = StrictObject({
+  versionId: Identifier('From the path.'),
+  name: Type.String(),
+  description: NullableString(),
+  permissions: Type.Array(Type.String({ pattern: PERMISSION_CODE_PATTERN })),
+});
+
+export const User = StrictObject({
+  userId: Identifier("The host's user id."),
+  displayName: NullableString(),
+  enabled: Type.Boolean(),
+  authorizationVersion: Type.Integer({ minimum: 0 }),
+  sessionEpoch: Type.Optional(Type.Integer({ minimum: 0, description: 'Raised whenever every session of the user ends; tokens issued before are refused for good.' })),
+  createdAt: Type.Optional(Timestamp('First seen.')),
+  updatedAt: Type.Optional(Timestamp('Last changed.')),
+});
+
+export const Identity = StrictObject({
+  identityId: Identifier('From the path.'),
+  userId: Identifier('Owner.'),
+  identityDomain: Identifier('Domain.'),
+  enabled: Type.Boolean(),
+});
+
+export const AuthorizationVersion = StrictObject({ userId: Identifier('The user.'), authorizationVersion: Type.Integer({ minimum: 0 }) });
+
+export const RevokedCount = StrictObject({ revoked: Type.Integer({ minimum: 0, description: 'How many sessions ended.' }) });
+
+export const AuditEvent = StrictObject({
+  id: Type.String({ minLength: 1 }),
+  occurredAt: Timestamp('When.'),
+  actorUserId: NullableString(),
+  action: Type.String({ minLength: 1, description: 'e.g. auth.login, session.revoke, authz.deny, admin.profile.update.' }),
+  targetType: NullableString(),
+  targetId: NullableString(),
+  outcome: Enum(['success', 'failure', 'denied', 'shadow_denied'] as const),
+  requestId: NullableString(),
+  decisionId: NullableString(),
+  clientAddress: NullableString(),
+  details: Type.Union([Type.Object({}), Type.Null()]),
+});
+
+/** One page of `name` items and the cursor of the next page. */
+const page = (name: string) =>
+  StrictObject({
+    items: Type.Array(Type.Unsafe({ $ref: `#/components/schemas/${name}` })),
+    nextCursor: NullableString({ description: 'Pass as `cursor` for the next page; null on the last page.' }),
+  });
+export const UserPage = page('User');
+export const AuditPage = page('AuditEvent');
