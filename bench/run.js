@@ -18,9 +18,9 @@
  * process instead of inside each gateway). Other tools: --match (bench/match.js), --memory (bench/memory.js),
  * --profile (lib/cpu-profile.js), --work (lib/work-count.js), --hot-path (lib/hot-path.js). See bench/README.md.
  */
-const { mkdtempSync, rmSync, writeFileSync } = require('node:fs');
+const { existsSync, mkdtempSync, rmSync, writeFileSync } = require('node:fs');
 const os = require('node:os');
-const { join } = require('node:path');
+const { join, resolve } = require('node:path');
 const { addCleanup, stopAll, runMain } = require('./lib/children');
 const { requireDist } = require('./lib/dist');
 const { startGatewayProcess } = require('./lib/gateway');
@@ -54,9 +54,14 @@ function parseArgs(argv) {
     externalDb: argv.includes('--external-db'),
   };
   const numeric = { '--rounds': 'rounds', '--duration': 'durationS', '--warmup': 'warmupS', '--connections': 'connections' };
+  options.compare = null;
   for (let i = 0; i < argv.length; i++) {
     const key = numeric[argv[i]];
-    if (key) {
+    if (argv[i] === '--compare') {
+      const dir = argv[++i];
+      if (!dir || !existsSync(join(dir, 'dist', 'src'))) throw usageError('--compare needs the directory of another built checkout (with dist/src)');
+      options.compare = resolve(dir);
+    } else if (key) {
       const value = Number(argv[++i]);
       if (!(value >= 0)) throw usageError(`${argv[i - 1]} needs a number`);
       options[key] = value;
@@ -171,6 +176,23 @@ function summarizeRounds(targets, rounds) {
   return rows;
 }
 
+/** `--compare`: this build's warm and cold req/s ÷ the other build's, from the medians and round by round. */
+function compareBuilds(rows, rounds) {
+  const out = {};
+  for (const [key, otherKey] of [
+    ['warm', 'otherWarm'],
+    ['cold', 'otherCold'],
+  ]) {
+    out[key] = {
+      thisVsBaseline: round(rows[key].rpsVsBaseline),
+      otherVsBaseline: round(rows[otherKey].rpsVsBaseline),
+      ratio: round(ratio(rows[key].rpsVsBaseline, rows[otherKey].rpsVsBaseline), 4),
+      perRound: rounds.map((entry) => round(ratio(entry.results[key].rps, entry.results[otherKey].rps), 4)),
+    };
+  }
+  return out;
+}
+
 async function loginUnderLoad(warm, options) {
   const pairs = [];
   for (let i = 0; i < options.loginPairs; i++) {
@@ -229,7 +251,7 @@ async function main(argv) {
   const generatedAt = new Date().toISOString();
   const redis = await resolveRedis();
   const prefix = `bench-${require('node:crypto').randomBytes(4).toString('hex')}`;
-  const prefixes = [`${prefix}-warm`, `${prefix}-cold`];
+  const prefixes = [`${prefix}-warm`, `${prefix}-cold`, `${prefix}-other-warm`, `${prefix}-other-cold`];
   const policyDir = mkdtempSync(join(os.tmpdir(), 'iam-bench-policy-'));
   const loadStart = os.loadavg();
   const cleanup = addCleanup(async () => {
@@ -249,7 +271,15 @@ async function main(argv) {
     const common = { upstreamUrl: upstream.url, policyDir, redisUrl: redis.url, databaseUrl: database?.url ?? null };
     const warm = await startGatewayProcess({ ...common, name: 'gateway-warm', prefix: prefixes[0] });
     const cold = await startGatewayProcess({ ...common, name: 'gateway-cold', prefix: prefixes[1], extraEnv: { IAM_TOKEN_CACHE_ENABLED: 'false' } });
-    for (const gateway of [warm, cold]) gateway.headers = { authorization: `Bearer ${(await login(gateway.url, 'alice', 'alice-password')).accessToken}` };
+    // --compare: the same two gateways from another build, measured in the same rounds (ABBA order).
+    const other = options.compare
+      ? {
+          warm: await startGatewayProcess({ ...common, name: 'other-warm', prefix: prefixes[2], root: options.compare }),
+          cold: await startGatewayProcess({ ...common, name: 'other-cold', prefix: prefixes[3], root: options.compare, extraEnv: { IAM_TOKEN_CACHE_ENABLED: 'false' } }),
+        }
+      : null;
+    const gateways = [warm, cold, ...(other ? [other.warm, other.cold] : [])];
+    for (const gateway of gateways) gateway.headers = { authorization: `Bearer ${(await login(gateway.url, 'alice', 'alice-password')).accessToken}` };
     const targets = [
       { key: 'direct', label: 'direct upstream', url: `${upstream.url}${BENCH_PATH}`, headers: warm.headers, pid: upstream.pid },
       { key: 'baseline', label: 'baseline proxy (http-proxy 1.18.1)', url: `${baseline.url}${BENCH_PATH}`, headers: warm.headers, pid: baseline.pid },
@@ -258,7 +288,14 @@ async function main(argv) {
     ];
     // Optional reference: the gateway's forwarder with nothing in front (what the gateway's own pipeline is measured against).
     if (floor) targets.splice(2, 0, { key: 'floor', label: 'forwarder only (no auth, --floor)', url: `${floor.url}${BENCH_PATH}`, headers: warm.headers, pid: floor.pid });
-    await sanityCheck(targets, [warm, cold]);
+    if (other) {
+      log(`  --compare: also gateway warm and cold built in ${options.compare}`);
+      targets.push(
+        { key: 'otherWarm', label: 'compared build warm', url: `${other.warm.url}${BENCH_PATH}`, headers: other.warm.headers, pid: other.warm.pid, gateway: true },
+        { key: 'otherCold', label: 'compared build cold', url: `${other.cold.url}${BENCH_PATH}`, headers: other.cold.headers, pid: other.cold.pid, gateway: true },
+      );
+    }
+    await sanityCheck(targets, gateways);
     log(`  ready after ${((Date.now() - started) / 1000).toFixed(1)} s; sanity checks passed (200 + upstream body; 403 SCOPE_DENIED on project 2; 401 without token)\n`);
 
     log('throughput and latency under load:');
@@ -295,6 +332,7 @@ async function main(argv) {
       { name: `p99 with ${options.loginRate} logins/s within ${TARGETS.loginP99}×`, measured: summary.loginLoadP99Ratio, pass: summary.loginLoadP99Ratio <= TARGETS.loginP99 },
     ];
     const invalid = Object.values(rows).filter((row) => row.failedRequests > 0);
+    const comparison = other ? compareBuilds(rows, rounds) : null;
 
     log(`\nresults (medians over ${options.rounds} rounds; ratios: ×base = ÷ baseline proxy, ×direct = ÷ direct upstream; cpu = the proxy process's utime+stime per 2xx request):`);
     printTable(rows);
@@ -303,6 +341,12 @@ async function main(argv) {
     log('\ntargets:');
     for (const check of checks) log(`  ${check.pass ? 'PASS' : 'FAIL'}  ${check.name}: ${check.measured}`);
     if (invalid.length > 0) log(`  INVALID: non-2xx answers or errors from ${invalid.map((row) => `${row.label} (${row.failedRequests})`).join(', ')}`);
+    if (comparison) {
+      log(`\nthis build ÷ the build in ${options.compare} (same rounds; ratio of the ×base medians, and the per-round range):`);
+      for (const [key, entry] of Object.entries(comparison)) {
+        log(`  ${key.padEnd(5)} this ${fmt(entry.thisVsBaseline, 3)}× base, compared ${fmt(entry.otherVsBaseline, 3)}× base → ${fmt((entry.ratio - 1) * 100, 1)}% (rounds ${entry.perRound.map((value) => `${fmt((value - 1) * 100, 1)}%`).join(', ')})`);
+      }
+    }
 
     const results = {
       generatedAt,
@@ -314,6 +358,7 @@ async function main(argv) {
       loginLoad,
       rssKbAfterLoad: rss,
       rounds,
+      ...(comparison ? { comparison: { other: options.compare, ...comparison } } : {}),
       config: { ...options, policyRoutes: POLICY_ROUTES, benchmarkedRequest: `GET ${BENCH_PATH}` },
       environment: {
         node: process.version,

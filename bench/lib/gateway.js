@@ -27,7 +27,8 @@ function freePort() {
  * Spawns a gateway in front of `upstreamUrl` and resolves once `/health/ready` answers 200.
  * `redisUrl` null = in-process token store. `databaseUrl` overrides DATABASE_URL (default: the user's
  * DATABASE_URL, else the embedded PGlite in memory). `extraEnv` wins over everything (e.g. IAM_TOKEN_CACHE_ENABLED);
- * `nodeFlags` go to node itself (e.g. --cpu-prof, which NODE_OPTIONS refuses).
+ * `nodeFlags` go to node itself (e.g. --cpu-prof, which NODE_OPTIONS refuses). `root`: the checkout whose
+ * built gateway runs (another build for `--compare`; its example users file is the same).
  */
 /**
  * The example users and grants (config/default.yaml names none): alice logs in through the users-file
@@ -39,7 +40,7 @@ const EXAMPLE_IDENTITIES_ENV = {
   IAM_PROVISION_FILE: join(ROOT, 'config', 'provision.example.yaml'),
 };
 
-async function startGatewayProcess({ name, upstreamUrl, policyDir, redisUrl, prefix, databaseUrl = null, extraEnv = {}, nodeFlags = [] }) {
+async function startGatewayProcess({ name, upstreamUrl, policyDir, redisUrl, prefix, databaseUrl = null, extraEnv = {}, nodeFlags = [], root = ROOT }) {
   const port = await freePort();
   const managementPort = await freePort();
   const env = {
@@ -70,7 +71,7 @@ async function startGatewayProcess({ name, upstreamUrl, policyDir, redisUrl, pre
     env.DATABASE_EMBEDDED_DIR = 'memory://';
   }
   delete env.IAM_CONFIG;
-  const handle = spawnNode(name, join(ROOT, 'bin', 'iam-gateway.js'), ['serve'], { env, preloadExitWithParent: true, nodeFlags });
+  const handle = spawnNode(name, join(root, 'bin', 'iam-gateway.js'), ['serve'], { env, preloadExitWithParent: true, nodeFlags });
   const url = `http://127.0.0.1:${port}`;
   const managementUrl = `http://127.0.0.1:${managementPort}`;
   const deadline = Date.now() + STARTUP_TIMEOUT_MS;
