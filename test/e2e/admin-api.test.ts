@@ -4,18 +4,19 @@
  * template and profile changes, authorization version), optimistic concurrency, revocation and the audit
  * trail written in the same transaction as each change.
  */
-import { join } from 'node:path';
 import { MikroOrmAdminRepository } from '../../src/adapters/postgres/admin-repository';
 import { FULL_GRANT } from '../../src/domain/admin-repository';
 import type { AuditEventRecord, ProvisioningDocument } from '../../src/domain/records';
 import type { RunningGateway } from '../../src/app/start-gateway';
-import { createTestDatabase, type TestDatabase } from '../support/database';
+import { type TestDatabase } from '../support/database';
 import { describeWithRedis, testRedisUrl, uniquePrefix } from '../support/env';
-import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
-import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
+import { bearer, login, startTestGateway } from '../support/gateway';
+import { E2E_POLICIES, startGatewayWithUpstream, type GatewayWithUpstream } from '../support/gateway-fixture';
+import { type RecordingUpstream } from '../support/recording-upstream';
 
-const POLICIES = { IAM_POLICIES_DIR: join(ROOT, 'test/fixtures/e2e-policies') };
+const POLICIES = { IAM_POLICIES_DIR: E2E_POLICIES };
 const PAGED_USERS = 250;
+let fixture: GatewayWithUpstream;
 let upstream: RecordingUpstream;
 let gateway: RunningGateway;
 let db: TestDatabase;
@@ -31,9 +32,9 @@ function aliceProfile(profileId: string, versionId: string, permissions: string[
 }
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  upstream = await startRecordingUpstream();
-  gateway = await startTestGateway(upstream.url, POLICIES);
+  fixture = await startGatewayWithUpstream(POLICIES, { keepDatabase: true });
+  ({ upstream, gateway } = fixture);
+  db = fixture.db!;
   const users = Array.from({ length: PAGED_USERS }, (_, i) => {
     const n = String(i).padStart(3, '0');
     return { userId: `page-${n}`, displayName: `Paged User ${n}`, identities: [{ identityId: `id-page-${n}`, identityDomain: i % 5 === 0 ? 'five.example' : 'paged.example' }] };
@@ -45,11 +46,7 @@ beforeAll(async () => {
   bobToken = (await login(gateway.url, 'bob')).accessToken;
 });
 
-afterAll(async () => {
-  await gateway?.close();
-  await upstream?.close();
-  await db?.close();
-});
+afterAll(() => fixture?.close());
 
 interface Answer<T = Record<string, unknown>> {
   status: number;

@@ -4,19 +4,18 @@
  * every way of granting what it does not hold — to itself (then switching to it) and to others — and gets
  * 403 IAM_ACCESS_DENIED `rule: ESCALATION_PREVENTION` with nothing written; what it holds it can still grant.
  */
-import { join } from 'node:path';
 import { openApiDocument } from '../../src/api/openapi-document';
 import { MikroOrmAdminRepository } from '../../src/adapters/postgres/admin-repository';
 import { type HeldGrant } from '../../src/domain/admin-repository';
 import type { ProvisioningDocument } from '../../src/domain/records';
 import type { RunningGateway } from '../../src/app/start-gateway';
-import { createTestDatabase, type TestDatabase } from '../support/database';
-import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
+import { type TestDatabase } from '../support/database';
+import { bearer, login } from '../support/gateway';
+import { E2E_POLICIES, startGatewayWithUpstream, type GatewayWithUpstream } from '../support/gateway-fixture';
 import { createResponseValidator } from '../support/openapi-validator';
-import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
 
 const validator = createResponseValidator(openApiDocument);
-let upstream: RecordingUpstream;
+let fixture: GatewayWithUpstream;
 let gateway: RunningGateway;
 let db: TestDatabase;
 let fullAdmin: string;
@@ -81,9 +80,9 @@ const ACTORS: ProvisioningDocument = {
 };
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  upstream = await startRecordingUpstream();
-  gateway = await startTestGateway(upstream.url, { IAM_POLICIES_DIR: join(ROOT, 'test/fixtures/e2e-policies') });
+  fixture = await startGatewayWithUpstream({ IAM_POLICIES_DIR: E2E_POLICIES }, { keepDatabase: true });
+  ({ gateway } = fixture);
+  db = fixture.db!;
   await db.repository.applyProvisioning(ACTORS);
   fullAdmin = (await login(gateway.url, 'admin')).accessToken;
   const alice = (await login(gateway.url, 'alice')).accessToken;
@@ -94,11 +93,7 @@ beforeAll(async () => {
   }
 });
 
-afterAll(async () => {
-  await gateway?.close();
-  await upstream?.close();
-  await db?.close();
-});
+afterAll(() => fixture?.close());
 
 const profileBody = (userId: string, templateVersionId: string, enabled = true) => ({ userId, profileName: 'x', templateVersionId, clientTypes: ['WEB'], enabled, revoked: false });
 

@@ -7,20 +7,18 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RunningGateway } from '../../src/app/start-gateway';
-import { createTestDatabase } from '../support/database';
-import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
-import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
+import { bearer, login, ROOT } from '../support/gateway';
+import { startGatewayWithUpstream, type GatewayWithUpstream } from '../support/gateway-fixture';
+import { type RecordingUpstream } from '../support/recording-upstream';
 
+let fixture: GatewayWithUpstream;
 let upstream: RecordingUpstream;
 let gateway: RunningGateway;
 const keyFile = join(mkdtempSync(join(tmpdir(), 'iam-key-')), 'assertion.pem');
 
 beforeAll(async () => {
   writeFileSync(keyFile, generateKeyPairSync('ed25519').privateKey.export({ format: 'pem', type: 'pkcs8' }));
-  const db = await createTestDatabase();
-  await db.close();
-  upstream = await startRecordingUpstream();
-  gateway = await startTestGateway(upstream.url, {
+  fixture = await startGatewayWithUpstream({
     IAM_POLICIES_DIR: join(ROOT, 'test/fixtures/e2e-policies'),
     IAM_FORWARD_ASSERTION_ENABLED: 'true',
     IAM_FORWARD_ASSERTION_TTL: '30s',
@@ -30,11 +28,9 @@ beforeAll(async () => {
     IAM_CORS_ORIGINS: 'https://app.example.com',
     IAM_CORS_CREDENTIALS: 'true',
   });
+  ({ upstream, gateway } = fixture);
 });
-afterAll(async () => {
-  await gateway?.close();
-  await upstream?.close();
-});
+afterAll(() => fixture?.close());
 beforeEach(() => upstream.clear());
 
 describe('X-IAM-Assertion', () => {

@@ -4,27 +4,28 @@
  * body and query before any route runs, and a login with a NUL no longer poisons the trail; #11.15
  * anonymous denials store a bounded row and are rate-limited; #11.20 a malformed audit cursor is a 400.
  */
-import { join } from 'node:path';
 import type { RunningGateway } from '../../src/app/start-gateway';
-import { createTestDatabase, type TestDatabase } from '../support/database';
-import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
-import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
+import { type TestDatabase } from '../support/database';
+import { bearer, login, startTestGateway } from '../support/gateway';
+import { E2E_POLICIES, startGatewayWithUpstream, type GatewayWithUpstream } from '../support/gateway-fixture';
+import { type RecordingUpstream } from '../support/recording-upstream';
 
-const POLICIES = { IAM_POLICIES_DIR: join(ROOT, 'test/fixtures/e2e-policies') };
+const POLICIES = { IAM_POLICIES_DIR: E2E_POLICIES };
+let fixture: GatewayWithUpstream;
 let upstream: RecordingUpstream;
 let gateway: RunningGateway;
 let db: TestDatabase;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  upstream = await startRecordingUpstream();
-  gateway = await startTestGateway(upstream.url, { ...POLICIES, IAM_AUDIT_ANONYMOUS_DENIALS_PER_MINUTE: '5' });
+  fixture = await startGatewayWithUpstream({ ...POLICIES, IAM_AUDIT_ANONYMOUS_DENIALS_PER_MINUTE: '5' }, { keepDatabase: true });
+  ({ upstream, gateway } = fixture);
+  db = fixture.db!;
 });
 
+// A test restarts the gateway: the one running at the end is closed too.
 afterAll(async () => {
   await gateway?.close();
-  await upstream?.close();
-  await db?.close();
+  await fixture?.close();
 });
 
 async function send(method: string, path: string, body?: string, token?: string): Promise<{ status: number; body: { code?: string; errors?: Array<{ pointer: string }>; decisionId?: string } }> {

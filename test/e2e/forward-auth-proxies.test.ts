@@ -8,10 +8,10 @@ import { request as httpRequest } from 'node:http';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RunningGateway } from '../../src/app/start-gateway';
-import { createTestDatabase } from '../support/database';
 import { binaryAvailable, caddy, nginx, type FrontProxy, type FrontProxyKind } from '../support/front-proxy';
-import { login, ROOT, startTestGateway } from '../support/gateway';
-import { startRecordingUpstream, type RecordedRequest, type RecordingUpstream } from '../support/recording-upstream';
+import { login, ROOT } from '../support/gateway';
+import { E2E_POLICIES, startGatewayWithUpstream, type GatewayWithUpstream } from '../support/gateway-fixture';
+import { type RecordedRequest, type RecordingUpstream } from '../support/recording-upstream';
 
 interface Answer {
   status: number;
@@ -45,6 +45,7 @@ function problemCode(answer: Answer): string {
   return (JSON.parse(answer.body) as { code: string }).code;
 }
 
+let fixture: GatewayWithUpstream;
 let upstream: RecordingUpstream;
 let gateway: RunningGateway;
 /** alice on WEB: editor (project:list + project:create); alice on MOBILE: reader (project:list, GET only). */
@@ -52,17 +53,12 @@ let editorToken: string;
 let readerToken: string;
 
 beforeAll(async () => {
-  const db = await createTestDatabase();
-  await db.close();
-  upstream = await startRecordingUpstream();
-  gateway = await startTestGateway(upstream.url, { IAM_POLICIES_DIR: join(ROOT, 'test/fixtures/e2e-policies') });
+  fixture = await startGatewayWithUpstream({ IAM_POLICIES_DIR: E2E_POLICIES });
+  ({ upstream, gateway } = fixture);
   editorToken = (await login(gateway.url, 'alice')).accessToken;
   readerToken = (await login(gateway.url, 'alice', 'alice-password', 'MOBILE')).accessToken;
 });
-afterAll(async () => {
-  await gateway?.close();
-  await upstream?.close();
-});
+afterAll(() => fixture?.close());
 
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
 

@@ -2,27 +2,22 @@
  * docs/http-contract.md: forward-auth for deployments that keep nginx (auth_request), Traefik (ForwardAuth),
  * Caddy (forward_auth) or Envoy in front — same engine, same policy, identity headers on 200.
  */
-import { join } from 'node:path';
 import type { RunningGateway } from '../../src/app/start-gateway';
-import { createTestDatabase } from '../support/database';
-import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
-import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
+import { bearer, login } from '../support/gateway';
+import { E2E_POLICIES, startGatewayWithUpstream, type GatewayWithUpstream } from '../support/gateway-fixture';
+import { type RecordingUpstream } from '../support/recording-upstream';
 
+let fixture: GatewayWithUpstream;
 let upstream: RecordingUpstream;
 let gateway: RunningGateway;
 let token: string;
 
 beforeAll(async () => {
-  const db = await createTestDatabase();
-  await db.close();
-  upstream = await startRecordingUpstream();
-  gateway = await startTestGateway(upstream.url, { IAM_POLICIES_DIR: join(ROOT, 'test/fixtures/e2e-policies') });
+  fixture = await startGatewayWithUpstream({ IAM_POLICIES_DIR: E2E_POLICIES });
+  ({ upstream, gateway } = fixture);
   token = (await login(gateway.url, 'alice')).accessToken;
 });
-afterAll(async () => {
-  await gateway?.close();
-  await upstream?.close();
-});
+afterAll(() => fixture?.close());
 
 const check = (headers: Record<string, string>): Promise<Response> => fetch(`${gateway.url}/iam/authorization/forward-auth`, { headers });
 

@@ -8,9 +8,10 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RunningGateway } from '../../src/app/start-gateway';
-import { createTestDatabase, type TestDatabase } from '../support/database';
-import { bearer, login, startTestGateway } from '../support/gateway';
-import { recordedHeader, startRecordingUpstream, type RecordedRequest, type RecordingUpstream } from '../support/recording-upstream';
+import { type TestDatabase } from '../support/database';
+import { bearer, login } from '../support/gateway';
+import { startGatewayWithUpstream, type GatewayWithUpstream } from '../support/gateway-fixture';
+import { recordedHeader, type RecordedRequest, type RecordingUpstream } from '../support/recording-upstream';
 
 const POLICY = `version: 1
 default: deny
@@ -36,21 +37,20 @@ routes:
 
 let dir: string;
 let db: TestDatabase;
+let fixture: GatewayWithUpstream;
 let upstream: RecordingUpstream;
 let gateway: RunningGateway;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
   dir = await mkdtemp(join(tmpdir(), 'iam-forwarded-'));
   await writeFile(join(dir, 'routes.yaml'), POLICY);
-  upstream = await startRecordingUpstream();
-  gateway = await startTestGateway(upstream.url, { IAM_POLICIES_DIR: dir, IAM_FORWARD_ASSERTION_ENABLED: 'true' });
+  fixture = await startGatewayWithUpstream({ IAM_POLICIES_DIR: dir, IAM_FORWARD_ASSERTION_ENABLED: 'true' }, { keepDatabase: true });
+  ({ upstream, gateway } = fixture);
+  db = fixture.db!;
 });
 
 afterAll(async () => {
-  await gateway?.close();
-  await upstream?.close();
-  await db?.close();
+  await fixture?.close();
   await rm(dir, { recursive: true, force: true });
 });
 

@@ -3,31 +3,26 @@
  * upstream process that records what it receives.
  */
 import { request as httpRequest } from 'node:http';
-import { join } from 'node:path';
 import { hashToken } from '../../src/domain/token-hash';
 import type { RunningGateway } from '../../src/app/start-gateway';
-import { createTestDatabase } from '../support/database';
-import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
-import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
+import { bearer, login, startTestGateway } from '../support/gateway';
+import { E2E_POLICIES, startGatewayWithUpstream, type GatewayWithUpstream } from '../support/gateway-fixture';
+import { type RecordingUpstream } from '../support/recording-upstream';
 
+let fixture: GatewayWithUpstream;
 let upstream: RecordingUpstream;
 let gateway: RunningGateway;
 let alice: Awaited<ReturnType<typeof login>>;
 let bob: Awaited<ReturnType<typeof login>>;
 
 beforeAll(async () => {
-  const db = await createTestDatabase();
-  await db.close();
-  upstream = await startRecordingUpstream();
-  gateway = await startTestGateway(upstream.url, { IAM_POLICIES_DIR: join(ROOT, 'test/fixtures/e2e-policies') });
+  fixture = await startGatewayWithUpstream({ IAM_POLICIES_DIR: E2E_POLICIES });
+  ({ upstream, gateway } = fixture);
   alice = await login(gateway.url, 'alice');
   bob = await login(gateway.url, 'bob');
 });
 
-afterAll(async () => {
-  await gateway?.close();
-  await upstream?.close();
-});
+afterAll(() => fixture?.close());
 
 beforeEach(() => upstream.clear());
 
@@ -215,7 +210,7 @@ describe('host requests through the policy', () => {
 
 describe('upstream failures', () => {
   it('answers 502 IAM_UPSTREAM_UNAVAILABLE as problem+json when the host is down', async () => {
-    const down = await startTestGateway('http://127.0.0.1:9', { IAM_POLICIES_DIR: join(ROOT, 'test/fixtures/e2e-policies') });
+    const down = await startTestGateway('http://127.0.0.1:9', { IAM_POLICIES_DIR: E2E_POLICIES });
     try {
       const response = await fetch(`${down.url}/health`);
       expect(response.status).toBe(502);

@@ -9,30 +9,26 @@ import { join } from 'node:path';
 import { registerIamRoutes } from '../../src/api/iam-routes';
 import { HTTP_METHODS, openApiDocument, type HttpMethod, type ParameterObject, type ReferenceObject, type ResponseObject } from '../../src/api/openapi-document';
 import type { RunningGateway } from '../../src/app/start-gateway';
-import { createTestDatabase } from '../support/database';
 import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
+import { startGatewayWithUpstream, type GatewayWithUpstream } from '../support/gateway-fixture';
 import { createResponseValidator, resolvePointer } from '../support/openapi-validator';
-import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
+import { type RecordingUpstream } from '../support/recording-upstream';
 
 const validator = createResponseValidator(openApiDocument);
 
+let fixture: GatewayWithUpstream;
 let upstream: RecordingUpstream;
 let gateway: RunningGateway;
 
 beforeAll(async () => {
-  const db = await createTestDatabase();
-  await db.close();
-  upstream = await startRecordingUpstream();
-  gateway = await startTestGateway(upstream.url, {
+  fixture = await startGatewayWithUpstream({
     IAM_POLICIES_DIR: join(ROOT, 'test/fixtures/e2e-policies'),
     IAM_LOGIN_RATE_LIMIT_MAX_FAILURES: '3',
   });
+  ({ upstream, gateway } = fixture);
 });
 
-afterAll(async () => {
-  await gateway?.close();
-  await upstream?.close();
-});
+afterAll(() => fixture?.close());
 
 interface Answer {
   status: number;

@@ -10,11 +10,11 @@ import { join } from 'node:path';
 import { validateProvisioningDocument } from '../../src/api/provisioning-file';
 import type { ProvisioningDocument, ScopeRecord } from '../../src/domain/records';
 import type { RunningGateway } from '../../src/app/start-gateway';
-import { createTestDatabase, type TestDatabase } from '../support/database';
-import { bearer, login, startTestGateway } from '../support/gateway';
-import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
+import { type TestDatabase } from '../support/database';
+import { bearer, login } from '../support/gateway';
+import { startGatewayWithUpstream, type GatewayWithUpstream } from '../support/gateway-fixture';
 
-let upstream: RecordingUpstream;
+let fixture: GatewayWithUpstream;
 let gateway: RunningGateway;
 let db: TestDatabase;
 let admin: string;
@@ -28,16 +28,14 @@ beforeAll(async () => {
     join(dir, 'routes.yaml'),
     'version: 1\ndefault: deny\nroutes:\n  - path: /api/projects/:projectId\n    methods: [GET]\n    permission: project:read\n    resource: { type: PROJECT, id: projectId, access: READ }\n  - path: /api/stats\n    methods: [GET]\n    permission: project:read\n',
   );
-  db = await createTestDatabase();
-  upstream = await startRecordingUpstream();
-  gateway = await startTestGateway(upstream.url, { IAM_POLICIES_DIR: dir });
+  fixture = await startGatewayWithUpstream({ IAM_POLICIES_DIR: dir }, { keepDatabase: true });
+  ({ gateway } = fixture);
+  db = fixture.db!;
   admin = (await login(gateway.url, 'admin')).accessToken;
 });
 
 afterAll(async () => {
-  await gateway?.close();
-  await upstream?.close();
-  await db?.close();
+  await fixture?.close();
 });
 
 async function call(method: string, path: string, token: string, body?: unknown): Promise<{ status: number; body: Record<string, any> }> {

@@ -2,29 +2,26 @@
  * End to end: logout, session list, revocation (own, others', revoke-others), expiry and idle
  * timeout, audit of session events — through the gateway against a real upstream process.
  */
-import { join } from 'node:path';
 import type { RunningGateway } from '../../src/app/start-gateway';
 import { hashToken } from '../../src/domain/token-hash';
-import { createTestDatabase, type TestDatabase } from '../support/database';
-import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
-import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
+import { type TestDatabase } from '../support/database';
+import { bearer, login, startTestGateway } from '../support/gateway';
+import { E2E_POLICIES, startGatewayWithUpstream, type GatewayWithUpstream } from '../support/gateway-fixture';
+import { type RecordingUpstream } from '../support/recording-upstream';
 
-const POLICIES = { IAM_POLICIES_DIR: join(ROOT, 'test/fixtures/e2e-policies') };
+const POLICIES = { IAM_POLICIES_DIR: E2E_POLICIES };
+let fixture: GatewayWithUpstream;
 let upstream: RecordingUpstream;
 let gateway: RunningGateway;
 let db: TestDatabase;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  upstream = await startRecordingUpstream();
-  gateway = await startTestGateway(upstream.url, POLICIES);
+  fixture = await startGatewayWithUpstream(POLICIES, { keepDatabase: true });
+  ({ upstream, gateway } = fixture);
+  db = fixture.db!;
 });
 
-afterAll(async () => {
-  await gateway?.close();
-  await upstream?.close();
-  await db?.close();
-});
+afterAll(() => fixture?.close());
 
 const get = (path: string, token?: string, base = gateway.url): Promise<Response> => fetch(`${base}${path}`, { headers: token ? bearer(token) : {} });
 const post = (path: string, token?: string, base = gateway.url): Promise<Response> => fetch(`${base}${path}`, { method: 'POST', headers: token ? bearer(token) : {} });

@@ -8,9 +8,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AuthorizationDecision } from '../../src/authz/decision';
 import type { RunningGateway } from '../../src/app/start-gateway';
-import { createTestDatabase, type TestDatabase } from '../support/database';
-import { bearer, login, startTestGateway } from '../support/gateway';
-import { recordedHeader, startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
+import { type TestDatabase } from '../support/database';
+import { bearer, login } from '../support/gateway';
+import { startGatewayWithUpstream, type GatewayWithUpstream } from '../support/gateway-fixture';
+import { recordedHeader, type RecordingUpstream } from '../support/recording-upstream';
 
 const POLICY = `version: 1
 default: deny
@@ -33,23 +34,22 @@ routes:
 
 let dir: string;
 let db: TestDatabase;
+let fixture: GatewayWithUpstream;
 let upstream: RecordingUpstream;
 let gateway: RunningGateway;
 let alice: Awaited<ReturnType<typeof login>>;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
   dir = await mkdtemp(join(tmpdir(), 'iam-shadow-'));
   await writeFile(join(dir, 'routes.yaml'), POLICY);
-  upstream = await startRecordingUpstream();
-  gateway = await startTestGateway(upstream.url, { IAM_POLICIES_DIR: dir });
+  fixture = await startGatewayWithUpstream({ IAM_POLICIES_DIR: dir }, { keepDatabase: true });
+  ({ upstream, gateway } = fixture);
+  db = fixture.db!;
   alice = await login(gateway.url, 'alice');
 });
 
 afterAll(async () => {
-  await gateway?.close();
-  await upstream?.close();
-  await db?.close();
+  await fixture?.close();
   await rm(dir, { recursive: true, force: true });
 });
 

@@ -4,25 +4,20 @@
  */
 import { randomBytes } from 'node:crypto';
 import { connect } from 'node:net';
-import { join } from 'node:path';
 import type { RunningGateway } from '../../src/app/start-gateway';
-import { createTestDatabase } from '../support/database';
-import { login, ROOT, startTestGateway } from '../support/gateway';
-import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
+import { login } from '../support/gateway';
+import { E2E_POLICIES, startGatewayWithUpstream, type GatewayWithUpstream } from '../support/gateway-fixture';
+import { type RecordingUpstream } from '../support/recording-upstream';
 
+let fixture: GatewayWithUpstream;
 let upstream: RecordingUpstream;
 let gateway: RunningGateway;
 
 beforeAll(async () => {
-  const db = await createTestDatabase();
-  await db.close();
-  upstream = await startRecordingUpstream();
-  gateway = await startTestGateway(upstream.url, { IAM_POLICIES_DIR: join(ROOT, 'test/fixtures/e2e-policies') });
+  fixture = await startGatewayWithUpstream({ IAM_POLICIES_DIR: E2E_POLICIES });
+  ({ upstream, gateway } = fixture);
 });
-afterAll(async () => {
-  await gateway?.close();
-  await upstream?.close();
-});
+afterAll(() => fixture?.close());
 beforeEach(() => upstream.clear());
 
 /** Performs a handshake over a raw socket; resolves the status line and, after a 101, an echoed text frame. */
