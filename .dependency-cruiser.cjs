@@ -91,6 +91,13 @@ module.exports = {
       to: { path: '^src/app/config/', pathNot: '^src/app/config/index\\.ts$' },
     },
     {
+      name: 'problems-through-their-index',
+      comment: 'outside domain/problem/, the problem catalog and errors are imported from domain/problem/index.ts only',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/domain/problem/' },
+      to: { path: '^src/domain/problem/', pathNot: '^src/domain/problem/index\\.ts$' },
+    },
+    {
       name: 'src-folder-in-a-tier',
       comment: 'every folder of src/ belongs to a tier in .dependency-cruiser.cjs (or is adapters/): add it there',
       severity: 'error',
