@@ -25,6 +25,14 @@ export function createIamApp(options: { logger: Logger; outages?: OutageLog; bod
     await next();
   });
   app.use(problemMiddleware(options.logger, options.outages));
+  // Every /iam body is JSON (docs/http-contract.md): any other body, or one without a Content-Type, is refused
+  // before anything reads it. `is()` is null without a body; `Content-Length: 0` is no body either.
+  app.use(async (ctx, next) => {
+    if (ctx.request.length !== 0 && ctx.request.is('application/json') === false) {
+      throw new ProblemError('IAM_UNSUPPORTED_MEDIA_TYPE', 'The request body must be application/json.');
+    }
+    await next();
+  });
   app.use(
     koaBody({
       json: true,

@@ -55,4 +55,5 @@ export const PROTECTED_FAILURES = {
   '500': response('InternalError'),
   '503': response('Unavailable'),
 };
-export const BODY_FAILURES = { '413': response('PayloadTooLarge') };
+/** The answers every operation with a request body can give besides its own. */
+export const BODY_FAILURES = { '413': response('PayloadTooLarge'), '415': response('UnsupportedMediaType') };

@@ -73,6 +73,7 @@ const components: OpenApiDocument['components'] = {
     }),
     ValidationFailed: problem(400, ['IAM_VALIDATION_FAILED'], 'The body is not valid JSON or not of the documented shape; `errors` names every JSON pointer.'),
     PayloadTooLarge: problem(413, ['IAM_PAYLOAD_TOO_LARGE'], 'The body is larger than `server.iam-body-limit`.'),
+    UnsupportedMediaType: problem(415, ['IAM_UNSUPPORTED_MEDIA_TYPE'], 'The body is not `application/json` (or has no Content-Type).'),
     InternalError: problem(500, ['IAM_INTERNAL_ERROR'], 'Unexpected failure; the body reveals nothing, the log has the cause.'),
     Unavailable: problem(503, ['IAM_STORE_UNAVAILABLE', 'IAM_DATABASE_UNAVAILABLE'], 'The token store or the database cannot be reached (fail closed).', {
       headers: { 'Retry-After': header('RetryAfter') },

@@ -46,7 +46,7 @@ async function send(
   const headers: Record<string, string> = { ...(options.token ? bearer(options.token) : {}), ...options.headers };
   let body: string | undefined;
   if (options.json !== undefined || options.raw !== undefined) {
-    headers['content-type'] = 'application/json';
+    headers['content-type'] ??= 'application/json';
     body = options.raw ?? JSON.stringify(options.json);
   }
   const response = await fetch(`${gateway.url}${path}`, { method, headers, body, redirect: 'manual' });
@@ -281,6 +281,25 @@ describe('POST /iam/auth/login', () => {
   it('413 for a body over the limit', async () => {
     const answer = await send('POST', path, { json: { username: 'alice', password: 'x'.repeat(70 * 1024), clientType: 'WEB' } });
     expectDocumented('POST', path, answer, 413, 'IAM_PAYLOAD_TOO_LARGE');
+  });
+
+  it.each([
+    ['text/plain', 'text/plain'],
+    ['a form', 'application/x-www-form-urlencoded'],
+    ['another +json type', 'application/vnd.example+json'],
+    ['no Content-Type', ''],
+  ])('415 IAM_UNSUPPORTED_MEDIA_TYPE for a body that is %s, not JSON', async (_name, contentType) => {
+    const raw = contentType === 'application/x-www-form-urlencoded' ? 'username=alice&password=alice-password&clientType=WEB' : '{"username":"alice","password":"alice-password","clientType":"WEB"}';
+    const response = await fetch(`${gateway.url}${path}`, { method: 'POST', headers: contentType ? { 'content-type': contentType } : {}, body: contentType ? raw : new Blob([raw]) });
+    const answer: Answer = { status: response.status, contentType: response.headers.get('content-type'), headers: response.headers, body: await response.json() };
+    expectDocumented('POST', path, answer, 415, 'IAM_UNSUPPORTED_MEDIA_TYPE');
+  });
+
+  it('accepts application/json with parameters', async () => {
+    for (const contentType of ['application/json; charset=utf-8', 'Application/JSON']) {
+      const answer = await send('POST', path, { json: { username: 'alice', password: 'alice-password', clientType: 'WEB' }, headers: { 'content-type': contentType } });
+      expectDocumented('POST', path, answer, 200);
+    }
   });
 
   it('429 IAM_RATE_LIMITED with Retry-After after repeated failures', async () => {
