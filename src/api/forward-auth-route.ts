@@ -65,6 +65,8 @@ export function registerForwardAuthRoute(router: Router, deps: ForwardAuthDeps):
       throw problems.badRequest('The URI is not in normal form (dot segments, repeated or encoded characters); the host would see another path than the one authorized.');
     }
 
+    // From here on an answer is about the original request: a problem names its path (RFC 9457 `instance`).
+    stateOf(ctx).problemInstance = target.path;
     const request = { ...prepared, method, path: target.path, search: target.search };
     const outcome = await deps.authorizer.authorize(request, prepared.clientAddress ?? undefined);
     if (!outcome.allowed) throw outcome.problem;

@@ -25,7 +25,7 @@ export function problemMiddleware(logger: Logger, outages?: OutageLog): Middlewa
       ctx.status = problem.status;
       ctx.set('Cache-Control', 'no-store');
       for (const [name, value] of Object.entries(problem.headers)) ctx.set(name, value);
-      ctx.body = problem.toBody(ctx.path, stateOf(ctx).prepared?.requestId ?? '');
+      ctx.body = problem.toBody(stateOf(ctx).problemInstance ?? ctx.path, stateOf(ctx).prepared?.requestId ?? '');
       ctx.type = 'application/problem+json';
     }
   };

@@ -45,6 +45,16 @@ it('answers 401 with a Bearer challenge without a token, 403 with the decision f
   expect(await denied.json()).toMatchObject({ code: 'IAM_ACCESS_DENIED', step: 'PERMISSION_DENIED', decisionId: expect.any(String) });
 });
 
+it('names the original request in problem answers (instance), not the forward-auth endpoint', async () => {
+  const anonymous = await check({ 'X-Forwarded-Method': 'GET', 'X-Forwarded-Uri': '/api/projects?page=2' });
+  expect(await anonymous.json()).toMatchObject({ status: 401, instance: '/api/projects' });
+  const denied = await check({ ...bearer(token), 'X-Forwarded-Method': 'DELETE', 'X-Forwarded-Uri': '/api/admin/users' });
+  expect(await denied.json()).toMatchObject({ status: 403, instance: '/api/admin/users' });
+  // Before the original request is known, the problem is about the forward-auth request itself.
+  const incomplete = await check({ ...bearer(token), 'X-Forwarded-Method': 'GET' });
+  expect(await incomplete.json()).toMatchObject({ status: 400, instance: '/iam/authorization/forward-auth' });
+});
+
 it('#11.6: refuses a URI the proxy would refuse or rewrite (the host would see another path)', async () => {
   for (const uri of ['/health/../api/admin/stats', '/health/%2e%2e/api/admin/stats', '/api%2fadmin', '/api//admin/stats', '/api/projects/./1', 'http://other/api/projects', 'api/projects']) {
     for (const headers of [bearer(token), {}]) {

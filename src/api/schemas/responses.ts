@@ -19,7 +19,7 @@ export const Problem = StrictObject(
     title: Type.String({ minLength: 1 }),
     status: Type.Integer({ minimum: 400, maximum: 599 }),
     detail: Type.String(),
-    instance: Type.String({ description: 'The (normalized) request path.' }),
+    instance: Type.String({ description: 'The (normalized) request path; for forward-auth, the path of the original request once it is known.' }),
     code: Enum(PROBLEM_CODES, { description: 'Stable code from the catalog; match on this, never on `detail`.' }),
     requestId: Type.String({ format: 'uuid', description: 'Also in the `X-Request-Id` header and the log.' }),
     decisionId: Type.Optional(Type.String({ format: 'uuid', description: 'Find the full decision with GET /iam/authorization/decisions/{decisionId}.' })),
