@@ -13,7 +13,7 @@ import { ProblemError, problems } from '../domain/problem';
 import { callerOf, factsOf } from './iam-context';
 import { registerForwardAuthRoute } from './forward-auth-route';
 import { decidePermission } from './require-session';
-import { DiagnosticsRequest, type DiagnosticsBody } from './schemas/requests';
+import { DiagnosticsPermissionCheck, DiagnosticsRequestTarget, type DiagnosticsBody } from './schemas/requests';
 import { assertValid, createBodyValidator } from './validate-body';
 
 export interface AuthorizationRoutesDeps {
@@ -32,7 +32,19 @@ export interface AuthorizationRoutesDeps {
 /** docs/http-contract.md: profiles, switch, diagnostics, decisions, forward-auth. */
 export function registerAuthorizationRoutes(router: Router, deps: AuthorizationRoutesDeps): void {
   const ajv = createBodyValidator();
-  const validateDiagnostics = ajv.compile<DiagnosticsBody>(DiagnosticsRequest);
+  const validateCheck = ajv.compile<DiagnosticsBody>(DiagnosticsPermissionCheck);
+  const validateTarget = ajv.compile<DiagnosticsBody>(DiagnosticsRequestTarget);
+  /**
+   * The body is one of two forms (the `DiagnosticsRequest` oneOf): it is checked against the form it uses, so a
+   * mistake gets that form's errors only, not both forms' plus "must match exactly one schema".
+   */
+  const assertDiagnosticsBody = (body: unknown): DiagnosticsBody => {
+    if (typeof body === 'object' && body !== null && !Array.isArray(body)) {
+      if ('permissionCode' in body) return assertValid(validateCheck, body);
+      if ('method' in body || 'path' in body) return assertValid(validateTarget, body);
+    }
+    throw problems.validation([{ pointer: '/', message: 'must be an object with method and path (a request to explain) or with permissionCode (a permission check)' }]);
+  };
 
   router.get('/authorization/profiles', deps.requireSession, async (ctx) => {
     ctx.body = await deps.login.availableProfiles(callerOf(ctx).record.principal.userId);
@@ -45,7 +57,7 @@ export function registerAuthorizationRoutes(router: Router, deps: AuthorizationR
 
   router.post('/authorization/diagnostics', deps.requireSession, async (ctx) => {
     const caller = callerOf(ctx);
-    const body = assertValid(validateDiagnostics, ctx.request.body);
+    const body = assertDiagnosticsBody(ctx.request.body);
     const subject = { principal: caller.record.principal, clientType: caller.record.clientType };
     const policy = deps.policy();
     let decision: AuthorizationDecision;

@@ -232,6 +232,17 @@ describe('POST /iam/authorization/diagnostics', () => {
     const alice = await login(gateway.url, 'alice');
     expect(await problemOf(await call('POST', '/iam/authorization/diagnostics', alice.accessToken, gateway.url, { method: 'GET' }))).toMatchObject({ status: 400, code: 'IAM_VALIDATION_FAILED' });
   });
+
+  it.each([
+    ['a request missing its path', { method: 'GET' }, [{ pointer: '/path', message: 'is required' }]],
+    ['a permission check with a request member', { permissionCode: 'project:read', method: 'GET' }, [{ pointer: '/method', message: 'is not an allowed property' }]],
+    ['a permission check naming a resource without its id', { permissionCode: 'project:read', resourceType: 'PROJECT' }, [{ pointer: '/', message: 'must have property resourceId when property resourceType is present' }]],
+    ['neither form', {}, [{ pointer: '/', message: 'must be an object with method and path (a request to explain) or with permissionCode (a permission check)' }]],
+    ['not an object', ['GET', '/x'], [{ pointer: '/', message: 'must be an object with method and path (a request to explain) or with permissionCode (a permission check)' }]],
+  ])('answers %s with the errors of the form it used, nothing else', async (_name, body, errors) => {
+    const alice = await login(gateway.url, 'alice');
+    expect(await problemOf(await call('POST', '/iam/authorization/diagnostics', alice.accessToken, gateway.url, body))).toMatchObject({ status: 400, code: 'IAM_VALIDATION_FAILED', errors });
+  });
 });
 
 describe('GET /iam/authorization/decisions/{decisionId}', () => {
