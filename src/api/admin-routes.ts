@@ -27,10 +27,12 @@ export interface AdminRoutesDeps {
 
 /** The admin permission codes (docs/http-contract.md). */
 export const ADMIN_PERMISSIONS = {
+  templatesRead: 'iam.admin.templates:read',
   templatesWrite: 'iam.admin.templates:write',
   usersRead: 'iam.admin.users:read',
   usersWrite: 'iam.admin.users:write',
   identitiesWrite: 'iam.admin.identities:write',
+  profilesRead: 'iam.admin.profiles:read',
   profilesWrite: 'iam.admin.profiles:write',
   sessionsRevoke: 'iam.admin.sessions:revoke',
   auditRead: 'iam.admin.audit:read',
@@ -54,6 +56,14 @@ export function registerAdminRoutes(router: Router, deps: AdminRoutesDeps): void
   const admin = deps.admin;
   const actorOf = (ctx: Context): Promise<AdminActor> => adminActor(ctx, deps.grants);
 
+  router.get('/admin/templates', ...guard(ADMIN_PERMISSIONS.templatesRead), async (ctx) => {
+    respond(ctx, 200, await admin.listTemplates());
+  });
+
+  router.get('/admin/templates/:versionId', ...guard(ADMIN_PERMISSIONS.templatesRead), async (ctx) => {
+    respond(ctx, 200, await admin.getTemplate(pathId(ctx, 'versionId')));
+  });
+
   router.put('/admin/templates/:versionId', ...guard(ADMIN_PERMISSIONS.templatesWrite), async (ctx) => {
     const body = assertValid(validateTemplate, ctx.request.body);
     const { template, created } = await admin.upsertTemplate(await actorOf(ctx), pathId(ctx, 'versionId'), body);
@@ -74,6 +84,10 @@ export function registerAdminRoutes(router: Router, deps: AdminRoutesDeps): void
     respond(ctx, 200, await admin.listIdentities(pathId(ctx, 'userId')));
   });
 
+  router.get('/admin/users/:userId/profiles', ...guard(ADMIN_PERMISSIONS.profilesRead), async (ctx) => {
+    respond(ctx, 200, await admin.listProfiles(pathId(ctx, 'userId')));
+  });
+
   router.post('/admin/users/:userId/authorization-version', ...guard(ADMIN_PERMISSIONS.usersWrite), async (ctx) => {
     respond(ctx, 200, await admin.raiseAuthorizationVersion(await actorOf(ctx), pathId(ctx, 'userId')));
   });
@@ -87,6 +101,10 @@ export function registerAdminRoutes(router: Router, deps: AdminRoutesDeps): void
     const body = assertValid(validateIdentity, ctx.request.body);
     const { identity, created } = await admin.upsertIdentity(await actorOf(ctx), pathId(ctx, 'identityId'), body);
     respond(ctx, created ? 201 : 200, identity);
+  });
+
+  router.get('/admin/profiles/:profileId', ...guard(ADMIN_PERMISSIONS.profilesRead), async (ctx) => {
+    respondProfile(ctx, 200, await admin.getProfile(pathId(ctx, 'profileId')));
   });
 
   router.put('/admin/profiles/:profileId', ...guard(ADMIN_PERMISSIONS.profilesWrite), async (ctx) => {

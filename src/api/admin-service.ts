@@ -40,7 +40,7 @@ export interface AuditListParams {
 
 export interface AdminServiceDeps {
   admin: AdminRepository;
-  repository: Pick<IamRepository, 'getUser'>;
+  repository: Pick<IamRepository, 'getUser' | 'listProfiles' | 'getProfile' | 'getTemplate' | 'listTemplates'>;
   sessions: Pick<SessionService, 'revokeById' | 'revokeUser'>;
   /**
    * The change feed's deliverer: each write records its effects in the change feed in its own transaction
@@ -97,6 +97,30 @@ export class AdminService {
     const identities = await this.deps.admin.listIdentities(userId);
     if (identities === null) throw new ProblemError('IAM_NOT_FOUND', `No user "${userId}".`);
     return identities;
+  }
+
+  /** Every template version, by versionId. */
+  async listTemplates(): Promise<TemplateRecord[]> {
+    return this.deps.repository.listTemplates();
+  }
+
+  async getTemplate(versionId: string): Promise<TemplateRecord> {
+    const template = await this.deps.repository.getTemplate(versionId);
+    if (template === null) throw new ProblemError('IAM_NOT_FOUND', `No template version "${versionId}".`);
+    return template;
+  }
+
+  /** The user's profiles, every state (disabled and revoked ones too), by profileId. */
+  async listProfiles(userId: string): Promise<ProfileRecord[]> {
+    if ((await this.deps.repository.getUser(userId)) === null) throw new ProblemError('IAM_NOT_FOUND', `No user "${userId}".`);
+    return this.deps.repository.listProfiles(userId);
+  }
+
+  /** One profile; its version is the ETag a following write sends back in If-Match. */
+  async getProfile(profileId: string): Promise<ProfileRecord> {
+    const profile = await this.deps.repository.getProfile(profileId);
+    if (profile === null) throw new ProblemError('IAM_NOT_FOUND', `No profile "${profileId}".`);
+    return profile;
   }
 
   /** A disabled identity can no longer log in, and the sessions opened through it end at once. */

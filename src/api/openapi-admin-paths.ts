@@ -42,8 +42,20 @@ const unknownUser = problem(404, ['IAM_NOT_FOUND'], 'No such user.');
 
 /** The `/iam/admin/*` path items. */
 export const adminPaths: Record<string, PathItemObject> = {
+  '/iam/admin/templates': {
+    get: admin('iam.admin.templates:read', {
+      operationId: 'listTemplates',
+      summary: 'List every permission template version',
+      responses: { '200': json('Template versions, by versionId.', { type: 'array', items: ref('Template') }, NO_STORE) },
+    }),
+  },
   '/iam/admin/templates/{versionId}': {
     parameters: [{ name: 'versionId', in: 'path', required: true, schema: { type: 'string', pattern: IDENTIFIER_PATTERN } }],
+    get: admin('iam.admin.templates:read', {
+      operationId: 'getTemplate',
+      summary: 'Read one permission template version',
+      responses: { '200': json('The template version.', ref('Template'), NO_STORE), '400': response('ValidationFailed'), '404': problem(404, ['IAM_NOT_FOUND'], 'No such template version.') },
+    }),
     put: admin('iam.admin.templates:write', {
       operationId: 'putTemplate',
       summary: 'Create or update a permission template version',
@@ -101,8 +113,25 @@ export const adminPaths: Record<string, PathItemObject> = {
       },
     }),
   },
+  '/iam/admin/users/{userId}/profiles': {
+    parameters: [param('UserId')],
+    get: admin('iam.admin.profiles:read', {
+      operationId: 'listUserProfiles',
+      summary: "List a user's profiles, every state",
+      responses: { '200': json('Profiles, by profileId (disabled and revoked ones too).', { type: 'array', items: ref('Profile') }, NO_STORE), '400': response('ValidationFailed'), '404': unknownUser },
+    }),
+  },
   '/iam/admin/profiles/{profileId}': {
     parameters: [param('ProfileId')],
+    get: admin('iam.admin.profiles:read', {
+      operationId: 'getProfile',
+      summary: 'Read one profile, with its version as ETag (send it back in If-Match)',
+      responses: {
+        '200': json('The profile.', ref('Profile'), { ...NO_STORE, ETag: header('ETag') }),
+        '400': response('ValidationFailed'),
+        '404': problem(404, ['IAM_NOT_FOUND'], 'No such profile.'),
+      },
+    }),
     put: admin('iam.admin.profiles:write', {
       operationId: 'putProfile',
       summary: 'Create or update a profile (optimistic locking with If-Match)',

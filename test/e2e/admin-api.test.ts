@@ -81,11 +81,15 @@ async function auditByRequest(requestId: string | null): Promise<AuditEventRecor
 }
 
 const ENDPOINTS: Array<{ method: string; path: string; body?: unknown; permission: string }> = [
+  { method: 'GET', path: '/iam/admin/templates', permission: 'iam.admin.templates:read' },
+  { method: 'GET', path: '/iam/admin/templates/reader-v1', permission: 'iam.admin.templates:read' },
   { method: 'PUT', path: '/iam/admin/templates/t-guard', body: { name: 'g', permissions: [] }, permission: 'iam.admin.templates:write' },
   { method: 'GET', path: '/iam/admin/users', permission: 'iam.admin.users:read' },
   { method: 'PUT', path: '/iam/admin/users/u-guard', body: { enabled: true }, permission: 'iam.admin.users:write' },
   { method: 'GET', path: '/iam/admin/users/u-admin/identities', permission: 'iam.admin.users:read' },
   { method: 'PUT', path: '/iam/admin/identities/id-guard', body: { userId: 'u-admin', identityDomain: 'x', enabled: true }, permission: 'iam.admin.identities:write' },
+  { method: 'GET', path: '/iam/admin/users/u-admin/profiles', permission: 'iam.admin.profiles:read' },
+  { method: 'GET', path: '/iam/admin/profiles/p-admin', permission: 'iam.admin.profiles:read' },
   { method: 'PUT', path: '/iam/admin/profiles/p-guard', body: { userId: 'u-admin', profileName: 'g', templateVersionId: 'reader-v1', clientTypes: [], enabled: true, revoked: false }, permission: 'iam.admin.profiles:write' },
   { method: 'PUT', path: '/iam/admin/profiles/p-admin/scopes', body: [], permission: 'iam.admin.profiles:write' },
   { method: 'POST', path: '/iam/admin/users/u-admin/authorization-version', permission: 'iam.admin.users:write' },
@@ -104,6 +108,17 @@ describe('guards', () => {
     expect(denied.status).toBe(403);
     expect(codeOf(denied)).toBe('IAM_ACCESS_DENIED');
     expect(await auditByRequest(denied.headers.get('x-request-id'))).toEqual([]);
+  });
+
+  it('profiles:read reads profiles and templates are apart: neither write permission reads them', async () => {
+    await db.repository.applyProvisioning(aliceProfile('p-alice-profwrite', 't-prof-write', ['iam.admin.profiles:write', 'iam.admin.templates:write']));
+    const alice = await login(gateway.url, 'alice');
+    const switched = await call<{ accessToken: string }>('POST', '/iam/authorization/profiles/p-alice-profwrite/switch', alice.accessToken);
+    const token = switched.body.accessToken;
+    for (const path of ['/iam/admin/profiles/p-admin', '/iam/admin/users/u-admin/profiles', '/iam/admin/templates', '/iam/admin/templates/reader-v1']) {
+      const read = await call('GET', path, token);
+      expect([path, read.status, codeOf(read)]).toEqual([path, 403, 'IAM_ACCESS_DENIED']);
+    }
   });
 
   it('a neighbouring admin permission is not enough: users:read lists users but cannot write one', async () => {

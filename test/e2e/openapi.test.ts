@@ -195,9 +195,9 @@ describe('the document', () => {
   });
 
   it('states the iam.admin.* permission, a 401 and a 403 for every admin operation', () => {
-    const codes = ['templates:write', 'users:read', 'users:write', 'identities:write', 'profiles:write', 'sessions:revoke', 'audit:read'].map((c) => `iam.admin.${c}`);
+    const codes = ['templates:read', 'templates:write', 'users:read', 'users:write', 'identities:write', 'profiles:read', 'profiles:write', 'sessions:revoke', 'audit:read'].map((c) => `iam.admin.${c}`);
     const admin = operations.filter((o) => o.pathTemplate.startsWith('/iam/admin/'));
-    expect(admin).toHaveLength(11);
+    expect(admin).toHaveLength(15);
     for (const { operation } of admin) {
       expect(codes).toContain(operation['x-permission']);
       expect(operation.security).toEqual([{ bearer: [operation['x-permission']] }]);
@@ -586,6 +586,24 @@ describe('admin endpoints', () => {
     await adminCall('PUT', '/iam/admin/profiles/p-no-such-profile/scopes', 404, { json: scopes, code: 'IAM_NOT_FOUND' });
   });
 
+  it('GET templates (list, one) and profiles (per user, one with the ETag a write takes back): 200, 404, 400', async () => {
+    const templates = await adminCall('GET', '/iam/admin/templates', 200);
+    expect((templates.body as Array<{ versionId: string }>).map((t) => t.versionId)).toContain(versionId);
+    const template = await adminCall('GET', `/iam/admin/templates/${versionId}`, 200);
+    expect(template.body).toMatchObject({ versionId, permissions: ['project:read'] });
+    await adminCall('GET', '/iam/admin/templates/no-such-template', 404, { code: 'IAM_NOT_FOUND' });
+    await adminCall('GET', '/iam/admin/templates/%20space', 400, { code: 'IAM_VALIDATION_FAILED' });
+    const profiles = await adminCall('GET', `/iam/admin/users/${userId}/profiles`, 200);
+    expect(profiles.body).toEqual([expect.objectContaining({ profileId, userId })]);
+    await adminCall('GET', '/iam/admin/users/u-nobody-here/profiles', 404, { code: 'IAM_NOT_FOUND' });
+    const read = await adminCall('GET', `/iam/admin/profiles/${profileId}`, 200);
+    expect(read.headers.get('etag')).toBe(`"${(read.body as { version: number }).version}"`);
+    // Read, then edit with what was read: the ETag is current, so the write is accepted.
+    const { profileId: _id, scopes: _scopes, version: _version, ...fields } = read.body as Record<string, unknown>;
+    await adminCall('PUT', `/iam/admin/profiles/${profileId}`, 200, { json: fields, headers: { 'if-match': read.headers.get('etag')! } });
+    await adminCall('GET', '/iam/admin/profiles/p-no-such-profile', 404, { code: 'IAM_NOT_FOUND' });
+  });
+
   it('POST /iam/admin/users/{userId}/authorization-version 200, 404', async () => {
     const raised = await adminCall('POST', `/iam/admin/users/${userId}/authorization-version`, 200);
     expect(raised.body).toMatchObject({ userId, authorizationVersion: expect.any(Number) });
@@ -635,7 +653,7 @@ describe('coverage of this file', () => {
     expect(withoutSuccess).toEqual([]);
     const failures = [
       'login 400', 'login 401', 'login 413', 'login 429', 'getCurrentPrincipal 401', 'revokeSession 404', 'switchProfile 404', 'diagnose 400',
-      'getDecision 404', 'forwardAuth 401', 'forwardAuth 403', 'forwardAuth 400', 'listUsers 403', 'putProfile 409', 'putProfile 422',
+      'getDecision 404', 'forwardAuth 401', 'forwardAuth 403', 'forwardAuth 400', 'listUsers 403', 'putProfile 409', 'putProfile 422', 'getTemplate 404', 'getProfile 404', 'listUserProfiles 404',
     ];
     expect(failures.filter((f) => !exercised.has(f))).toEqual([]);
   });
