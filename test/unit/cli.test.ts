@@ -1,6 +1,7 @@
 /**
  * The `iam-gateway` command line itself: `--version`, every command's `--help` (exit 0, its options named),
- * usage errors (exit 2 with the usage), and the README and docs showing the CLI as `npx iam-gateway …`.
+ * usage errors (exit 2 with the usage), and the README, docs and config/default.yaml showing the CLI as
+ * `npx iam-gateway …`.
  * What the commands do is tested with their subjects (provision-cli, tokens-purge, migrations, audit-trail,
  * policy-*); the installed package's `npx iam-gateway --version` in package-install.test.ts.
  */
@@ -92,8 +93,8 @@ describe('an unknown option or argument is a usage error: exit 2, the message an
   });
 });
 
-it('the README and docs show the CLI as `npx iam-gateway …`', () => {
-  const files = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((name) => name.endsWith('.md')).map((name) => join('docs', name))];
+it('the README, docs and config/default.yaml show the CLI as `npx iam-gateway …`', () => {
+  const files = ['README.md', 'config/default.yaml', ...readdirSync(join(ROOT, 'docs')).filter((name) => name.endsWith('.md')).map((name) => join('docs', name))];
   const commands = 'serve|migrate|policy|provision|tokens|audit|hash-password|version|--version|--help';
   const offenders: string[] = [];
   let shown = 0;
