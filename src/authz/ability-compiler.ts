@@ -15,8 +15,12 @@ import { ANY, parsePermissionCode } from '../domain/permission-code';
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- values through require, see above
 const casl = require('@casl/ability') as typeof Casl;
 
-/** CASL's `subject()` helper: tags a plain object with its subject type for conditions checks. */
-export const caslSubject = casl.subject;
+/**
+ * CASL's `subject()` helper: tags a plain object with its subject type for conditions checks. Typed here, not
+ * inferred: an inferred type would name @casl/ability's internal types file in the package's declarations,
+ * which TypeScript programs resolving through package.json `exports` (node16, bundler) cannot import.
+ */
+export const caslSubject: (type: string, object: ScopeSubject) => ScopeSubject = casl.subject;
 
 /*
  * CASL's wildcards are `manage` / `all` by default, but both are valid names in our codes: a template granting

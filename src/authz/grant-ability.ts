@@ -11,7 +11,6 @@ import { ANY } from '../domain/permission-code';
 
 type MongoAbility = Casl.MongoAbility;
 type RawRuleOf<T extends Casl.AnyAbility> = Casl.RawRuleOf<T>;
-type Rule = NonNullable<ReturnType<MongoAbility['relevantRuleFor']>>;
 
 /** Values through `require` (the tsconfig's module resolution ignores the package's `exports`; see ability-compiler.ts). */
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- values through require, see above
@@ -19,6 +18,18 @@ const casl = require('@casl/ability') as typeof Casl;
 
 /** CASL's own wildcards renamed to `*`, the only name a permission code cannot use. */
 const CASL_OPTIONS = { anyAction: ANY, anySubjectType: ANY } as const;
+
+/**
+ * What a decision reads from the CASL rule that answered it (CASL's own rule type would put @casl/ability's
+ * internal types file into the package's declarations: see caslSubject in ability-compiler.ts).
+ */
+export interface GrantRule {
+  readonly action: string | readonly string[];
+  readonly subject: unknown;
+  readonly inverted: boolean;
+  /** The scope group's description (GrantAlternative.description). */
+  readonly reason: string | undefined;
+}
 
 /** One alternative a scoped grant allows (a scope group); `null` conditions: unscoped, every resource. */
 export interface GrantAlternative {
@@ -54,7 +65,7 @@ export class GrantAbility {
   }
 
   /** CASL's `relevantRuleFor` on the subject's own resource type (its array `action` lists exact actions). */
-  relevantRuleFor(action: string, subject: string | object): Rule | null {
+  relevantRuleFor(action: string, subject: string | object): GrantRule | null {
     return this.abilityFor(subject).relevantRuleFor(action, subject as never);
   }
 
@@ -90,7 +101,7 @@ export class GrantAbility {
  * The permission code a rule found by {@link GrantAbility.relevantRuleFor} stands for, for `action`: its
  * exact action when the rule lists it, else the rule's wildcard.
  */
-export function codeOfRule(rule: Pick<Rule, 'action' | 'subject'>, action: string): string {
+export function codeOfRule(rule: Pick<GrantRule, 'action' | 'subject'>, action: string): string {
   const actions = Array.isArray(rule.action) ? rule.action : [rule.action];
   return `${String(rule.subject)}:${actions.includes(action) ? action : String(actions[0])}`;
 }

@@ -47,20 +47,40 @@ export interface PolicyToolServices {
   databaseTemplates(io: PolicyCommandIo): Promise<Array<{ versionId: string; permissions: string[] }>>;
 }
 
+/** Each subcommand's line and description, as `policy --help` lists them and `policy SUBCOMMAND --help` shows one. */
+const SUBCOMMAND_USAGE = {
+  check: `check [DIR] [--provision FILE] [--database]
+        validate and lint the policy files; exit 1 on any error (warnings alone exit 0).
+        --provision / --database: also report permission codes no template grants`,
+  test: `test [DIR] [--provision FILE] [--verbose]
+        run the cases of DIR/tests/*.yaml through the decision engine; exit 1 on any failure.
+        --provision: users for \`principal: { user }\` cases (default iam.provision.file)`,
+  explain: `explain METHOD PATH [--dir DIR]
+        show the normalized path, the route selected (file:line) and what it asks for`,
+  coverage: `coverage --openapi FILE [--dir DIR] [--base-path PATH] [--fail-on-uncovered] [--verbose]
+        list the host's OpenAPI operations no route covers and routes matching no operation`,
+} as const;
+
+const DIR_DEFAULT = 'DIR defaults to iam.policy.dir (IAM_POLICIES_DIR) of the configuration.';
+
 export const POLICY_USAGE = `usage: iam-gateway policy <command>
 
-  check [DIR] [--provision FILE] [--database]
-        validate and lint the policy files; exit 1 on any error (warnings alone exit 0).
-        --provision / --database: also report permission codes no template grants
-  test [DIR] [--provision FILE] [--verbose]
-        run the cases of DIR/tests/*.yaml through the decision engine; exit 1 on any failure.
-        --provision: users for \`principal: { user }\` cases (default iam.provision.file)
-  explain METHOD PATH [--dir DIR]
-        show the normalized path, the route selected (file:line) and what it asks for
-  coverage --openapi FILE [--dir DIR] [--base-path PATH] [--fail-on-uncovered] [--verbose]
-        list the host's OpenAPI operations no route covers and routes matching no operation
+${Object.values(SUBCOMMAND_USAGE)
+  .map((usage) => `  ${usage}`)
+  .join('\n')}
 
-DIR defaults to iam.policy.dir (IAM_POLICIES_DIR) of the configuration.`;
+${DIR_DEFAULT}`;
+
+/** The usage of one subcommand (`iam-gateway policy check --help`). */
+function subcommandUsage(command: keyof typeof SUBCOMMAND_USAGE): string {
+  return `usage: iam-gateway policy ${SUBCOMMAND_USAGE[command]}\n\n${DIR_DEFAULT}`;
+}
+
+/** True when `--help` or `-h` comes before any `--`. */
+function asksForHelp(args: readonly string[]): boolean {
+  const end = args.indexOf('--');
+  return (end === -1 ? args : args.slice(0, end)).some((arg) => arg === '--help' || arg === '-h');
+}
 
 type Options = Record<string, string | boolean | undefined>;
 
@@ -74,6 +94,10 @@ export async function runPolicyCommand(args: string[], io: PolicyCommandIo, serv
   };
   const context = new CommandContext(io, services);
   const [command, ...rest] = args;
+  if (command !== undefined && Object.hasOwn(SUBCOMMAND_USAGE, command) && asksForHelp(rest)) {
+    io.stdout.write(`${subcommandUsage(command as keyof typeof SUBCOMMAND_USAGE)}\n`);
+    return 0;
+  }
   try {
     switch (command) {
       case 'check':

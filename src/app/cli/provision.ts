@@ -1,0 +1,55 @@
+import { readProvisioningFile } from '../../api/provisioning-file';
+import { openDatabase, type OpenDatabase } from '../../adapters/postgres/database';
+import { RedisTokenStore } from '../../adapters/redis/redis-token-store';
+import { ChangeFeed } from '../../sessions/change-feed';
+import { loadConfig, type GatewayConfig } from '../config';
+import { parseCommandLine, UsageError, type CliCommand } from './command-line';
+
+const USAGE = `usage: iam-gateway provision FILE [--overwrite]
+
+Creates the users, identities, templates and profiles FILE describes and the database lacks
+(config/provision.example.yaml shows the format). Objects that exist are left as they are.
+
+  --overwrite  also update existing objects to match FILE (audited, actor "provisioning")
+
+Running gateway instances receive the changes through the change feed (and Redis when REDIS_URL is set).`;
+
+/** `iam-gateway provision FILE [--overwrite]`. */
+export const provisionCommand: CliCommand = {
+  usage: USAGE,
+  async run(args) {
+    const { positionals, values } = parseCommandLine(args, USAGE, { overwrite: { type: 'boolean' } }, 1);
+    const file = positionals[0];
+    if (file === undefined) throw new UsageError('missing the provisioning FILE', USAGE);
+    const overwrite = values.overwrite === true;
+    const document = readProvisioningFile(file);
+    const config = loadConfig();
+    const database = await openDatabase(config);
+    try {
+      const summary = await database.repository.applyProvisioning(document, { overwrite, audit: { actorUserId: 'provisioning', source: file } });
+      if (summary.created + summary.updated === 0) {
+        process.stdout.write(overwrite ? `provision: nothing changed (${summary.unchanged} objects already as described)\n` : 'provision: nothing changed (everything in the file exists; --overwrite updates existing objects)\n');
+      } else process.stdout.write(summary.changes.map((line: string) => `provision: ${line}\n`).join('') + `provision: ${summary.created} created, ${summary.updated} updated, ${summary.unchanged} unchanged\n`);
+      // The changes are in the change feed (same transaction): publish them now; running instances also read
+      // the feed and retry what is undelivered, so a Redis that cannot be reached here delays, never loses them.
+      if (config.redis.url) await deliverChanges(config, config.redis.url, database.repository);
+      return 0;
+    } finally {
+      await database.close();
+    }
+  },
+};
+
+async function deliverChanges(config: GatewayConfig, url: string, repository: OpenDatabase['repository']): Promise<void> {
+  const quiet = { warn: () => undefined, info: () => undefined };
+  try {
+    const store = await RedisTokenStore.connect({ url, prefix: config.iam.token.storePrefix });
+    try {
+      await new ChangeFeed({ repository, store, apply: () => undefined, logger: quiet, intervalMs: 1000, cursor: 0 }).deliver();
+    } finally {
+      await store.close();
+    }
+  } catch {
+    process.stderr.write('provision: Redis cannot be reached; the running gateway instances deliver the changes\n');
+  }
+}

@@ -1,0 +1,201 @@
+/**
+ * The package as its users get it: `npm pack`, the tarball installed into a scratch project, then
+ * `require('iam-gateway')`, the engine opened against the test database from the installed files,
+ * `npx iam-gateway` run from the installed bin, and a TypeScript file importing the package compiled with the
+ * repository's tsc against the installed declarations. The tarball holds the build, the runtime files and
+ * the examples a deployment starts from; no tests, benchmarks or TypeScript sources.
+ *
+ * The install is offline: `npm ci` (the repository's, or CI's) leaves every dependency's tarball in the npm
+ * cache, but not the registry metadata a version range needs, so the scratch project gets a lockfile made of
+ * the repository's own (its production entries: the versions the tests ran with) and installs with
+ * `npm ci --offline`, which needs the cached tarballs only.
+ */
+import { execFile } from 'node:child_process';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { promisify } from 'node:util';
+import { testDatabaseUrl } from '../support/env';
+import { ensureBuilt } from '../support/gateway-process';
+import { ROOT } from '../support/gateway';
+
+const run = promisify(execFile);
+const TSC = join(ROOT, 'node_modules', '.bin', 'tsc');
+
+interface PackageJson {
+  name: string;
+  version: string;
+  main: string;
+  types: string;
+  bin: Record<string, string>;
+  files: string[];
+  license: string;
+  engines: Record<string, string>;
+  dependencies: Record<string, string>;
+}
+const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as PackageJson;
+
+/** The environment of an npm or node child: the npm_* variables of an enclosing `npm test` would configure it. */
+function childEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.toLowerCase().startsWith('npm_')));
+  return { ...env, NODE_OPTIONS: '', ...extra };
+}
+
+async function sh(file: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = childEnv()): Promise<string> {
+  try {
+    const { stdout } = await run(file, args, { cwd, env, timeout: 120_000, maxBuffer: 32 * 1024 * 1024 });
+    return stdout;
+  } catch (error) {
+    const failure = error as { stdout?: string; stderr?: string; message: string };
+    throw new Error(`${file} ${args.join(' ')} failed in ${cwd}: ${failure.message}\n${failure.stdout ?? ''}\n${failure.stderr ?? ''}`);
+  }
+}
+
+/** Every file under `dir` (relative to ROOT). */
+function filesUnder(dir: string): string[] {
+  return readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((entry) =>
+    entry.isDirectory() ? filesUnder(join(dir, entry.name)) : [relative(ROOT, join(ROOT, dir, entry.name))],
+  );
+}
+
+let work: string;
+let project: string;
+let packed: string[];
+
+beforeAll(async () => {
+  ensureBuilt();
+  work = mkdtempSync(join(tmpdir(), 'iam-package-'));
+  // --ignore-scripts: `prepare` would rebuild dist while other test files may be running processes from it;
+  // ensureBuilt() made it current.
+  const listing = JSON.parse(await sh('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], ROOT)) as Array<{ filename: string; files: Array<{ path: string }> }>;
+  packed = listing[0]!.files.map((file) => file.path).sort();
+  const tarball = listing[0]!.filename;
+
+  project = join(work, 'project');
+  mkdirSync(project);
+  const dependency = `file:../${tarball}`;
+  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'scratch-host', version: '1.0.0', private: true, dependencies: { 'iam-gateway': dependency } }, null, 2));
+  const repositoryLock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean; link?: boolean }> };
+  const packages: Record<string, unknown> = {
+    '': { name: 'scratch-host', version: '1.0.0', dependencies: { 'iam-gateway': dependency } },
+    'node_modules/iam-gateway': {
+      version: manifest.version,
+      resolved: dependency,
+      license: manifest.license,
+      dependencies: manifest.dependencies,
+      bin: manifest.bin,
+      engines: manifest.engines,
+    },
+  };
+  for (const [path, entry] of Object.entries(repositoryLock.packages)) {
+    if (path !== '' && path.startsWith('node_modules/') && !entry.dev && !entry.link) packages[path] = entry;
+  }
+  writeFileSync(join(project, 'package-lock.json'), JSON.stringify({ name: 'scratch-host', version: '1.0.0', lockfileVersion: 3, requires: true, packages }, null, 2));
+  await sh('npm', ['ci', '--offline', '--no-audit', '--no-fund'], project);
+  // What a deployment starts from: the shipped configuration and example policy, copied into the project.
+  mkdirSync(join(project, 'config'));
+  mkdirSync(join(project, 'policies'));
+  cpSync(join(project, 'node_modules/iam-gateway/config/default.yaml'), join(project, 'config/default.yaml'));
+  cpSync(join(project, 'node_modules/iam-gateway/policies/example.yaml'), join(project, 'policies/example.yaml'));
+}, 300_000);
+
+afterAll(() => {
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+it('#13: the tarball holds the build, the bin, the shipped configuration and examples; no tests, benchmarks or sources', () => {
+  const fixed = ['LICENSE', 'README.md', 'package.json', 'bin/iam-gateway.js', 'config/default.yaml', 'config/provision.example.yaml', 'config/users.example.yaml', 'policies/example.yaml'];
+  const built = [...filesUnder('dist/src'), ...filesUnder('dist/migrations')].filter((file) => file.endsWith('.js') || file.endsWith('.d.ts'));
+  const expected = [...fixed.filter((file) => file !== 'LICENSE' || packed.includes('LICENSE')), ...built].sort();
+  expect(packed).toEqual(expected);
+  // About 370 files: the compiled src/ (.js and .d.ts) and migrations/, and the eight above.
+  expect(packed.length).toBe(expected.length);
+  expect(packed.length).toBeLessThan(500);
+  expect(packed.filter((file) => /^(dist\/)?(test|bench|examples|scripts|docs)\//.test(file))).toEqual([]);
+  expect(packed.filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts'))).toEqual([]);
+  for (const entry of [manifest.main, manifest.types, ...Object.values(manifest.bin), 'dist/src/app/main.js']) expect(packed).toContain(entry);
+});
+
+it('#13: require("iam-gateway") from the installed package exposes the API and runs the engine on the test database', async () => {
+  const script = `
+    const path = require('node:path');
+    const gateway = require('iam-gateway');
+    const types = Object.fromEntries(['decide', 'require', 'openAuthorizationEngine', 'startGateway', 'loadConfig', 'compilePolicyFiles', 'ProblemError'].map((name) => [name, typeof gateway[name]]));
+    (async () => {
+      // The copied config/default.yaml and policies/, the database from the environment.
+      const engine = await gateway.openAuthorizationEngine(gateway.loadConfig());
+      try {
+        const principal = { userId: 'u-package-nobody', identityId: 'id-package-nobody', identityDomain: 'example.com', activeProfileId: null, authorizationVersion: 1 };
+        const input = { subject: { principal, clientType: 'WEB' }, permissionCode: 'project:list', resource: null, resources: {} };
+        const decision = await gateway.decide(engine.engine, input);
+        const refused = await gateway.require(engine.engine, input).then(() => null, (error) => ({ problem: error instanceof gateway.ProblemError, code: error.code, status: error.status }));
+        const route = await engine.engine.decideRequest({ method: 'GET', path: '/api/projects', policy: engine.policy, subject: null });
+        console.log(JSON.stringify({ from: path.relative(process.cwd(), require.resolve('iam-gateway')), types, allowed: decision.allowed, step: decision.failedStep, refused, route: route.status }));
+      } finally {
+        await engine.close();
+      }
+    })().catch((error) => { console.error(error); process.exitCode = 1; });`;
+  const output = await sh(process.execPath, ['-e', script], project, childEnv({ DATABASE_URL: testDatabaseUrl(), DATABASE_POOL_SIZE: '1', REDIS_URL: '' }));
+  const result = JSON.parse(output.trim().split('\n').pop()!) as Record<string, unknown>;
+  expect(result).toEqual({
+    from: join('node_modules', 'iam-gateway', 'dist', 'src', 'index.js'),
+    types: { decide: 'function', require: 'function', openAuthorizationEngine: 'function', startGateway: 'function', loadConfig: 'function', compilePolicyFiles: 'function', ProblemError: 'function' },
+    allowed: false,
+    step: 'NO_ACTIVE_PROFILE',
+    refused: { problem: true, code: 'IAM_ACCESS_DENIED', status: 403 },
+    route: 401,
+  });
+}, 60_000);
+
+it('#13: `npx iam-gateway` runs the installed bin: --version, --help, migrate status on the test database, policy check', async () => {
+  expect(await sh('npx', ['--no-install', 'iam-gateway', '--version'], project)).toBe(`${manifest.version}\n`);
+  expect(await sh('npx', ['--no-install', 'iam-gateway', '--help'], project)).toMatch(/^usage: iam-gateway <command>/);
+  const status = await sh('npx', ['--no-install', 'iam-gateway', 'migrate', 'status'], project, childEnv({ DATABASE_URL: testDatabaseUrl(), DATABASE_POOL_SIZE: '1', REDIS_URL: '' }));
+  // The migrations compiled into dist/migrations ship and are the ones the database ran.
+  const shipped = packed.filter((file) => /^dist\/migrations\/.*\.js$/.test(file)).map((file) => file.replace(/^dist\/migrations\/|\.js$/g, ''));
+  expect(shipped.length).toBeGreaterThan(0);
+  for (const name of shipped) expect(status).toMatch(new RegExp(`executed\\s+${name}`));
+  expect(status).not.toMatch(/pending/);
+  // The copied example policy, found through the copied config/default.yaml (iam.policy.dir: policies).
+  expect(await sh('npx', ['--no-install', 'iam-gateway', 'policy', 'check'], project)).toMatch(/^0 errors/m);
+  expect(await sh('npx', ['--no-install', 'iam-gateway', 'policy', 'explain', 'GET', '/api/projects'], project)).toMatch(/project:list/);
+}, 120_000);
+
+it('#13: a TypeScript file importing decide, require and openAuthorizationEngine, and the README examples, compile against the installed types', async () => {
+  writeFileSync(
+    join(project, 'host.ts'),
+    `import { decide, loadConfig, openAuthorizationEngine, ProblemError, require as requireAllowed, type AuthorizationDecision, type DecideInput } from 'iam-gateway';
+
+export async function canList(input: DecideInput): Promise<AuthorizationDecision> {
+  const embedded = await openAuthorizationEngine(loadConfig());
+  try {
+    await requireAllowed(embedded.engine, input).catch((error: unknown) => {
+      if (!(error instanceof ProblemError)) throw error;
+    });
+    const decision = await decide(embedded.engine, input);
+    const allowed: boolean = decision.allowed;
+    return allowed ? decision : { ...decision };
+  } finally {
+    await embedded.close();
+  }
+}
+`,
+  );
+  // The README's examples ("Use it as a library") compile as they are shown.
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const section = /\n## Use it as a library\n([\s\S]*?)\n## /.exec(readme)![1]!;
+  const examples = [...section.matchAll(/```ts\n([\s\S]*?)```/g)].map((match) => match[1]!);
+  expect(examples.length).toBe(2);
+  examples.forEach((example, index) => writeFileSync(join(project, `readme-${index}.ts`), example));
+  // A misuse must not compile: proof that the declarations are read (an untyped import would accept it).
+  writeFileSync(join(project, 'misuse.ts'), `import { decide } from 'iam-gateway';\nexport const wrong: string = decide;\n`);
+  // skipLibCheck off: the package's declarations are checked too, and must resolve every import they name.
+  // esModuleInterop: pino's own declarations need it.
+  const compilerOptions = { strict: true, noEmit: true, skipLibCheck: false, esModuleInterop: true, target: 'ES2022', types: ['node'], typeRoots: [join(ROOT, 'node_modules', '@types')] };
+  for (const resolution of [{ module: 'commonjs', moduleResolution: 'node10' }, { module: 'node16', moduleResolution: 'node16' }]) {
+    writeFileSync(join(project, 'tsconfig.json'), JSON.stringify({ compilerOptions: { ...compilerOptions, ...resolution }, files: ['host.ts', ...examples.map((_, index) => `readme-${index}.ts`)] }));
+    await sh(TSC, ['-p', 'tsconfig.json'], project);
+    writeFileSync(join(project, 'tsconfig.json'), JSON.stringify({ compilerOptions: { ...compilerOptions, ...resolution }, files: ['misuse.ts'] }));
+    await expect(sh(TSC, ['-p', 'tsconfig.json'], project)).rejects.toThrow(/misuse\.ts.*TS2322/);
+  }
+}, 120_000);
