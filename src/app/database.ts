@@ -1,5 +1,6 @@
 import { openDatabaseThread, type DatabaseThread } from '../adapters/postgres/database-thread';
-import { readProvisioningFile } from '../api/provisioning-file';
+import { loadProvisioningFile, provisioningFileError } from '../api/provisioning-file';
+import { ProvisioningError } from '../domain/iam-repository';
 import type { Logger } from '../observability/logger';
 import type { CleanupStack } from './cleanup-stack';
 import type { GatewayConfig } from './config';
@@ -17,7 +18,11 @@ export async function openGatewayDatabase(config: GatewayConfig, logger: Logger,
   logger.info({ database: database.kind }, 'database ready, migrations applied');
   const file = config.iam.provision.file;
   if (file) {
-    const summary = await database.repository.applyProvisioning(readProvisioningFile(file), { overwrite: false, audit: { actorUserId: 'provisioning', source: file } });
+    const provisioning = loadProvisioningFile(file, { clientTypes: config.iam.clientTypes });
+    const summary = await database.repository.applyProvisioning(provisioning.document, { overwrite: false, audit: { actorUserId: 'provisioning', source: file } }).catch((error: unknown) => {
+      if (error instanceof ProvisioningError) throw provisioningFileError(file, error.problems.map((p) => ({ ...p, line: provisioning.lineOf(p.pointer) })));
+      throw error;
+    });
     logger.info({ file, created: summary.created, updated: summary.updated, unchanged: summary.unchanged }, 'provisioning applied');
   }
   return database;

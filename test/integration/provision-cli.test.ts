@@ -50,8 +50,7 @@ it('refuses a malformed file naming the line, and changes nothing', async () => 
   writeFileSync(file, 'templates:\n  - versionId: x\n    permissions: [a:b\nusers: []\n');
   const result = await run(['provision', file]);
   expect(result.code).toBe(1);
-  expect(result.err).toMatch(/broken\.yaml/);
-  expect(result.err).toMatch(/line \d+/);
+  expect(result.err).toMatch(/broken\.yaml:\d+:/);
   expect(await counts()).toEqual(before);
 });
 
@@ -73,4 +72,42 @@ it('refuses a file with a bad permission code or an unknown template, naming whe
   expect(second.err).toContain('templateVersionId');
   expect(await counts()).toEqual(before);
   expect(await db.repository.getTemplate('fresh-v1')).toBeNull();
+});
+
+it('reports every problem of a file in one run, each with its file:line, and checks client types against iam.client-types', async () => {
+  const before = await counts();
+  const file = join(dir, 'many-problems.yaml');
+  writeFileSync(
+    file,
+    [
+      'templates:', // 1
+      '  - versionId: t-many', // 2
+      '    name: many', // 3
+      '    permissions: ["not a code", "a:b"]', // 4
+      '    colour: blue', // 5
+      'users:', // 6
+      '  - userId: u-many', // 7
+      '    profiles:', // 8
+      '      - profileId: p-many', // 9
+      '        profileName: Many', // 10
+      '        templateVersionId: t-many', // 11
+      '        clientTypes: [WEB, TELEVISION]', // 12
+      '',
+    ].join('\n'),
+  );
+  const result = await run(['provision', file]);
+  expect(result.code).toBe(1);
+  expect(result.err).toContain('3 problem(s)');
+  expect(result.err).toMatch(/many-problems\.yaml:5: \/templates\/0\/colour is not an allowed property/);
+  expect(result.err).toMatch(/many-problems\.yaml:4: \/templates\/0\/permissions\/0 "not a code" is not a permission code/);
+  expect(result.err).toMatch(/many-problems\.yaml:12: \/users\/0\/profiles\/0\/clientTypes\/1 "TELEVISION" is not one of iam.client-types/);
+  expect(await counts()).toEqual(before);
+});
+
+it('names the line of what only the database can refuse (an unknown template)', async () => {
+  const file = join(dir, 'unknown-template-lines.yaml');
+  writeFileSync(file, 'users:\n  - userId: u-lines\n    profiles:\n      - profileId: p-lines\n        profileName: Lines\n        templateVersionId: nope-v9\n        clientTypes: [WEB]\n');
+  const result = await run(['provision', file]);
+  expect(result.code).toBe(1);
+  expect(result.err).toMatch(/unknown-template-lines\.yaml:6: \/users\/0\/profiles\/0\/templateVersionId/);
 });

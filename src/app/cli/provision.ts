@@ -1,4 +1,5 @@
-import { readProvisioningFile } from '../../api/provisioning-file';
+import { loadProvisioningFile, provisioningFileError } from '../../api/provisioning-file';
+import { ProvisioningError } from '../../domain/iam-repository';
 import { openDatabase, type OpenDatabase } from '../../adapters/postgres/database';
 import { RedisTokenStore } from '../../adapters/redis/redis-token-store';
 import { ChangeFeed } from '../../sessions/change-feed';
@@ -22,11 +23,17 @@ export const provisionCommand: CliCommand = {
     const file = positionals[0];
     if (file === undefined) throw new UsageError('missing the provisioning FILE', USAGE);
     const overwrite = values.overwrite === true;
-    const document = readProvisioningFile(file);
     const config = loadConfig();
+    const provisioning = loadProvisioningFile(file, { clientTypes: config.iam.clientTypes });
     const database = await openDatabase(config);
     try {
-      const summary = await database.repository.applyProvisioning(document, { overwrite, audit: { actorUserId: 'provisioning', source: file } });
+      const summary = await database.repository
+        .applyProvisioning(provisioning.document, { overwrite, audit: { actorUserId: 'provisioning', source: file } })
+        .catch((error: unknown) => {
+          // What only the database can tell (unknown templates, ids of another user): every problem, with its line.
+          if (error instanceof ProvisioningError) throw provisioningFileError(file, error.problems.map((p) => ({ ...p, line: provisioning.lineOf(p.pointer) })));
+          throw error;
+        });
       if (summary.created + summary.updated === 0) {
         process.stdout.write(overwrite ? `provision: nothing changed (${summary.unchanged} objects already as described)\n` : 'provision: nothing changed (everything in the file exists; --overwrite updates existing objects)\n');
       } else process.stdout.write(summary.changes.map((line: string) => `provision: ${line}\n`).join('') + `provision: ${summary.created} created, ${summary.updated} updated, ${summary.unchanged} unchanged\n`);
