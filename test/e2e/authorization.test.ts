@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { startHost, type RunningHost } from '../../examples/host/server';
 import type { RunningGateway } from '../../src/app/start-gateway';
 import { createTestDatabase, type TestDatabase } from '../support/database';
-import { testRedisUrl, uniquePrefix } from '../support/env';
+import { testRedisUrl, uniquePrefix, notRun } from '../support/env';
 import { bearer, login, startTestGateway } from '../support/gateway';
 
 let host: RunningHost;
@@ -290,7 +290,7 @@ describe('changes to profiles reach live sessions', () => {
   });
 
   const redisUrl = testRedisUrl();
-  if (!redisUrl) console.log('authorization: two-instance propagation test NOT run (REDIS_URL unset)');
+  if (!redisUrl) notRun('authorization: two-instance propagation test (REDIS_URL unset)');
   (redisUrl ? it : it.skip)('... on two instances sharing Redis', async () => {
     const shared = { IAM_POLICIES_DIR: policyDir, IAM_TOKEN_STORE_PREFIX: uniquePrefix('authz2'), REDIS_URL: redisUrl! };
     const a = await startTestGateway(host.url, shared);

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import type { RunningGateway } from '../../src/app/start-gateway';
 import { hashToken } from '../../src/domain/token-hash';
 import { createTestDatabase } from '../support/database';
-import { testRedisUrl, uniquePrefix } from '../support/env';
+import { testRedisUrl, uniquePrefix, notRun } from '../support/env';
 import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
 
@@ -51,7 +51,7 @@ it('lets a protected and an undeclared route through without a token, headers un
 
 const redisUrl = testRedisUrl();
 // The in-process store does not outlive its process, so this needs Redis (CI always sets REDIS_URL).
-if (!redisUrl) console.log('transparent-mode: token-store rollback test NOT run (REDIS_URL unset)');
+if (!redisUrl) notRun('transparent-mode: token-store rollback test (REDIS_URL unset)');
 (redisUrl ? it : it.skip)('does not touch the token store: tokens issued before stay until purged', async () => {
   const prefix = uniquePrefix('rollback');
   const enabled = await startTestGateway(upstream.url, { IAM_TOKEN_STORE_PREFIX: prefix, IAM_POLICIES_DIR: join(ROOT, 'test/fixtures/e2e-policies') });

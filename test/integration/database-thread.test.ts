@@ -10,7 +10,7 @@ import type { DatabaseSettings } from '../../src/adapters/postgres/database';
 import { DATABASE_THREAD_NICE, openDatabaseThread, type DatabaseThread } from '../../src/adapters/postgres/database-thread';
 import { DatabaseUnavailableError, ProvisioningError } from '../../src/domain/iam-repository';
 import { createTestDatabase } from '../support/database';
-import { testDatabaseKind, testDatabaseUrl } from '../support/env';
+import { testDatabaseKind, testDatabaseUrl, notRun } from '../support/env';
 import { threadNiceValues } from '../support/threads';
 
 const settings = (url = testDatabaseUrl()): DatabaseSettings => ({
@@ -69,7 +69,7 @@ describe('database thread', () => {
   });
 
   it('runs on a thread of lower priority than the caller (Linux)', async () => {
-    if (process.platform !== 'linux') return console.warn('database-thread: priority check NOT run (Linux only)');
+    if (process.platform !== 'linux') return notRun('database-thread: priority check (Linux only)');
     const niceValues = threadNiceValues();
     expect(niceValues).toContain(DATABASE_THREAD_NICE);
     expect(niceValues[0]).not.toBe(DATABASE_THREAD_NICE); // this (the main) thread keeps its priority

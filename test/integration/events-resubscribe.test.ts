@@ -14,9 +14,10 @@ import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
 import { privateRedisAvailable, startPrivateRedis, type PrivateRedis } from '../support/private-redis';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
 import { timed } from '../support/timed-fetch';
+import { notRun } from '../support/env';
 
 const runnable = privateRedisAvailable() || Boolean(process.env.CI);
-if (!runnable) console.log('events-resubscribe: tests NOT run (/usr/bin/redis-server missing; CI always has it)');
+if (!runnable) notRun('events-resubscribe (/usr/bin/redis-server missing; CI always has it)');
 const describeIfRedisServer = runnable ? describe : describe.skip;
 
 const GW_USER = { user: 'gw', password: 'gw-password' };

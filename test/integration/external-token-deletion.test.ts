@@ -10,14 +10,14 @@ import { join } from 'node:path';
 import { main } from '../../src/app/main';
 import type { RunningGateway } from '../../src/app/start-gateway';
 import { createTestDatabase, type TestDatabase } from '../support/database';
-import { uniquePrefix } from '../support/env';
+import { uniquePrefix, notRun } from '../support/env';
 import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
 import { privateRedisAvailable, startPrivateRedis, type PrivateRedis } from '../support/private-redis';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
 import { timed } from '../support/timed-fetch';
 
 const runnable = privateRedisAvailable() || Boolean(process.env.CI);
-if (!runnable) console.log('external-token-deletion: tests NOT run (/usr/bin/redis-server missing; CI always has it)');
+if (!runnable) notRun('external-token-deletion (/usr/bin/redis-server missing; CI always has it)');
 const describeIfRedisServer = runnable ? describe : describe.skip;
 
 /** The default `iam.token.cache.revalidate-interval`, plus one store read and slack for a loaded test machine. */

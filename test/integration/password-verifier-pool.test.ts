@@ -8,6 +8,7 @@ import { hashPassword } from '../../src/auth/password-hash';
 import { PASSWORD_THREAD_NICE, PasswordVerifierPool } from '../../src/auth/password-verifier-pool';
 import { ProblemError } from '../../src/domain/problem';
 import { threadNiceValues } from '../support/threads';
+import { notRun } from '../support/env';
 
 const ROOT = join(__dirname, '..', '..');
 
@@ -47,7 +48,7 @@ describe('PasswordVerifierPool', () => {
   });
 
   // Thread priorities are read from /proc; elsewhere the pool does not renice at all (see the module).
-  if (process.platform !== 'linux') console.warn('password-verifier-pool: thread priority test NOT run (Linux only)');
+  if (process.platform !== 'linux') notRun('password-verifier-pool: thread priority test (Linux only)');
   else it('verifies on a thread of lower priority while the calling thread keeps its own', async () => {
     const own = threadNiceValues()[0];
     const before = threadNiceValues().filter((nice) => nice === PASSWORD_THREAD_NICE).length;

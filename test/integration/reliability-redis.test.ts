@@ -9,7 +9,7 @@ import { Redis } from 'ioredis';
 import type { RunningGateway } from '../../src/app/start-gateway';
 import { hashToken } from '../../src/domain/token-hash';
 import { createTestDatabase, type TestDatabase } from '../support/database';
-import { testRedisUrl } from '../support/env';
+import { testRedisUrl, notRun } from '../support/env';
 import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
 import { relayedUrl, startTcpRelay, targetOf, type TcpRelay } from '../support/tcp-relay';
@@ -66,7 +66,7 @@ describe('token store unreachable at start', () => {
 });
 
 if (!REDIS_URL) {
-  console.log('reliability: Redis fault tests NOT run (REDIS_URL unset)');
+  notRun('reliability: Redis fault tests (REDIS_URL unset)');
 } else {
   describe('Redis goes down mid-run (relay cut), then comes back', () => {
     let upstream: RecordingUpstream;

@@ -9,12 +9,12 @@ import type { RunningGateway } from '../../src/app/start-gateway';
 import { RedisTokenStore } from '../../src/adapters/redis/redis-token-store';
 import { hashToken } from '../../src/domain/token-hash';
 import { createTestDatabase, type TestDatabase } from '../support/database';
-import { uniquePrefix } from '../support/env';
+import { uniquePrefix, notRun } from '../support/env';
 import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
 import { privateRedisAvailable, startPrivateRedis, type PrivateRedis } from '../support/private-redis';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
 
-if (!privateRedisAvailable()) console.log('revocation-durable: tests NOT run (no /usr/bin/redis-server; CI always has it)');
+if (!privateRedisAvailable()) notRun('revocation-durable (no /usr/bin/redis-server; CI always has it)');
 const describeWithRedisServer = privateRedisAvailable() ? describe : describe.skip;
 
 const status = (url: string, token: string): Promise<number> => fetch(`${url}/api/projects`, { headers: bearer(token) }).then((r) => r.status);

@@ -17,7 +17,7 @@ import {
 } from '../../src/domain/token-hash';
 import type { StoreEvent, TokenRecord } from '../../src/domain/token-record';
 import { StoreUnavailableError, type TokenStore } from '../../src/domain/token-store';
-import { testRedisUrl, uniquePrefix } from '../support/env';
+import { testRedisUrl, uniquePrefix, notRun } from '../support/env';
 import { startPrivateRedis } from '../support/private-redis';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -313,7 +313,7 @@ describe('escapeGlob', () => {
 
 const redisUrl = testRedisUrl();
 if (!redisUrl) {
-  console.warn('token-store: Redis contract suite NOT run (REDIS_URL unset)');
+  notRun('token-store: Redis contract suite (REDIS_URL unset)');
 } else {
   const connect = (prefix: string, url = redisUrl, extra: Partial<Parameters<typeof RedisTokenStore.connect>[0]> = {}) =>
     RedisTokenStore.connect({ url, prefix, connectTimeoutMs: 2000, commandTimeoutMs: 1000, ...extra });

@@ -9,6 +9,7 @@
  * Tests learn which kind through IAM_TEST_DATABASE_KIND / IAM_TEST_REDIS_KIND.
  */
 import type { Config } from '@jest/types';
+import { randomBytes } from 'node:crypto';
 import { createOrm } from '../../src/adapters/postgres/orm';
 import { startEmbeddedDatabase, type EmbeddedDatabase } from '../../src/adapters/pglite/embedded-database';
 
@@ -19,6 +20,8 @@ declare global {
 }
 
 export default async function globalSetup(globalConfig: Config.GlobalConfig): Promise<void> {
+  // Every store key of this run starts with test-<run id>- (env.ts uniquePrefix); the teardown removes them.
+  process.env.IAM_TEST_RUN_ID = randomBytes(4).toString('hex');
   const workers = Math.max(1, globalConfig.maxWorkers);
   let urls: string[];
   if (process.env.DATABASE_URL) {
