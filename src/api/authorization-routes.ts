@@ -8,6 +8,7 @@ import { ADMIN_PERMISSIONS } from './admin-routes';
 import { normalizeRequestTarget } from '../http/normalize-target';
 import type { RequestAuthorizer } from '../gateway/request-authorizer';
 import type { IamRepository } from '../domain/iam-repository';
+import type { GatewayMetrics } from '../observability/metrics';
 import type { CompiledPolicy } from '../policy/compiled-policy';
 import { ProblemError, problems } from '../domain/problem';
 import { callerOf, factsOf } from './iam-context';
@@ -27,6 +28,7 @@ export interface AuthorizationRoutesDeps {
   allowPathParameters: boolean;
   /** `server.max-url-length`, for forward-auth's URI. */
   maxUrlLength: number;
+  metrics: Pick<GatewayMetrics, 'forwardAuth'>;
 }
 
 /** docs/http-contract.md: profiles, switch, diagnostics, decisions, forward-auth. */
@@ -97,5 +99,5 @@ export function registerAuthorizationRoutes(router: Router, deps: AuthorizationR
     ctx.body = decision;
   });
 
-  registerForwardAuthRoute(router, { authorizer: deps.authorizer, target: { allowPathParameters: deps.allowPathParameters, maxUrlLength: deps.maxUrlLength } });
+  registerForwardAuthRoute(router, { authorizer: deps.authorizer, metrics: deps.metrics, target: { allowPathParameters: deps.allowPathParameters, maxUrlLength: deps.maxUrlLength } });
 }

@@ -7,6 +7,7 @@ import type { GrantProvider } from '../authz/grant-provider';
 import type { AdminRepository } from '../domain/admin-repository';
 import type { IamRepository } from '../domain/iam-repository';
 import type { RequestAuthorizer } from '../gateway/request-authorizer';
+import type { GatewayMetrics } from '../observability/metrics';
 import type { CompiledPolicy } from '../policy/compiled-policy';
 import type { SessionService } from '../sessions/session-service';
 import { registerAdminRoutes } from './admin-routes';
@@ -31,6 +32,8 @@ export interface IamRoutesDeps {
   /** The policy snapshot serving now. */
   policy: () => CompiledPolicy;
   audit: AuditTrail;
+  /** `iam_forward_auth_requests_total`. */
+  metrics: Pick<GatewayMetrics, 'forwardAuth'>;
   /** The public keys of `/iam/.well-known/jwks.json`. */
   jwks: () => JsonWebKey[];
   /** `iam.client-types`. */
@@ -59,6 +62,7 @@ export function registerIamRoutes(router: Router, deps: IamRoutesDeps): void {
     requireSession: sessionGuard,
     allowPathParameters: deps.allowPathParameters,
     maxUrlLength: deps.maxUrlLength,
+    metrics: deps.metrics,
   });
   const admin = new AdminService({ admin: deps.admin, repository, sessions, changes: deps.changes, audit });
   registerAdminRoutes(router, { admin, engine, grants: deps.grants, requireSession: sessionGuard });

@@ -7,6 +7,7 @@
  * (openapi-builders.ts), component schemas (schemas/: the same TypeBox schemas the routes validate with), paths (openapi-paths.ts, openapi-admin-paths.ts).
  */
 import { IDENTIFIER_PATTERN } from '../auth/identity-validation';
+import { REQUEST_ID_PATTERN } from '../http/prepare-request';
 import { adminPaths } from './openapi-admin-paths';
 import { header, problem } from './openapi-builders';
 import { nonAdminPaths } from './openapi-paths';
@@ -41,7 +42,11 @@ const components: OpenApiDocument['components'] = {
     },
   },
   headers: {
-    RequestId: { description: 'The request id, also in problem bodies and the log.', required: true, schema: { type: 'string', format: 'uuid' } },
+    RequestId: {
+      description: 'The request id (a UUID, or the X-Request-Id of a trusted proxy), also in problem bodies and the log.',
+      required: true,
+      schema: { type: 'string', pattern: REQUEST_ID_PATTERN },
+    },
     NoStore: { description: 'Tokens and errors are never cached.', required: true, schema: { const: 'no-store' } },
     WwwAuthenticate: {
       description: 'RFC 6750 §3: `Bearer realm="iam-gateway"`, with `error="invalid_token"` when a token was sent.',

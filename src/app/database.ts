@@ -1,5 +1,5 @@
 import { openDatabaseThread, type DatabaseThread } from '../adapters/postgres/database-thread';
-import { loadProvisioningFile, provisioningFileError } from '../api/provisioning-file';
+import { provisioningFileError, type ProvisioningFile } from '../api/provisioning-file';
 import { ProvisioningError } from '../domain/iam-repository';
 import type { Logger } from '../observability/logger';
 import type { CleanupStack } from './cleanup-stack';
@@ -7,18 +7,17 @@ import type { GatewayConfig } from './config';
 
 /**
  * Opens the database on its own thread (the proxy's event loop never waits behind database work), applies
- * the migrations, then the start-time provisioning file: create-missing only, so a restart never reverts an
+ * the migrations, then the start-time provisioning file (read and checked by preflight.ts): create-missing only, so a restart never reverts an
  * admin API edit (`provision FILE --overwrite` syncs; docs/threat-model.md #11.22).
  */
-export async function openGatewayDatabase(config: GatewayConfig, logger: Logger, cleanups: CleanupStack): Promise<DatabaseThread> {
+export async function openGatewayDatabase(config: GatewayConfig, logger: Logger, cleanups: CleanupStack, provisioning: ProvisioningFile | null): Promise<DatabaseThread> {
   const database = await openDatabaseThread(config, {
     onUnexpectedExit: ({ code, error }) => logger.error({ code, err: error }, 'database thread stopped unexpectedly; it restarts on the next database call'),
   });
   cleanups.push(() => database.close());
   logger.info({ database: database.kind }, 'database ready, migrations applied');
-  const file = config.iam.provision.file;
-  if (file) {
-    const provisioning = loadProvisioningFile(file, { clientTypes: config.iam.clientTypes });
+  if (provisioning) {
+    const file = provisioning.path;
     const summary = await database.repository.applyProvisioning(provisioning.document, { overwrite: false, audit: { actorUserId: 'provisioning', source: file } }).catch((error: unknown) => {
       if (error instanceof ProvisioningError) throw provisioningFileError(file, error.problems.map((p) => ({ ...p, line: provisioning.lineOf(p.pointer) })));
       throw error;

@@ -2,7 +2,6 @@ import { LoginRateLimiter } from '../auth/login-rate-limiter';
 import { LoginService } from '../auth/login-service';
 import { DecisionEngine } from '../authz/decision-engine';
 import { ResourceResolverClient } from '../authz/resource-resolver';
-import { AssertionSigner } from '../gateway/assertion-signer';
 import { CorsPolicy } from '../gateway/cors';
 import { createFrontDoor, createProxyServer } from '../gateway/front-door';
 import { ProxyHandler } from '../gateway/proxy-handler';
@@ -15,7 +14,7 @@ import { createLogger, type Logger } from '../observability/logger';
 import { createMetrics, type GatewayMetrics } from '../observability/metrics';
 import { OutageLog } from '../observability/outage-log';
 import { startAudit } from './audit';
-import { createAuthenticator } from './authenticator';
+import { preflight } from './preflight';
 import { CleanupStack } from './cleanup-stack';
 import type { GatewayConfig } from './config';
 import { openGatewayDatabase } from './database';
@@ -44,10 +43,14 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   const metrics = createMetrics();
   if (!config.iam.enabled) return startTransparent(config, logger, metrics);
 
+  // Every file the configuration names is read and checked before anything is opened.
+  const files = preflight(config);
   const cleanups = new CleanupStack(logger);
+  const closeAuthenticator = files.authenticator.close?.bind(files.authenticator);
+  if (closeAuthenticator) cleanups.push(() => closeAuthenticator());
   try {
     const policy = await startPolicy(config, logger, metrics, cleanups);
-    const database = await openGatewayDatabase(config, logger, cleanups);
+    const database = await openGatewayDatabase(config, logger, cleanups, files.provisioning);
     const repository = database.repository;
     const audit = startAudit(config, repository, logger, cleanups);
     const state = await startSessions(config, { repository, audit, logger, metrics, cleanups });
@@ -56,10 +59,8 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     const resolvers = new ResourceResolverClient();
     cleanups.push(() => resolvers.close());
     const engine = new DecisionEngine({ grants, resolvers });
-    const authenticator = createAuthenticator(config.iam.authenticator, { maxPendingVerifications: config.iam.login.maxPendingVerifications });
+    const authenticator = files.authenticator;
     if (authenticator.type === 'none') logger.warn({}, 'iam.authenticator.type is none: logins are off (501 IAM_LOGIN_NOT_CONFIGURED) until an authenticator is configured');
-    const closeAuthenticator = authenticator.close?.bind(authenticator);
-    if (closeAuthenticator) cleanups.push(() => closeAuthenticator());
     const login = new LoginService({
       authenticator,
       repository,
@@ -69,11 +70,12 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       audit,
       logger,
       rateLimiter: new LoginRateLimiter(store, config.iam.login.rateLimit),
+      metrics,
     });
 
     const isTrustedProxy = compileTrustedProxies(config.iam.forward.trustedProxies);
     const assertion = config.iam.forward.assertion;
-    const signer = assertion.enabled ? new AssertionSigner(assertion) : null;
+    const signer = files.signer;
     if (signer && !assertion.keyFile) logger.warn({}, 'assertion: no iam.forward.assertion.key-file; signing with a key generated at start (verifiable on this instance only)');
     const cors = config.iam.cors.enabled ? new CorsPolicy(config.iam.cors) : null;
     const forwarder = new UpstreamForwarder({ ...config.upstream, stripCorsHeaders: cors !== null });
@@ -112,6 +114,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       policy: () => policy.holder.current,
       audit,
       jwks: () => (signer ? [signer.jwk] : []),
+      metrics,
     });
 
     let shuttingDown = false;

@@ -1,5 +1,6 @@
 import type { AuditTrail } from '../audit/audit-trail';
 import type { Logger } from '../observability/logger';
+import type { GatewayMetrics } from '../observability/metrics';
 import type { IamRepository } from '../domain/iam-repository';
 import type { ProfileRecord } from '../domain/records';
 import { ProblemError, problems } from '../domain/problem';
@@ -19,6 +20,17 @@ export interface LoginServiceDeps {
   changes?: { deliver(): Promise<void> };
   audit: AuditTrail;
   logger: Logger;
+  /** `iam_logins_total{result}`; absent in tools that log nobody in. */
+  metrics?: Pick<GatewayMetrics, 'logins'>;
+}
+
+/** The `result` label of `iam_logins_total` for a login that threw `error`. */
+function loginResultOf(error: unknown): 'failure' | 'rate_limited' | 'not_configured' | 'error' {
+  if (!(error instanceof ProblemError)) return 'error';
+  if (error.code === 'IAM_INVALID_CREDENTIALS') return 'failure';
+  if (error.code === 'IAM_RATE_LIMITED') return 'rate_limited';
+  if (error.code === 'IAM_LOGIN_NOT_CONFIGURED') return 'not_configured';
+  return 'error';
 }
 
 /**
@@ -28,7 +40,19 @@ export interface LoginServiceDeps {
 export class LoginService {
   constructor(private readonly deps: LoginServiceDeps) {}
 
+  /** One login attempt; every outcome is counted in `iam_logins_total{result}`. */
   async login(request: LoginRequest, facts: RequestFacts): Promise<AuthenticationResult> {
+    try {
+      const result = await this.attempt(request, facts);
+      this.deps.metrics?.logins.inc({ result: 'success' });
+      return result;
+    } catch (error) {
+      this.deps.metrics?.logins.inc({ result: loginResultOf(error) });
+      throw error;
+    }
+  }
+
+  private async attempt(request: LoginRequest, facts: RequestFacts): Promise<AuthenticationResult> {
     const attempt = await this.deps.rateLimiter.acquire(request.username, facts.clientAddress ?? 'unknown');
     let outcome: AuthenticationOutcome;
     try {

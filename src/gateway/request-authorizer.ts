@@ -41,7 +41,12 @@ function invalidToken(): Authorization {
  * one token-store round trip (none on a warm session cache). Denials and shadow denials are audited here.
  */
 export class RequestAuthorizer {
-  constructor(private readonly deps: RequestAuthorizerDeps) {}
+  /** `iam_decisions_total{result="allow"}`, bound once: prom-client hashes a label object on every `inc({…})`. */
+  private readonly allowed: ReturnType<GatewayMetrics['decisions']['labels']>;
+
+  constructor(private readonly deps: RequestAuthorizerDeps) {
+    this.allowed = deps.metrics.decisions.labels('allow', 'none');
+  }
 
   /** Authorizes a prepared request exactly as the proxy enforces it. Never rejects. */
   async authorize(request: PreparedRequest, clientAddress: string | undefined): Promise<Authorization> {
@@ -110,6 +115,8 @@ export class RequestAuthorizer {
       this.recordDenial(decision, request, clientAddress);
       return { allowed: false, problem: problemFromDecision(decision) };
     }
+    // A shadow denial is counted as shadow_deny above, not as an allow.
+    if (!decision.shadowed) this.allowed.inc();
     return { allowed: true, decision, session, bearerSent };
   }
 

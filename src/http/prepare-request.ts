@@ -49,7 +49,7 @@ export function interpretRequestTarget(
  * (400 IAM_BAD_REQUEST, 414), then normalize the target once.
  */
 export function prepareRequest(req: IncomingMessage, options: PrepareOptions): { ok: true; request: PreparedRequest } | { ok: false; problem: ProblemError; requestId: string } {
-  const requestId = randomUUID();
+  const requestId = forwardedRequestId(req, options) ?? randomUUID();
   const rawTarget = req.url ?? '';
   if (rawTarget.length > options.maxUrlLength) {
     return { ok: false, requestId, problem: new ProblemError('IAM_URI_TOO_LONG', `The request target is longer than ${options.maxUrlLength} bytes.`) };
@@ -74,6 +74,23 @@ export function prepareRequest(req: IncomingMessage, options: PrepareOptions): {
       clientAddress: clientAddressOf(req.socket.remoteAddress, req.headers['x-forwarded-for'], options.isTrustedProxy ?? (() => false)),
     },
   };
+}
+
+/**
+ * What a kept request id may look like: 1–128 characters of letters, digits and `._:+=@/-` (UUIDs, nginx's
+ * `$request_id`, Envoy's and most tracing ids); never a comma (two headers joined), space or control character.
+ */
+export const REQUEST_ID_PATTERN = '^[A-Za-z0-9._:+=@/-]{1,128}$';
+const REQUEST_ID = new RegExp(REQUEST_ID_PATTERN);
+
+/**
+ * The `X-Request-Id` a trusted proxy (`iam.forward.trusted-proxies`) set, so one id follows the request along the
+ * proxy chain (docs/http-contract.md); null (a new id) for anyone else's, or one that is not a single valid id.
+ */
+function forwardedRequestId(req: IncomingMessage, options: PrepareOptions): string | null {
+  const given = req.headers['x-request-id'];
+  if (typeof given !== 'string' || !options.isTrustedProxy?.(req.socket.remoteAddress)) return null;
+  return REQUEST_ID.test(given) ? given : null;
 }
 
 /** True when a normalized path belongs to the gateway's own endpoints. */

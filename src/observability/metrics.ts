@@ -7,6 +7,7 @@ export interface GatewayMetrics {
   decisions: Counter<'result' | 'step'>;
   upstreamDuration: Histogram<'status_class'>;
   logins: Counter<'result'>;
+  forwardAuth: Counter<'outcome'>;
   policyReloads: Counter<'result'>;
   policyRoutes: Gauge;
   sessionCacheEntries: Gauge;
@@ -32,7 +33,7 @@ export function createMetrics(options: { collectDefaults?: boolean } = {}): Gate
     }),
     decisions: new Counter({
       name: 'iam_decisions_total',
-      help: 'Authorization decisions, by result (allow, deny, shadow_deny) and failed step.',
+      help: 'Authorization decisions of the proxy, upgrades and forward-auth, by result (allow, deny, shadow_deny) and failed step (none for allow).',
       labelNames: ['result', 'step'],
       registers: [registry],
     }),
@@ -43,7 +44,18 @@ export function createMetrics(options: { collectDefaults?: boolean } = {}): Gate
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers: [registry],
     }),
-    logins: new Counter({ name: 'iam_logins_total', help: 'Login attempts by result.', labelNames: ['result'], registers: [registry] }),
+    logins: new Counter({
+      name: 'iam_logins_total',
+      help: 'Login attempts (POST /iam/auth/login) by result (success, failure, rate_limited, not_configured, error).',
+      labelNames: ['result'],
+      registers: [registry],
+    }),
+    forwardAuth: new Counter({
+      name: 'iam_forward_auth_requests_total',
+      help: 'Forward-auth checks by outcome (allowed, denied, unauthenticated, refused, error); their decisions also count in iam_decisions_total.',
+      labelNames: ['outcome'],
+      registers: [registry],
+    }),
     policyReloads: new Counter({
       name: 'iam_policy_reloads_total',
       help: 'Policy loads and reloads by result (success, failure).',

@@ -159,3 +159,51 @@ describe('#11.20 compatibility characters in the path', () => {
     expect(received!.url).toBe('/api/projects/caf%C3%A9');
   });
 });
+
+describe('X-Request-Id along the proxy chain', () => {
+  /** The id the host received, the one in the answer, and the problem's requestId (a 401 on a protected route). */
+  async function ids(gateway: RunningGateway, headers: string[], path = '/health'): Promise<{ host: string | undefined; answer: string | null }> {
+    await upstream.clear();
+    const response = await new Promise<{ headers: string }>((resolve, reject) => {
+      const socket = connect(gateway.port, '127.0.0.1', () =>
+        socket.write(`GET ${path} HTTP/1.1\r\nHost: gw.test\r\n${headers.map((line) => `${line}\r\n`).join('')}Connection: close\r\n\r\n`),
+      );
+      let data = '';
+      socket.setEncoding('latin1');
+      socket.on('data', (chunk: string) => (data += chunk));
+      socket.on('end', () => resolve({ headers: data }));
+      socket.on('error', reject);
+    });
+    const answer = /\r\nx-request-id: ([^\r]*)\r\n/i.exec(response.headers)?.[1] ?? null;
+    const recorded = await upstream.requests();
+    return { host: recorded[0] ? recordedHeader(recorded[0], 'x-request-id')[0] : undefined, answer };
+  }
+
+  it('keeps a valid id from a trusted proxy: the host, the answer and a problem carry it', async () => {
+    for (const id of ['3b1f0c9e-2d4a-4f7e-9a51-0c2e8d7b6a11', 'a3f9c0de12b34567890abcdef1234567', 'req:edge-7/42']) {
+      expect(await ids(trusting, [`X-Request-Id: ${id}`])).toEqual({ host: id, answer: id });
+    }
+    const problem = await fetch(`${trusting.url}/api/projects`, { headers: { 'x-request-id': 'edge-401' } });
+    expect(problem.headers.get('x-request-id')).toBe('edge-401');
+    expect(((await problem.json()) as { requestId: string }).requestId).toBe('edge-401');
+  });
+
+  it("replaces an untrusted peer's id, and a trusted proxy's id that is not one valid id", async () => {
+    const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+    const untrusted = await ids(untrusting, ['X-Request-Id: client-chosen']);
+    expect(untrusted.host).toMatch(uuid);
+    expect(untrusted.answer).toBe(untrusted.host);
+    for (const headers of [
+      ['X-Request-Id: has space'],
+      ['X-Request-Id: a,b'],
+      [`X-Request-Id: ${'x'.repeat(129)}`],
+      ['X-Request-Id: one', 'X-Request-Id: two'],
+      ['X-Request-Id: \u00e9t\u00e9'],
+      ['X-Request-Id:'],
+    ]) {
+      const replaced = await ids(trusting, headers);
+      expect({ headers, host: replaced.host }).toEqual({ headers, host: expect.stringMatching(uuid) });
+      expect(replaced.answer).toBe(replaced.host);
+    }
+  });
+});

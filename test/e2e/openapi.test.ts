@@ -94,6 +94,7 @@ function registeredRoutes(): Array<{ method: string; path: string }> {
     policy: unused,
     audit: unused,
     jwks: unused,
+    metrics: unused,
     clientTypes: ['WEB'],
     allowPathParameters: false,
     maxUrlLength: 8192,

@@ -340,3 +340,17 @@ describe('parseDuration and parseByteSize', () => {
     expect(() => parseByteSize(value, 'server.max-header-size')).toThrow(/config: server\.max-header-size: .* is not a size/);
   });
 });
+
+describe('the README configuration table', () => {
+  it('lists every configuration key once, with its environment variables, and nothing else', () => {
+    const readme = readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
+    const section = /## Configuration\n([\s\S]*?)\n## /.exec(readme)![1]!;
+    const rows = [...section.matchAll(/^\| `([a-z0-9.-]+)` \| ([^|]*) \|/gm)].map((match) => ({
+      key: match[1]!,
+      env: [...match[2]!.matchAll(/`([A-Z0-9_]+)`/g)].map((name) => name[1]!),
+    }));
+    const expected = listConfigKeys().map(({ key, env, alias }) => ({ key, env: alias === undefined ? [env] : [env, alias] }));
+    expect(rows.sort((a, b) => a.key.localeCompare(b.key))).toEqual(expected.sort((a, b) => a.key.localeCompare(b.key)));
+    expect(rows.map((row) => row.key)).toContain('iam.forward.assertion.key-file');
+  });
+});

@@ -7,6 +7,7 @@ import { Type } from '@sinclair/typebox';
 import { FAILED_STEP_CODES, PASSED_STEP_CODES } from '../../authz/decision';
 import { ESCALATION_RULE } from '../../domain/admin-repository';
 import { PROBLEM_CATALOG, type ProblemCode } from '../../domain/problem';
+import { REQUEST_ID_PATTERN } from '../../http/prepare-request';
 import { Enum, Identifier, Nullable, NullableString, Ref, StrictObject, Timestamp } from './kit';
 import { Scope } from './requests';
 
@@ -21,7 +22,10 @@ export const Problem = StrictObject(
     detail: Type.String(),
     instance: Type.String({ description: 'The (normalized) request path; for forward-auth, the path of the original request once it is known.' }),
     code: Enum(PROBLEM_CODES, { description: 'Stable code from the catalog; match on this, never on `detail`.' }),
-    requestId: Type.String({ format: 'uuid', description: 'Also in the `X-Request-Id` header and the log.' }),
+    requestId: Type.String({
+      pattern: REQUEST_ID_PATTERN,
+      description: 'A UUID the gateway made, or the `X-Request-Id` a trusted proxy sent. Also in the `X-Request-Id` header and the log.',
+    }),
     decisionId: Type.Optional(Type.String({ format: 'uuid', description: 'Find the full decision with GET /iam/authorization/decisions/{decisionId}.' })),
     step: Type.Optional(Enum(FAILED_STEP_CODES, { description: 'The decision step that failed.' })),
     rule: Type.Optional(
