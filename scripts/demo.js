@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 'use strict';
 /**
- * `npm run demo`: the bundled example host on :3000 and the gateway in front of it on :8080 with the
- * embedded defaults (in-memory PGlite, in-process token store), the example policies, users and
+ * `npm run demo`: the bundled example host on :3000 and the gateway in front of it on :8080 (other ports:
+ * HOST_PORT, PORT, MANAGEMENT_PORT; 0 = any free port) with the embedded defaults (in-memory PGlite, in-process token store), the example policies, users and
  * provisioning file (examples/demo.yaml; never for production). Prints what to try. Ctrl-C stops both.
  */
 const { existsSync } = require('node:fs');

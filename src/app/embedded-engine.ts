@@ -23,7 +23,7 @@ export interface EmbeddedAuthorizationEngine {
  * caches nothing and reads permissions on every decision.
  */
 export async function openAuthorizationEngine(config: GatewayConfig): Promise<EmbeddedAuthorizationEngine> {
-  const loaded = await loadPolicyDirectory(config.iam.policy.dir, { defaultResolverTimeoutMs: config.iam.authz.resolverTimeoutMs });
+  const loaded = await loadPolicyDirectory(config.iam.policy.dir, { defaultResolverTimeoutMs: config.iam.authz.resolverTimeoutMs, upstreamUrl: config.upstream.url });
   if (!loaded.policy) {
     const errors = loaded.issues.filter((i) => i.severity === 'error').map((i) => `${i.source ? `${i.source.file}:${i.source.line}: ` : ''}${i.message}`);
     throw new Error(`policy: ${errors.join('; ')}`);

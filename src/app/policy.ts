@@ -11,7 +11,7 @@ import type { GatewayConfig } from './config';
  * hot reload: file events, the periodic checksum and SIGHUP (docs/policy-format.md).
  */
 export async function startPolicy(config: GatewayConfig, logger: Logger, metrics: GatewayMetrics, cleanups: CleanupStack): Promise<{ holder: PolicyHolder; reloader: PolicyReloader }> {
-  const loaded = await loadPolicyDirectory(config.iam.policy.dir, { defaultResolverTimeoutMs: config.iam.authz.resolverTimeoutMs });
+  const loaded = await loadPolicyDirectory(config.iam.policy.dir, { defaultResolverTimeoutMs: config.iam.authz.resolverTimeoutMs, upstreamUrl: config.upstream.url });
   for (const issue of loaded.issues) {
     const where = issue.source ? `${issue.source.file}:${issue.source.line}: ` : '';
     logger[issue.severity === 'error' ? 'error' : 'warn']({ kind: issue.kind }, `policy: ${where}${issue.message}`);
@@ -26,6 +26,7 @@ export async function startPolicy(config: GatewayConfig, logger: Logger, metrics
     debounceMs: config.iam.policy.debounceMs,
     pollIntervalMs: config.iam.policy.pollIntervalMs,
     defaultResolverTimeoutMs: config.iam.authz.resolverTimeoutMs,
+    upstreamUrl: config.upstream.url,
     logger,
     metrics,
   });

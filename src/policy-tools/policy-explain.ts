@@ -105,7 +105,7 @@ export function formatExplanation(explanation: RequestExplanation): string[] {
     const resolver = explanation.resolver;
     const url = resolver ? resolverUrl(resolver.url, match.params[resource.idParam] ?? '') : null;
     if (resolver && url === null) add('resolver', `none: ${JSON.stringify(id)} cannot be a resource id in a URL, requests answer 404 IAM_RESOURCE_NOT_FOUND`);
-    else if (resolver) add('resolver', `GET ${url} (timeout ${resolver.timeoutMs} ms; 404 → 404 IAM_RESOURCE_NOT_FOUND)`);
+    else if (resolver) add('resolver', `GET ${url}${url!.startsWith('/') ? ' on upstream.url' : ''} (timeout ${resolver.timeoutMs} ms; 404 → 404 IAM_RESOURCE_NOT_FOUND)`);
     else if (resource.resolve === 'required') add('resolver', `none for ${resource.type}: requests answer 500 IAM_RESOURCE_RESOLUTION_UNAVAILABLE`);
     else add('resolver', `none for ${resource.type}: ${resource.type} ${id} is checked as its own scope`);
   }

@@ -9,6 +9,11 @@ import { parsePolicyFile } from './policy-parser';
 export interface PolicyLoadOptions {
   /** Timeout of resource resolvers that set none (`iam.authz.resolver-timeout`); default 2000 ms. */
   defaultResolverTimeoutMs?: number;
+  /**
+   * `upstream.url`: resolver URLs written as paths (`/internal/…/{id}`) are resolved against it. Without it (the
+   * policy tools) they stay paths.
+   */
+  upstreamUrl?: string | null;
 }
 
 /** One policy file's name (relative to the policies directory) and text. */
@@ -42,7 +47,7 @@ export function compilePolicyFiles(files: readonly PolicyFileText[], options: Po
   const sorted = sortByName(files);
   return compilePolicy(
     sorted.map(({ file, text }) => parsePolicyFile(file, text)),
-    { hash: hashPolicyFiles(sorted), defaultResolverTimeoutMs: options.defaultResolverTimeoutMs ?? DEFAULT_RESOLVER_TIMEOUT_MS },
+    { hash: hashPolicyFiles(sorted), defaultResolverTimeoutMs: options.defaultResolverTimeoutMs ?? DEFAULT_RESOLVER_TIMEOUT_MS, upstreamUrl: options.upstreamUrl ?? null },
   );
 }
 

@@ -19,7 +19,12 @@ export interface CompileContext {
   hash: string;
   /** Timeout of resolvers that set none (`iam.authz.resolver-timeout`). */
   defaultResolverTimeoutMs: number;
+  /** `upstream.url`, the base of resolver URLs written as paths; null keeps them as paths (policy tools). */
+  upstreamUrl?: string | null;
 }
+
+/** `..` or `.` as a path segment: a resolver path must name the endpoint as it is, not climb out of it. */
+const DOT_SEGMENT = /(^|\/)\.{1,2}(\/|$)/;
 
 /** Effective defaults a group hands to its routes; `*Depth` says which nesting level set a value. */
 interface Inherited {
@@ -87,9 +92,15 @@ export function compilePolicy(files: readonly ParsedPolicyFile[], context: Compi
         continue;
       }
       const resolver = declaration.resolver;
+      let url = resolver?.url ?? '';
+      if (url.startsWith('/')) {
+        // A path: the resolver is an endpoint of the host behind the gateway (`upstream.url`).
+        if (DOT_SEGMENT.test(url.split('?')[0]!)) error('resolver-url', `resource type ${type}: the resolver path ${url} has a "." or ".." segment`, source);
+        if (context.upstreamUrl) url = `${context.upstreamUrl.replace(/\/+$/, '')}${url}`;
+      }
       resources.set(type, {
         source,
-        resolver: resolver ? { url: resolver.url, timeoutMs: parseTimeout(resolver.timeout, context.defaultResolverTimeoutMs) } : null,
+        resolver: resolver ? { url, timeoutMs: parseTimeout(resolver.timeout, context.defaultResolverTimeoutMs) } : null,
       });
     }
 

@@ -138,7 +138,8 @@ const authoredSchema: JSONSchemaType<PolicyFileDocument> = {
             properties: {
               // Only http(s): a policy file must not make the gateway read file:// or other schemes.
               // {id} only after the authority: an id must never choose the host the gateway calls.
-              url: { type: 'string', pattern: '^https?://[^/?#\\s{}]+[/?][^\\s]*\\{id\\}' },
+              // Or a path (`/internal/…/{id}`, not `//host`): relative to `upstream.url`, the host behind the gateway.
+              url: { type: 'string', pattern: '^(?:https?://[^/?#\\s{}]+[/?]|/(?![/\\\\]))[^\\s]*\\{id\\}' },
               timeout: {
                 type: ['string', 'integer'],
                 nullable: true,

@@ -22,6 +22,8 @@ export interface PolicyReloaderOptions {
   pollIntervalMs: number;
   /** `iam.authz.resolver-timeout`, for resolvers that set none. */
   defaultResolverTimeoutMs: number;
+  /** `upstream.url`, the base of resolver URLs written as paths. */
+  upstreamUrl?: string | null;
   logger: Pick<Logger, 'info' | 'warn' | 'error'>;
   metrics: Pick<GatewayMetrics, 'policyReloads' | 'policyRoutes'>;
 }
@@ -251,7 +253,7 @@ export class PolicyReloader {
       const result =
         snapshot.issues.length > 0
           ? { policy: null, issues: snapshot.issues }
-          : compilePolicyFiles(snapshot.files, { defaultResolverTimeoutMs: this.options.defaultResolverTimeoutMs });
+          : compilePolicyFiles(snapshot.files, { defaultResolverTimeoutMs: this.options.defaultResolverTimeoutMs, upstreamUrl: this.options.upstreamUrl ?? null });
       if (this.closed) return { ok: holder.lastError === null, changed: false, hash: serving.hash, issues: result.issues };
       if (!result.policy) return this.rejected(reason, snapshot.fingerprint, result.issues);
       holder.swap(result.policy);

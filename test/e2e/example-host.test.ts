@@ -182,8 +182,9 @@ describe('example YAML files', () => {
   it('policy: version 1, deny by default, resolvers at the host, no /internal route', () => {
     expect(policy.version).toBe(1);
     expect(policy.default).toBe('deny');
-    expect(policy.resources.PROJECT.resolver.url).toBe('http://127.0.0.1:3000/internal/resources/projects/{id}');
-    expect(policy.resources.TASK.resolver.url).toBe('http://127.0.0.1:3000/internal/resources/tasks/{id}');
+    // Paths on the host behind the gateway (upstream.url), so the example runs on any port.
+    expect(policy.resources.PROJECT.resolver.url).toBe('/internal/resources/projects/{id}');
+    expect(policy.resources.TASK.resolver.url).toBe('/internal/resources/tasks/{id}');
     const routes = leafRoutes();
     expect(routes.some((route) => route.path.startsWith('/internal'))).toBe(false);
     expect(routes.find((route) => route.path === '/health')).toMatchObject({ methods: ['GET'], public: true });
@@ -220,7 +221,7 @@ describe('example YAML files', () => {
         }
       }
       for (const type of ['PROJECT', 'TASK']) {
-        const url = policy.resources[type].resolver.url.replace('http://127.0.0.1:3000', host.url).replace('{id}', type === 'PROJECT' ? '1' : '10');
+        const url = `${host.url}${policy.resources[type].resolver.url}`.replace('{id}', type === 'PROJECT' ? '1' : '10');
         const answer = await fetch(url);
         expect(await answer.json()).toEqual({ scopes: [{ type: 'PROJECT', id: '1' }] });
       }

@@ -467,3 +467,36 @@ describe('#11.12 profile: optional', () => {
     }
   });
 });
+
+describe('resolver URLs relative to upstream.url', () => {
+  const withResolver = (url: string): string => `version: 1\nresources:\n  PROJECT:\n    resolver: { url: "${url}" }\nroutes: []\n`;
+  const compileWith = (url: string, upstreamUrl?: string | null): PolicyLoadResult =>
+    compilePolicyFiles([{ file: 'r.yaml', text: withResolver(url) }], upstreamUrl === undefined ? {} : { upstreamUrl });
+
+  it('resolves a path against upstream.url (with or without its trailing slash, keeping its own path)', () => {
+    expect(policyOf(compileWith('/internal/projects/{id}', 'http://host:4000')).resources.PROJECT!.resolver!.url).toBe('http://host:4000/internal/projects/{id}');
+    expect(policyOf(compileWith('/internal/projects/{id}', 'http://host:4000/app/')).resources.PROJECT!.resolver!.url).toBe('http://host:4000/app/internal/projects/{id}');
+    expect(policyOf(compileWith('http://other:5000/p/{id}', 'http://host:4000')).resources.PROJECT!.resolver!.url).toBe('http://other:5000/p/{id}');
+  });
+
+  it('keeps the path when no upstream is known (policy check, test, explain)', () => {
+    expect(policyOf(compileWith('/internal/projects/{id}', null)).resources.PROJECT!.resolver!.url).toBe('/internal/projects/{id}');
+  });
+
+  it.each([
+    ['a protocol-relative URL (another host)', '//evil.example/p/{id}'],
+    ['a backslash authority', '/\\\\evil.example/p/{id}'],
+    ['a path without {id}', '/internal/projects'],
+    ['a relative path without a leading slash', 'internal/projects/{id}'],
+  ])('refuses %s with file:line', (_name, url) => {
+    const result = compileWith(url, 'http://host:4000');
+    expect(result.policy).toBeNull();
+    expect(result.issues[0]).toMatchObject({ severity: 'error', source: { file: 'r.yaml', line: expect.any(Number) } });
+  });
+
+  it.each(['/internal/../admin/{id}', '/internal/./p/{id}', '/../p/{id}'])('refuses the dot segments of %s', (url) => {
+    const result = compileWith(url, 'http://host:4000');
+    expect(result.policy).toBeNull();
+    expect(result.issues).toEqual([expect.objectContaining({ kind: 'resolver-url', severity: 'error', source: expect.objectContaining({ file: 'r.yaml', line: 3 }) })]);
+  });
+});

@@ -60,7 +60,7 @@ describe('explainRequest', () => {
       mode: 'enforce',
     });
     expect(explanation.match?.params).toEqual({ projectId: '7' });
-    expect(explanation.resolver?.url).toBe('http://127.0.0.1:3000/internal/resources/projects/{id}');
+    expect(explanation.resolver?.url).toBe('/internal/resources/projects/{id}');
   });
 
   it('normalizes first, exactly like the proxy', () => {
@@ -94,7 +94,7 @@ describe('formatExplanation', () => {
       'mode        enforce',
       'permission  task:read',
       'resource    TASK "a b" (from :taskId), access READ, resolve optional',
-      'resolver    GET http://127.0.0.1:3000/internal/resources/tasks/a%20b (timeout 2000 ms; 404 → 404 IAM_RESOURCE_NOT_FOUND)',
+      'resolver    GET /internal/resources/tasks/a%20b on upstream.url (timeout 2000 ms; 404 → 404 IAM_RESOURCE_NOT_FOUND)',
       'needs       a valid session (401), then an active profile for the client type, then permission task:read (403 PERMISSION_DENIED), ' +
         'then a scope covering the scopes the resolver answers for TASK a b for READ (403 SCOPE_DENIED; unscoped profiles pass)',
     ]);
