@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { Registry } from 'prom-client';
 import type { GatewayConfig } from './config';
 import type { Logger } from '../observability/logger';
-import { timeoutSweepInterval } from '../http/server-lifecycle';
+import { serverOptions } from '../http/server-lifecycle';
 
 export interface ReadinessCheck {
   name: string;
@@ -29,14 +29,7 @@ export function createManagementServer(options: ManagementServerOptions): Server
   const { server: limits } = options;
   const lastState = new Map<string, boolean>();
   return createServer(
-    {
-      maxHeaderSize: limits.maxHeaderSize,
-      requestTimeout: limits.requestTimeoutMs,
-      headersTimeout: limits.headersTimeoutMs,
-      keepAliveTimeout: limits.keepAliveTimeoutMs,
-      connectionsCheckingInterval: timeoutSweepInterval(limits.headersTimeoutMs, limits.requestTimeoutMs),
-      insecureHTTPParser: false,
-    },
+    serverOptions(limits),
     (req, res) => {
       const path = (req.url ?? '/').split('?')[0];
       const send = (status: number, body: unknown, type = 'application/json'): void => {

@@ -4,41 +4,21 @@ import { ProblemError, problems } from '../domain/problem';
 import { answerClientErrors } from '../http/client-errors';
 import { isIamPath, PREPARED_REQUEST, prepareRequest, type PrepareOptions, type RequestWithPrepared } from '../http/prepare-request';
 import { sendProblem, sendProblemOnSocket } from '../http/problem-response';
-import { refuseOnClosedConnections, timeoutSweepInterval } from '../http/server-lifecycle';
+import { refuseOnClosedConnections, serverOptions, type ServerLimits } from '../http/server-lifecycle';
 import type { GatewayMetrics } from '../observability/metrics';
 import type { CorsPolicy } from './cors';
 import type { ProxyHandler } from './proxy-handler';
 
 /** The proxy port's parser limits and timeouts (`server.*`, docs/configuration.md). */
-export interface ProxyServerLimits {
-  maxHeaderSize: number;
-  requestTimeoutMs: number;
-  headersTimeoutMs: number;
-  keepAliveTimeoutMs: number;
-}
+export type ProxyServerLimits = ServerLimits;
 
 /**
- * The proxy port's `node:http` server with the framing and timeout rules every mode shares. Node's own
- * missing-Host check answers a bare 400 without a problem body; with `requireHostHeader: false` the caller
- * refuses it itself as IAM_BAD_REQUEST (RFC 9112 §3.2, docs/http-contract.md).
+ * The proxy port's `node:http` server with the limits every port shares (http/server-lifecycle.ts serverOptions).
+ * Node's own missing-Host check answers a bare 400 without a problem body; with `requireHostHeader: false` the
+ * caller refuses it itself as IAM_BAD_REQUEST (RFC 9112 §3.2, docs/http-contract.md).
  */
 export function createProxyServer(limits: ProxyServerLimits, requireHostHeader: boolean, listener: (req: IncomingMessage, res: ServerResponse) => void): Server {
-  const server = createServer(
-    {
-      maxHeaderSize: limits.maxHeaderSize,
-      requestTimeout: limits.requestTimeoutMs,
-      headersTimeout: limits.headersTimeoutMs,
-      keepAliveTimeout: limits.keepAliveTimeoutMs,
-      // Node enforces the two timeouts above only when it sweeps connections, every 30 s by default: a
-      // slowloris client would hold its socket up to 30 s past headers-timeout. Sweep often enough that
-      // the configured timeouts are what clients get (test/integration/limits.test.ts).
-      connectionsCheckingInterval: timeoutSweepInterval(limits.headersTimeoutMs, limits.requestTimeoutMs),
-      // Refuse ambiguous framing instead of guessing (request smuggling, RFC 9112 §6.3).
-      insecureHTTPParser: false,
-      requireHostHeader,
-    },
-    refuseOnClosedConnections(listener),
-  );
+  const server = createServer({ ...serverOptions(limits), requireHostHeader }, refuseOnClosedConnections(listener));
   answerClientErrors(server);
   return server;
 }

@@ -1,4 +1,4 @@
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerOptions, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 
 export function listen(server: Server, port: number, host: string): Promise<void> {
@@ -94,6 +94,31 @@ export async function stopServer(server: Server, tracked: TrackedConnections, de
 
 /** Time allowed after the drain for closing pools and flushing buffered writes (then the stop gives up). */
 export const SHUTDOWN_CLEANUP_GRACE_MS = 3000;
+
+/** The parser limits and timeouts of a listening port (`server.*`, docs/configuration.md). */
+export interface ServerLimits {
+  maxHeaderSize: number;
+  requestTimeoutMs: number;
+  headersTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+}
+
+/**
+ * `http.createServer` options for `limits`, the same on the proxy and the management port: Node's sweep runs often
+ * enough that the configured timeouts are what clients get (a slowloris client would otherwise hold its socket up to
+ * 30 s past headers-timeout: test/integration/limits.test.ts), and ambiguous framing is refused instead of guessed
+ * (request smuggling, RFC 9112 §6.3).
+ */
+export function serverOptions(limits: ServerLimits): ServerOptions {
+  return {
+    maxHeaderSize: limits.maxHeaderSize,
+    requestTimeout: limits.requestTimeoutMs,
+    headersTimeout: limits.headersTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    connectionsCheckingInterval: timeoutSweepInterval(limits.headersTimeoutMs, limits.requestTimeoutMs),
+    insecureHTTPParser: false,
+  };
+}
 
 /**
  * How often Node's HTTP server checks `headersTimeout`/`requestTimeout` (its `connectionsCheckingInterval`,
