@@ -43,7 +43,7 @@ async function timeStep(fn, iterations, batches) {
   return best;
 }
 
-/** The per-request steps, built from dist/ exactly as server/gateway.ts wires them (caches warm). */
+/** The per-request steps, built from dist/ exactly as src/app/ wires them (caches warm). */
 async function buildSteps() {
   const { compilePolicyFiles } = requireDist('policy/load-policy-directory');
   const { prepareRequest } = requireDist('http/prepare-request');
@@ -74,7 +74,7 @@ async function buildSteps() {
   const engine = new DecisionEngine({ grants, resolvers: { resolve: async () => ({ kind: 'not-found' }) } });
   const metrics = createMetrics();
   const rawHeaders = ['Host', '127.0.0.1:8080', 'Authorization', `Bearer ${token}`, 'User-Agent', 'autocannon', 'Accept', '*/*'];
-  const req = { url: BENCH_PATH, method: 'GET', rawHeaders, headers: { host: '127.0.0.1:8080', authorization: `Bearer ${token}` } };
+  const req = { url: BENCH_PATH, method: 'GET', rawHeaders, headers: { host: '127.0.0.1:8080', authorization: `Bearer ${token}` }, socket: { remoteAddress: '127.0.0.1' } };
   const prepareOptions = { allowPathParameters: false, maxUrlLength: 8192 };
   const subject = { principal, clientType: 'WEB' };
   const decision = await engine.decideRequest({ method: 'GET', path: BENCH_PATH, policy, subject });
