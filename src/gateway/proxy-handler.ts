@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import type { Logger } from '../observability/logger';
 import { ProxyRequestMetrics, type GatewayMetrics } from '../observability/metrics';
 import type { PreparedRequest } from '../http/prepare-request';
+import { prefersHtml, sendProblemPage } from '../http/problem-page';
 import { sendProblem } from '../http/problem-response';
 import { buildUpstreamHeaders } from '../http/upstream-headers';
 import type { Authorization, RequestAuthorizer } from './request-authorizer';
@@ -40,7 +41,9 @@ export class ProxyHandler {
   private respond(req: IncomingMessage, res: ServerResponse, request: PreparedRequest, expectContinue: boolean, outcome: Authorization): void {
     if (!outcome.allowed) {
       this.deps.metrics.requests.inc({ outcome: outcome.problem.status === 401 ? 'unauthenticated' : 'denied' });
-      sendProblem(res, outcome.problem, request.path, request.requestId);
+      // A browser that is denied gets a page it can show; API clients keep problem+json (content negotiation).
+      if (outcome.problem.status === 403 && prefersHtml(req.headers.accept)) sendProblemPage(res, outcome.problem, request.method, request.path, request.requestId);
+      else sendProblem(res, outcome.problem, request.path, request.requestId);
       return;
     }
     if (expectContinue) res.writeContinue();

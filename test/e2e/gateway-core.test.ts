@@ -259,3 +259,30 @@ function headerMap(raw: string[]): Record<string, string[]> {
   for (let i = 0; i < raw.length; i += 2) (out[raw[i]!.toLowerCase()] ??= []).push(raw[i + 1]!);
   return out;
 }
+
+describe('a browser that is denied', () => {
+  const BROWSER = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
+
+  it('gets a 403 HTML page with the step and decisionId; the decision behind it is the one an API client gets', async () => {
+    const page = await fetch(`${gateway.url}/api/admin/stats`, { headers: { ...bearer(alice.accessToken), accept: BROWSER } });
+    expect(page.status).toBe(403);
+    expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(page.headers.get('content-security-policy')).toContain("default-src 'none'");
+    const html = await page.text();
+    const decisionId = /<dt>Decision id<\/dt><dd><code>([0-9a-f-]{36})<\/code>/.exec(html)?.[1];
+    expect(decisionId).toEqual(expect.any(String));
+    expect(html).toContain('<code>PERMISSION_DENIED</code>');
+    const decision = await fetch(`${gateway.url}/iam/authorization/decisions/${decisionId}`, { headers: bearer(alice.accessToken) });
+    expect(((await decision.json()) as { failedStep: string }).failedStep).toBe('PERMISSION_DENIED');
+    expect(await upstream.requests()).toEqual([]);
+  });
+
+  it('API clients (curl, fetch, JSON) keep the problem+json answer; a 401 stays a problem for browsers too', async () => {
+    for (const accept of ['*/*', 'application/json', 'application/json, text/html;q=0.5']) {
+      const answer = await fetch(`${gateway.url}/api/admin/stats`, { headers: { ...bearer(alice.accessToken), accept } });
+      expect([accept, answer.status, answer.headers.get('content-type')]).toEqual([accept, 403, 'application/problem+json']);
+    }
+    const anonymous = await fetch(`${gateway.url}/api/admin/stats`, { headers: { accept: BROWSER } });
+    expect([anonymous.status, anonymous.headers.get('content-type')]).toEqual([401, 'application/problem+json']);
+  });
+});

@@ -1,0 +1,80 @@
+import type { ServerResponse } from 'node:http';
+import type { ProblemError } from '../domain/problem';
+
+/**
+ * True when the client's `Accept` (RFC 9110 §12.5.1) prefers `text/html` to JSON: a browser navigating, not an
+ * API client. Browsers send `text/html,application/xhtml+xml,…,*\/*;q=0.8`; `curl` and `fetch()` send `*\/*`, which
+ * prefers neither and keeps the problem+json answer.
+ */
+export function prefersHtml(accept: string | undefined): boolean {
+  if (!accept || !accept.includes('html')) return false;
+  let html = 0;
+  let json = 0;
+  for (const part of accept.split(',')) {
+    const [range = '', ...params] = part.trim().toLowerCase().split(';');
+    const qParam = params.map((param) => param.trim()).find((param) => param.startsWith('q='));
+    const q = qParam === undefined ? 1 : Number(qParam.slice(2));
+    if (!(q >= 0 && q <= 1)) continue;
+    if (range === 'text/html' || range === 'application/xhtml+xml') html = Math.max(html, q);
+    else if (range === 'application/json' || range === 'application/problem+json' || range === 'application/*') json = Math.max(json, q);
+  }
+  return html > 0 && html > json;
+}
+
+const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (char) => ESCAPES[char]!);
+
+/**
+ * No script, style, frame, form, image or base: the page is inert text, whatever a detail or path contains.
+ * (docs/http-contract.md: browsers denied with 403 get this page; API clients keep problem+json.)
+ */
+export const PROBLEM_PAGE_CSP = "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+/**
+ * Writes a denial as a small HTML page for a browser: what was refused, the step that failed, the `decisionId` to
+ * quote when asking for access, and the request id. Every value is escaped.
+ */
+export function sendProblemPage(res: ServerResponse, problem: ProblemError, method: string, path: string, requestId: string): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const body = problem.toBody(path, requestId);
+  const rows: Array<[string, string]> = [
+    ['Request', `${method} ${path}`],
+    ...(body.step ? [['Step that failed', body.step] as [string, string]] : []),
+    ...(body.decisionId ? [['Decision id', body.decisionId] as [string, string]] : []),
+    ['Request id', requestId],
+  ];
+  const html = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escapeHtml(body.title)}</title>
+</head>
+<body>
+<main>
+<h1>${escapeHtml(body.title)}</h1>
+<p>${escapeHtml(body.detail)}</p>
+<dl>
+${rows.map(([term, value]) => `<dt>${escapeHtml(term)}</dt><dd><code>${escapeHtml(value)}</code></dd>`).join('\n')}
+</dl>
+<p>If you need this access, ask your administrator and quote the decision id: it shows them exactly which rule
+refused the request and why.</p>
+</main>
+</body>
+</html>
+`;
+  res.writeHead(problem.status, {
+    'content-type': 'text/html; charset=utf-8',
+    'content-length': Buffer.byteLength(html),
+    'cache-control': 'no-store',
+    'content-security-policy': PROBLEM_PAGE_CSP,
+    'x-content-type-options': 'nosniff',
+    'x-request-id': requestId,
+    vary: 'Accept',
+    ...problem.headers,
+  });
+  res.end(html);
+}
