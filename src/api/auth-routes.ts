@@ -1,6 +1,7 @@
 import type Router from '@koa/router';
 import type { LoginService } from '../auth/login-service';
 import type { SessionService } from '../sessions/session-service';
+import { clearedSessionCookie } from '../http/session-cookie';
 import { callerOf, factsOf } from './iam-context';
 import type { Middleware } from 'koa';
 import { loginRequest, type LoginBody } from './schemas/requests';
@@ -11,6 +12,8 @@ export interface AuthRoutesDeps {
   sessions: SessionService;
   clientTypes: string[];
   requireSession: Middleware;
+  /** `iam.session-cookie.secure`: which session cookie logout clears. */
+  secureCookie: boolean;
 }
 
 /** docs/http-contract.md: login, logout, me. */
@@ -25,6 +28,8 @@ export function registerAuthRoutes(router: Router, deps: AuthRoutesDeps): void {
 
   router.post('/auth/logout', deps.requireSession, async (ctx) => {
     await deps.sessions.logout(callerOf(ctx), factsOf(ctx));
+    // A browser session ends in the browser too (the token is already revoked everywhere).
+    ctx.set('Set-Cookie', clearedSessionCookie(deps.secureCookie));
     ctx.status = 204;
   });
 

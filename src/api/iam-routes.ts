@@ -36,6 +36,8 @@ export interface IamRoutesDeps {
   metrics: Pick<GatewayMetrics, 'forwardAuth'>;
   /** The public keys of `/iam/.well-known/jwks.json`. */
   jwks: () => JsonWebKey[];
+  /** `iam.session-cookie.*`: which cookie logout clears, and the origins trusted besides the gateway's own. */
+  sessionCookie: { secure: boolean; trustedOrigins: ReadonlySet<string> };
   /** `iam.client-types`. */
   clientTypes: string[];
   /** `iam.gateway.allow-path-parameters`. */
@@ -47,8 +49,8 @@ export interface IamRoutesDeps {
 /** Every route group of the `/iam` application (docs/http-contract.md); the one list of what it serves. */
 export function registerIamRoutes(router: Router, deps: IamRoutesDeps): void {
   const { login, sessions, engine, audit, repository } = deps;
-  const sessionGuard = requireSession(sessions);
-  registerAuthRoutes(router, { login, sessions, clientTypes: deps.clientTypes, requireSession: sessionGuard });
+  const sessionGuard = requireSession(sessions, deps.sessionCookie.trustedOrigins);
+  registerAuthRoutes(router, { login, sessions, clientTypes: deps.clientTypes, requireSession: sessionGuard, secureCookie: deps.sessionCookie.secure });
   registerSessionRoutes(router, { sessions, requireSession: sessionGuard });
   registerOpenApiRoutes(router);
   registerWellKnownRoutes(router, { jwks: deps.jwks });

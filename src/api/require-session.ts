@@ -2,20 +2,33 @@ import type { Middleware } from 'koa';
 import type { DecisionEngine } from '../authz/decision-engine';
 import { problemFromDecision } from '../authz/decision-engine';
 import { parseBearerToken } from '../http/inbound-headers';
-import { problems } from '../domain/problem';
+import { ProblemError, problems } from '../domain/problem';
+import { isWellFormedToken } from '../domain/token-hash';
+import { isCrossSiteRequest } from '../http/csrf';
 import type { SessionService, VerifiedSession } from '../sessions/session-service';
 import type { AuthorizationDecision } from '../authz/decision';
 import { callerOf, stateOf } from './iam-context';
 
 /**
- * Protected /iam endpoints (docs/http-contract.md): a valid bearer token from the Authorization header only
- * (never the query string), else 401 IAM_UNAUTHENTICATED with a Bearer challenge.
+ * Protected /iam endpoints (docs/http-contract.md): a valid bearer token from the Authorization header (never the
+ * query string) or, without one, the session cookie — refused cross-site for unsafe methods (403
+ * IAM_CSRF_REJECTED) — else 401 IAM_UNAUTHENTICATED with a Bearer challenge.
  */
-export function requireSession(sessions: Pick<SessionService, 'verify'>): Middleware {
+export function requireSession(sessions: Pick<SessionService, 'verify'>, trustedOrigins: ReadonlySet<string> = new Set()): Middleware {
   return async (ctx, next) => {
-    const bearer = parseBearerToken(stateOf(ctx).prepared.authorization);
-    if (bearer.kind !== 'bearer') throw problems.unauthenticated('A bearer access token is required.', bearer.kind === 'malformed');
-    const session = await sessions.verify(bearer.token);
+    const prepared = stateOf(ctx).prepared;
+    const bearer = parseBearerToken(prepared.authorization);
+    if (bearer.kind === 'malformed') throw problems.unauthenticated('The bearer token is malformed.', true);
+    const cookie = bearer.kind === 'bearer' ? null : prepared.cookieSession;
+    let token = bearer.kind === 'bearer' ? bearer.token : null;
+    if (token === null && cookie !== null && isWellFormedToken(cookie.token)) {
+      if (isCrossSiteRequest(cookie, ctx.method, false, trustedOrigins)) {
+        throw new ProblemError('IAM_CSRF_REJECTED', 'A cross-site request may not use the session cookie (send a bearer token, or add the origin to iam.session-cookie.trusted-origins).');
+      }
+      token = cookie.token;
+    }
+    if (token === null) throw problems.unauthenticated('A bearer access token (or the session cookie) is required.', false);
+    const session = await sessions.verify(token);
     if (!session) throw problems.unauthenticated('The access token is invalid, expired or revoked.', true);
     stateOf(ctx).session = session;
     await next();

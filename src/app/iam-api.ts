@@ -8,7 +8,7 @@ import type { GatewayConfig } from './config';
 /** The `/iam` application with every route group (docs/http-contract.md), as a Node request listener. */
 export function createIamApi(
   config: GatewayConfig,
-  deps: Omit<IamRoutesDeps, 'clientTypes' | 'allowPathParameters' | 'maxUrlLength'> & { logger: Logger; outages: OutageLog },
+  deps: Omit<IamRoutesDeps, 'clientTypes' | 'allowPathParameters' | 'maxUrlLength' | 'sessionCookie'> & { logger: Logger; outages: OutageLog },
 ): (req: IncomingMessage, res: ServerResponse) => unknown {
   const app = createIamApp({
     logger: deps.logger,
@@ -18,6 +18,7 @@ export function createIamApi(
       registerIamRoutes(router, {
         ...deps,
         clientTypes: config.iam.clientTypes,
+        sessionCookie: { secure: config.iam.sessionCookie.secure, trustedOrigins: new Set(config.iam.sessionCookie.trustedOrigins) },
         allowPathParameters: config.iam.gateway.allowPathParameters,
         maxUrlLength: config.server.maxUrlLength,
       }),

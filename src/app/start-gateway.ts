@@ -9,6 +9,7 @@ import { RequestAuthorizer } from '../gateway/request-authorizer';
 import { createTransparentProxy } from '../gateway/transparent-proxy';
 import { UpstreamForwarder } from '../gateway/upstream-forwarder';
 import { WebSocketForwarder } from '../gateway/websocket-forwarder';
+import { sessionCookieName } from '../http/session-cookie';
 import { compileTrustedProxies } from '../http/trusted-proxies';
 import { createLogger, type Logger } from '../observability/logger';
 import { createMetrics, type GatewayMetrics } from '../observability/metrics';
@@ -87,6 +88,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       audit,
       metrics,
       logger,
+      trustedOrigins: new Set(config.iam.sessionCookie.trustedOrigins),
       signAssertion: signer ? (decision, session, method, path, requestId) => signer.sign(decision, session, method, path, requestId) : null,
     });
     const proxy = new ProxyHandler({
@@ -120,7 +122,12 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     let shuttingDown = false;
     const server = createFrontDoor({
       limits: config.server,
-      prepare: { allowPathParameters: config.iam.gateway.allowPathParameters, maxUrlLength: config.server.maxUrlLength, isTrustedProxy },
+      prepare: {
+        allowPathParameters: config.iam.gateway.allowPathParameters,
+        maxUrlLength: config.server.maxUrlLength,
+        isTrustedProxy,
+        sessionCookie: sessionCookieName(config.iam.sessionCookie.secure),
+      },
       cors,
       iam,
       proxy,

@@ -5,6 +5,7 @@ import { ProxyRequestMetrics, type GatewayMetrics } from '../observability/metri
 import type { PreparedRequest } from '../http/prepare-request';
 import { prefersHtml, sendProblemPage } from '../http/problem-page';
 import { sendProblem } from '../http/problem-response';
+import { SESSION_COOKIE_NAMES } from '../http/session-cookie';
 import { buildUpstreamHeaders } from '../http/upstream-headers';
 import type { Authorization, RequestAuthorizer } from './request-authorizer';
 import type { UpstreamForwarder } from './upstream-forwarder';
@@ -61,7 +62,7 @@ export class ProxyHandler {
       return;
     }
     const clientAddress = request.clientAddress ?? undefined;
-    const outcome = await this.deps.authorizer.authorize(request, clientAddress);
+    const outcome = await this.deps.authorizer.authorize(request, clientAddress, true);
     if (!outcome.allowed) {
       this.deps.metrics.requests.inc({ outcome: outcome.problem.status === 401 ? 'unauthenticated' : 'denied' });
       handshake.refuse(outcome.problem);
@@ -74,7 +75,7 @@ export class ProxyHandler {
     handshake.forward(request.path + request.search, this.upstreamHeaders(req, request, outcome, true), {
       session,
       recheck: async () => {
-        const again = await this.deps.authorizer.authorize(request, clientAddress);
+        const again = await this.deps.authorizer.authorize(request, clientAddress, true);
         return again.allowed ? null : again.problem;
       },
     });
@@ -92,6 +93,7 @@ export class ProxyHandler {
         host: req.headers.host,
         requestId: request.requestId,
         stripAuthorization: outcome.bearerSent,
+        stripCookies: SESSION_COOKIE_NAMES,
         identity,
       },
       { keepUpgrade },

@@ -10,7 +10,9 @@ import { ProblemError, problems, toProblem } from '../domain/problem';
 import type { SessionService, VerifiedSession } from '../sessions/session-service';
 import { StoreUnavailableError } from '../domain/token-store';
 import { forwardedAuthorization, identityHeaders } from './identity-headers';
+import { isCrossSiteRequest } from '../http/csrf';
 import { parseBearerToken } from '../http/inbound-headers';
+import { isWellFormedToken } from '../domain/token-hash';
 import type { PreparedRequest } from '../http/prepare-request';
 
 export interface RequestAuthorizerDeps {
@@ -21,6 +23,8 @@ export interface RequestAuthorizerDeps {
   audit: AuditTrail;
   metrics: GatewayMetrics;
   logger: Logger;
+  /** `iam.session-cookie.trusted-origins`: origins besides the gateway's own allowed to use the cookie cross-site. */
+  trustedOrigins: ReadonlySet<string>;
   /** Signs the optional X-IAM-Assertion (docs/http-contract.md); null when off. */
   signAssertion: ((decision: AuthorizationDecision, session: VerifiedSession, method: string, path: string, requestId: string) => string) | null;
 }
@@ -49,15 +53,15 @@ export class RequestAuthorizer {
   }
 
   /** Authorizes a prepared request exactly as the proxy enforces it. Never rejects. */
-  async authorize(request: PreparedRequest, clientAddress: string | undefined): Promise<Authorization> {
-    return this.authorizeFast(request, clientAddress);
+  async authorize(request: PreparedRequest, clientAddress: string | undefined, upgrade = false): Promise<Authorization> {
+    return this.authorizeFast(request, clientAddress, upgrade);
   }
 
   /**
    * {@link authorize} without a promise on the warm path (session and grant cached, no resolver): each
    * promise costs measurable time per request, more so while async hooks are on. Never throws or rejects.
    */
-  authorizeFast(request: PreparedRequest, clientAddress: string | undefined): Authorization | Promise<Authorization> {
+  authorizeFast(request: PreparedRequest, clientAddress: string | undefined, upgrade = false): Authorization | Promise<Authorization> {
     const policy = this.deps.policy();
     const match = policy.match(request.method, request.path);
     const bearer = parseBearerToken(request.authorization);
@@ -67,10 +71,16 @@ export class RequestAuthorizer {
     const needsSubject = match ? !match.route.public : policy.defaultAction === 'authenticated';
     try {
       if (needsSubject && bearer.kind === 'malformed') return { allowed: false, problem: problems.unauthenticated('The bearer token is malformed.', true) };
-      if (needsSubject && bearer.kind === 'bearer') {
-        const cached = this.deps.sessions.verifyCached(bearer.token);
+      // A bearer token wins; the session cookie is read only when Authorization carries none (docs/http-contract.md).
+      const cookie = bearer.kind === 'bearer' ? null : request.cookieSession;
+      const token = bearer.kind === 'bearer' ? bearer.token : cookie !== null && isWellFormedToken(cookie.token) ? cookie.token : null;
+      if (needsSubject && token !== null) {
+        if (cookie !== null && isCrossSiteRequest(cookie, request.method, upgrade, this.deps.trustedOrigins)) {
+          return { allowed: false, problem: new ProblemError('IAM_CSRF_REJECTED', 'A cross-site request may not use the session cookie (send a bearer token, or add the origin to iam.session-cookie.trusted-origins).') };
+        }
+        const cached = this.deps.sessions.verifyCached(token);
         if (cached === 'miss') {
-          return this.deps.sessions.verify(bearer.token).then(
+          return this.deps.sessions.verify(token).then(
             (session) => (session ? this.decide(request, clientAddress, policy, match, session, bearerSent) : invalidToken()),
             (error: unknown) => this.failure(error, request),
           );

@@ -16,6 +16,8 @@ export type BearerCredential =
   | { kind: 'malformed' };
 
 import { authorizationCarriesToken, containsGatewayToken } from './forbidden-content';
+import { SESSION_COOKIE_NAMES } from './session-cookie';
+import { withoutCookies } from './upstream-headers';
 
 const AUTHORIZATION = 'authorization';
 const HOST = 'host';
@@ -84,8 +86,8 @@ function isChunkedOnly(value: string): boolean {
  * - docs/http-contract.md: two Authorization headers are a 400 (which one a host reads is undefined).
  * - Method-override headers (`X-HTTP-Method-Override`, `X-HTTP-Method`, `X-Method-Override`) are refused:
  *   the host would run another method than the one authorized.
- * - A gateway token anywhere but `Authorization: Bearer` (another scheme, Basic's base64, another header or
- *   cookie) is refused: stripping only Bearer would forward it to the host.
+ * - A gateway token anywhere but `Authorization: Bearer` or the session cookie (another scheme, Basic's base64,
+ *   another header or cookie) is refused: the gateway strips only those two, the host would receive the rest.
  */
 export function inspectRequestHeaders(rawHeaders: string[]): InboundHeaderInspection {
   let authorization: string | null = null;
@@ -129,8 +131,11 @@ export function inspectRequestHeaders(rawHeaders: string[]): InboundHeaderInspec
       default:
         break;
     }
-    // The gateway's token belongs in `Authorization: Bearer` only; anywhere else the host would receive it.
-    if (value.length > 20 && containsGatewayToken(value)) return { ok: false, reason: `a gateway access token in the ${name} header (send it as Authorization: Bearer only)` };
+    // The gateway's token belongs in `Authorization: Bearer` or the session cookie (which the gateway removes before
+    // forwarding) only; anywhere else the host would receive it.
+    if (value.length > 20 && containsGatewayToken(name.length === 6 && isNamed(name, 'cookie') ? withoutCookies(value, SESSION_COOKIE_NAMES) : value)) {
+      return { ok: false, reason: `a gateway access token in the ${name} header (send it as Authorization: Bearer or the session cookie only)` };
+    }
   }
   if (authorization !== null && parseBearerToken(authorization).kind === 'other' && authorizationCarriesToken(authorization)) {
     return { ok: false, reason: 'a gateway access token under an Authorization scheme other than Bearer' };

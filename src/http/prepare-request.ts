@@ -18,6 +18,22 @@ export interface PreparedRequest {
   authorization: string | null;
   /** The client's IP address (the trusted-proxy rule of {@link clientAddressOf}); null when unknown. */
   clientAddress: string | null;
+  /**
+   * The session token of the gateway's session cookie (`PrepareOptions.sessionCookie`), when the request carries
+   * exactly one; with it, what a CSRF check needs (docs/http-contract.md).
+   */
+  cookieSession: CookieSession | null;
+}
+
+/** A session cookie and the request's browser context. */
+export interface CookieSession {
+  token: string;
+  /** `Origin`, when sent. */
+  origin: string | null;
+  /** `Sec-Fetch-Site` (`same-origin`, `same-site`, `cross-site`, `none`), when sent. */
+  fetchSite: string | null;
+  /** `Host`: the gateway's own origin is `http(s)://` + this. */
+  host: string | null;
 }
 
 export interface PrepareOptions {
@@ -25,6 +41,8 @@ export interface PrepareOptions {
   maxUrlLength: number;
   /** `iam.forward.trusted-proxies`: whose X-Forwarded-For names the client. */
   isTrustedProxy?: TrustedProxyCheck;
+  /** The name of the session cookie (`__Host-iam-session`, or `iam-session` when not secure); absent: none read. */
+  sessionCookie?: string;
 }
 
 /**
@@ -72,6 +90,7 @@ export function prepareRequest(req: IncomingMessage, options: PrepareOptions): {
       search: target.search,
       authorization: inspected.authorization,
       clientAddress: clientAddressOf(req.socket.remoteAddress, req.headers['x-forwarded-for'], options.isTrustedProxy ?? (() => false)),
+      cookieSession: options.sessionCookie !== undefined && req.headers.cookie !== undefined ? cookieSessionOf(req, options.sessionCookie) : null,
     },
   };
 }
@@ -91,6 +110,25 @@ function forwardedRequestId(req: IncomingMessage, options: PrepareOptions): stri
   const given = req.headers['x-request-id'];
   if (typeof given !== 'string' || !options.isTrustedProxy?.(req.socket.remoteAddress)) return null;
   return REQUEST_ID.test(given) ? given : null;
+}
+
+/**
+ * The value of the one `name` cookie of the request (RFC 6265 §5.4), or null when there is none or more than one
+ * (cookie tossing: a second cookie of the same name set for a parent domain is not guessed between).
+ */
+function cookieSessionOf(req: IncomingMessage, name: string): CookieSession | null {
+  const header = req.headers.cookie!;
+  if (!header.includes(name)) return null;
+  let token: string | null = null;
+  for (const pair of header.split(';')) {
+    const at = pair.indexOf('=');
+    if (at < 0 || pair.slice(0, at).trim() !== name) continue;
+    if (token !== null) return null;
+    token = pair.slice(at + 1).trim();
+  }
+  if (!token) return null;
+  const fetchSite = req.headers['sec-fetch-site'];
+  return { token, origin: req.headers.origin ?? null, fetchSite: typeof fetchSite === 'string' ? fetchSite : null, host: req.headers.host ?? null };
 }
 
 /** True when a normalized path belongs to the gateway's own endpoints. */

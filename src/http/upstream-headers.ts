@@ -18,6 +18,8 @@ export interface UpstreamHeaderInput {
   requestId: string;
   /** True when Authorization carried the gateway's own bearer token. */
   stripAuthorization: boolean;
+  /** The gateway's session cookie names: removed from `Cookie` (the host never sees a gateway token). */
+  stripCookies?: readonly string[];
   /** X-IAM-* headers to add, already built by the caller. */
   identity: ReadonlyArray<readonly [string, string]> | null;
 }
@@ -40,6 +42,7 @@ const FORWARDED_PROTO = 6;
 const FORWARDED_HOST = 7;
 /** Other forwarding headers: kept from a trusted proxy, dropped otherwise. */
 const FORWARDING = 8;
+const COOKIE = 9;
 
 /** Kept only from `iam.forward.trusted-proxies`; from any other client they are dropped. */
 export const CLIENT_ADDRESS_HEADERS: readonly string[] = [
@@ -100,6 +103,7 @@ const HEADER_CLASS: ReadonlyMap<string, number> = new Map<string, number>([
   ['x-http-method', DROP],
   ['x-method-override', DROP],
   ['authorization', AUTHORIZATION],
+  ['cookie', COOKIE],
   ['x-forwarded-for', FORWARDED_FOR],
   ['x-forwarded-proto', FORWARDED_PROTO],
   ['x-forwarded-host', FORWARDED_HOST],
@@ -183,6 +187,13 @@ export function buildUpstreamHeaders(input: UpstreamHeaderInput, options?: Upstr
       case AUTHORIZATION:
         if (input.stripAuthorization) continue;
         break;
+      case COOKIE: {
+        if (!input.stripCookies) break;
+        const kept = withoutCookies(value, input.stripCookies);
+        if (kept === '') continue;
+        out.push(name, kept);
+        continue;
+      }
       case FORWARDED_FOR:
         // RFC 9110 §5.3: several field lines are one comma-separated list.
         if (trusted) forwardedFor = forwardedFor === null ? value : `${forwardedFor}, ${value}`;
@@ -216,6 +227,16 @@ export function buildUpstreamHeaders(input: UpstreamHeaderInput, options?: Upstr
     for (const [name, value] of input.identity) out.push(name, value);
   }
   return out;
+}
+
+/** `Cookie` without the pairs named `names` (RFC 6265 §4.2.1: `name=value` pairs separated by `;`). */
+export function withoutCookies(header: string, names: readonly string[]): string {
+  if (!names.some((name) => header.includes(name))) return header;
+  return header
+    .split(';')
+    .map((pair) => pair.trim())
+    .filter((pair) => pair !== '' && !names.includes(pair.slice(0, pair.includes('=') ? pair.indexOf('=') : pair.length).trim()))
+    .join('; ');
 }
 
 /** Removes, in place, the passed-through client headers a `Connection` header named (RFC 9110 §7.6.1). */

@@ -96,6 +96,7 @@ function registeredRoutes(): Array<{ method: string; path: string }> {
     jwks: unused,
     metrics: unused,
     clientTypes: ['WEB'],
+    sessionCookie: { secure: true, trustedOrigins: new Set() },
     allowPathParameters: false,
     maxUrlLength: 8192,
   });

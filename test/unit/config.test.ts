@@ -82,6 +82,7 @@ describe('loadConfig defaults', () => {
         authz: { abilityCacheSize: 10_000, abilityCacheBytes: 64 * 1024 * 1024, resolverTimeoutMs: 2_000 },
         gateway: { allowPathParameters: false },
         forward: { trustedProxies: [], assertion: { enabled: false, ttlMs: 60_000, issuer: 'iam-gateway', audience: null, keyFile: null } },
+        sessionCookie: { secure: true, trustedOrigins: [] },
         cors: {
           enabled: false,
           origins: [],

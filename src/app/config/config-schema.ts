@@ -69,6 +69,7 @@ export interface RawConfig {
       'trusted-proxies': string[];
       assertion: { enabled: boolean; ttl: Duration; issuer: string; audience?: string | null; 'key-file'?: string | null };
     };
+    'session-cookie': { secure: boolean; 'trusted-origins': string[] };
     cors: {
       enabled: boolean;
       origins: string[];
@@ -144,6 +145,11 @@ export const CONFIG_FORMATS: Readonly<Record<string, ConfigFormat>> = {
   'cors-origin': {
     validate: (v) => v === '*' || (URL.canParse(v) && new URL(v).origin === v),
     expected: 'an origin such as https://app.example.com (scheme, host, optional port; no path) or *',
+    echo: true,
+  },
+  origin: {
+    validate: (v) => URL.canParse(v) && new URL(v).origin === v,
+    expected: 'an origin such as https://app.example.com (scheme, host, optional port; no path)',
     echo: true,
   },
   // RFC 9110 §9.1: method names are case-sensitive tokens; the standard ones are upper-case.
@@ -330,6 +336,10 @@ export const configSchema = section({
         audience: nullableText('`aud` of the assertion JWT; null = none'),
         'key-file': nullableText('PEM Ed25519 private key that signs the assertion (share it across instances); null = a key generated at start'),
       }),
+    }),
+    'session-cookie': section({
+      secure: flag(true, 'the browser session cookie is __Host-iam-session with Secure; false: iam-session without Secure (plain-http development only)'),
+      'trusted-origins': list([], 'origin', "origins besides the gateway's own whose unsafe cookie-authenticated requests are accepted (CSRF)"),
     }),
     cors: section({
       enabled: flag(false, 'answer CORS preflights and add CORS headers'),

@@ -122,6 +122,13 @@ export interface GatewayConfig {
         keyFile: string | null;
       };
     };
+    /** Browser sessions: the cookie carrying the session token, and CSRF (docs/http-contract.md). */
+    sessionCookie: {
+      /** `__Host-iam-session` with `Secure`; false: `iam-session` without it (plain-http development). */
+      secure: boolean;
+      /** Origins besides the gateway's own allowed to send unsafe cookie-authenticated requests. */
+      trustedOrigins: string[];
+    };
     cors: {
       enabled: boolean;
       origins: string[];

@@ -98,6 +98,7 @@ export function toGatewayConfig(raw: RawConfig, cwd: string, file: string): Gate
           keyFile: nullable(forward.assertion['key-file'] ?? null, fromCwd),
         },
       },
+      sessionCookie: { secure: iam['session-cookie'].secure, trustedOrigins: [...iam['session-cookie']['trusted-origins']] },
       cors: {
         enabled: cors.enabled,
         origins: [...cors.origins],

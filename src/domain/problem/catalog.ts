@@ -6,6 +6,7 @@ export const PROBLEM_CATALOG = {
   IAM_UNAUTHENTICATED: { status: 401, title: 'Authentication required' },
   IAM_INVALID_CREDENTIALS: { status: 401, title: 'Invalid credentials' },
   IAM_ACCESS_DENIED: { status: 403, title: 'Access denied' },
+  IAM_CSRF_REJECTED: { status: 403, title: 'Cross-site request refused' },
   IAM_RESOURCE_NOT_FOUND: { status: 404, title: 'Resource not found' },
   IAM_PROFILE_NOT_FOUND: { status: 404, title: 'Profile not found' },
   IAM_SESSION_NOT_FOUND: { status: 404, title: 'Session not found' },
