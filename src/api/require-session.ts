@@ -2,8 +2,7 @@ import type { Middleware } from 'koa';
 import type { DecisionEngine } from '../authz/decision-engine';
 import { problemFromDecision } from '../authz/decision-engine';
 import { parseBearerToken } from '../http/inbound-headers';
-import { ProblemError, problems } from '../domain/problem';
-import { isWellFormedToken } from '../domain/token-hash';
+import { problems } from '../domain/problem';
 import { isCrossSiteRequest } from '../http/csrf';
 import type { SessionService, VerifiedSession } from '../sessions/session-service';
 import type { AuthorizationDecision } from '../authz/decision';
@@ -20,13 +19,8 @@ export function requireSession(sessions: Pick<SessionService, 'verify'>, trusted
     const bearer = parseBearerToken(prepared.authorization);
     if (bearer.kind === 'malformed') throw problems.unauthenticated('The bearer token is malformed.', true);
     const cookie = bearer.kind === 'bearer' ? null : prepared.cookieSession;
-    let token = bearer.kind === 'bearer' ? bearer.token : null;
-    if (token === null && cookie !== null && isWellFormedToken(cookie.token)) {
-      if (isCrossSiteRequest(cookie, ctx.method, false, trustedOrigins)) {
-        throw new ProblemError('IAM_CSRF_REJECTED', 'A cross-site request may not use the session cookie (send a bearer token, or add the origin to iam.session-cookie.trusted-origins).');
-      }
-      token = cookie.token;
-    }
+    const token = bearer.kind === 'bearer' ? bearer.token : (cookie?.token ?? null);
+    if (cookie !== null && isCrossSiteRequest(cookie, ctx.method, false, trustedOrigins)) throw problems.crossSiteCookie();
     if (token === null) throw problems.unauthenticated('A bearer access token (or the session cookie) is required.', false);
     const session = await sessions.verify(token);
     if (!session) throw problems.unauthenticated('The access token is invalid, expired or revoked.', true);

@@ -12,7 +12,6 @@ import { StoreUnavailableError } from '../domain/token-store';
 import { forwardedAuthorization, identityHeaders } from './identity-headers';
 import { isCrossSiteRequest } from '../http/csrf';
 import { parseBearerToken } from '../http/inbound-headers';
-import { isWellFormedToken } from '../domain/token-hash';
 import type { PreparedRequest } from '../http/prepare-request';
 
 export interface RequestAuthorizerDeps {
@@ -73,11 +72,9 @@ export class RequestAuthorizer {
       if (needsSubject && bearer.kind === 'malformed') return { allowed: false, problem: problems.unauthenticated('The bearer token is malformed.', true) };
       // A bearer token wins; the session cookie is read only when Authorization carries none (docs/http-contract.md).
       const cookie = bearer.kind === 'bearer' ? null : request.cookieSession;
-      const token = bearer.kind === 'bearer' ? bearer.token : cookie !== null && isWellFormedToken(cookie.token) ? cookie.token : null;
+      const token = bearer.kind === 'bearer' ? bearer.token : (cookie?.token ?? null);
       if (needsSubject && token !== null) {
-        if (cookie !== null && isCrossSiteRequest(cookie, request.method, upgrade, this.deps.trustedOrigins)) {
-          return { allowed: false, problem: new ProblemError('IAM_CSRF_REJECTED', 'A cross-site request may not use the session cookie (send a bearer token, or add the origin to iam.session-cookie.trusted-origins).') };
-        }
+        if (cookie !== null && isCrossSiteRequest(cookie, request.method, upgrade, this.deps.trustedOrigins)) return { allowed: false, problem: problems.crossSiteCookie() };
         const cached = this.deps.sessions.verifyCached(token);
         if (cached === 'miss') {
           return this.deps.sessions.verify(token).then(

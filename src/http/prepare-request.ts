@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { ProblemError, problems } from '../domain/problem';
+import { isWellFormedToken } from '../domain/token-hash';
 import { clientAddressOf } from './client-address';
 import { inspectRequestHeaders } from './inbound-headers';
 import type { TrustedProxyCheck } from './trusted-proxies';
@@ -113,8 +114,9 @@ function forwardedRequestId(req: IncomingMessage, options: PrepareOptions): stri
 }
 
 /**
- * The value of the one `name` cookie of the request (RFC 6265 §5.4), or null when there is none or more than one
- * (cookie tossing: a second cookie of the same name set for a parent domain is not guessed between).
+ * The value of the one `name` cookie of the request (RFC 6265 §5.4), or null when there is none, more than one
+ * (cookie tossing: a second cookie of the same name set for a parent domain is not guessed between), or its value
+ * is not a well-formed gateway token.
  */
 function cookieSessionOf(req: IncomingMessage, name: string): CookieSession | null {
   const header = req.headers.cookie!;
@@ -126,7 +128,8 @@ function cookieSessionOf(req: IncomingMessage, name: string): CookieSession | nu
     if (token !== null) return null;
     token = pair.slice(at + 1).trim();
   }
-  if (!token) return null;
+  // A value that is not a gateway token is no session cookie (the request is anonymous, as without one).
+  if (token === null || !isWellFormedToken(token)) return null;
   const fetchSite = req.headers['sec-fetch-site'];
   return { token, origin: req.headers.origin ?? null, fetchSite: typeof fetchSite === 'string' ? fetchSite : null, host: req.headers.host ?? null };
 }

@@ -14,6 +14,10 @@ export const problems = {
       headers: { 'WWW-Authenticate': 'Bearer realm="iam-gateway"' },
     });
   },
+  /** A cookie-authenticated request from another site (docs/http-contract.md, CSRF). */
+  crossSiteCookie(): ProblemError {
+    return new ProblemError('IAM_CSRF_REJECTED', 'A cross-site request may not use the session cookie (send a bearer token, or add the origin to iam.session-cookie.trusted-origins).');
+  },
   accessDenied(detail: string, extensions: ProblemExtensions = {}): ProblemError {
     return new ProblemError('IAM_ACCESS_DENIED', detail, { extensions });
   },
