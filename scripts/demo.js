@@ -66,6 +66,9 @@ Try it:
   curl -s ${gw}/iam/sessions -H "Authorization: Bearer $TOKEN"
   curl -i -X POST ${gw}/iam/auth/logout -H "Authorization: Bearer $TOKEN"
 
+In a browser: open ${gw}/api/projects — you are sent to the login page (alice / alice-password)
+and come back to the page signed in, with a session cookie; ${gw}/api/admin/stats then shows why it is denied.
+
 Other demo users: bob/bob-password (editor, all projects), admin/admin-password (IAM administrator).
 Press Ctrl-C to stop.
 `);

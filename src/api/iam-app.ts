@@ -13,7 +13,15 @@ import { assertStorable } from './validate-body';
  * The gateway's own endpoints under `/iam` (a Koa app; the proxy path does not go through Koa).
  * `register` adds the route groups; the server hands requests over with the prepared request attached.
  */
-export function createIamApp(options: { logger: Logger; outages?: OutageLog; bodyLimit: number; register: (router: Router) => void }): Koa {
+export function createIamApp(options: {
+  logger: Logger;
+  outages?: OutageLog;
+  bodyLimit: number;
+  /** Paths whose POST body is an HTML form (`application/x-www-form-urlencoded`) instead of JSON: the login page. */
+  formPaths?: ReadonlySet<string>;
+  register: (router: Router) => void;
+}): Koa {
+  const formPaths = options.formPaths ?? new Set<string>();
   const app = new Koa();
   app.proxy = false;
   app.silent = true;
@@ -25,18 +33,22 @@ export function createIamApp(options: { logger: Logger; outages?: OutageLog; bod
     await next();
   });
   app.use(problemMiddleware(options.logger, options.outages));
-  // Every /iam body is JSON (docs/http-contract.md): any other body, or one without a Content-Type, is refused
-  // before anything reads it. `is()` is null without a body; `Content-Length: 0` is no body either.
+  // Every /iam body is JSON (docs/http-contract.md) except the login form's, which is form-encoded only: any other
+  // body, or one without a Content-Type, is refused before anything reads it. `is()` is null without a body;
+  // `Content-Length: 0` is no body either.
   app.use(async (ctx, next) => {
-    if (ctx.request.length !== 0 && ctx.request.is('application/json') === false) {
-      throw new ProblemError('IAM_UNSUPPORTED_MEDIA_TYPE', 'The request body must be application/json.');
+    if (ctx.request.length !== 0) {
+      const form = formPaths.has(ctx.path);
+      const type = form ? 'application/x-www-form-urlencoded' : 'application/json';
+      if (ctx.request.is(type) === false) throw new ProblemError('IAM_UNSUPPORTED_MEDIA_TYPE', `The request body must be ${type}.`);
     }
     await next();
   });
   app.use(
     koaBody({
       json: true,
-      urlencoded: false,
+      urlencoded: formPaths.size > 0,
+      formLimit: options.bodyLimit,
       text: false,
       multipart: false,
       jsonStrict: true,

@@ -14,6 +14,7 @@ import { registerAdminRoutes } from './admin-routes';
 import { AdminService } from './admin-service';
 import { registerAuthRoutes } from './auth-routes';
 import { registerAuthorizationRoutes } from './authorization-routes';
+import { registerLoginPageRoutes } from './login-page-routes';
 import { registerOpenApiRoutes } from './openapi-routes';
 import { requireSession } from './require-session';
 import { registerSessionRoutes } from './session-routes';
@@ -40,6 +41,11 @@ export interface IamRoutesDeps {
   sessionCookie: { secure: boolean; trustedOrigins: ReadonlySet<string> };
   /** `iam.client-types`. */
   clientTypes: string[];
+  /**
+   * The browser login (`/iam/login`): the client type its sessions get, and the OpenID Connect login path the page
+   * hands over to when the authenticator is `oidc` (null: the page shows the password form).
+   */
+  browserLogin: { clientType: string; oidcLoginPath: string | null };
   /** `iam.gateway.allow-path-parameters`. */
   allowPathParameters: boolean;
   /** `server.max-url-length`. */
@@ -51,6 +57,13 @@ export function registerIamRoutes(router: Router, deps: IamRoutesDeps): void {
   const { login, sessions, engine, audit, repository } = deps;
   const sessionGuard = requireSession(sessions, deps.sessionCookie.trustedOrigins);
   registerAuthRoutes(router, { login, sessions, clientTypes: deps.clientTypes, requireSession: sessionGuard, secureCookie: deps.sessionCookie.secure });
+  registerLoginPageRoutes(router, {
+    login,
+    clientType: deps.browserLogin.clientType,
+    oidcLoginPath: deps.browserLogin.oidcLoginPath,
+    secureCookie: deps.sessionCookie.secure,
+    trustedOrigins: deps.sessionCookie.trustedOrigins,
+  });
   registerSessionRoutes(router, { sessions, requireSession: sessionGuard });
   registerOpenApiRoutes(router);
   registerWellKnownRoutes(router, { jwks: deps.jwks });

@@ -16,6 +16,15 @@ export function json(description: string, schema: JsonSchema, headers: ResponseO
   return { description, headers: { 'X-Request-Id': header('RequestId'), ...headers }, content: { 'application/json': { schema } } };
 }
 
+/** An HTML page the gateway writes itself (the login form): never cached, a strict Content-Security-Policy. */
+export function html(description: string, headers: ResponseObject['headers'] = {}): ResponseObject {
+  return {
+    description,
+    headers: { 'X-Request-Id': header('RequestId'), 'Cache-Control': header('NoStore'), 'Content-Security-Policy': header('PageCsp'), ...headers },
+    content: { 'text/html': { schema: { type: 'string' } } },
+  };
+}
+
 /** An answer without a body. */
 export function empty(description: string, headers: ResponseObject['headers'] = {}): ResponseObject {
   return { description, headers: { 'X-Request-Id': header('RequestId'), ...headers } };
@@ -47,6 +56,11 @@ export const jsonBody = (schema: JsonSchema, description?: string, required = tr
   ...(description ? { description } : {}),
   required,
   content: { 'application/json': { schema } },
+});
+
+export const formBody = (schema: JsonSchema): OperationObject['requestBody'] => ({
+  required: true,
+  content: { 'application/x-www-form-urlencoded': { schema } },
 });
 
 /** The answers every protected operation can give besides its own. */

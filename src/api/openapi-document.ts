@@ -54,6 +54,23 @@ const components: OpenApiDocument['components'] = {
       schema: { type: 'string', pattern: '^Bearer realm="iam-gateway"' },
     },
     RetryAfter: { description: 'Seconds to wait (RFC 9110 §10.2.3).', required: true, schema: { type: 'string', pattern: '^[0-9]+$' } },
+    PageCsp: {
+      description: "The page's Content-Security-Policy: no script or style, forms post only to the gateway, never framed.",
+      required: true,
+      schema: { type: 'string', pattern: "default-src 'none'" },
+    },
+    SessionCookie: {
+      description:
+        'The session cookie: `__Host-iam-session=<token>; Path=/; HttpOnly; SameSite=Lax; Secure` (`iam-session` without `Secure` when `iam.session-cookie.secure` is false).',
+      required: true,
+      schema: { type: 'string', pattern: '^(__Host-)?iam-session=iamt_[A-Za-z0-9_-]+; Path=/; HttpOnly; SameSite=Lax' },
+    },
+    ClearedSessionCookie: {
+      description: 'Removes the session cookie: `__Host-iam-session=; Max-Age=0; …` (or `iam-session`).',
+      required: true,
+      schema: { type: 'string', pattern: '^(__Host-)?iam-session=; Max-Age=0;' },
+    },
+    Location: { description: 'Where the browser goes next.', required: true, schema: { type: 'string', minLength: 1 } },
     ETag: { description: 'The profile version as a strong entity tag (RFC 9110 §8.8.3); send it back in If-Match.', required: true, schema: { type: 'string', pattern: '^"[0-9]+"$' } },
   },
   parameters: {

@@ -1,5 +1,5 @@
 /** The non-admin paths of the `/iam` OpenAPI document: auth, sessions, authorization and meta. */
-import { BODY_FAILURES, PROTECTED_FAILURES, empty, header, json, jsonBody, param, problem, ref, response } from './openapi-builders';
+import { BODY_FAILURES, PROTECTED_FAILURES, empty, formBody, header, html, json, jsonBody, param, problem, ref, response } from './openapi-builders';
 import type { PathItemObject } from './openapi-types';
 
 /** The path items outside `/iam/admin`. */
@@ -33,8 +33,58 @@ export const nonAdminPaths: Record<string, PathItemObject> = {
     post: {
       operationId: 'logout',
       summary: 'End the current session',
+      description: 'Authenticated by the bearer token or, without one, the session cookie (a cross-site request with the cookie is 403 IAM_CSRF_REJECTED).',
       tags: ['auth'],
-      responses: { '204': empty('The token no longer works, on every instance.'), ...PROTECTED_FAILURES },
+      responses: {
+        '204': empty('The token no longer works, on every instance; the session cookie is cleared.', { 'Set-Cookie': header('ClearedSessionCookie') }),
+        '403': problem(403, ['IAM_CSRF_REJECTED'], 'Authenticated by the session cookie from another site (Sec-Fetch-Site or Origin).'),
+        ...PROTECTED_FAILURES,
+      },
+    },
+  },
+  '/iam/login': {
+    get: {
+      operationId: 'showLoginPage',
+      summary: 'The browser login form',
+      description:
+        'An HTML form posting to `POST /iam/login`. With `iam.authenticator.type: oidc` the browser is sent to `/iam/auth/oidc/login` instead (302).',
+      tags: ['auth'],
+      security: [],
+      parameters: [
+        { name: 'returnTo', in: 'query', description: 'A same-origin relative path to go back to after the login; anything else becomes `/`.', schema: { type: 'string' } },
+      ],
+      responses: {
+        '200': html('The login form.'),
+        '302': empty('To the OpenID Connect login (authenticator `oidc`).', { Location: header('Location') }),
+      },
+    },
+    post: {
+      operationId: 'submitLoginPage',
+      summary: 'Log a browser in: sets the session cookie',
+      description:
+        'Form-encoded `username`, `password`, `returnTo`; the session has the client type `WEB` (or the first configured one). A refusal shows the form again, with the error and the status the API login would give.',
+      tags: ['auth'],
+      security: [],
+      requestBody: formBody(ref('LoginForm')),
+      responses: {
+        '303': empty('Logged in: to `returnTo` (same-origin relative paths only, else `/`), with the session cookie.', {
+          Location: header('Location'),
+          'Set-Cookie': header('SessionCookie'),
+        }),
+        '400': {
+          description: 'A missing or empty field: the form again for a browser (Accept prefers text/html), else the validation problem.',
+          headers: { 'X-Request-Id': header('RequestId') },
+          content: { ...html('').content, ...problem(400, ['IAM_VALIDATION_FAILED'], '').content },
+        },
+        '401': html('Wrong username or password (or a disabled user): the form again, with the error.'),
+        '403': problem(403, ['IAM_CSRF_REJECTED'], 'Posted from another site (login CSRF): `Sec-Fetch-Site: cross-site` or a foreign `Origin`.'),
+        ...BODY_FAILURES,
+        '429': html('Too many attempts: the form again, with `Retry-After`.', { 'Retry-After': header('RetryAfter') }),
+        '500': response('InternalError'),
+        '501': html('No authenticator is configured: the form again, saying so.'),
+        '502': html('The host\'s credential check did not answer usefully: the form again, saying so.'),
+        '503': html('A store cannot be reached, or too many password checks are queued: the form again, saying so.'),
+      },
     },
   },
   '/iam/auth/me': {

@@ -8,20 +8,36 @@ import type { GatewayConfig } from './config';
 /** The `/iam` application with every route group (docs/http-contract.md), as a Node request listener. */
 export function createIamApi(
   config: GatewayConfig,
-  deps: Omit<IamRoutesDeps, 'clientTypes' | 'allowPathParameters' | 'maxUrlLength' | 'sessionCookie'> & { logger: Logger; outages: OutageLog },
+  deps: Omit<IamRoutesDeps, 'clientTypes' | 'allowPathParameters' | 'maxUrlLength' | 'sessionCookie' | 'browserLogin'> & { logger: Logger; outages: OutageLog },
 ): (req: IncomingMessage, res: ServerResponse) => unknown {
   const app = createIamApp({
     logger: deps.logger,
     outages: deps.outages,
     bodyLimit: config.server.iamBodyLimit,
+    formPaths: new Set(['/iam/login']),
     register: (router) =>
       registerIamRoutes(router, {
         ...deps,
         clientTypes: config.iam.clientTypes,
+        browserLogin: { clientType: browserClientType(config.iam.clientTypes), oidcLoginPath: null },
         sessionCookie: { secure: config.iam.sessionCookie.secure, trustedOrigins: new Set(config.iam.sessionCookie.trustedOrigins) },
         allowPathParameters: config.iam.gateway.allowPathParameters,
         maxUrlLength: config.server.maxUrlLength,
       }),
   });
   return app.callback();
+}
+
+/** Sessions from a browser login are `WEB` sessions when that client type is configured (else the first one). */
+export function browserClientType(clientTypes: readonly string[]): string {
+  return clientTypes.includes('WEB') ? 'WEB' : clientTypes[0]!;
+}
+
+/**
+ * Where a browser without a session is sent to sign in: the login page for the password authenticators, the OpenID
+ * Connect login for `oidc`; null with `none` (nobody can log in, so an API-style 401 is the honest answer).
+ */
+export function browserLoginPath(config: GatewayConfig): string | null {
+  if (config.iam.authenticator.type === 'none') return null;
+  return '/iam/login';
 }

@@ -19,7 +19,7 @@ import { preflight } from './preflight';
 import { CleanupStack } from './cleanup-stack';
 import type { GatewayConfig } from './config';
 import { openGatewayDatabase } from './database';
-import { createIamApi } from './iam-api';
+import { browserLoginPath, createIamApi } from './iam-api';
 import { startListening } from './listeners';
 import { createManagementServer } from './management-server';
 import { startPolicy } from './policy';
@@ -91,6 +91,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       trustedOrigins: new Set(config.iam.sessionCookie.trustedOrigins),
       signAssertion: signer ? (decision, session, method, path, requestId) => signer.sign(decision, session, method, path, requestId) : null,
     });
+    const loginPath = browserLoginPath(config);
     const proxy = new ProxyHandler({
       authorizer,
       forwarder,
@@ -98,6 +99,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       metrics,
       logger,
       isTrustedProxy,
+      browserLogin: loginPath === null ? null : { path: loginPath, secureCookie: config.iam.sessionCookie.secure },
     });
 
     const outages = new OutageLog(logger, { probes: { database: () => repository.ping(), tokenStore: () => store.ping() } });

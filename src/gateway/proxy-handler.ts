@@ -1,11 +1,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import type { ProblemError } from '../domain/problem';
 import type { Logger } from '../observability/logger';
 import { ProxyRequestMetrics, type GatewayMetrics } from '../observability/metrics';
 import type { PreparedRequest } from '../http/prepare-request';
 import { prefersHtml, sendProblemPage } from '../http/problem-page';
 import { sendProblem } from '../http/problem-response';
-import { SESSION_COOKIE_NAMES } from '../http/session-cookie';
+import { SESSION_COOKIE_NAMES, clearedSessionCookie } from '../http/session-cookie';
+import { sendLoginRedirect } from '../http/login-page';
 import { buildUpstreamHeaders } from '../http/upstream-headers';
 import type { Authorization, RequestAuthorizer } from './request-authorizer';
 import type { UpstreamForwarder } from './upstream-forwarder';
@@ -18,6 +20,11 @@ export interface ProxyHandlerDeps {
   metrics: GatewayMetrics;
   logger: Logger;
   isTrustedProxy: (address: string | undefined) => boolean;
+  /**
+   * Where a browser navigating without a session is sent (`/iam/login`, or the OpenID Connect login), and whether
+   * the session cookie is the `Secure` one (to clear a stale one); null when nobody can log in (authenticator `none`).
+   */
+  browserLogin: { path: string; secureCookie: boolean } | null;
 }
 
 /**
@@ -42,13 +49,28 @@ export class ProxyHandler {
   private respond(req: IncomingMessage, res: ServerResponse, request: PreparedRequest, expectContinue: boolean, outcome: Authorization): void {
     if (!outcome.allowed) {
       this.deps.metrics.requests.inc({ outcome: outcome.problem.status === 401 ? 'unauthenticated' : 'denied' });
-      // A browser that is denied gets a page it can show; API clients keep problem+json (content negotiation).
-      if (outcome.problem.status === 403 && prefersHtml(req.headers.accept)) sendProblemPage(res, outcome.problem, request.method, request.path, request.requestId);
-      else sendProblem(res, outcome.problem, request.path, request.requestId);
+      if (!this.answeredBrowser(req, res, request, outcome.problem)) sendProblem(res, outcome.problem, request.path, request.requestId);
       return;
     }
     if (expectContinue) res.writeContinue();
     this.forward(req, res, request, outcome);
+  }
+
+  /**
+   * A browser (Accept prefers HTML) that is denied gets a page it can show, and one navigating without a session is
+   * sent to the login; API clients keep problem+json (content negotiation). False when this is not such a case.
+   */
+  private answeredBrowser(req: IncomingMessage, res: ServerResponse, request: PreparedRequest, problem: ProblemError): boolean {
+    if ((problem.status !== 401 && problem.status !== 403) || !prefersHtml(req.headers.accept)) return false;
+    if (problem.status === 403) {
+      sendProblemPage(res, problem, request.method, request.path, request.requestId);
+      return true;
+    }
+    const login = this.deps.browserLogin;
+    if (login === null || request.authorization !== null || (request.method !== 'GET' && request.method !== 'HEAD')) return false;
+    const stale = request.cookieSession === null ? null : clearedSessionCookie(login.secureCookie);
+    sendLoginRedirect(res, login.path, request.path + request.search, request.requestId, stale);
+    return true;
   }
 
   /**

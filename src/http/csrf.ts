@@ -1,5 +1,8 @@
 import type { CookieSession } from './prepare-request';
 
+/** What a browser says about where a request comes from. */
+export type BrowserContext = Pick<CookieSession, 'origin' | 'fetchSite' | 'host'>;
+
 /** Methods a browser may send cross-site without consequence (RFC 9110 §9.2.1 safe methods). */
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE']);
 
@@ -10,7 +13,7 @@ const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE']);
  * gateway's own (the request's Host, either scheme) nor in `trustedOrigins`. A request with neither header is not
  * from a browser that sends cookies cross-site on its own, and passes.
  */
-export function isCrossSiteRequest(session: CookieSession, method: string, upgrade: boolean, trustedOrigins: ReadonlySet<string>): boolean {
+export function isCrossSiteRequest(session: BrowserContext, method: string, upgrade: boolean, trustedOrigins: ReadonlySet<string>): boolean {
   if (!upgrade && SAFE_METHODS.has(method)) return false;
   if (session.fetchSite === 'cross-site') return true;
   const origin = session.origin;

@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { ProblemError } from '../domain/problem';
+import { escapeHtml, htmlPageHeaders } from './html';
 
 /**
  * True when the client's `Accept` (RFC 9110 §12.5.1) prefers `text/html` to JSON: a browser navigating, not an
@@ -20,9 +21,6 @@ export function prefersHtml(accept: string | undefined): boolean {
   }
   return html > 0 && html > json;
 }
-
-const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (char) => ESCAPES[char]!);
 
 /**
  * No script, style, frame, form, image or base: the page is inert text, whatever a detail or path contains.
@@ -67,11 +65,8 @@ refused the request and why.</p>
 </html>
 `;
   res.writeHead(problem.status, {
-    'content-type': 'text/html; charset=utf-8',
+    ...htmlPageHeaders(PROBLEM_PAGE_CSP),
     'content-length': Buffer.byteLength(html),
-    'cache-control': 'no-store',
-    'content-security-policy': PROBLEM_PAGE_CSP,
-    'x-content-type-options': 'nosniff',
     'x-request-id': requestId,
     vary: 'Accept',
     ...problem.headers,

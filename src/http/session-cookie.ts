@@ -11,6 +11,15 @@ export const SESSION_COOKIE_NAMES: readonly string[] = [SECURE_SESSION_COOKIE, D
 
 export const sessionCookieName = (secure: boolean): string => (secure ? SECURE_SESSION_COOKIE : DEV_SESSION_COOKIE);
 
+/**
+ * `Set-Cookie` of a browser login: `HttpOnly` (no script reads it), `SameSite=Lax` (not sent on cross-site
+ * subrequests or posts), `Path=/`, `Secure` unless configured off. No `Max-Age`: the cookie lives with the browser
+ * session, and the token's own expiry and revocation are enforced by the gateway whatever the browser keeps.
+ */
+export function sessionCookie(secure: boolean, token: string): string {
+  return `${sessionCookieName(secure)}=${token}; Path=/; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`;
+}
+
 /** `Set-Cookie` that removes the session cookie (logout): same name and attributes, empty, `Max-Age=0`. */
 export function clearedSessionCookie(secure: boolean): string {
   return `${sessionCookieName(secure)}=; Max-Age=0; Path=/; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`;

@@ -96,6 +96,7 @@ function registeredRoutes(): Array<{ method: string; path: string }> {
     jwks: unused,
     metrics: unused,
     clientTypes: ['WEB'],
+    browserLogin: { clientType: 'WEB', oidcLoginPath: null },
     sessionCookie: { secure: true, trustedOrigins: new Set() },
     allowPathParameters: false,
     maxUrlLength: 8192,
@@ -167,15 +168,18 @@ describe('the document', () => {
     expect(missing).toEqual([]);
     // The public ones are exactly these (a missing `security: []` would silently demand a token).
     const open = operations.filter((o) => (o.operation.security ?? openApiDocument.security).length === 0).map((o) => o.operation.operationId);
-    expect(open.sort()).toEqual(['getJwks', 'getOpenApiDocument', 'login']);
+    expect(open.sort()).toEqual(['getJwks', 'getOpenApiDocument', 'login', 'showLoginPage', 'submitLoginPage']);
   });
 
-  it('describes every error as application/problem+json and every success without it', () => {
+  it('describes every error as application/problem+json (or, on the browser login page, its HTML form) and every success without it', () => {
+    const pages = new Set(['showLoginPage', 'submitLoginPage']);
     for (const { method, pathTemplate, operation } of operations) {
       for (const [status, entry] of Object.entries(operation.responses)) {
         const declared = ('$ref' in entry ? resolvePointer(openApiDocument, entry.$ref) : entry) as ResponseObject;
         const mediaTypes = Object.keys(declared.content ?? {});
-        if (Number(status) >= 400) expect({ at: `${method} ${pathTemplate} ${status}`, mediaTypes }).toEqual({ at: `${method} ${pathTemplate} ${status}`, mediaTypes: ['application/problem+json'] });
+        const at = `${method} ${pathTemplate} ${status}`;
+        if (Number(status) >= 400 && pages.has(operation.operationId) && mediaTypes.includes('text/html')) expect({ at, others: mediaTypes.filter((m) => m !== 'text/html') }).toEqual({ at, others: mediaTypes.length > 1 ? ['application/problem+json'] : [] });
+        else if (Number(status) >= 400) expect({ at, mediaTypes }).toEqual({ at, mediaTypes: ['application/problem+json'] });
         else expect(mediaTypes).not.toContain('application/problem+json');
       }
     }
@@ -308,6 +312,34 @@ describe('POST /iam/auth/login', () => {
     const attempt = { json: { username: 'rate-limited', password: 'wrong', clientType: 'WEB' } };
     for (let i = 0; i < 3; i++) expectDocumented('POST', path, await send('POST', path, attempt), 401);
     expectDocumented('POST', path, await send('POST', path, attempt), 429, 'IAM_RATE_LIMITED');
+  });
+});
+
+describe('the browser login page', () => {
+  const path = '/iam/login';
+  const form = (fields: Record<string, string>, headers: Record<string, string> = {}): Promise<Answer> =>
+    send('POST', path, { raw: new URLSearchParams(fields).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'text/html', ...headers } });
+
+  it('GET 200 the form; POST 303 with the session cookie', async () => {
+    expectDocumented('GET', `${path}?returnTo=%2Fapi`, await send('GET', `${path}?returnTo=%2Fapi`), 200);
+    const fields = { username: 'alice', password: 'alice-password', returnTo: '/api' };
+    expect(validator.requestBodyErrors('POST', path, fields)).toEqual([]);
+    expectDocumented('POST', path, await form(fields), 303);
+  });
+
+  it('400 the form (or the problem for an API client), 401 the form, 403 cross-site, 415 JSON', async () => {
+    expect(validator.requestBodyErrors('POST', path, { username: 'alice' })).not.toEqual([]);
+    expectDocumented('POST', path, await form({ username: 'alice', password: '' }), 400);
+    expectDocumented('POST', path, await form({ username: 'alice' }, { accept: 'application/json' }), 400, 'IAM_VALIDATION_FAILED');
+    expectDocumented('POST', path, await form({ username: 'alice', password: 'wrong' }), 401);
+    expectDocumented('POST', path, await form({ username: 'alice', password: 'alice-password' }, { origin: 'https://evil.test' }), 403, 'IAM_CSRF_REJECTED');
+    expectDocumented('POST', path, await send('POST', path, { json: { username: 'alice', password: 'alice-password' } }), 415, 'IAM_UNSUPPORTED_MEDIA_TYPE');
+  });
+
+  it('logout 403 for the session cookie from another site', async () => {
+    const { accessToken } = await fresh('alice');
+    const answer = await send('POST', '/iam/auth/logout', { headers: { cookie: `__Host-iam-session=${accessToken}`, origin: 'https://evil.test' } });
+    expectDocumented('POST', '/iam/auth/logout', answer, 403, 'IAM_CSRF_REJECTED');
   });
 });
 
@@ -651,10 +683,10 @@ describe('coverage of this file', () => {
     const withoutSuccess = validator
       .operations()
       .map((o) => o.operation.operationId)
-      .filter((id) => ![...exercised].some((e) => e.startsWith(`${id} 2`)));
+      .filter((id) => ![...exercised].some((e) => e.startsWith(`${id} 2`) || e.startsWith(`${id} 303`)));
     expect(withoutSuccess).toEqual([]);
     const failures = [
-      'login 400', 'login 401', 'login 413', 'login 429', 'getCurrentPrincipal 401', 'revokeSession 404', 'switchProfile 404', 'diagnose 400',
+      'login 400', 'login 401', 'login 413', 'login 429', 'submitLoginPage 400', 'submitLoginPage 401', 'submitLoginPage 403', 'submitLoginPage 415', 'logout 403', 'getCurrentPrincipal 401', 'revokeSession 404', 'switchProfile 404', 'diagnose 400',
       'getDecision 404', 'forwardAuth 401', 'forwardAuth 403', 'forwardAuth 400', 'listUsers 403', 'putProfile 409', 'putProfile 422', 'getTemplate 404', 'getProfile 404', 'listUserProfiles 404',
     ];
     expect(failures.filter((f) => !exercised.has(f))).toEqual([]);

@@ -109,6 +109,15 @@ describe('#11.21 npm run demo', () => {
       expect(stdout).toContain('"step":"PERMISSION_DENIED"');
       expect(stdout).toMatch(/x-iam-profile-id/i);
       expect(stdout).toContain('p-alice-reader');
+
+      // The browser part, with curl and a cookie jar.
+      const browser = /### In a browser\n[\s\S]*?```sh\n([\s\S]*?)```/.exec(readme)![1]!.replace('GW=http://127.0.0.1:8080', `GW=${gatewayUrl}`);
+      const cookies = await run('bash', ['-euo', 'pipefail', '-c', browser], { cwd: ROOT, timeout: 60_000 });
+      expect([...cookies.stdout.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]))).toEqual([302, 303, 204]);
+      expect(cookies.stdout).toMatch(/location: \/iam\/login\?returnTo=%2Fapi%2Fprojects/i);
+      expect(cookies.stdout).toMatch(/set-cookie: iam-session=iamt_/i);
+      expect(cookies.stdout).toMatch(/"x-iam-user-id":"u-alice"/i);
+      expect(cookies.stdout).toMatch(/set-cookie: iam-session=; Max-Age=0/i);
     } finally {
       demo.kill('SIGTERM');
       await exited;

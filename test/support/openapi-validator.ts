@@ -42,7 +42,7 @@ export interface ResponseValidator {
   assertMatchesComponent(name: string, status: number, contentType: string | null, body: unknown, headers?: ResponseHeaders): void;
   /** The documented operation that serves `concretePath` (query ignored), or null. Literal segments beat parameters. */
   operationFor(method: string, concretePath: string): OperationMatch | null;
-  /** Ajv's complaints about `body` as the operation's request body; [] when the document accepts it. */
+  /** Ajv's complaints about `body` (JSON, or a form's fields as an object) as the operation's request body; [] when the document accepts it. */
   requestBodyErrors(method: string, pathTemplate: string, body: unknown): string[];
   /** Every operation of the document. */
   operations(): Array<{ method: HttpMethod; pathTemplate: string; operation: OperationObject }>;
@@ -215,9 +215,12 @@ export function createResponseValidator(document: OpenApiDocument): ResponseVali
 
     requestBodyErrors(method, pathTemplate, body) {
       const op = operation(method, pathTemplate);
-      const schema = op.requestBody?.content['application/json']?.schema;
-      if (!schema) return [`${op.operationId} documents no JSON request body`];
-      const validate = compile(`${method.toLowerCase()} ${pathTemplate} request application/json`, schema);
+      // A JSON body, or the fields of a form (`application/x-www-form-urlencoded`, the login page) as an object.
+      const content = op.requestBody?.content ?? {};
+      const mediaType = 'application/json' in content ? 'application/json' : 'application/x-www-form-urlencoded';
+      const schema = content[mediaType]?.schema;
+      if (!schema) return [`${op.operationId} documents no JSON or form request body`];
+      const validate = compile(`${method.toLowerCase()} ${pathTemplate} request ${mediaType}`, schema);
       return validate(body) ? [] : describeErrors(validate.errors).split('\n');
     },
 

@@ -24,6 +24,14 @@ export const loginRequest = (clientTypes: readonly string[] | null) =>
 export const LoginRequest = loginRequest(null);
 export type LoginBody = Static<typeof LoginRequest>;
 
+/** `POST /iam/login`, the browser login form (`application/x-www-form-urlencoded`); the client type is `WEB`. */
+export const LoginForm = StrictObject({
+  username: Type.String({ minLength: 1, maxLength: 200 }),
+  password: Type.String({ minLength: 1, maxLength: 1024, description: 'Write-only; never logged or stored.' }),
+  returnTo: Type.Optional(Type.String({ maxLength: 2048, description: 'A same-origin relative path to go back to; anything else is `/`.' })),
+});
+export type LoginFormBody = Static<typeof LoginForm>;
+
 /** `POST /iam/authorization/diagnostics`, the permission-check form (needs `iam.admin.diagnostics:read`). */
 export const DiagnosticsPermissionCheck = StrictObject(
   {

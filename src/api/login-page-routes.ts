@@ -1,0 +1,87 @@
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import type { LoginService } from '../auth/login-service';
+import { ProblemError, problems } from '../domain/problem';
+import { isCrossSiteRequest } from '../http/csrf';
+import { loginPageHeaders, loginPageHtml, type LoginPage } from '../http/login-page';
+import { prefersHtml } from '../http/problem-page';
+import { safeReturnTo } from '../http/return-to';
+import { sessionCookie } from '../http/session-cookie';
+import { factsOf } from './iam-context';
+import { LoginForm, type LoginFormBody } from './schemas/requests';
+import { createBodyValidator } from './validate-body';
+
+export interface LoginPageDeps {
+  login: LoginService;
+  /** The client type of a browser login: `WEB` when configured, else the first of `iam.client-types`. */
+  clientType: string;
+  /** `iam.session-cookie.secure`. */
+  secureCookie: boolean;
+  trustedOrigins: ReadonlySet<string>;
+  /** Set with `iam.authenticator.type: oidc`: the page sends the browser to the identity provider instead. */
+  oidcLoginPath: string | null;
+}
+
+/** What the form says for each refusal (the problem's own detail for the rest). */
+const FORM_ERRORS: Record<string, string> = {
+  IAM_INVALID_CREDENTIALS: 'The username or password is wrong.',
+  IAM_RATE_LIMITED: 'Too many attempts. Wait a moment and try again.',
+};
+
+/**
+ * docs/http-contract.md, the browser login: `GET /iam/login` shows the form, `POST /iam/login` (form-encoded) logs
+ * in with the configured authenticator, sets the session cookie and answers 303 to `returnTo` (same-origin relative
+ * paths only). A refusal shows the form again with the error, with the problem's status (401, 429, 502...).
+ */
+export function registerLoginPageRoutes(router: Router, deps: LoginPageDeps): void {
+  const validateForm = createBodyValidator().compile<LoginFormBody>(LoginForm);
+
+  router.get('/login', (ctx) => {
+    const returnTo = safeReturnTo(ctx.query.returnTo);
+    if (deps.oidcLoginPath !== null) {
+      redirect(ctx, 302, `${deps.oidcLoginPath}?returnTo=${encodeURIComponent(returnTo)}`);
+      return;
+    }
+    render(ctx, 200, { returnTo });
+  });
+
+  router.post('/login', async (ctx) => {
+    // Login CSRF: another site must not sign the browser in to an account of its choosing.
+    const browser = { origin: ctx.get('origin') || null, fetchSite: ctx.get('sec-fetch-site') || null, host: ctx.get('host') || null };
+    if (isCrossSiteRequest(browser, 'POST', false, deps.trustedOrigins)) throw problems.crossSiteCookie();
+    const body: unknown = ctx.request.body;
+    if (!validateForm(body)) {
+      const returnTo = safeReturnTo(isRecord(body) ? body.returnTo : undefined);
+      if (!prefersHtml(ctx.get('accept'))) throw problems.validation([{ pointer: '/', message: 'username and password are required form fields' }]);
+      render(ctx, 400, { returnTo, error: 'Enter a username and a password.' });
+      return;
+    }
+    const returnTo = safeReturnTo(body.returnTo);
+    try {
+      const result = await deps.login.login({ username: body.username, password: body.password, clientType: deps.clientType }, factsOf(ctx));
+      ctx.set('Set-Cookie', sessionCookie(deps.secureCookie, result.accessToken));
+      redirect(ctx, 303, returnTo);
+    } catch (error) {
+      // Every refusal the user can act on is shown on the form; an internal error stays a problem (and is logged).
+      if (!(error instanceof ProblemError) || error.status === 500) throw error;
+      for (const [name, value] of Object.entries(error.headers)) ctx.set(name, value);
+      render(ctx, error.status, { returnTo, username: body.username, error: FORM_ERRORS[error.code] ?? error.message });
+    }
+  });
+}
+
+/** A redirect without a body (Koa's `redirect()` would add a "Redirecting to…" text). */
+export function redirect(ctx: Context, status: 302 | 303, location: string): void {
+  ctx.status = status;
+  ctx.set('Location', location);
+  ctx.set('Cache-Control', 'no-store');
+  ctx.body = '';
+}
+
+function render(ctx: Context, status: number, page: LoginPage): void {
+  ctx.status = status;
+  ctx.set(loginPageHeaders());
+  ctx.body = loginPageHtml(page);
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null;
