@@ -7,7 +7,13 @@
  * at a time. `npm test` runs the projects as two invocations with their own worker counts
  * (`npm run test:unit`, then `npm run test:integration`; the first failure stops it).
  */
-const transform = { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }] };
+const transform = {
+  '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }],
+  // ESM-only dependencies (jose, openid-client and its oauth4webapi): Node loads them with require(esm), jest's own
+  // module system does not, so they are compiled to CommonJS for the tests like our TypeScript.
+  '^.+/node_modules/(jose|openid-client|oauth4webapi)/.+\\.js$': ['ts-jest', { tsconfig: { allowJs: true, module: 'commonjs', target: 'ES2022' } }],
+};
+const transformIgnorePatterns = ['/node_modules/(?!(jose|openid-client|oauth4webapi)/)'];
 
 module.exports = {
   projects: [
@@ -15,12 +21,14 @@ module.exports = {
       displayName: 'unit',
       testEnvironment: 'node',
       transform,
+      transformIgnorePatterns,
       testMatch: ['<rootDir>/test/unit/**/*.test.ts'],
     },
     {
       displayName: 'integration',
       testEnvironment: 'node',
       transform,
+      transformIgnorePatterns,
       testMatch: ['<rootDir>/test/integration/**/*.test.ts', '<rootDir>/test/e2e/**/*.test.ts'],
       globalSetup: '<rootDir>/test/support/global-setup.ts',
       setupFiles: ['<rootDir>/test/support/worker-env.ts'],
