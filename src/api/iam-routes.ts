@@ -15,6 +15,7 @@ import { AdminService } from './admin-service';
 import { registerAuthRoutes } from './auth-routes';
 import { registerAuthorizationRoutes } from './authorization-routes';
 import { registerLoginPageRoutes } from './login-page-routes';
+import { registerOidcRoutes, type OidcRoutesDeps } from './oidc-routes';
 import { registerOpenApiRoutes } from './openapi-routes';
 import { requireSession } from './require-session';
 import { registerSessionRoutes } from './session-routes';
@@ -46,6 +47,8 @@ export interface IamRoutesDeps {
    * hands over to when the authenticator is `oidc` (null: the page shows the password form).
    */
   browserLogin: { clientType: string; oidcLoginPath: string | null };
+  /** The OpenID Connect login and back-channel logout (`iam.authenticator.type: oidc`); null: not served. */
+  oidc: Pick<OidcRoutesDeps, 'login' | 'backchannel' | 'rp'> | null;
   /** `iam.gateway.allow-path-parameters`. */
   allowPathParameters: boolean;
   /** `server.max-url-length`. */
@@ -64,6 +67,7 @@ export function registerIamRoutes(router: Router, deps: IamRoutesDeps): void {
     secureCookie: deps.sessionCookie.secure,
     trustedOrigins: deps.sessionCookie.trustedOrigins,
   });
+  if (deps.oidc) registerOidcRoutes(router, { ...deps.oidc, sessions, secureCookie: deps.sessionCookie.secure, trustedOrigins: deps.sessionCookie.trustedOrigins });
   registerSessionRoutes(router, { sessions, requireSession: sessionGuard });
   registerOpenApiRoutes(router);
   registerWellKnownRoutes(router, { jwks: deps.jwks });

@@ -58,6 +58,12 @@ export const jsonBody = (schema: JsonSchema, description?: string, required = tr
   content: { 'application/json': { schema } },
 });
 
+/** A failure of a browser endpoint: an HTML page when the client prefers `text/html`, else the problem. */
+export function pageOrProblem(status: number, codes: ProblemCode[], description: string, options: { headers?: ResponseObject['headers'] } = {}): ResponseObject {
+  const asProblem = problem(status, codes, description, options);
+  return { ...asProblem, content: { 'text/html': { schema: { type: 'string' } }, ...asProblem.content } };
+}
+
 export const formBody = (schema: JsonSchema): OperationObject['requestBody'] => ({
   required: true,
   content: { 'application/x-www-form-urlencoded': { schema } },

@@ -70,6 +70,11 @@ const components: OpenApiDocument['components'] = {
       required: true,
       schema: { type: 'string', pattern: '^(__Host-)?iam-session=; Max-Age=0;' },
     },
+    LoginStateCookie: {
+      description: 'The sealed login state (AES-GCM): `__Host-iam-oidc=…; Max-Age=600; Path=/; HttpOnly; SameSite=Lax; Secure` (`iam-oidc` without `Secure` in development).',
+      required: true,
+      schema: { type: 'string', pattern: '^(__Host-)?iam-oidc=v1\\.' },
+    },
     Location: { description: 'Where the browser goes next.', required: true, schema: { type: 'string', minLength: 1 } },
     ETag: { description: 'The profile version as a strong entity tag (RFC 9110 §8.8.3); send it back in If-Match.', required: true, schema: { type: 'string', pattern: '^"[0-9]+"$' } },
   },
@@ -105,6 +110,7 @@ const components: OpenApiDocument['components'] = {
 
 const authenticationTags = [
   { name: 'auth', description: 'Login, logout, the current principal (docs/http-contract.md).' },
+  { name: 'oidc', description: 'OpenID Connect login, logout and back-channel logout (docs/oidc.md).' },
   { name: 'sessions', description: 'The caller\'s own sessions (docs/http-contract.md).' },
   { name: 'authorization', description: 'Profiles, switch, diagnostics, decisions, forward-auth (docs/http-contract.md).' },
   { name: 'admin', description: 'Administration (docs/http-contract.md); each operation names its `iam.admin.*` permission.' },

@@ -1,5 +1,5 @@
 /** The non-admin paths of the `/iam` OpenAPI document: auth, sessions, authorization and meta. */
-import { BODY_FAILURES, PROTECTED_FAILURES, empty, formBody, header, html, json, jsonBody, param, problem, ref, response } from './openapi-builders';
+import { BODY_FAILURES, PROTECTED_FAILURES, empty, formBody, header, html, json, jsonBody, pageOrProblem, param, problem, ref, response } from './openapi-builders';
 import type { PathItemObject } from './openapi-types';
 
 /** The path items outside `/iam/admin`. */
@@ -84,6 +84,78 @@ export const nonAdminPaths: Record<string, PathItemObject> = {
         '501': html('No authenticator is configured: the form again, saying so.'),
         '502': html('The host\'s credential check did not answer usefully: the form again, saying so.'),
         '503': html('A store cannot be reached, or too many password checks are queued: the form again, saying so.'),
+      },
+    },
+  },
+  '/iam/auth/oidc/login': {
+    get: {
+      operationId: 'startOidcLogin',
+      summary: 'Sign in at the OpenID Provider (authenticator `oidc`)',
+      description:
+        'Redirects the browser to the provider (authorization code flow with PKCE, `state` and `nonce`), with a sealed `__Host-iam-oidc` cookie binding the callback to this browser for 10 minutes.',
+      tags: ['oidc'],
+      security: [],
+      parameters: [{ name: 'returnTo', in: 'query', description: 'A same-origin relative path to come back to; anything else becomes `/`.', schema: { type: 'string' } }],
+      responses: {
+        '302': empty("To the provider's authorization endpoint.", { Location: header('Location'), 'Set-Cookie': header('LoginStateCookie') }),
+        '500': response('InternalError'),
+        '502': pageOrProblem(502, ['IAM_IDP_UNAVAILABLE'], 'The provider cannot be discovered (down, or not an OpenID Provider).'),
+        '504': pageOrProblem(504, ['IAM_IDP_TIMEOUT'], 'The provider did not answer within `iam.oidc.timeout`.'),
+      },
+    },
+  },
+  '/iam/auth/oidc/callback': {
+    get: {
+      operationId: 'completeOidcLogin',
+      summary: 'Back from the OpenID Provider: sets the session cookie',
+      description:
+        "Checks `state` against the sealed cookie (once: a replayed state is refused on every instance), redeems the code with the PKCE verifier, validates the id token (signature, `iss`, `aud`, `exp`, `nonce`), maps its claims to the user and logs in as client type `WEB`.",
+      tags: ['oidc'],
+      security: [],
+      responses: {
+        '303': empty('Logged in: to the `returnTo` of the login, with the session cookie.', { Location: header('Location'), 'Set-Cookie': header('SessionCookie') }),
+        '400': pageOrProblem(400, ['IAM_OIDC_STATE_INVALID'], 'No login state from this browser, a tampered, expired or foreign one, or a replayed callback.'),
+        '401': pageOrProblem(401, ['IAM_OIDC_LOGIN_FAILED', 'IAM_INVALID_CREDENTIALS'], 'The provider refused, its answer failed a check, or the user may not log in (unknown with `users: existing`, disabled).'),
+        '500': response('InternalError'),
+        '502': pageOrProblem(502, ['IAM_IDP_UNAVAILABLE'], 'The provider cannot be reached.'),
+        '503': pageOrProblem(503, ['IAM_STORE_UNAVAILABLE', 'IAM_DATABASE_UNAVAILABLE'], 'A store cannot be reached; no session was created.'),
+        '504': pageOrProblem(504, ['IAM_IDP_TIMEOUT'], 'The provider did not answer within `iam.oidc.timeout`.'),
+      },
+    },
+  },
+  '/iam/auth/oidc/logout': {
+    get: {
+      operationId: 'oidcLogout',
+      summary: 'End the session here, then at the OpenID Provider',
+      description:
+        "Ends the caller's session (bearer or cookie; none is fine), clears the cookie and redirects to the provider's `end_session_endpoint` (RP-initiated logout) when it offers one, else to `/`.",
+      tags: ['oidc'],
+      security: [],
+      responses: {
+        '302': empty("To the provider's end-session endpoint, or `/`.", { Location: header('Location'), 'Set-Cookie': header('ClearedSessionCookie') }),
+        '403': pageOrProblem(403, ['IAM_CSRF_REJECTED'], 'A navigation from another site carrying the session cookie: nothing is ended.'),
+        '500': response('InternalError'),
+        '503': pageOrProblem(503, ['IAM_STORE_UNAVAILABLE', 'IAM_DATABASE_UNAVAILABLE'], 'The session could not be ended (neither store answers).'),
+      },
+    },
+  },
+  '/iam/auth/oidc/backchannel-logout': {
+    post: {
+      operationId: 'oidcBackchannelLogout',
+      summary: 'OpenID Connect Back-Channel Logout: the provider ends sessions',
+      description:
+        "Form-encoded `logout_token` (OpenID Connect Back-Channel Logout 1.0). Verified: signature by the provider's JWKS with an allowed algorithm, `iss`, `aud` (the client id), `iat`, `events`, no `nonce`, `sid` or `sub`, `jti` used once. Every session of that provider session (`sid`), or of that user (`sub` alone), is revoked on every instance.",
+      tags: ['oidc'],
+      security: [],
+      requestBody: formBody(ref('LogoutTokenForm')),
+      responses: {
+        '200': empty('The sessions are revoked (or there were none).', { 'Cache-Control': header('NoStore') }),
+        '400': problem(400, ['IAM_LOGOUT_TOKEN_INVALID'], 'The logout token is missing, or fails a check (signature, issuer, audience, age, events, nonce, replayed jti).'),
+        ...BODY_FAILURES,
+        '500': response('InternalError'),
+        '502': problem(502, ['IAM_IDP_UNAVAILABLE'], "The provider's keys cannot be fetched."),
+        '503': response('Unavailable'),
+        '504': problem(504, ['IAM_IDP_TIMEOUT'], "The provider's keys did not arrive within `iam.oidc.timeout`."),
       },
     },
   },

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createIamApp } from '../api/iam-app';
 import { registerIamRoutes, type IamRoutesDeps } from '../api/iam-routes';
+import { OIDC_BACKCHANNEL_PATH, OIDC_LOGIN_PATH } from '../api/oidc-routes';
 import type { Logger } from '../observability/logger';
 import type { OutageLog } from '../observability/outage-log';
 import type { GatewayConfig } from './config';
@@ -14,12 +15,12 @@ export function createIamApi(
     logger: deps.logger,
     outages: deps.outages,
     bodyLimit: config.server.iamBodyLimit,
-    formPaths: new Set(['/iam/login']),
+    formPaths: new Set(['/iam/login', OIDC_BACKCHANNEL_PATH]),
     register: (router) =>
       registerIamRoutes(router, {
         ...deps,
         clientTypes: config.iam.clientTypes,
-        browserLogin: { clientType: browserClientType(config.iam.clientTypes), oidcLoginPath: null },
+        browserLogin: { clientType: browserClientType(config.iam.clientTypes), oidcLoginPath: config.iam.authenticator.type === 'oidc' ? OIDC_LOGIN_PATH : null },
         sessionCookie: { secure: config.iam.sessionCookie.secure, trustedOrigins: new Set(config.iam.sessionCookie.trustedOrigins) },
         allowPathParameters: config.iam.gateway.allowPathParameters,
         maxUrlLength: config.server.maxUrlLength,
@@ -39,5 +40,5 @@ export function browserClientType(clientTypes: readonly string[]): string {
  */
 export function browserLoginPath(config: GatewayConfig): string | null {
   if (config.iam.authenticator.type === 'none') return null;
-  return '/iam/login';
+  return config.iam.authenticator.type === 'oidc' ? OIDC_LOGIN_PATH : '/iam/login';
 }

@@ -24,6 +24,7 @@ import { startListening } from './listeners';
 import { createManagementServer } from './management-server';
 import { startPolicy } from './policy';
 import { readinessChecks } from './readiness';
+import { createOidc, createRelyingParty } from './oidc';
 import { startSessions } from './sessions';
 
 import type { RunningGateway } from './running-gateway';
@@ -74,6 +75,8 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       metrics,
     });
 
+    const oidc = createOidc(config, createRelyingParty(config), { login, store, repository, sessions });
+
     const isTrustedProxy = compileTrustedProxies(config.iam.forward.trustedProxies);
     const assertion = config.iam.forward.assertion;
     const signer = files.signer;
@@ -119,6 +122,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       audit,
       jwks: () => (signer ? [signer.jwk] : []),
       metrics,
+      oidc,
     });
 
     let shuttingDown = false;

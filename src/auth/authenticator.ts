@@ -35,7 +35,7 @@ export type AuthenticationOutcome =
  * They throw a ProblemError `IAM_AUTHENTICATOR_UNAVAILABLE` when the host cannot answer.
  */
 export interface IdentityAuthenticator {
-  readonly type: 'none' | 'users-file' | 'http' | 'module';
+  readonly type: 'none' | 'users-file' | 'http' | 'module' | 'oidc';
   authenticate(request: LoginRequest, context?: LoginContext): Promise<AuthenticationOutcome>;
   close?(): Promise<void>;
 }

@@ -6,7 +6,7 @@ import type { ProfileRecord } from '../domain/records';
 import { ProblemError, problems } from '../domain/problem';
 import type { AuthenticationResult, RequestFacts, SessionService, VerifiedSession } from '../sessions/session-service';
 import type { TokenStore } from '../domain/token-store';
-import type { AuthenticationOutcome, IdentityAuthenticator, LoginRequest } from './authenticator';
+import type { AuthenticatedIdentity, AuthenticationOutcome, IdentityAuthenticator, LoginRequest } from './authenticator';
 import type { LoginRateLimiter } from './login-rate-limiter';
 import type { IamPrincipal } from '../domain/principal';
 
@@ -22,6 +22,20 @@ export interface LoginServiceDeps {
   logger: Logger;
   /** `iam_logins_total{result}`; absent in tools that log nobody in. */
   metrics?: Pick<GatewayMetrics, 'logins'>;
+}
+
+/** How {@link LoginService.establish} treats one login. */
+export interface EstablishOptions {
+  /** For the audit trail of a refusal (the password login's username, the provider's subject). */
+  username: string;
+  /** `auth.login`'s `details.authenticator`. */
+  authenticator: string;
+  /** Refuse a user the gateway does not know yet (`iam.oidc.users: existing`) instead of creating it. */
+  mustExist?: boolean;
+  /** A profile to activate when the user has it (available, for this client type); else the usual choice. */
+  preferredProfileId?: string | null;
+  /** The provider's session id (`sid`), kept with the session for back-channel logout. */
+  idpSessionId?: string | null;
 }
 
 /** The `result` label of `iam_logins_total` for a login that threw `error`. */
@@ -41,9 +55,18 @@ export class LoginService {
   constructor(private readonly deps: LoginServiceDeps) {}
 
   /** One login attempt; every outcome is counted in `iam_logins_total{result}`. */
-  async login(request: LoginRequest, facts: RequestFacts): Promise<AuthenticationResult> {
+  login(request: LoginRequest, facts: RequestFacts): Promise<AuthenticationResult> {
+    return this.counted(() => this.attempt(request, facts));
+  }
+
+  /** A login whose identity an OpenID Provider proved; counted in `iam_logins_total{result}` like the others. */
+  loginVerified(identity: AuthenticatedIdentity, clientType: string, facts: RequestFacts, options: EstablishOptions): Promise<AuthenticationResult> {
+    return this.counted(() => this.establish(identity, clientType, facts, options));
+  }
+
+  private async counted(login: () => Promise<AuthenticationResult>): Promise<AuthenticationResult> {
     try {
-      const result = await this.attempt(request, facts);
+      const result = await login();
       this.deps.metrics?.logins.inc({ result: 'success' });
       return result;
     } catch (error) {
@@ -64,12 +87,24 @@ export class LoginService {
     }
     if (outcome.kind === 'rejected') return this.fail(request, facts, outcome.reason, null);
 
-    const identity = outcome.identity;
+    const result = await this.establish(outcome.identity, request.clientType, facts, { username: request.username, authenticator: this.deps.authenticator.type });
+    await attempt.succeeded();
+    return result;
+  }
+
+  /**
+   * The second half of every login, whoever proved the identity (a password authenticator, an OpenID Provider):
+   * the gateway's own records decide whether the user may log in and which profile is active, then the session is
+   * issued and the login audited. Refusals are audited and answered 401 IAM_INVALID_CREDENTIALS.
+   */
+  private async establish(identity: AuthenticatedIdentity, clientType: string, facts: RequestFacts, login: EstablishOptions): Promise<AuthenticationResult> {
+    const failed = { username: login.username, clientType };
+    if (login.mustExist && !(await this.deps.repository.getUser(identity.userId))) return this.fail(failed, facts, 'unknown-user', null);
     const { user, identity: storedIdentity } = await this.deps.repository.ensurePrincipal(identity);
-    if (!user.enabled) return this.fail(request, facts, 'user-disabled', identity.userId);
-    if (!storedIdentity.enabled || storedIdentity.userId !== identity.userId) return this.fail(request, facts, 'identity-disabled', identity.userId);
+    if (!user.enabled) return this.fail(failed, facts, 'user-disabled', identity.userId);
+    if (!storedIdentity.enabled || storedIdentity.userId !== identity.userId) return this.fail(failed, facts, 'identity-disabled', identity.userId);
     // The stored identity's domain is the truth (admins and provisioning set it): an authenticator naming another is refused.
-    if (storedIdentity.identityDomain !== identity.identityDomain) return this.fail(request, facts, 'identity-domain-mismatch', identity.userId);
+    if (storedIdentity.identityDomain !== identity.identityDomain) return this.fail(failed, facts, 'identity-domain-mismatch', identity.userId);
 
     let authorizationVersion = user.authorizationVersion;
     if (identity.profiles && identity.profiles.length > 0) {
@@ -83,16 +118,16 @@ export class LoginService {
     }
 
     const profiles = await this.deps.repository.listProfiles(identity.userId);
+    const preferred = login.preferredProfileId ? profiles.find((profile) => profile.profileId === login.preferredProfileId && isAvailable(profile) && profile.clientTypes.includes(clientType)) : undefined;
     const principal: IamPrincipal = {
       userId: identity.userId,
       identityId: identity.identityId,
       identityDomain: storedIdentity.identityDomain,
-      activeProfileId: selectActiveProfile(profiles, request.clientType)?.profileId ?? null,
+      activeProfileId: (preferred ?? selectActiveProfile(profiles, clientType))?.profileId ?? null,
       ...(identity.displayName ?? user.displayName ? { displayName: identity.displayName ?? user.displayName ?? undefined } : {}),
       authorizationVersion,
     };
-    const result = await this.deps.sessions.issue(principal, request.clientType, facts, user.sessionEpoch ?? 0);
-    await attempt.succeeded();
+    const result = await this.deps.sessions.issue(principal, clientType, facts, user.sessionEpoch ?? 0, undefined, login.idpSessionId ?? null);
     this.deps.audit.record({
       action: 'auth.login',
       actorUserId: principal.userId,
@@ -101,7 +136,7 @@ export class LoginService {
       outcome: 'success',
       requestId: facts.requestId,
       clientAddress: facts.clientAddress,
-      details: { clientType: request.clientType, activeProfileId: principal.activeProfileId, authenticator: this.deps.authenticator.type },
+      details: { clientType, activeProfileId: principal.activeProfileId, authenticator: login.authenticator },
     });
     return result;
   }
@@ -144,7 +179,7 @@ export class LoginService {
   }
 
   /** The attempt already counted against the limits (taken before the check); it keeps its units. */
-  private async fail(request: LoginRequest, facts: RequestFacts, reason: string, userId: string | null): Promise<never> {
+  private async fail(request: Pick<LoginRequest, 'username' | 'clientType'>, facts: RequestFacts, reason: string, userId: string | null): Promise<never> {
     this.deps.audit.record({
       action: 'auth.login.failed',
       actorUserId: userId,

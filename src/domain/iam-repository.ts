@@ -37,6 +37,8 @@ export interface IamRepository {
   getSession(sessionId: string): Promise<SessionRecord | null>;
   /** The user's sessions, newest first. */
   listSessions(userId: string): Promise<SessionRecord[]>;
+  /** The sessions opened by logins in the OpenID Provider session `idpSessionId` (its `sid`) that have not ended. */
+  listSessionsOfIdpSession(idpSessionId: string): Promise<SessionRecord[]>;
   /**
    * One page of the user's sessions, newest first (createdAt, then sessionId, descending): at most `limit`
    * rows strictly after the `after` key (the last row of the previous page).

@@ -72,6 +72,8 @@ export interface SessionRecord {
   userAgent: string | null;
   /** The session this one was derived from by a profile switch; null (or absent) for a login. */
   originSessionId?: string | null;
+  /** The OpenID Provider's session (`sid` of the id token) this login came from; back-channel logout ends it. */
+  idpSessionId?: string | null;
 }
 
 export interface AuditEventRecord {

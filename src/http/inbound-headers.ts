@@ -16,7 +16,7 @@ export type BearerCredential =
   | { kind: 'malformed' };
 
 import { authorizationCarriesToken, containsGatewayToken } from './forbidden-content';
-import { SESSION_COOKIE_NAMES } from './session-cookie';
+import { GATEWAY_COOKIE_NAMES } from './session-cookie';
 import { withoutCookies } from './upstream-headers';
 
 const AUTHORIZATION = 'authorization';
@@ -133,7 +133,7 @@ export function inspectRequestHeaders(rawHeaders: string[]): InboundHeaderInspec
     }
     // The gateway's token belongs in `Authorization: Bearer` or the session cookie (which the gateway removes before
     // forwarding) only; anywhere else the host would receive it.
-    if (value.length > 20 && containsGatewayToken(name.length === 6 && isNamed(name, 'cookie') ? withoutCookies(value, SESSION_COOKIE_NAMES) : value)) {
+    if (value.length > 20 && containsGatewayToken(name.length === 6 && isNamed(name, 'cookie') ? withoutCookies(value, GATEWAY_COOKIE_NAMES) : value)) {
       return { ok: false, reason: `a gateway access token in the ${name} header (send it as Authorization: Bearer or the session cookie only)` };
     }
   }

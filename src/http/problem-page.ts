@@ -28,15 +28,9 @@ export function prefersHtml(accept: string | undefined): boolean {
  */
 export const PROBLEM_PAGE_CSP = "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
-/**
- * Writes a denial as a small HTML page for a browser: what was refused, the step that failed, the `decisionId` to
- * quote when asking for access, and the request id. Every value is escaped.
- */
-export function sendProblemPage(res: ServerResponse, problem: ProblemError, method: string, path: string, requestId: string): void {
-  if (res.headersSent) {
-    res.destroy();
-    return;
-  }
+/** The HTML of a problem for a browser: what was refused, the step that failed and the `decisionId` when it is a
+ * denial, the request id, and what to do next. Every value is escaped. */
+export function problemPageHtml(problem: ProblemError, method: string, path: string, requestId: string, options: { signInAgain?: boolean } = {}): string {
   const body = problem.toBody(path, requestId);
   const rows: Array<[string, string]> = [
     ['Request', `${method} ${path}`],
@@ -44,7 +38,13 @@ export function sendProblemPage(res: ServerResponse, problem: ProblemError, meth
     ...(body.decisionId ? [['Decision id', body.decisionId] as [string, string]] : []),
     ['Request id', requestId],
   ];
-  const html = `<!doctype html>
+  const next = body.decisionId
+    ? `<p>If you need this access, ask your administrator and quote the decision id: it shows them exactly which rule
+refused the request and why.</p>`
+    : options.signInAgain
+      ? '<p><a href="/iam/login">Sign in again</a></p>'
+      : '<p>If this keeps happening, tell your administrator the request id.</p>';
+  return `<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -58,18 +58,25 @@ export function sendProblemPage(res: ServerResponse, problem: ProblemError, meth
 <dl>
 ${rows.map(([term, value]) => `<dt>${escapeHtml(term)}</dt><dd><code>${escapeHtml(value)}</code></dd>`).join('\n')}
 </dl>
-<p>If you need this access, ask your administrator and quote the decision id: it shows them exactly which rule
-refused the request and why.</p>
+${next}
 </main>
 </body>
 </html>
 `;
-  res.writeHead(problem.status, {
-    ...htmlPageHeaders(PROBLEM_PAGE_CSP),
-    'content-length': Buffer.byteLength(html),
-    'x-request-id': requestId,
-    vary: 'Accept',
-    ...problem.headers,
-  });
+}
+
+/** The headers of {@link problemPageHtml}'s page (with the problem's own, e.g. `Retry-After`). */
+export function problemPageHeaders(problem: ProblemError, requestId: string): Record<string, string> {
+  return { ...htmlPageHeaders(PROBLEM_PAGE_CSP), 'x-request-id': requestId, vary: 'Accept', ...problem.headers };
+}
+
+/** Writes a denial as a small HTML page for a browser (the proxy's 403). */
+export function sendProblemPage(res: ServerResponse, problem: ProblemError, method: string, path: string, requestId: string): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const html = problemPageHtml(problem, method, path, requestId);
+  res.writeHead(problem.status, { ...problemPageHeaders(problem, requestId), 'content-length': Buffer.byteLength(html) });
   res.end(html);
 }

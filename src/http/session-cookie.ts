@@ -6,8 +6,12 @@
 export const SECURE_SESSION_COOKIE = '__Host-iam-session';
 export const DEV_SESSION_COOKIE = 'iam-session';
 
-/** Both names: neither ever reaches the host, whichever the gateway is configured to set. */
-export const SESSION_COOKIE_NAMES: readonly string[] = [SECURE_SESSION_COOKIE, DEV_SESSION_COOKIE];
+/** The sealed OpenID Connect login state, between the redirect to the provider and the callback (10 minutes). */
+export const SECURE_LOGIN_STATE_COOKIE = '__Host-iam-oidc';
+export const DEV_LOGIN_STATE_COOKIE = 'iam-oidc';
+
+/** Every name: none ever reaches the host, whichever the gateway is configured to set. */
+export const GATEWAY_COOKIE_NAMES: readonly string[] = [SECURE_SESSION_COOKIE, DEV_SESSION_COOKIE, SECURE_LOGIN_STATE_COOKIE, DEV_LOGIN_STATE_COOKIE];
 
 export const sessionCookieName = (secure: boolean): string => (secure ? SECURE_SESSION_COOKIE : DEV_SESSION_COOKIE);
 
@@ -23,4 +27,18 @@ export function sessionCookie(secure: boolean, token: string): string {
 /** `Set-Cookie` that removes the session cookie (logout): same name and attributes, empty, `Max-Age=0`. */
 export function clearedSessionCookie(secure: boolean): string {
   return `${sessionCookieName(secure)}=; Max-Age=0; Path=/; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`;
+}
+
+export const loginStateCookieName = (secure: boolean): string => (secure ? SECURE_LOGIN_STATE_COOKIE : DEV_LOGIN_STATE_COOKIE);
+
+/**
+ * `Set-Cookie` of the sealed login state: `SameSite=Lax` so that the provider's top-level redirect back to the
+ * callback carries it; gone after 10 minutes.
+ */
+export function loginStateCookie(secure: boolean, sealed: string, maxAgeSeconds: number): string {
+  return `${loginStateCookieName(secure)}=${sealed}; Max-Age=${maxAgeSeconds}; Path=/; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`;
+}
+
+export function clearedLoginStateCookie(secure: boolean): string {
+  return `${loginStateCookieName(secure)}=; Max-Age=0; Path=/; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`;
 }

@@ -97,7 +97,7 @@ export class SessionService {
    * than the origin (absolute expiry inherited, never renewed) and ends when the origin or any of its own
    * origins ends (the token record lists them, so every instance refuses it as soon as one of them ended).
    */
-  async issue(principal: IamPrincipal, clientType: string, facts: RequestFacts, sessionEpoch = 0, origin?: VerifiedSession): Promise<AuthenticationResult> {
+  async issue(principal: IamPrincipal, clientType: string, facts: RequestFacts, sessionEpoch = 0, origin?: VerifiedSession, idpSessionId: string | null = null): Promise<AuthenticationResult> {
     const accessToken = generateToken();
     const tokenHash = hashToken(accessToken);
     const now = new Date();
@@ -120,6 +120,7 @@ export class SessionService {
       clientAddress: facts.clientAddress,
       userAgent: facts.userAgent ?? null,
       originSessionId: origin?.record.sessionId ?? null,
+      idpSessionId,
     };
     try {
       await this.deps.repository.insertSession(session);

@@ -11,6 +11,8 @@ import { HTTP_METHODS, openApiDocument, type HttpMethod, type ParameterObject, t
 import type { RunningGateway } from '../../src/app/start-gateway';
 import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
 import { startGatewayWithUpstream, type GatewayWithUpstream } from '../support/gateway-fixture';
+import { freePort } from '../support/front-proxy';
+import { startTestOp, type TestOp } from '../support/oidc-op';
 import { createResponseValidator, resolvePointer } from '../support/openapi-validator';
 import { type RecordingUpstream } from '../support/recording-upstream';
 
@@ -41,7 +43,7 @@ interface Answer {
 async function send(
   method: string,
   path: string,
-  options: { token?: string; json?: unknown; raw?: string; headers?: Record<string, string> } = {},
+  options: { token?: string; json?: unknown; raw?: string; headers?: Record<string, string>; base?: string } = {},
 ): Promise<Answer> {
   const headers: Record<string, string> = { ...(options.token ? bearer(options.token) : {}), ...options.headers };
   let body: string | undefined;
@@ -49,7 +51,7 @@ async function send(
     headers['content-type'] ??= 'application/json';
     body = options.raw ?? JSON.stringify(options.json);
   }
-  const response = await fetch(`${gateway.url}${path}`, { method, headers, body, redirect: 'manual' });
+  const response = await fetch(`${options.base ?? gateway.url}${path}`, { method, headers, body, redirect: 'manual' });
   const text = await response.text();
   const contentType = response.headers.get('content-type');
   const isJson = contentType !== null && /^application\/([a-z.+-]+\+)?json/i.test(contentType);
@@ -97,6 +99,7 @@ function registeredRoutes(): Array<{ method: string; path: string }> {
     metrics: unused,
     clientTypes: ['WEB'],
     browserLogin: { clientType: 'WEB', oidcLoginPath: null },
+    oidc: unused,
     sessionCookie: { secure: true, trustedOrigins: new Set() },
     allowPathParameters: false,
     maxUrlLength: 8192,
@@ -168,11 +171,11 @@ describe('the document', () => {
     expect(missing).toEqual([]);
     // The public ones are exactly these (a missing `security: []` would silently demand a token).
     const open = operations.filter((o) => (o.operation.security ?? openApiDocument.security).length === 0).map((o) => o.operation.operationId);
-    expect(open.sort()).toEqual(['getJwks', 'getOpenApiDocument', 'login', 'showLoginPage', 'submitLoginPage']);
+    expect(open.sort()).toEqual(['completeOidcLogin', 'getJwks', 'getOpenApiDocument', 'login', 'oidcBackchannelLogout', 'oidcLogout', 'showLoginPage', 'startOidcLogin', 'submitLoginPage']);
   });
 
   it('describes every error as application/problem+json (or, on the browser login page, its HTML form) and every success without it', () => {
-    const pages = new Set(['showLoginPage', 'submitLoginPage']);
+    const pages = new Set(['showLoginPage', 'submitLoginPage', 'startOidcLogin', 'completeOidcLogin', 'oidcLogout']);
     for (const { method, pathTemplate, operation } of operations) {
       for (const [status, entry] of Object.entries(operation.responses)) {
         const declared = ('$ref' in entry ? resolvePointer(openApiDocument, entry.$ref) : entry) as ResponseObject;
@@ -340,6 +343,76 @@ describe('the browser login page', () => {
     const { accessToken } = await fresh('alice');
     const answer = await send('POST', '/iam/auth/logout', { headers: { cookie: `__Host-iam-session=${accessToken}`, origin: 'https://evil.test' } });
     expectDocumented('POST', '/iam/auth/logout', answer, 403, 'IAM_CSRF_REJECTED');
+  });
+});
+
+describe('OpenID Connect (authenticator oidc, against a real provider)', () => {
+  let op: TestOp;
+  let oidcGateway: RunningGateway;
+  let base: string;
+
+  beforeAll(async () => {
+    const port = await freePort();
+    base = `http://127.0.0.1:${port}`;
+    op = await startTestOp({
+      clients: [{ client_id: 'gw', client_secret: 'gw-secret', redirect_uris: [`${base}/iam/auth/oidc/callback`], grant_types: ['authorization_code'], response_types: ['code'] }],
+      accounts: { alice: { sub: 'u-alice', password: 'alice-password' } },
+    });
+    oidcGateway = await startTestGateway(upstream.url, {
+      PORT: String(port),
+      IAM_AUTHENTICATOR_TYPE: 'oidc',
+      IAM_OIDC_ISSUER: op.issuer,
+      IAM_OIDC_CLIENT_ID: 'gw',
+      IAM_OIDC_CLIENT_SECRET: 'gw-secret',
+      IAM_OIDC_REDIRECT_URI: `${base}/iam/auth/oidc/callback`,
+    });
+  }, 60_000);
+  afterAll(async () => {
+    await oidcGateway?.close();
+    await op?.close();
+  });
+
+  it('login 302, callback 303 (400 replayed, 401 refused), logout 302, back-channel 200 and 400', async () => {
+    const started = await send('GET', '/iam/auth/oidc/login?returnTo=%2F', { base });
+    expectDocumented('GET', '/iam/auth/oidc/login', started, 302);
+    const stateCookie = /__Host-iam-oidc=([^;]+)/.exec(started.headers.get('set-cookie') ?? '')![1]!;
+    const callback = new URL(await op.loginThrough(started.headers.get('location')!, 'alice', 'alice-password', `${base}/iam/auth/oidc/callback`));
+    const path = `/iam/auth/oidc/callback${callback.search}`;
+    const done = await send('GET', path, { base, headers: { cookie: `__Host-iam-oidc=${stateCookie}` } });
+    expectDocumented('GET', path, done, 303);
+    expectDocumented('GET', path, await send('GET', path, { base, headers: { cookie: `__Host-iam-oidc=${stateCookie}` } }), 400, 'IAM_OIDC_STATE_INVALID');
+
+    const again = await send('GET', '/iam/auth/oidc/login', { base });
+    const againCookie = /__Host-iam-oidc=([^;]+)/.exec(again.headers.get('set-cookie') ?? '')![1]!;
+    const state = new URL(again.headers.get('location')!).searchParams.get('state')!;
+    const refusedPath = `/iam/auth/oidc/callback?error=access_denied&state=${state}`;
+    expectDocumented('GET', refusedPath, await send('GET', refusedPath, { base, headers: { cookie: `__Host-iam-oidc=${againCookie}` } }), 401, 'IAM_OIDC_LOGIN_FAILED');
+
+    const session = /__Host-iam-session=([^;]+)/.exec(done.headers.get('set-cookie') ?? '')![1]!;
+    expectDocumented('GET', '/iam/auth/oidc/logout', await send('GET', '/iam/auth/oidc/logout', { base, headers: { cookie: `__Host-iam-session=${session}` } }), 302);
+
+    const form = (token: string): string => new URLSearchParams({ logout_token: token }).toString();
+    const claims = { iss: op.issuer, aud: 'gw', iat: Math.floor(Date.now() / 1000), jti: 'openapi-1', sub: 'u-alice', events: { 'http://schemas.openid.net/event/backchannel-logout': {} } };
+    const bcl = '/iam/auth/oidc/backchannel-logout';
+    const formHeaders = { 'content-type': 'application/x-www-form-urlencoded' };
+    expect(validator.requestBodyErrors('POST', bcl, { logout_token: 'x' })).toEqual([]);
+    expectDocumented('POST', bcl, await send('POST', bcl, { base, raw: form(await op.sign(claims)), headers: formHeaders }), 200);
+    expectDocumented('POST', bcl, await send('POST', bcl, { base, raw: form(await op.sign({ ...claims, aud: 'other' })), headers: formHeaders }), 400, 'IAM_LOGOUT_TOKEN_INVALID');
+  });
+
+  it('login 502 when the provider cannot be reached', async () => {
+    const down = await startTestGateway(upstream.url, {
+      IAM_AUTHENTICATOR_TYPE: 'oidc',
+      IAM_OIDC_ISSUER: `http://127.0.0.1:${await freePort()}`,
+      IAM_OIDC_CLIENT_ID: 'gw',
+      IAM_OIDC_CLIENT_SECRET: 'gw-secret',
+      IAM_OIDC_REDIRECT_URI: 'http://127.0.0.1:1/iam/auth/oidc/callback',
+    });
+    try {
+      expectDocumented('GET', '/iam/auth/oidc/login', await send('GET', '/iam/auth/oidc/login', { base: down.url }), 502, 'IAM_IDP_UNAVAILABLE');
+    } finally {
+      await down.close();
+    }
   });
 });
 
@@ -683,10 +756,10 @@ describe('coverage of this file', () => {
     const withoutSuccess = validator
       .operations()
       .map((o) => o.operation.operationId)
-      .filter((id) => ![...exercised].some((e) => e.startsWith(`${id} 2`) || e.startsWith(`${id} 303`)));
+      .filter((id) => ![...exercised].some((e) => e.startsWith(`${id} 2`) || e.startsWith(`${id} 30`)));
     expect(withoutSuccess).toEqual([]);
     const failures = [
-      'login 400', 'login 401', 'login 413', 'login 429', 'submitLoginPage 400', 'submitLoginPage 401', 'submitLoginPage 403', 'submitLoginPage 415', 'logout 403', 'getCurrentPrincipal 401', 'revokeSession 404', 'switchProfile 404', 'diagnose 400',
+      'login 400', 'login 401', 'login 413', 'login 429', 'submitLoginPage 400', 'submitLoginPage 401', 'submitLoginPage 403', 'submitLoginPage 415', 'logout 403', 'completeOidcLogin 400', 'completeOidcLogin 401', 'oidcBackchannelLogout 400', 'startOidcLogin 502', 'getCurrentPrincipal 401', 'revokeSession 404', 'switchProfile 404', 'diagnose 400',
       'getDecision 404', 'forwardAuth 401', 'forwardAuth 403', 'forwardAuth 400', 'listUsers 403', 'putProfile 409', 'putProfile 422', 'getTemplate 404', 'getProfile 404', 'listUserProfiles 404',
     ];
     expect(failures.filter((f) => !exercised.has(f))).toEqual([]);

@@ -143,6 +143,12 @@ export function createResponseValidator(document: OpenApiDocument): ResponseVali
           continue;
         }
         const validate = compile(`${key} header ${name}`, spec.schema);
+        // Set-Cookie is the one header sent several times (RFC 6265 §3): the documented cookie must be one of them.
+        const cookies = name.toLowerCase() === 'set-cookie' && typeof (headers as Headers).getSetCookie === 'function' ? (headers as Headers).getSetCookie() : null;
+        if (cookies !== null) {
+          if (!cookies.some((line) => validate(line))) failures.push(`  - header Set-Cookie: none of ${JSON.stringify(cookies)} matches ${JSON.stringify(spec.schema)}`);
+          continue;
+        }
         if (!validate(value)) failures.push(`  - header ${name}: ${JSON.stringify(value)} ${describeErrors(validate.errors).trim().replace(/^- \(root\): /, '')}`);
       }
     }

@@ -83,6 +83,21 @@ describe('loadConfig defaults', () => {
         gateway: { allowPathParameters: false },
         forward: { trustedProxies: [], assertion: { enabled: false, ttlMs: 60_000, issuer: 'iam-gateway', audience: null, keyFile: null } },
         sessionCookie: { secure: true, trustedOrigins: [] },
+        oidc: {
+          issuer: null,
+          clientId: null,
+          clientSecret: null,
+          redirectUri: null,
+          postLogoutRedirectUri: null,
+          scopes: ['openid', 'profile', 'email'],
+          claims: { userId: 'sub', identityDomain: null, profile: null },
+          users: 'jit',
+          acceptAccessTokens: false,
+          audience: null,
+          algorithms: ['RS256', 'PS256', 'ES256', 'EdDSA'],
+          clockToleranceMs: 30_000,
+          timeoutMs: 5_000,
+        },
         cors: {
           enabled: false,
           origins: [],
@@ -204,6 +219,24 @@ describe('loadConfig rejects what it does not understand', () => {
     const bomb = ['a: &a [x, x, x, x, x, x, x, x, x, x]', 'b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]'];
     bomb.push('c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]', 'd: [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]');
     expect(loadError(bomb.join('\n')).message).toMatch(/YAML: .*alias/i);
+  });
+
+  it('iam.oidc: the provider and client are required for the oidc authenticator, and checked', () => {
+    const missing = loadError('iam:\n  authenticator:\n    type: oidc\n');
+    expect(missing.problems.map(({ key }) => key).sort()).toEqual(['iam.oidc.client-id', 'iam.oidc.client-secret', 'iam.oidc.issuer', 'iam.oidc.redirect-uri']);
+    expect(missing.message).toMatch(/iam\.oidc\.issuer is required when iam\.authenticator\.type is "oidc"/);
+    expect(loadError('iam:\n  oidc:\n    accept-access-tokens: true\n').problems.map(({ key }) => key)).toEqual(['iam.oidc.issuer']);
+    const base = { IAM_AUTHENTICATOR_TYPE: 'oidc', IAM_OIDC_CLIENT_ID: 'gw', IAM_OIDC_CLIENT_SECRET: 'very-secret', IAM_OIDC_REDIRECT_URI: 'https://gw.example/iam/auth/oidc/callback' };
+    expect(load('', { ...base, IAM_OIDC_ISSUER: 'https://idp.example/realms/main' }).iam.oidc).toMatchObject({ issuer: 'https://idp.example/realms/main', clientSecret: 'very-secret', users: 'jit' });
+    expect(load('', { ...base, IAM_OIDC_ISSUER: 'http://127.0.0.1:8081' }).iam.oidc.issuer).toBe('http://127.0.0.1:8081');
+    expect(loadError('', { ...base, IAM_OIDC_ISSUER: 'http://idp.example' }).message).toMatch(/must be https:\/\/ \(plain http only on loopback/);
+    expect(loadError('', { ...base, IAM_OIDC_ISSUER: 'https://idp.example', IAM_OIDC_CLOCK_TOLERANCE: '10m' }).message).toMatch(/clock-tolerance: at most 5m/);
+    expect(loadError('', { ...base, IAM_OIDC_ISSUER: 'https://idp.example', IAM_OIDC_ALGORITHMS: 'RS256,HS256' }).message).toMatch(/asymmetric JWS algorithm/);
+    expect(loadError('', { ...base, IAM_OIDC_ISSUER: 'https://idp.example', IAM_OIDC_ALGORITHMS: 'none' }).message).toMatch(/asymmetric JWS algorithm/);
+    // A secret is never echoed in an error.
+    const wrong = loadError('iam:\n  oidc:\n    client-secret: 987654321\n');
+    expect(wrong.problems.map(({ key }) => key)).toEqual(['iam.oidc.client-secret']);
+    expect(wrong.message).not.toContain('987654321');
   });
 
   it('never echoes a database or Redis URL, which may carry a password', () => {

@@ -3,6 +3,7 @@ import { Migration20261122000001_initial } from '../../../migrations/Migration20
 import { Migration20261124000001_profile_unscoped } from '../../../migrations/Migration20261124000001_profile_unscoped';
 import { Migration20261124000708_session_origin } from '../../../migrations/Migration20261124000708_session_origin';
 import { Migration20261124070001_change_feed } from '../../../migrations/Migration20261124070001_change_feed';
+import { Migration20261126000001_session_idp_sid } from '../../../migrations/Migration20261126000001_session_idp_sid';
 
 /**
  * Every migration, oldest first, handed to MikroORM as `migrations.migrationsList`. Listing them
@@ -15,4 +16,5 @@ export const IAM_MIGRATIONS: MigrationObject[] = [
   { name: 'Migration20261124000001_profile_unscoped', class: Migration20261124000001_profile_unscoped },
   { name: 'Migration20261124000708_session_origin', class: Migration20261124000708_session_origin },
   { name: 'Migration20261124070001_change_feed', class: Migration20261124070001_change_feed },
+  { name: 'Migration20261126000001_session_idp_sid', class: Migration20261126000001_session_idp_sid },
 ];

@@ -145,6 +145,13 @@ export class MikroOrmIamRepository implements IamRepository {
     });
   }
 
+  listSessionsOfIdpSession(idpSessionId: string): Promise<SessionRecord[]> {
+    return this.run(async (em) => {
+      const sessions = await em.find(SessionEntity, { idpSessionId, revokedAt: null, logoutAt: null, expiresAt: { $gt: new Date() } }, { orderBy: { createdAt: 'asc' }, limit: 1000 });
+      return sessions.map(toSessionRecord);
+    });
+  }
+
   listSessions(userId: string): Promise<SessionRecord[]> {
     return this.run(async (em) => {
       const sessions = await em.find(SessionEntity, { userId }, { orderBy: { createdAt: 'desc', sessionId: 'desc' } });

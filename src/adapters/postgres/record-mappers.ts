@@ -94,6 +94,7 @@ export function toSessionRecord(session: SessionEntity): SessionRecord {
     clientAddress: session.clientAddress,
     userAgent: session.userAgent,
     originSessionId: session.originSessionId ?? null,
+    idpSessionId: session.idpSessionId ?? null,
   };
 }
 

@@ -32,6 +32,11 @@ export const LoginForm = StrictObject({
 });
 export type LoginFormBody = Static<typeof LoginForm>;
 
+/** `POST /iam/auth/oidc/backchannel-logout` (`application/x-www-form-urlencoded`), OpenID Connect Back-Channel Logout 1.0 §2.5. */
+export const LogoutTokenForm = StrictObject({
+  logout_token: Type.String({ minLength: 1, maxLength: 16384, description: 'A JWT signed by the provider.' }),
+});
+
 /** `POST /iam/authorization/diagnostics`, the permission-check form (needs `iam.admin.diagnostics:read`). */
 export const DiagnosticsPermissionCheck = StrictObject(
   {

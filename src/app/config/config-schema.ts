@@ -54,7 +54,7 @@ export interface RawConfig {
     'client-types': string[];
     login: { 'rate-limit': { 'max-failures': number; 'max-failures-per-address': number; window: Duration }; 'max-pending-verifications': number };
     authenticator: {
-      type: 'none' | 'users-file' | 'http' | 'module';
+      type: 'none' | 'users-file' | 'http' | 'module' | 'oidc';
       path?: string | null;
       url?: string | null;
       module?: string | null;
@@ -70,6 +70,21 @@ export interface RawConfig {
       assertion: { enabled: boolean; ttl: Duration; issuer: string; audience?: string | null; 'key-file'?: string | null };
     };
     'session-cookie': { secure: boolean; 'trusted-origins': string[] };
+    oidc: {
+      issuer?: string | null;
+      'client-id'?: string | null;
+      'client-secret'?: string | null;
+      'redirect-uri'?: string | null;
+      'post-logout-redirect-uri'?: string | null;
+      scopes: string[];
+      claims: { 'user-id': string; 'identity-domain'?: string | null; profile?: string | null };
+      users: 'jit' | 'existing';
+      'accept-access-tokens': boolean;
+      audience?: string | null;
+      algorithms: string[];
+      'clock-tolerance': Duration;
+      timeout: Duration;
+    };
     cors: {
       enabled: boolean;
       origins: string[];
@@ -150,6 +165,16 @@ export const CONFIG_FORMATS: Readonly<Record<string, ConfigFormat>> = {
   origin: {
     validate: (v) => URL.canParse(v) && new URL(v).origin === v,
     expected: 'an origin such as https://app.example.com (scheme, host, optional port; no path)',
+    echo: true,
+  },
+  secret: { validate: (v) => v.length > 0, expected: 'a non-empty secret', echo: false },
+  // RFC 6749 §3.3: scope-token = 1*( %x21 / %x23-5B / %x5D-7E )
+  'oauth-scope': { validate: (v) => /^[\x21\x23-\x5B\x5D-\x7E]{1,200}$/.test(v), expected: 'an OAuth scope token (no spaces or quotes)', echo: true },
+  'claim-name': { validate: (v) => /^[A-Za-z0-9_:./-]{1,200}$/.test(v), expected: 'a claim name such as sub, email or groups', echo: true },
+  // Asymmetric JWS algorithms only: HS* with a public key as the secret, and `none`, are never accepted.
+  'jws-alg': {
+    validate: (v) => ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'].includes(v),
+    expected: 'an asymmetric JWS algorithm (RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384, ES512, EdDSA)',
     echo: true,
   },
   // RFC 9110 §9.1: method names are case-sensitive tokens; the standard ones are upper-case.
@@ -299,9 +324,9 @@ export const configSchema = section({
     authenticator: section({
       type: {
         type: 'string' as const,
-        enum: ['none', 'users-file', 'http', 'module'] as RawConfig['iam']['authenticator']['type'][],
+        enum: ['none', 'users-file', 'http', 'module', 'oidc'] as RawConfig['iam']['authenticator']['type'][],
         default: 'none' as const,
-        description: 'how passwords are checked: none (no logins: 501 IAM_LOGIN_NOT_CONFIGURED) | users-file | http | module',
+        description: 'who signs users in: none (no logins: 501 IAM_LOGIN_NOT_CONFIGURED) | users-file | http | module | oidc (an OpenID Provider, iam.oidc)',
       },
       path: nullableText('users file (type users-file), relative to the working directory'),
       url: nullableText('login endpoint of the host (type http)', 'http-url'),
@@ -340,6 +365,30 @@ export const configSchema = section({
     'session-cookie': section({
       secure: flag(true, 'the browser session cookie is __Host-iam-session with Secure; false: iam-session without Secure (plain-http development only)'),
       'trusted-origins': list([], 'origin', "origins besides the gateway's own whose unsafe cookie-authenticated requests are accepted (CSRF)"),
+    }),
+    oidc: section({
+      issuer: nullableText('OpenID Provider issuer URL (discovery at <issuer>/.well-known/openid-configuration); https, or http on loopback only', 'http-url'),
+      'client-id': nullableText('client id registered at the provider'),
+      'client-secret': nullableText('client secret (set it with IAM_OIDC_CLIENT_SECRET, not in a file)', 'secret'),
+      'redirect-uri': nullableText("the gateway's callback as registered at the provider: https://<gateway>/iam/auth/oidc/callback", 'http-url'),
+      'post-logout-redirect-uri': nullableText('where the provider sends the browser after logout (registered at the provider); null = the provider decides', 'http-url'),
+      scopes: list(['openid', 'profile', 'email'], 'oauth-scope', 'scopes requested at login (openid is always sent)'),
+      claims: section({
+        'user-id': text('sub', 'claim that becomes the userId', 'claim-name'),
+        'identity-domain': nullableText('claim that becomes the identityDomain; null = the issuer URL', 'claim-name'),
+        profile: nullableText("claim naming the profile to activate at login (one of the user's profiles); null = the usual choice", 'claim-name'),
+      }),
+      users: {
+        type: 'string' as const,
+        enum: ['jit', 'existing'] as RawConfig['iam']['oidc']['users'][],
+        default: 'jit' as const,
+        description: 'jit: a user is created on first login (without profiles); existing: only users that already exist may log in',
+      },
+      'accept-access-tokens': flag(false, "accept the provider's JWT access tokens as bearers (resource-server mode)"),
+      audience: nullableText('`aud` a JWT access token must carry; null = the client id'),
+      algorithms: list(['RS256', 'PS256', 'ES256', 'EdDSA'], 'jws-alg', 'signature algorithms accepted on id tokens, logout tokens and access tokens (asymmetric only)'),
+      'clock-tolerance': duration('30s', 'clock skew allowed on exp, nbf and iat (at most 5m)'),
+      timeout: duration('5s', 'timeout of each call to the provider (discovery, token, JWKS): 504 above', true),
     }),
     cors: section({
       enabled: flag(false, 'answer CORS preflights and add CORS headers'),

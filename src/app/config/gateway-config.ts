@@ -76,7 +76,7 @@ export interface GatewayConfig {
     clientTypes: string[];
     login: { rateLimit: { maxFailures: number; maxFailuresPerAddress: number; windowMs: number }; maxPendingVerifications: number };
     authenticator: {
-      type: 'none' | 'users-file' | 'http' | 'module';
+      type: 'none' | 'users-file' | 'http' | 'module' | 'oidc';
       path: string | null;
       url: string | null;
       module: string | null;
@@ -128,6 +128,23 @@ export interface GatewayConfig {
       secure: boolean;
       /** Origins besides the gateway's own allowed to send unsafe cookie-authenticated requests. */
       trustedOrigins: string[];
+    };
+    /** OpenID Connect: the provider, this client, and how its claims become a principal (docs/oidc.md). */
+    oidc: {
+      issuer: string | null;
+      clientId: string | null;
+      clientSecret: string | null;
+      redirectUri: string | null;
+      postLogoutRedirectUri: string | null;
+      scopes: string[];
+      claims: { userId: string; identityDomain: string | null; profile: string | null };
+      /** `jit`: users are created on first login; `existing`: only known users may log in. */
+      users: 'jit' | 'existing';
+      acceptAccessTokens: boolean;
+      audience: string | null;
+      algorithms: string[];
+      clockToleranceMs: number;
+      timeoutMs: number;
     };
     cors: {
       enabled: boolean;

@@ -2,6 +2,7 @@ import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import { valueAt, type Data } from './config-data';
 import { keyOf, type Problem, type Segment } from './config-error';
 import { CONFIG_FORMATS, configSchema } from './config-schema';
+import { tryParseDuration } from './durations';
 
 let validator: ValidateFunction | undefined;
 
@@ -80,6 +81,21 @@ export function crossChecks(data: Data): Problem[] {
       at: ['iam', 'authenticator', 'type'],
     });
   }
+  // An OpenID Connect login needs the provider and this client; resource-server mode needs the provider.
+  const oidcRequired = type === 'oidc' ? ['issuer', 'client-id', 'client-secret', 'redirect-uri'] : get('iam.oidc.accept-access-tokens') === true ? ['issuer'] : [];
+  for (const key of oidcRequired) {
+    if ((get(`iam.oidc.${key}`) ?? null) !== null) continue;
+    const why = type === 'oidc' ? 'iam.authenticator.type is "oidc"' : 'iam.oidc.accept-access-tokens is true';
+    problems.push({ path: ['iam', 'oidc', key], message: `iam.oidc.${key} is required when ${why}` });
+  }
+  const issuer = get('iam.oidc.issuer');
+  if (typeof issuer === 'string' && URL.canParse(issuer) && new URL(issuer).protocol === 'http:' && !isLoopbackHost(new URL(issuer).hostname)) {
+    problems.push({ path: ['iam', 'oidc', 'issuer'], message: 'iam.oidc.issuer: must be https:// (plain http only on loopback, for development)' });
+  }
+  const tolerance = get('iam.oidc.clock-tolerance');
+  if ((typeof tolerance === 'string' || typeof tolerance === 'number') && (tryParseDuration(tolerance) ?? 0) > 5 * 60_000) {
+    problems.push({ path: ['iam', 'oidc', 'clock-tolerance'], message: 'iam.oidc.clock-tolerance: at most 5m' });
+  }
   const port = get('server.port');
   if (typeof port === 'number' && port !== 0 && get('server.management-port') === port) {
     const message = `server.management-port: must differ from server.port (${port})`;
@@ -153,4 +169,9 @@ function typeWords(types: string, nullable: boolean): string {
 function show(value: unknown): string {
   const shown = JSON.stringify(value) ?? String(value);
   return shown.length > 80 ? `${shown.slice(0, 77)}...` : shown;
+}
+
+/** `localhost`, `127.0.0.0/8` and `::1`: where a plain-http identity provider is acceptable (development, tests). */
+export function isLoopbackHost(hostname: string): boolean {
+  return hostname === 'localhost' || hostname === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
 }

@@ -5,6 +5,7 @@
 export const PROBLEM_CATALOG = {
   IAM_UNAUTHENTICATED: { status: 401, title: 'Authentication required' },
   IAM_INVALID_CREDENTIALS: { status: 401, title: 'Invalid credentials' },
+  IAM_OIDC_LOGIN_FAILED: { status: 401, title: 'Identity provider login failed' },
   IAM_ACCESS_DENIED: { status: 403, title: 'Access denied' },
   IAM_CSRF_REJECTED: { status: 403, title: 'Cross-site request refused' },
   IAM_RESOURCE_NOT_FOUND: { status: 404, title: 'Resource not found' },
@@ -15,6 +16,8 @@ export const PROBLEM_CATALOG = {
   IAM_CONFLICT: { status: 409, title: 'Conflicting update' },
   IAM_VALIDATION_FAILED: { status: 400, title: 'Request validation failed' },
   IAM_BAD_REQUEST: { status: 400, title: 'Request target refused' },
+  IAM_OIDC_STATE_INVALID: { status: 400, title: 'Login state invalid' },
+  IAM_LOGOUT_TOKEN_INVALID: { status: 400, title: 'Logout token invalid' },
   IAM_METHOD_NOT_ALLOWED: { status: 405, title: 'Method not allowed' },
   IAM_PAYLOAD_TOO_LARGE: { status: 413, title: 'Request body too large' },
   IAM_URI_TOO_LONG: { status: 414, title: 'Request target too long' },
@@ -26,10 +29,12 @@ export const PROBLEM_CATALOG = {
   IAM_LOGIN_NOT_CONFIGURED: { status: 501, title: 'Login not configured' },
   IAM_UPSTREAM_UNAVAILABLE: { status: 502, title: 'Upstream unavailable' },
   IAM_AUTHENTICATOR_UNAVAILABLE: { status: 502, title: 'Authenticator unavailable' },
+  IAM_IDP_UNAVAILABLE: { status: 502, title: 'Identity provider unavailable' },
   IAM_STORE_UNAVAILABLE: { status: 503, title: 'Token store unavailable' },
   IAM_DATABASE_UNAVAILABLE: { status: 503, title: 'Database unavailable' },
   IAM_BUSY: { status: 503, title: 'Too busy' },
   IAM_UPSTREAM_TIMEOUT: { status: 504, title: 'Upstream timeout' },
+  IAM_IDP_TIMEOUT: { status: 504, title: 'Identity provider timeout' },
 } as const;
 
 export type ProblemCode = keyof typeof PROBLEM_CATALOG;

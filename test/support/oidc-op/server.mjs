@@ -75,7 +75,11 @@ let handle = (_req, res) => {
   res.statusCode = 503;
   res.end();
 };
-server.on('request', (req, res) => handle(req, res));
+// Every request is logged to stderr as `request: METHOD /path` (tests count the JWKS fetches in TestOp.output()).
+server.on('request', (req, res) => {
+  process.stderr.write(`request: ${req.method} ${(req.url ?? '').split('?')[0]}\n`);
+  handle(req, res);
+});
 
 server.listen(port, '127.0.0.1', () => {
   const issuer = `http://127.0.0.1:${server.address().port}`;

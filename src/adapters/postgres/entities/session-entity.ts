@@ -23,6 +23,8 @@ export class SessionEntity {
   userAgent!: string | null;
   /** The session a profile switch derived this one from (ending it ends this one); null for a login. */
   originSessionId!: string | null;
+  /** The OpenID Provider's `sid` of the login (back-channel logout ends its sessions); null otherwise. */
+  idpSessionId!: string | null;
 }
 
 const text = { type: 'string', columnType: 'text' } as const;
@@ -49,5 +51,6 @@ export const SessionSchema = new EntitySchema<SessionEntity>({
     clientAddress: optionalText,
     userAgent: optionalText,
     originSessionId: { ...optionalText, index: 'iam_sessions_origin_session_id_index' },
+    idpSessionId: { ...optionalText, index: 'iam_sessions_idp_session_id_index' },
   },
 });

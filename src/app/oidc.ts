@@ -1,0 +1,54 @@
+import { BackchannelLogout } from '../auth/oidc/backchannel-logout';
+import { LoginStateSeal } from '../auth/oidc/login-state';
+import { OidcLogin } from '../auth/oidc/oidc-login';
+import { RelyingParty } from '../auth/oidc/relying-party';
+import type { LoginService } from '../auth/login-service';
+import type { IamRepository } from '../domain/iam-repository';
+import type { TokenStore } from '../domain/token-store';
+import type { SessionService } from '../sessions/session-service';
+import type { GatewayConfig } from './config';
+import { browserClientType } from './iam-api';
+
+/** The OpenID Connect parts of one gateway (docs/oidc.md), or null when the authenticator is not `oidc`. */
+export interface OidcParts {
+  rp: RelyingParty;
+  login: OidcLogin;
+  backchannel: BackchannelLogout;
+}
+
+/** The relying party when a provider is configured (login, or resource-server mode only); null otherwise. */
+export function createRelyingParty(config: GatewayConfig): RelyingParty | null {
+  const oidc = config.iam.oidc;
+  if (oidc.issuer === null) return null;
+  return new RelyingParty({
+    issuer: oidc.issuer,
+    clientId: oidc.clientId ?? '',
+    clientSecret: oidc.clientSecret ?? '',
+    redirectUri: oidc.redirectUri ?? '',
+    postLogoutRedirectUri: oidc.postLogoutRedirectUri,
+    scopes: oidc.scopes,
+    algorithms: oidc.algorithms,
+    clockToleranceMs: oidc.clockToleranceMs,
+    timeoutMs: oidc.timeoutMs,
+  });
+}
+
+/** The OpenID Connect login and back-channel logout, for `iam.authenticator.type: oidc` (the config check ensures the keys). */
+export function createOidc(
+  config: GatewayConfig,
+  rp: RelyingParty | null,
+  deps: { login: LoginService; store: TokenStore; repository: IamRepository; sessions: SessionService },
+): OidcParts | null {
+  if (config.iam.authenticator.type !== 'oidc' || rp === null) return null;
+  const oidc = config.iam.oidc;
+  const login = new OidcLogin({
+    rp,
+    seal: new LoginStateSeal(oidc.clientSecret!),
+    login: deps.login,
+    store: deps.store,
+    claims: { ...oidc.claims, users: oidc.users },
+    clientType: browserClientType(config.iam.clientTypes),
+  });
+  const backchannel = new BackchannelLogout({ rp, store: deps.store, repository: deps.repository, sessions: deps.sessions });
+  return { rp, login, backchannel };
+}

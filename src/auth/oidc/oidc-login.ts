@@ -1,0 +1,105 @@
+import type { JWTPayload } from 'jose';
+import { ProblemError } from '../../domain/problem';
+import { hashToken } from '../../domain/token-hash';
+import type { TokenStore } from '../../domain/token-store';
+import type { AuthenticationResult, RequestFacts } from '../../sessions/session-service';
+import type { AuthenticatedIdentity } from '../authenticator';
+import { checkAuthenticatedIdentity } from '../identity-validation';
+import type { LoginService } from '../login-service';
+import { LOGIN_STATE_TTL_MS, type LoginStateSeal } from './login-state';
+import type { RelyingParty } from './relying-party';
+
+/** How the provider's claims become a principal (`iam.oidc.claims.*`, `iam.oidc.users`). */
+export interface ClaimMapping {
+  /** Claim that becomes the userId (default `sub`). */
+  userId: string;
+  /** Claim that becomes the identityDomain; null = the issuer. */
+  identityDomain: string | null;
+  /** Claim naming the profile to activate; null = the usual choice. */
+  profile: string | null;
+  /** `existing`: only users the gateway already knows may log in. */
+  users: 'jit' | 'existing';
+}
+
+export interface OidcLoginDeps {
+  rp: RelyingParty;
+  seal: LoginStateSeal;
+  login: Pick<LoginService, 'loginVerified'>;
+  /** Makes each `state` usable once, on every instance (an atomic counter with a limit of 1). */
+  store: Pick<TokenStore, 'takeCounters'>;
+  claims: ClaimMapping;
+  /** The client type of a browser login (`WEB`). */
+  clientType: string;
+}
+
+/** The identity an OpenID Connect login names: `oidc:` + the provider's subject (stable, never reassigned). */
+export const oidcIdentityId = (subject: string): string => `oidc:${subject}`;
+
+/**
+ * The OpenID Connect login (authorization code flow with PKCE, `state` and `nonce`): {@link begin} seals what the
+ * callback must check into a cookie and sends the browser to the provider; {@link complete} checks the callback
+ * against it (once: a replayed `state` is refused on every instance), lets the provider's id token name the user,
+ * and logs that user in like any other login — the gateway's own records decide enabled, identity and profile.
+ */
+export class OidcLogin {
+  constructor(private readonly deps: OidcLoginDeps) {}
+
+  async begin(returnTo: string): Promise<{ location: string; stateCookie: string }> {
+    const { url, pending } = await this.deps.rp.beginLogin();
+    const stateCookie = this.deps.seal.seal({ ...pending, returnTo, expiresAtMs: Date.now() + LOGIN_STATE_TTL_MS });
+    return { location: url.href, stateCookie };
+  }
+
+  /**
+   * The callback (`query` as the provider sent it, the sealed cookie as the browser sent it back). Throws 400
+   * IAM_OIDC_STATE_INVALID for a missing, tampered, expired, foreign or replayed state; 401 IAM_OIDC_LOGIN_FAILED
+   * when the provider refused or its answer fails a check; 502/504 when it cannot be reached in time.
+   */
+  async complete(query: URLSearchParams, stateCookie: string | null, facts: RequestFacts): Promise<{ result: AuthenticationResult; returnTo: string }> {
+    const state = this.deps.seal.unseal(stateCookie);
+    if (!state) throw new ProblemError('IAM_OIDC_STATE_INVALID', 'This login was not started in this browser, or took too long: start again.');
+    if (query.get('state') !== state.state) throw new ProblemError('IAM_OIDC_STATE_INVALID', 'The state does not belong to the login this browser started: start again.');
+    const once = await this.deps.store.takeCounters([`oidc-state:${hashToken(state.state)}`], [1], LOGIN_STATE_TTL_MS);
+    if (!once.allowed) throw new ProblemError('IAM_OIDC_STATE_INVALID', 'This login response was already used: start again.');
+    const error = query.get('error');
+    if (error !== null) {
+      const description = query.get('error_description');
+      throw new ProblemError('IAM_OIDC_LOGIN_FAILED', `The identity provider refused the login: ${error}${description ? ` (${description.slice(0, 200)})` : ''}.`);
+    }
+    const claims = await this.deps.rp.completeLogin(query, state);
+    const identity = this.identityOf(claims);
+    const profileClaim = this.deps.claims.profile;
+    const preferred = profileClaim !== null && typeof claims[profileClaim] === 'string' ? (claims[profileClaim] as string) : null;
+    const result = await this.deps.login.loginVerified(identity, this.deps.clientType, facts, {
+      username: String(claims.sub).slice(0, 200),
+      authenticator: 'oidc',
+      mustExist: this.deps.claims.users === 'existing',
+      preferredProfileId: preferred,
+      idpSessionId: typeof claims.sid === 'string' ? claims.sid : null,
+    });
+    return { result, returnTo: state.returnTo };
+  }
+
+  /** The principal's identity from the claims (`iam.oidc.claims.*`); a missing or unusable claim refuses the login. */
+  identityOf(claims: JWTPayload): AuthenticatedIdentity {
+    return identityFromClaims(claims, this.deps.claims, this.deps.rp.issuer);
+  }
+}
+
+/** Shared by the login and the JWT access tokens: the same claims name the same principal. */
+export function identityFromClaims(claims: JWTPayload, mapping: Pick<ClaimMapping, 'userId' | 'identityDomain'>, issuer: string): AuthenticatedIdentity {
+  const subject = claims.sub;
+  const userId = claims[mapping.userId];
+  const domain = mapping.identityDomain === null ? issuer : claims[mapping.identityDomain];
+  const displayName = [claims.name, claims.preferred_username, claims.email].find((value) => typeof value === 'string' && value.length > 0 && value.length <= 200);
+  const checked = checkAuthenticatedIdentity({
+    userId: typeof userId === 'number' ? String(userId) : userId,
+    identityId: typeof subject === 'string' ? oidcIdentityId(subject) : undefined,
+    identityDomain: domain,
+    ...(displayName !== undefined ? { displayName } : {}),
+  });
+  if ('error' in checked) {
+    throw new ProblemError('IAM_OIDC_LOGIN_FAILED', `The identity provider's claims do not name a usable user (claims ${mapping.userId}, sub${mapping.identityDomain ? `, ${mapping.identityDomain}` : ''}: ${checked.error.replace('authenticator answer ', '')}).`);
+  }
+  return checked.identity;
+}
