@@ -277,12 +277,15 @@ describe('a browser that is denied', () => {
     expect(await upstream.requests()).toEqual([]);
   });
 
-  it('API clients (curl, fetch, JSON) keep the problem+json answer; a 401 stays a problem for browsers too', async () => {
+  it('API clients (curl, fetch, JSON) keep the problem+json answer; a browser without a session is sent to the login', async () => {
     for (const accept of ['*/*', 'application/json', 'application/json, text/html;q=0.5']) {
       const answer = await fetch(`${gateway.url}/api/admin/stats`, { headers: { ...bearer(alice.accessToken), accept } });
       expect([accept, answer.status, answer.headers.get('content-type')]).toEqual([accept, 403, 'application/problem+json']);
     }
-    const anonymous = await fetch(`${gateway.url}/api/admin/stats`, { headers: { accept: BROWSER } });
-    expect([anonymous.status, anonymous.headers.get('content-type')]).toEqual([401, 'application/problem+json']);
+    const anonymous = await fetch(`${gateway.url}/api/admin/stats`, { headers: { accept: BROWSER }, redirect: 'manual' });
+    expect([anonymous.status, anonymous.headers.get('location')]).toEqual([302, '/iam/login?returnTo=%2Fapi%2Fadmin%2Fstats']);
+    // A browser that sent a bearer (a script, not a navigation) keeps the 401 problem.
+    const scripted = await fetch(`${gateway.url}/api/admin/stats`, { headers: { accept: BROWSER, authorization: 'Bearer iamt_not-a-live-token-at-all-xxxxxxxxxxxxxxxxxxxx' }, redirect: 'manual' });
+    expect([scripted.status, scripted.headers.get('content-type')]).toEqual([401, 'application/problem+json']);
   });
 });

@@ -16,6 +16,7 @@ import { testDatabaseKind, testDatabaseUrl, testRedisUrl, uniquePrefix } from '.
 import { ROOT } from '../support/gateway';
 import { ensureBuilt } from '../support/gateway-process';
 import { freePort } from '../support/front-proxy';
+import { CookieJar, loginThrough } from '../support/oidc-op';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
 
 const run = promisify(execFile);
@@ -118,6 +119,49 @@ describe('#11.21 npm run demo', () => {
       expect(cookies.stdout).toMatch(/set-cookie: iam-session=iamt_/i);
       expect(cookies.stdout).toMatch(/"x-iam-user-id":"u-alice"/i);
       expect(cookies.stdout).toMatch(/set-cookie: iam-session=; Max-Age=0/i);
+    } finally {
+      demo.kill('SIGTERM');
+      await exited;
+    }
+  }, 120_000);
+});
+
+describe('npm run demo:oidc', () => {
+  it('runs the demo with a local OpenID Provider: a browser is sent there, signs in, and comes back as alice', async () => {
+    ensureBuilt();
+    const hostPort = await freePort();
+    const demo = spawn(process.execPath, [join(ROOT, 'scripts', 'demo-oidc.js')], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', HOST_PORT: String(hostPort), OIDC_PORT: '0', PORT: '0', MANAGEMENT_PORT: '0' },
+    });
+    let output = '';
+    demo.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+    demo.stderr!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+    const exited = new Promise<void>((resolve) => demo.once('exit', () => resolve()));
+    try {
+      const gatewayUrl = await new Promise<string>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`demo:oidc did not start:\n${output}`)), 60_000);
+        demo.stdout!.on('data', () => {
+          const match = /gateway\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(output);
+          if (match) {
+            clearTimeout(timer);
+            resolve(match[1]!);
+          }
+        });
+        void exited.then(() => (clearTimeout(timer), reject(new Error(`demo:oidc exited:\n${output}`))));
+      });
+      expect(output).toMatch(/OpenID Provider\s+http:\/\/127\.0\.0\.1:\d+/);
+      const page = await fetch(`${gatewayUrl}/api/whoami`, { headers: { accept: 'text/html' }, redirect: 'manual' });
+      expect(page.headers.get('location')).toBe('/iam/auth/oidc/login?returnTo=%2Fapi%2Fwhoami');
+      const started = await fetch(`${gatewayUrl}${page.headers.get('location')!}`, { redirect: 'manual' });
+      const stateCookie = started.headers.getSetCookie().find((line) => line.startsWith('iam-oidc='))!.split(';')[0]!;
+      const callback = await loginThrough(started.headers.get('location')!, 'alice', 'alice-password', `${gatewayUrl}/iam/auth/oidc/callback`, new CookieJar());
+      const back = await fetch(callback, { headers: { cookie: stateCookie }, redirect: 'manual' });
+      expect([back.status, back.headers.get('location')]).toEqual([303, '/api/whoami']);
+      const session = back.headers.getSetCookie().find((line) => line.startsWith('iam-session='))!.split(';')[0]!;
+      const whoami = (await (await fetch(`${gatewayUrl}/api/whoami`, { headers: { cookie: session } })).json()) as { headers: Record<string, string> };
+      expect(whoami.headers['x-iam-user-id']).toBe('u-alice');
     } finally {
       demo.kill('SIGTERM');
       await exited;

@@ -207,6 +207,7 @@ describe('sessions', () => {
     revokedAt: null,
     logoutAt: null,
     revokeReason: null,
+    idpSessionId: null,
     clientAddress: '203.0.113.7',
     userAgent: 'jest',
     originSessionId: null,

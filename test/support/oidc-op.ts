@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK, type JWTHeaderParameters } from 'jose';
 
 const ROOT = join(__dirname, '..', '..');
-const SERVER_SCRIPT = join(__dirname, 'oidc-op', 'server.mjs');
+const SERVER_SCRIPT = join(ROOT, 'examples', 'oidc-provider', 'server.mjs');
 const START_TIMEOUT_MS = 20_000;
 const MAX_HOPS = 20;
 
@@ -245,7 +245,7 @@ async function send(jar: CookieJar, url: string, form?: Record<string, string>):
 
 const isRedirect = (status: number): boolean => status >= 300 && status < 400;
 
-async function loginThrough(authorizationUrl: string, username: string, password: string, stopAt: string, jar: CookieJar): Promise<string> {
+export async function loginThrough(authorizationUrl: string, username: string, password: string, stopAt: string, jar: CookieJar): Promise<string> {
   let url = authorizationUrl;
   let form: Record<string, string> | undefined;
   let posted = false;

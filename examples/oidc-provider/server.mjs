@@ -1,8 +1,10 @@
 /**
- * A real OpenID Provider for end-to-end tests: oidc-provider 9 (ESM-only, so it runs in its own plain `node`
- * process, started by test/support/oidc-op.ts) on 127.0.0.1.
+ * A real OpenID Provider on 127.0.0.1 for the end-to-end tests and `npm run demo:oidc`: oidc-provider 9 (a
+ * certified OP; a devDependency, never part of the gateway), ESM-only, so it runs in its own plain `node` process,
+ * started by test/support/oidc-op.ts or scripts/demo-oidc.js. Never for production: it keeps everything in memory
+ * and signs users in from a list of passwords.
  *
- *   node test/support/oidc-op/server.mjs <config.json> [port]
+ *   node examples/oidc-provider/server.mjs <config.json> [port]
  *
  * The port is argv[3], else OIDC_OP_PORT, else the config's `port`, else 0 (a free port). Once listening it
  * prints one line of JSON to stdout, `{"issuer":"http://127.0.0.1:PORT"}`, and nothing else there.
