@@ -47,7 +47,8 @@ async function startProvider(port, client) {
   const dir = mkdtempSync(join(tmpdir(), 'iam-demo-oidc-'));
   const file = join(dir, 'config.json');
   writeFileSync(file, JSON.stringify({ port, jwks: { keys: [key] }, clients: [client], accounts: ACCOUNTS, idTokenTtlSeconds: 300 }), { mode: 0o600 });
-  const { NODE_OPTIONS: _ignored, ...env } = process.env;
+  const env = { ...process.env };
+  delete env.NODE_OPTIONS;
   const child = spawn(process.execPath, [join(root, 'examples', 'oidc-provider', 'server.mjs'), file], { cwd: root, env, stdio: ['pipe', 'pipe', 'inherit'] });
   try {
     const issuer = await new Promise((resolve, reject) => {
