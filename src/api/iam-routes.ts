@@ -47,6 +47,8 @@ export interface IamRoutesDeps {
    * hands over to when the authenticator is `oidc` (null: the page shows the password form).
    */
   browserLogin: { clientType: string; oidcLoginPath: string | null };
+  /** Verifies the bearer (or cookie) of a protected endpoint: gateway sessions, and provider JWTs when accepted. */
+  bearers: Pick<SessionService, 'verify'>;
   /** The OpenID Connect login and back-channel logout (`iam.authenticator.type: oidc`); null: not served. */
   oidc: Pick<OidcRoutesDeps, 'login' | 'backchannel' | 'rp'> | null;
   /** `iam.gateway.allow-path-parameters`. */
@@ -58,7 +60,7 @@ export interface IamRoutesDeps {
 /** Every route group of the `/iam` application (docs/http-contract.md); the one list of what it serves. */
 export function registerIamRoutes(router: Router, deps: IamRoutesDeps): void {
   const { login, sessions, engine, audit, repository } = deps;
-  const sessionGuard = requireSession(sessions, deps.sessionCookie.trustedOrigins);
+  const sessionGuard = requireSession(deps.bearers, deps.sessionCookie.trustedOrigins);
   registerAuthRoutes(router, { login, sessions, clientTypes: deps.clientTypes, requireSession: sessionGuard, secureCookie: deps.sessionCookie.secure });
   registerLoginPageRoutes(router, {
     login,

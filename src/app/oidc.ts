@@ -1,9 +1,11 @@
+import { AccessTokenVerifier } from '../auth/oidc/access-tokens';
 import { BackchannelLogout } from '../auth/oidc/backchannel-logout';
 import { LoginStateSeal } from '../auth/oidc/login-state';
 import { OidcLogin } from '../auth/oidc/oidc-login';
 import { RelyingParty } from '../auth/oidc/relying-party';
 import type { LoginService } from '../auth/login-service';
 import type { IamRepository } from '../domain/iam-repository';
+import type { TokenRecord } from '../domain/token-record';
 import type { TokenStore } from '../domain/token-store';
 import type { SessionService } from '../sessions/session-service';
 import type { GatewayConfig } from './config';
@@ -51,4 +53,23 @@ export function createOidc(
   });
   const backchannel = new BackchannelLogout({ rp, store: deps.store, repository: deps.repository, sessions: deps.sessions });
   return { rp, login, backchannel };
+}
+
+/** Resource-server mode (`iam.oidc.accept-access-tokens`): the provider's JWT access tokens as bearers; null when off. */
+export function createAccessTokenVerifier(
+  config: GatewayConfig,
+  rp: RelyingParty | null,
+  deps: { repository: IamRepository; revocations: { refuses(record: TokenRecord): boolean } },
+): AccessTokenVerifier | null {
+  const oidc = config.iam.oidc;
+  if (!oidc.acceptAccessTokens || rp === null) return null;
+  return new AccessTokenVerifier({
+    rp,
+    audience: oidc.audience ?? oidc.clientId ?? '',
+    claims: { ...oidc.claims, users: oidc.users },
+    clientType: config.iam.clientTypes.includes('API') ? 'API' : config.iam.clientTypes[0]!,
+    repository: deps.repository,
+    revocations: deps.revocations,
+    maxEntries: config.iam.token.cache.maxEntries,
+  });
 }

@@ -28,6 +28,8 @@ export interface SessionState {
   channelUp: () => boolean;
   /** Delivers committed changes now (the change feed), for writers that must see them applied. */
   changes: { deliver(): Promise<void> };
+  /** Ended sessions and raised user epochs, kept current by the events channel and the change feed. */
+  revocations: RevocationRegistry;
 }
 
 /**
@@ -101,5 +103,5 @@ export async function startSessions(
   cleanups.push(() => started.close());
   // Start-time provisioning's changes (and any left undelivered by a stopped instance) go out now (#11.26).
   void started.tick();
-  return { store, sessions, grants, tunnels, subscription, channelUp, changes };
+  return { store, sessions, grants, tunnels, subscription, channelUp, changes, revocations };
 }

@@ -24,7 +24,8 @@ import { startListening } from './listeners';
 import { createManagementServer } from './management-server';
 import { startPolicy } from './policy';
 import { readinessChecks } from './readiness';
-import { createOidc, createRelyingParty } from './oidc';
+import { bearerVerifier } from '../auth/oidc/access-tokens';
+import { createAccessTokenVerifier, createOidc, createRelyingParty } from './oidc';
 import { startSessions } from './sessions';
 
 import type { RunningGateway } from './running-gateway';
@@ -75,7 +76,10 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       metrics,
     });
 
-    const oidc = createOidc(config, createRelyingParty(config), { login, store, repository, sessions });
+    const rp = createRelyingParty(config);
+    const oidc = createOidc(config, rp, { login, store, repository, sessions });
+    // Gateway tokens to the session service; with accept-access-tokens, the provider's JWTs to their verifier.
+    const bearers = bearerVerifier(sessions, createAccessTokenVerifier(config, rp, { repository, revocations: state.revocations }));
 
     const isTrustedProxy = compileTrustedProxies(config.iam.forward.trustedProxies);
     const assertion = config.iam.forward.assertion;
@@ -86,7 +90,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     cleanups.push(() => forwarder.close());
     const authorizer = new RequestAuthorizer({
       policy: () => policy.holder.current,
-      sessions,
+      sessions: bearers,
       engine,
       audit,
       metrics,
@@ -123,6 +127,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       jwks: () => (signer ? [signer.jwk] : []),
       metrics,
       oidc,
+      bearers,
     });
 
     let shuttingDown = false;

@@ -4,7 +4,7 @@ import type { GatewayMetrics } from '../observability/metrics';
 import type { IamRepository } from '../domain/iam-repository';
 import type { ProfileRecord } from '../domain/records';
 import { ProblemError, problems } from '../domain/problem';
-import type { AuthenticationResult, RequestFacts, SessionService, VerifiedSession } from '../sessions/session-service';
+import { notASession, type AuthenticationResult, type RequestFacts, type SessionService, type VerifiedSession } from '../sessions/session-service';
 import type { TokenStore } from '../domain/token-store';
 import type { AuthenticatedIdentity, AuthenticationOutcome, IdentityAuthenticator, LoginRequest } from './authenticator';
 import type { LoginRateLimiter } from './login-rate-limiter';
@@ -151,6 +151,7 @@ export class LoginService {
    * profile, unchanged.
    */
   async switchProfile(caller: VerifiedSession, profileId: string, facts: RequestFacts): Promise<AuthenticationResult> {
+    if (caller.record.source === 'access-token') throw notASession();
     const current = caller.record.principal;
     const profile = await this.deps.repository.getProfile(profileId);
     if (!profile || profile.userId !== current.userId || !isAvailable(profile)) {

@@ -23,6 +23,11 @@ export interface TokenRecord {
    * raised (every session ended) the token is refused, whatever the token store says. Absent = 0.
    */
   sessionEpoch?: number;
+  /**
+   * `access-token`: not a gateway session but an OpenID Provider's JWT access token the gateway verified (never in
+   * the token store; nothing to log out or switch). Absent for sessions.
+   */
+  source?: 'access-token';
 }
 
 /** Messages on the `{prefix}:events` channel, shared by every gateway instance. */

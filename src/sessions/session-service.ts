@@ -212,6 +212,7 @@ export class SessionService {
   /** Ends the session everywhere; recorded (logout_at, audit) now, or as soon as the database answers. */
   async logout(session: VerifiedSession, facts: RequestFacts): Promise<void> {
     const { record, tokenHash } = session;
+    if (record.source === 'access-token') throw notASession();
     const userId = record.principal.userId;
     await this.ending.end(
       { userId, reason: 'logout', logout: true, sessions: [{ sessionId: record.sessionId, tokenHash, expiresAt: record.expiresAt }], durable: { sessionIds: [record.sessionId] } },
@@ -406,4 +407,9 @@ function toView(session: SessionRecord, live: boolean, current: boolean, nowMs: 
     revokeReason: session.revokeReason,
     current,
   };
+}
+
+/** A provider's access token is not a gateway session: it cannot be logged out or switched, it just expires. */
+export function notASession(): ProblemError {
+  return new ProblemError('IAM_BAD_REQUEST', "An identity provider's access token is not a gateway session: it cannot be logged out or switched (it ends at its expiry).");
 }

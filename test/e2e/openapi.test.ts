@@ -100,6 +100,7 @@ function registeredRoutes(): Array<{ method: string; path: string }> {
     clientTypes: ['WEB'],
     browserLogin: { clientType: 'WEB', oidcLoginPath: null },
     oidc: unused,
+    bearers: unused,
     sessionCookie: { secure: true, trustedOrigins: new Set() },
     allowPathParameters: false,
     maxUrlLength: 8192,

@@ -126,8 +126,8 @@ export class RelyingParty {
   static outageOf(error: unknown): ProblemError | null {
     if (error instanceof ProblemError) return error;
     if (error instanceof joseErrors.JWKSTimeout) return new ProblemError('IAM_IDP_TIMEOUT', "The identity provider's keys did not arrive in time.", { cause: error });
-    // A fetch that failed (TypeError), a JWKS that is not one, a non-200 answer (jose's generic error).
-    if (error instanceof TypeError || error instanceof joseErrors.JWKSInvalid || (error instanceof joseErrors.JOSEError && error.code === 'ERR_JOSE_GENERIC')) {
+    // A fetch that failed, a JWKS that is not one, a non-200 answer (jose's generic error).
+    if (isFetchFailure(error) || error instanceof joseErrors.JWKSInvalid || (error instanceof joseErrors.JOSEError && error.code === 'ERR_JOSE_GENERIC')) {
       return new ProblemError('IAM_IDP_UNAVAILABLE', "The identity provider's keys could not be fetched.", { cause: error });
     }
     return null;
@@ -154,7 +154,8 @@ export class RelyingParty {
         clientId,
         // The id token's algorithm must be one of ours (oauth4webapi accepts a list here); clock tolerance in seconds.
         { id_token_signed_response_alg: [...algorithms] as unknown as string, [client.clockTolerance]: Math.round(this.settings.clockToleranceMs / 1000) },
-        client.ClientSecretBasic(clientSecret),
+        // Resource-server mode alone has no secret: it only reads the provider's metadata and keys.
+        clientSecret ? client.ClientSecretBasic(clientSecret) : client.None(),
         { timeout: Math.max(1, Math.ceil(timeoutMs / 1000)), execute: [...(insecure ? [client.allowInsecureRequests] : []), client.enableNonRepudiationChecks] },
       )
       .catch((error: unknown) => {
@@ -176,10 +177,23 @@ export class RelyingParty {
       // The provider refused (an expired or replayed code, a wrong verifier...): a failed login, not an outage.
       return new ProblemError('IAM_OIDC_LOGIN_FAILED', `${context}: it answered ${cause.error}.`, { cause: error });
     }
-    if (cause?.code === 'OAUTH_RESPONSE_IS_NOT_CONFORM' || cause?.code === 'OAUTH_RESPONSE_IS_NOT_JSON' || names.some((name) => name === 'TypeError' || name === 'ECONNREFUSED' || name === 'ENOTFOUND' || name === 'ECONNRESET' || name === 'UND_ERR_SOCKET')) {
+    if (cause?.code === 'OAUTH_RESPONSE_IS_NOT_CONFORM' || cause?.code === 'OAUTH_RESPONSE_IS_NOT_JSON' || isFetchFailure(error) || names.some((name) => name === 'ECONNREFUSED' || name === 'ENOTFOUND' || name === 'ECONNRESET' || name === 'UND_ERR_SOCKET')) {
       return new ProblemError('IAM_IDP_UNAVAILABLE', `${context}: it could not be reached or did not answer usefully.`, { cause: error });
     }
+    // A bug of ours (a bad argument) is no refusal by the provider: 500, logged.
+    if (cause?.code === 'ERR_INVALID_ARG_VALUE' || cause?.code === 'ERR_INVALID_ARG_TYPE') return new ProblemError('IAM_INTERNAL_ERROR', 'An internal error occurred.', { cause: error });
     // Every other check that failed (state, iss, nonce, signature, expiry, audience...): the login is refused.
     return new ProblemError('IAM_OIDC_LOGIN_FAILED', `${context}: ${cause?.error_description ?? 'a check of its answer failed'}.`, { cause: error });
   }
+}
+
+/** `fetch()` rejected (nothing listening, reset, DNS): undici's `TypeError('fetch failed')` with the network error as cause. */
+function isFetchFailure(error: unknown): boolean {
+  // By name, not instanceof: the error may come from another realm (undici's, a test runner's).
+  let current = error as { name?: unknown; message?: unknown; cause?: unknown } | null | undefined;
+  for (let depth = 0; current !== null && typeof current === 'object' && depth < 3; depth++) {
+    if (current.name === 'TypeError' && current.message === 'fetch failed') return true;
+    current = current.cause as typeof current;
+  }
+  return false;
 }

@@ -1,0 +1,136 @@
+import type { IamRepository } from '../../domain/iam-repository';
+import type { IamPrincipal } from '../../domain/principal';
+import { ProblemError } from '../../domain/problem';
+import { hashToken } from '../../domain/token-hash';
+import type { TokenRecord } from '../../domain/token-record';
+import type { SessionService, VerifiedSession } from '../../sessions/session-service';
+import { selectActiveProfile } from '../login-service';
+import type { ClaimMapping } from './oidc-login';
+import { identityFromClaims } from './oidc-login';
+import { RelyingParty } from './relying-party';
+
+/** The bearer verification the proxy, forward-auth and `/iam` ask (what {@link SessionService} offers). */
+export type BearerVerifier = Pick<SessionService, 'verify' | 'verifyCached'>;
+
+/** A compact JWS (`header.payload.signature`, base64url) as a bearer: never a gateway token (`iamt_…`). */
+const JWT_SHAPE = /^eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
+const MAX_JWT_LENGTH = 8192;
+
+export const looksLikeJwt = (token: string): boolean => token.length <= MAX_JWT_LENGTH && JWT_SHAPE.test(token);
+
+/** True for the session of a provider access token (no gateway session: nothing to log out or switch). */
+export const isAccessTokenSession = (session: VerifiedSession): boolean => session.record.source === 'access-token';
+
+export interface AccessTokenDeps {
+  rp: RelyingParty;
+  /** The `aud` an access token must carry (`iam.oidc.audience`, else the client id). */
+  audience: string;
+  claims: ClaimMapping;
+  /** The client type of a provider access token's principal (`API` when configured). */
+  clientType: string;
+  repository: Pick<IamRepository, 'getUser' | 'ensurePrincipal' | 'listProfiles'>;
+  /** Ended sessions and raised user epochs (every instance's events): a disabled user's tokens stop at once. */
+  revocations: { refuses(record: TokenRecord): boolean };
+  /** Bound of the verified-token cache. */
+  maxEntries: number;
+}
+
+interface Entry {
+  session: VerifiedSession;
+  expiresAtMs: number;
+}
+
+/**
+ * Resource-server mode (`iam.oidc.accept-access-tokens`): `Authorization: Bearer <JWT>` from the provider. The JWT
+ * is verified like a logout token (signature by the provider's JWKS with an allowed asymmetric algorithm, `iss`,
+ * `aud`, `exp`/`nbf` within the clock tolerance), its claims name the principal exactly as at an OpenID Connect login
+ * (same user, identity and domain), and the gateway's records decide enabled and the active profile. The result is
+ * cached by token hash until the token's `exp` (bounded, oldest out first), so only a token's first request reads the
+ * database; a user whose sessions are all revoked or who is disabled has every token refused at once (the user's
+ * session epoch, on every instance).
+ */
+export class AccessTokenVerifier {
+  private readonly cache = new Map<string, Entry>();
+
+  constructor(private readonly deps: AccessTokenDeps) {}
+
+  /** The cached session of a token, null when it cannot be valid, `'miss'` when only {@link verify} can tell. */
+  verifyCached(token: string): VerifiedSession | null | 'miss' {
+    const entry = this.cache.get(hashToken(token));
+    if (!entry) return 'miss';
+    if (entry.expiresAtMs <= Date.now() || this.deps.revocations.refuses(entry.session.record)) {
+      this.cache.delete(entry.session.tokenHash);
+      return null;
+    }
+    return entry.session;
+  }
+
+  async verify(token: string): Promise<VerifiedSession | null> {
+    const cached = this.verifyCached(token);
+    if (cached !== 'miss') return cached;
+    let claims;
+    try {
+      claims = await this.deps.rp.verifyJwt(token, { audience: this.deps.audience, requiredClaims: ['exp', 'sub'] });
+    } catch (error) {
+      // The provider's keys could not be fetched: 502/504, never a guess. Any other failure: not a valid token.
+      const outage = RelyingParty.outageOf(error);
+      if (outage) throw outage;
+      return null;
+    }
+    let identity;
+    try {
+      identity = identityFromClaims(claims, this.deps.claims, this.deps.rp.issuer);
+    } catch (error) {
+      if (error instanceof ProblemError) return null;
+      throw error;
+    }
+    const { repository } = this.deps;
+    if (this.deps.claims.users === 'existing' && !(await repository.getUser(identity.userId))) return null;
+    const { user, identity: stored } = await repository.ensurePrincipal(identity);
+    if (!user.enabled || !stored.enabled || stored.userId !== identity.userId || stored.identityDomain !== identity.identityDomain) return null;
+    const profiles = await repository.listProfiles(identity.userId);
+    const principal: IamPrincipal = {
+      userId: identity.userId,
+      identityId: identity.identityId,
+      identityDomain: stored.identityDomain,
+      activeProfileId: selectActiveProfile(profiles, this.deps.clientType)?.profileId ?? null,
+      ...(identity.displayName ?? user.displayName ? { displayName: identity.displayName ?? user.displayName ?? undefined } : {}),
+      authorizationVersion: user.authorizationVersion,
+    };
+    const tokenHash = hashToken(token);
+    const expiresAtMs = (claims.exp as number) * 1000;
+    const record: TokenRecord = {
+      // What the host receives as X-IAM-Session-Id: the token's own id when it has one.
+      sessionId: `at:${typeof claims.jti === 'string' && claims.jti.length <= 100 ? claims.jti : tokenHash.slice(0, 32)}`,
+      principal,
+      clientType: this.deps.clientType,
+      createdAt: new Date(typeof claims.iat === 'number' ? claims.iat * 1000 : Date.now()).toISOString(),
+      expiresAt: new Date(expiresAtMs).toISOString(),
+      idleTimeoutMs: 0,
+      sessionEpoch: user.sessionEpoch ?? 0,
+      source: 'access-token',
+    };
+    const session: VerifiedSession = { tokenHash, record };
+    if (this.deps.revocations.refuses(record)) return null;
+    this.remember(tokenHash, { session, expiresAtMs });
+    return session;
+  }
+
+  private remember(tokenHash: string, entry: Entry): void {
+    this.cache.delete(tokenHash);
+    this.cache.set(tokenHash, entry);
+    while (this.cache.size > this.deps.maxEntries) {
+      const oldest = this.cache.keys().next().value as string;
+      this.cache.delete(oldest);
+    }
+  }
+}
+
+/** Gateway tokens to the session service, provider JWTs to the access-token verifier. */
+export function bearerVerifier(sessions: BearerVerifier, accessTokens: AccessTokenVerifier | null): BearerVerifier {
+  if (accessTokens === null) return sessions;
+  return {
+    verifyCached: (token) => (looksLikeJwt(token) ? accessTokens.verifyCached(token) : sessions.verifyCached(token)),
+    verify: (token) => (looksLikeJwt(token) ? accessTokens.verify(token) : sessions.verify(token)),
+  };
+}
