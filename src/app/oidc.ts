@@ -3,6 +3,7 @@ import { BackchannelLogout } from '../auth/oidc/backchannel-logout';
 import { LoginStateSeal } from '../auth/oidc/login-state';
 import { OidcLogin } from '../auth/oidc/oidc-login';
 import { RelyingParty } from '../auth/oidc/relying-party';
+import type { AuditTrail } from '../audit/audit-trail';
 import type { LoginService } from '../auth/login-service';
 import type { IamRepository } from '../domain/iam-repository';
 import type { TokenRecord } from '../domain/token-record';
@@ -39,12 +40,13 @@ export function createRelyingParty(config: GatewayConfig): RelyingParty | null {
 export function createOidc(
   config: GatewayConfig,
   rp: RelyingParty | null,
-  deps: { login: LoginService; store: TokenStore; repository: IamRepository; sessions: SessionService },
+  deps: { login: LoginService; store: TokenStore; repository: IamRepository; sessions: SessionService; audit: AuditTrail },
 ): OidcParts | null {
   if (config.iam.authenticator.type !== 'oidc' || rp === null) return null;
   const oidc = config.iam.oidc;
   const login = new OidcLogin({
     rp,
+    audit: deps.audit,
     seal: new LoginStateSeal(oidc.clientSecret!),
     login: deps.login,
     store: deps.store,

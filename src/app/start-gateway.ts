@@ -77,7 +77,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     });
 
     const rp = createRelyingParty(config);
-    const oidc = createOidc(config, rp, { login, store, repository, sessions });
+    const oidc = createOidc(config, rp, { login, store, repository, sessions, audit });
     // Gateway tokens to the session service; with accept-access-tokens, the provider's JWTs to their verifier.
     const bearers = bearerVerifier(sessions, createAccessTokenVerifier(config, rp, { repository, revocations: state.revocations }));
 

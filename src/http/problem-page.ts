@@ -34,6 +34,7 @@ export function problemPageHtml(problem: ProblemError, method: string, path: str
   const body = problem.toBody(path, requestId);
   const rows: Array<[string, string]> = [
     ['Request', `${method} ${path}`],
+    ['Code', body.code],
     ...(body.step ? [['Step that failed', body.step] as [string, string]] : []),
     ...(body.decisionId ? [['Decision id', body.decisionId] as [string, string]] : []),
     ['Request id', requestId],

@@ -17,7 +17,7 @@ import { startHost, type RunningHost } from '../../examples/host/server';
 import type { RunningGateway } from '../../src/app/start-gateway';
 import { chromiumAvailable, launchBrowser } from '../support/browser';
 import { createTestDatabase } from '../support/database';
-import { notRun } from '../support/env';
+import { describeWithRedis, notRun, uniquePrefix } from '../support/env';
 import { freePort } from '../support/front-proxy';
 import { ROOT, startTestGateway } from '../support/gateway';
 import { E2E_POLICIES } from '../support/gateway-fixture';
@@ -340,6 +340,35 @@ describeInBrowser('in Chromium', () => {
     });
   });
 
+  describeWithRedis('two instances of one deployment (a shared Redis)', () => {
+    let first: RunningGateway;
+    let second: RunningGateway;
+
+    beforeAll(async () => {
+      // Same token store prefix and database: two instances behind one load balancer.
+      const shared = { ...PLAIN_HTTP, IAM_POLICIES_DIR: EXAMPLE_POLICIES, IAM_TOKEN_STORE_PREFIX: uniquePrefix('browser-pair') };
+      first = await startTestGateway(host.url, shared);
+      second = await startTestGateway(host.url, shared);
+    });
+    afterAll(async () => {
+      await Promise.allSettled([first?.close(), second?.close()]);
+    });
+
+    it('a session opened on one instance works on the other, and a logout on one ends it on the other', async () => {
+      const { page } = await newPage();
+      await passwordLogin(page, first.url, 'alice', 'alice-password');
+      // Cookies ignore the port: the browser sends the same session to the second instance.
+      await page.goto(`${second.url}/api/whoami`);
+      expect((await shownJson(page)).headers['x-iam-user-id']).toBe('u-alice');
+      // Log out on the first instance, the way a page of the application would (same-origin POST with the cookie).
+      await page.goto(`${first.url}/api/whoami`);
+      const status = await page.evaluate(async (url) => (await fetch(url, { method: 'POST', credentials: 'same-origin' })).status, `${first.url}/iam/auth/logout`);
+      expect(status).toBe(204);
+      await page.goto(`${second.url}/api/whoami`);
+      expect(new URL(page.url()).pathname).toBe('/iam/login');
+    });
+  });
+
   describe('OpenID Connect', () => {
     const gw = (): string => oidcGateway.url;
 
@@ -351,6 +380,10 @@ describeInBrowser('in Chromium', () => {
       expect(whoami.identity).toMatchObject({ userId: 'u-alice', profileId: 'p-alice-editor', identityDomain: op.issuer });
       await screenshot(page, 'oidc-whoami');
       expect(await cookie(context, gw(), 'iam-session')).toMatchObject({ httpOnly: true, sameSite: 'Lax' });
+      // A reload keeps the session: still the page, still alice, no trip to the provider.
+      await page.reload();
+      expect(new URL(page.url()).origin).toBe(gw());
+      expect((await shownJson(page)).headers['x-iam-user-id']).toBe('u-alice');
       // The sealed state cookie is spent.
       expect(await cookie(context, gw(), 'iam-oidc')).toBeUndefined();
 

@@ -62,7 +62,7 @@ beforeAll(async () => {
     ],
     accounts: ACCOUNTS,
   });
-  fixture = await startGatewayWithUpstream(oidcSettings(op.issuer, port));
+  fixture = await startGatewayWithUpstream(oidcSettings(op.issuer, port), { keepDatabase: true });
   gw = fixture.gateway.url;
 }, 60_000);
 afterAll(async () => {
@@ -168,11 +168,18 @@ describe('the OpenID Connect login', () => {
 });
 
 describe('a callback that is not the one this browser started', () => {
-  it('refuses a replayed callback (the state is spent on every instance)', async () => {
+  it('refuses a replayed callback (the state is spent on every instance), and audits the refusal', async () => {
     const { answer, callback, stateCookie } = await signIn('alice');
     expect(answer.status).toBe(303);
     const again = await send(callback, { headers: { cookie: `__Host-iam-oidc=${stateCookie}` } });
     expect([again.status, await codeOf(again), cookieValue(again, '__Host-iam-session')]).toEqual([400, 'IAM_OIDC_STATE_INVALID', null]);
+    const requestId = again.headers.get('x-request-id')!;
+    await fixture.gateway.services!.audit.flush();
+    const rows = await fixture.db!.orm.em.fork().execute<Array<{ action: string; details: { reason: string; authenticator: string } }>>(
+      'select action, details from iam_audit_events where request_id = ?',
+      [requestId],
+    );
+    expect(rows.map((row) => [row.action, row.details.reason, row.details.authenticator])).toEqual([['auth.login.failed', 'IAM_OIDC_STATE_INVALID', 'oidc']]);
   });
 
   it('refuses a callback without the state cookie, with a tampered one, or with the cookie of another login', async () => {

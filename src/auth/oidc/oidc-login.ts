@@ -1,4 +1,5 @@
 import type { JWTPayload } from 'jose';
+import type { AuditTrail } from '../../audit/audit-trail';
 import { ProblemError } from '../../domain/problem';
 import { hashToken } from '../../domain/token-hash';
 import type { TokenStore } from '../../domain/token-store';
@@ -23,6 +24,8 @@ export interface ClaimMapping {
 
 export interface OidcLoginDeps {
   rp: RelyingParty;
+  /** Failed callbacks are audited (`auth.login.failed`, authenticator `oidc`) like failed password logins. */
+  audit: Pick<AuditTrail, 'record'>;
   seal: LoginStateSeal;
   login: Pick<LoginService, 'loginVerified'>;
   /** Makes each `state` usable once, on every instance (an atomic counter with a limit of 1). */
@@ -56,6 +59,28 @@ export class OidcLogin {
    * when the provider refused or its answer fails a check; 502/504 when it cannot be reached in time.
    */
   async complete(query: URLSearchParams, stateCookie: string | null, facts: RequestFacts): Promise<{ result: AuthenticationResult; returnTo: string }> {
+    try {
+      return await this.completeChecked(query, stateCookie, facts);
+    } catch (error) {
+      // The gateway's own refusals (unknown or disabled user) are audited by the login service; these are the
+      // provider's and the callback's.
+      if (error instanceof ProblemError && error.code !== 'IAM_INVALID_CREDENTIALS') {
+        this.deps.audit.record({
+          action: 'auth.login.failed',
+          actorUserId: null,
+          targetType: 'user',
+          targetId: null,
+          outcome: 'failure',
+          requestId: facts.requestId,
+          clientAddress: facts.clientAddress,
+          details: { reason: error.code, authenticator: 'oidc', detail: error.message.slice(0, 300) },
+        });
+      }
+      throw error;
+    }
+  }
+
+  private async completeChecked(query: URLSearchParams, stateCookie: string | null, facts: RequestFacts): Promise<{ result: AuthenticationResult; returnTo: string }> {
     const state = this.deps.seal.unseal(stateCookie);
     if (!state) throw new ProblemError('IAM_OIDC_STATE_INVALID', 'This login was not started in this browser, or took too long: start again.');
     if (query.get('state') !== state.state) throw new ProblemError('IAM_OIDC_STATE_INVALID', 'The state does not belong to the login this browser started: start again.');
