@@ -53,4 +53,9 @@ export default defineConfig(
     files: ['**/*.mjs'],
     languageOptions: { sourceType: 'module', globals: { ...globals.node } },
   },
+  {
+    // The console (/iam/console): plain ES modules run by the browser as they are (no build step, no bundler).
+    files: ['console/assets/**/*.js'],
+    languageOptions: { sourceType: 'module', globals: { ...globals.browser } },
+  },
 );

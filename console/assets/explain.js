@@ -1,0 +1,166 @@
+// /iam/console/explain?decisionId=… or ?method=GET&path=/api/…[&userId=…]: why a request was (or would be) allowed
+// or denied, step by step, with the policy route (file:line) that decided it.
+import { api, IDENTIFIER, query, seg } from './api.js';
+import { badge, facts, field, fieldError, h, replace, when } from './dom.js';
+import { problemView } from './problems.js';
+import { announce } from './status.js';
+
+const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+const UUID = /^[0-9a-fA-F-]{36}$/;
+
+export async function renderExplain({ root, heading, params, navigate, isCurrent }) {
+  heading('Explain a decision');
+  const decisionId = params.get('decisionId') ?? '';
+  const method = (params.get('method') ?? 'GET').toUpperCase();
+  const path = params.get('path') ?? '';
+  const userId = params.get('userId') ?? '';
+
+  // By decision id.
+  const idInput = h('input', { type: 'text', name: 'decisionId', value: decisionId, autocomplete: 'off', spellcheck: 'false', class: 'wide' });
+  const byId = h(
+    'form',
+    { class: 'card', 'aria-labelledby': 'by-id-heading', novalidate: true },
+    h('h2', { id: 'by-id-heading' }, 'By decision id'),
+    field('Decision id', idInput, 'From a 403 page or answer, or from the audit trail.'),
+    h('button', { type: 'submit' }, 'Explain decision'),
+  );
+  byId.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const value = idInput.value.trim();
+    if (!UUID.test(value)) {
+      fieldError(idInput, 'A decision id is a UUID, e.g. 0b8f…-…');
+      idInput.focus();
+      return;
+    }
+    fieldError(idInput, null);
+    navigate(`/iam/console/explain${query({ decisionId: value })}`);
+  });
+
+  // By request.
+  const methodSelect = h('select', { name: 'method' }, METHODS.map((name) => h('option', { value: name, selected: name === method }, name)));
+  const pathInput = h('input', { type: 'text', name: 'path', value: path, placeholder: '/api/projects/2', autocomplete: 'off', spellcheck: 'false', class: 'wide' });
+  const userInput = h('input', { type: 'text', name: 'userId', value: userId, autocomplete: 'off', spellcheck: 'false' });
+  const byRequest = h(
+    'form',
+    { class: 'card', 'aria-labelledby': 'by-request-heading', novalidate: true },
+    h('h2', { id: 'by-request-heading' }, 'By request'),
+    h('div', { class: 'row' }, field('Method', methodSelect), field('Path', pathInput, 'The request path (and query) as the host sees it.')),
+    field('As user (optional)', userInput, "Explains as that user's default web profile; needs iam.admin.diagnostics:read. Empty: as you."),
+    h('button', { type: 'submit' }, 'Explain request'),
+  );
+  byRequest.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const target = pathInput.value.trim();
+    const user = userInput.value.trim();
+    let ok = true;
+    fieldError(pathInput, null);
+    fieldError(userInput, null);
+    if (!target.startsWith('/')) {
+      fieldError(pathInput, 'The path starts with /, e.g. /api/projects/2');
+      ok = false;
+    }
+    if (user !== '' && !IDENTIFIER.test(user)) {
+      fieldError(userInput, 'A user id is 1 to 200 visible ASCII characters, no spaces.');
+      ok = false;
+    }
+    if (!ok) {
+      (pathInput.getAttribute('aria-invalid') ? pathInput : userInput).focus();
+      return;
+    }
+    navigate(`/iam/console/explain${query({ method: methodSelect.value, path: target, userId: user })}`);
+  });
+
+  const result = h('section', { 'aria-labelledby': 'result-heading', class: 'result' });
+  root.append(h('div', { class: 'columns' }, byId, byRequest), result);
+
+  if (decisionId === '' && path === '') {
+    replace(result, h('h2', { id: 'result-heading', class: 'visually-hidden' }, 'Decision'), h('p', { class: 'muted' }, 'Enter a decision id, or a method and path, to see how the gateway decides.'));
+    return;
+  }
+  replace(result, h('h2', { id: 'result-heading' }, 'Decision'), h('p', { class: 'muted' }, 'Loading…'));
+  try {
+    const answer =
+      decisionId !== ''
+        ? await api(`/iam/authorization/decisions/${seg(decisionId)}`)
+        : await api('/iam/authorization/diagnostics', { method: 'POST', body: userId !== '' ? { method, path, userId } : { method, path } });
+    if (!isCurrent()) return;
+    replace(result, h('h2', { id: 'result-heading' }, 'Decision'), decisionView(answer.data, decisionId === '' ? `${method} ${path}` : null));
+    announce(answer.data.allowed ? (answer.data.shadowed ? 'Allowed (shadow mode: would be denied).' : 'Allowed.') : `Denied at ${answer.data.failedStep ?? 'a step'}.`);
+  } catch (error) {
+    if (!isCurrent()) return;
+    const context =
+      decisionId === '' && userId !== ''
+        ? { action: 'explain a request as another user', permission: 'iam.admin.diagnostics:read' }
+        : { action: 'explain this', permission: null };
+    const view = problemView(error, context);
+    if (error && error.code === 'IAM_DECISION_NOT_FOUND') {
+      view.append(h('p', null, 'A decision is visible to the user it concerns, and to holders of iam.admin.audit:read.'));
+    }
+    replace(result, h('h2', { id: 'result-heading' }, 'Decision'), view);
+  }
+}
+
+/** One decision: verdict, route (file:line, mode), permission, profile, the ordered steps, the resource. */
+export function decisionView(decision, request) {
+  const route = decision.route ?? null;
+  const resource = decision.resource ?? null;
+  const verdict = decision.allowed
+    ? decision.shadowed
+      ? [badge('Allowed', 'ok'), ' ', badge('shadow mode: would be denied', 'warn')]
+      : badge('Allowed', 'ok')
+    : badge('Denied', 'bad');
+  const steps = h(
+    'ol',
+    { class: 'steps' },
+    (decision.steps ?? []).map((step) =>
+      h(
+        'li',
+        { class: step.passed ? 'step step-passed' : 'step step-failed' },
+        h('span', { class: 'step-mark', 'aria-hidden': 'true' }, step.passed ? '✓' : '✗'),
+        h('span', { class: 'visually-hidden' }, step.passed ? 'passed: ' : 'failed: '),
+        h('code', { class: 'step-code' }, step.code),
+        ' ',
+        h('span', { class: 'step-reason' }, step.reason),
+      ),
+    ),
+  );
+  return h(
+    'div',
+    { class: 'decision' },
+    h('p', { class: 'verdict' }, verdict),
+    facts([
+      ['Request', request],
+      [
+        'Route',
+        route
+          ? h('span', null, h('code', null, route.pattern), ' ', h('span', { class: 'source' }, h('code', null, `${route.file}:${route.line}`)))
+          : 'no route matched',
+      ],
+      ['Mode', route ? (route.mode === 'shadow' ? badge('shadow (reports, does not enforce)', 'warn') : 'enforce') : null],
+      ['Permission', route && route.public ? 'public (no permission)' : decision.permissionCode ? h('code', null, decision.permissionCode) : 'none'],
+      ['User', decision.userId ? h('code', null, decision.userId) : null],
+      ['Profile', decision.profileId ? h('code', null, decision.profileId) : 'none'],
+      [
+        'Resource',
+        resource
+          ? h(
+              'span',
+              null,
+              h('code', null, `${resource.type} ${resource.id}`),
+              ` (${resource.access}); resolver answered: `,
+              resource.scopeRefs === undefined
+                ? 'not asked'
+                : resource.scopeRefs.length === 0
+                  ? 'no scopes'
+                  : resource.scopeRefs.map((ref, index) => [index > 0 ? ', ' : '', h('code', null, `${ref.type} ${ref.id}`)]),
+            )
+          : null,
+      ],
+      ['Status', decision.problemCode ? h('span', null, String(decision.status), ' ', h('code', null, decision.problemCode)) : String(decision.status)],
+      ['Decision id', h('code', null, decision.decisionId)],
+      ['Evaluated', when(decision.evaluatedAt)],
+    ]),
+    h('h3', null, 'Steps'),
+    steps,
+  );
+}

@@ -1,0 +1,409 @@
+/**
+ * The web console (/iam/console, console/ at the repository root) in headless Debian Chromium, against a running
+ * gateway with real stores in front of the example host: for each page, its main task end to end as the user who
+ * may do it, and the readable "not allowed" state for alice, who holds no iam.admin.* permission. Screenshots go to
+ * test-output/screenshots/console-<page>.png.
+ *
+ * Users (test/fixtures/console/): alice (editor/reader on project 1), admin (the full IAM administrator) and
+ * auditor (iam.admin.audit:read only). Plain http, so the session cookie is `iam-session`.
+ */
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { startHost, type RunningHost } from '../../examples/host/server';
+import type { RunningGateway } from '../../src/app/start-gateway';
+import { chromiumAvailable, launchBrowser } from '../support/browser';
+import { createTestDatabase } from '../support/database';
+import { notRun } from '../support/env';
+import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
+
+const runnable = chromiumAvailable();
+if (!runnable) notRun('console: every test (no /usr/bin/chromium; CI always has it)');
+const describeInBrowser = runnable ? describe : describe.skip;
+
+const SCREENSHOTS = join(ROOT, 'test-output', 'screenshots');
+const FIXTURES = join(ROOT, 'test', 'fixtures', 'console');
+const CONSOLE_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+const PASSWORDS: Record<string, string> = { alice: 'alice-password', admin: 'admin-password', auditor: 'alice-password' };
+/** Where policies/example.yaml declares the host's admin area (the route alice is denied by). */
+const ADMIN_ROUTE_LINE = readFileSync(join(ROOT, 'policies', 'example.yaml'), 'utf8').split('\n').findIndex((line) => line.includes('path: /api/admin/**')) + 1;
+
+let browser: Browser;
+let host: RunningHost;
+let gateway: RunningGateway;
+let policiesDir: string;
+const contexts: BrowserContext[] = [];
+/** What went wrong inside each page: uncaught errors, CSP refusals, failed module loads (not the API's 4xx). */
+const pageFaults = new Map<Page, string[]>();
+
+const gw = (): string => gateway.url;
+
+/** A new browser context (its own cookie jar) at 1280×800, its page's faults recorded. */
+async function newPage(viewport = { width: 1280, height: 800 }): Promise<{ context: BrowserContext; page: Page }> {
+  const context = await browser.newContext({ viewport });
+  contexts.push(context);
+  const page = await context.newPage();
+  page.setDefaultTimeout(10_000);
+  page.setDefaultNavigationTimeout(10_000);
+  const faults: string[] = [];
+  pageFaults.set(page, faults);
+  page.on('pageerror', (error) => faults.push(`pageerror: ${error.message}`));
+  page.on('console', (message) => {
+    // Chromium logs every non-2xx fetch as "Failed to load resource"; those are the API answers the tests expect.
+    if (message.type() === 'error' && !message.text().startsWith('Failed to load resource')) faults.push(`console: ${message.text()}`);
+  });
+  return { context, page };
+}
+
+const screenshot = (page: Page, name: string): Promise<Buffer> => page.screenshot({ path: join(SCREENSHOTS, `console-${name}.png`), fullPage: true });
+
+/** Opens a console URL without a session: the login form, then back on that URL, signed in. */
+async function signIn(page: Page, username: string, path = '/iam/console'): Promise<void> {
+  await page.goto(`${gw()}${path}`);
+  await page.waitForURL((url) => url.pathname === '/iam/login');
+  expect(new URL(page.url()).searchParams.get('returnTo')).toBe(path);
+  await page.getByLabel('Username').fill(username);
+  await page.getByLabel('Password').fill(PASSWORDS[username]!);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForURL(`${gw()}${path}`);
+}
+
+/** The page's `<main>` text. */
+const mainText = (page: Page): Promise<string> => page.locator('main').innerText();
+
+/** The page is a console page done right: one h1, its nav link current, no raw JSON, nothing refused or thrown. */
+async function expectSoundPage(page: Page, navName: string | null): Promise<void> {
+  await expect(page.locator('h1').count()).resolves.toBe(1);
+  if (navName !== null) {
+    await expect(page.locator('#site-nav a[aria-current="page"]').innerText()).resolves.toBe(navName);
+  }
+  expect(await mainText(page)).not.toContain('{"');
+  expect(pageFaults.get(page)).toEqual([]);
+}
+
+/** `GET /iam/admin/policy` as the admin (bearer). */
+async function policyAsAdmin(token: string): Promise<any> {
+  const response = await fetch(`${gw()}/iam/admin/policy`, { headers: bearer(token) });
+  expect(response.status).toBe(200);
+  return response.json();
+}
+
+async function waitFor<T>(what: string, probe: () => Promise<T | null | undefined | false>, timeoutMs = 5000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+const status = async (path: string, token: string): Promise<number> => (await fetch(`${gw()}${path}`, { headers: bearer(token) })).status;
+
+describeInBrowser('the console in Chromium', () => {
+  beforeAll(async () => {
+    mkdirSync(SCREENSHOTS, { recursive: true });
+    // An empty, migrated database: the test changes alice's scopes and writes audit rows.
+    await (await createTestDatabase()).close();
+    policiesDir = mkdtempSync(join(tmpdir(), 'iam-console-policies-'));
+    cpSync(join(ROOT, 'policies'), policiesDir, { recursive: true });
+    [browser, host] = await Promise.all([launchBrowser(), startHost(0)]);
+    gateway = await startTestGateway(host.url, {
+      IAM_SESSION_COOKIE_SECURE: 'false',
+      IAM_POLICIES_DIR: policiesDir,
+      IAM_POLICY_DEBOUNCE: '50ms',
+      IAM_AUTHENTICATOR_PATH: join(FIXTURES, 'users.yaml'),
+      IAM_PROVISION_FILE: join(FIXTURES, 'provision.yaml'),
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    await Promise.allSettled(contexts.map((context) => context.close()));
+    await browser?.close();
+    await gateway?.close();
+    await host?.close();
+    if (policiesDir) rmSync(policiesDir, { recursive: true, force: true });
+  });
+
+  it('Explain: alice follows "Explain this decision" from the 403 page to the failed step and the route file:line', async () => {
+    const { page } = await newPage();
+    await signIn(page, 'alice');
+    const landing = await page.goto(`${gw()}/iam/console`);
+    expect(landing!.headers()['content-security-policy']).toBe(CONSOLE_CSP);
+    await expect(page.locator('main').getByText('u-alice').first().isVisible()).resolves.toBe(true);
+    await expectSoundPage(page, null);
+    await screenshot(page, 'home');
+
+    const denied = await page.goto(`${gw()}/api/admin/stats`);
+    expect(denied!.status()).toBe(403);
+    const decisionId = (await page.locator('dt:text-is("Decision id") + dd').innerText()).trim();
+    await page.getByRole('link', { name: 'Explain this decision' }).click();
+    await page.waitForURL(`${gw()}/iam/console/explain?decisionId=${decisionId}`);
+    const steps = page.locator('ol.steps li');
+    await expect(steps.last().innerText()).resolves.toContain('PERMISSION_DENIED');
+    await expect(steps.last().innerText()).resolves.toContain('✗');
+    await expect(steps.first().innerText()).resolves.toContain('✓');
+    const shown = await mainText(page);
+    expect(shown).toContain('Denied');
+    expect(shown).toContain(`example.yaml:${ADMIN_ROUTE_LINE}`);
+    expect(shown).toContain('/api/admin/**');
+    expect(shown).toContain('admin:write');
+    expect(shown).toContain(decisionId);
+    await expectSoundPage(page, 'Explain');
+    await screenshot(page, 'explain');
+
+    // The request form explains as alice, and the back button returns to the decision (client-side routing).
+    await page.getByLabel('Path').fill('/api/projects/2');
+    await page.getByRole('button', { name: 'Explain request' }).click();
+    await page.waitForURL((url) => url.searchParams.get('path') === '/api/projects/2');
+    await expect(page.locator('ol.steps li').last().innerText()).resolves.toContain('SCOPE_DENIED');
+    expect(await mainText(page)).toContain('PROJECT 2');
+    await page.goBack();
+    await page.waitForURL((url) => url.searchParams.get('decisionId') === decisionId);
+    await expect(page.locator('ol.steps li').last().innerText()).resolves.toContain('PERMISSION_DENIED');
+  });
+
+  it('Policy: the admin sees the routes, filters them, sees a failed reload with file:line, and checks coverage', async () => {
+    const admin = await login(gw(), 'admin', 'admin-password', 'API');
+    const { page } = await newPage();
+    await signIn(page, 'admin', '/iam/console/policy');
+    const table = page.getByRole('table', { name: 'Policy routes' });
+    await expect(table.innerText()).resolves.toContain('/api/admin/**');
+    expect(await table.innerText()).toContain(`example.yaml:${ADMIN_ROUTE_LINE}`);
+    const allRows = await table.locator('tbody tr').count();
+    expect(allRows).toBe((await policyAsAdmin(admin.accessToken)).routes.length);
+    await page.getByLabel('Filter routes').fill('task:delete');
+    await expect(table.locator('tbody tr').count()).resolves.toBe(1);
+    await expect(table.locator('tbody tr').innerText()).resolves.toContain('/api/tasks/:taskId');
+    await page.getByLabel('Filter routes').fill('');
+    await expect(table.locator('tbody tr').count()).resolves.toBe(allRows);
+    await expectSoundPage(page, 'Policy');
+
+    // A host API with one operation no route covers.
+    const hostApi = ['openapi: 3.0.3', 'info: { title: host, version: "1" }', 'paths:', '  /api/projects:', '    get: {}', '  /api/reports:', '    get: {}', ''].join('\n');
+    await page.getByLabel('OpenAPI document file (JSON or YAML)').setInputFiles({ name: 'host.yaml', mimeType: 'application/yaml', buffer: Buffer.from(hostApi) });
+    await page.getByRole('button', { name: 'Check coverage' }).click();
+    const uncovered = page.getByRole('table', { name: 'Uncovered operations' });
+    await expect(uncovered.locator('tbody tr').innerText()).resolves.toMatch(/GET\s+\/api\/reports/);
+    await expect(uncovered.locator('tbody tr').count()).resolves.toBe(1);
+    expect(await mainText(page)).toContain('2 operations; 1 not covered');
+    await expect(page.getByRole('table', { name: 'Unused routes' }).innerText()).resolves.toContain('/api/tasks/:taskId');
+
+    // A broken edit: the gateway keeps the last good policy and reports the failure with file:line.
+    const hashBefore = (await policyAsAdmin(admin.accessToken)).hash;
+    writeFileSync(join(policiesDir, 'zz-broken.yaml'), ['version: 1', 'routes:', '  - path: /api/reports', '    methods: [GET]', '    permision: report:read', ''].join('\n'));
+    const failed = await waitFor('the failed reload', async () => {
+      const policy = await policyAsAdmin(admin.accessToken);
+      return policy.lastError ? policy : null;
+    });
+    expect(failed.hash).toBe(hashBefore);
+    await page.reload();
+    const errorBox = page.getByRole('region', { name: 'The last policy reload failed' });
+    await expect(errorBox.innerText()).resolves.toContain('zz-broken.yaml:5: routes[0]: unknown key "permision"');
+    await expectSoundPage(page, 'Policy');
+    await screenshot(page, 'policy');
+
+    // At a phone's width the page does not scroll sideways: the table scrolls inside its own box.
+    await page.setViewportSize({ width: 390, height: 844 });
+    expect(await page.evaluate(() => (globalThis as any).document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    await screenshot(page, 'policy-phone');
+
+    // Fixed: the error goes away.
+    rmSync(join(policiesDir, 'zz-broken.yaml'));
+    await waitFor('the good reload', async () => (await policyAsAdmin(admin.accessToken)).lastError === null);
+    await page.reload();
+    await expect(page.getByRole('table', { name: 'Policy routes' }).isVisible()).resolves.toBe(true);
+    await expect(errorBox.count()).resolves.toBe(0);
+  });
+
+  it('Sessions: alice revokes another of her sessions in the console, and its token is refused at once', async () => {
+    const victim = await login(gw(), 'alice', 'alice-password', 'API');
+    expect(await status('/api/whoami', victim.accessToken)).toBe(200);
+    const { page } = await newPage();
+    await signIn(page, 'alice', '/iam/console/sessions');
+    const mine = page.getByRole('table', { name: 'My sessions' });
+    const row = mine.locator(`tr[data-session-id="${victim.sessionId}"]`);
+    await expect(row.innerText()).resolves.toContain('active');
+    // Her own session is marked and cannot be revoked from here.
+    await expect(mine.locator('tr.current').innerText()).resolves.toContain('this session');
+    await expect(mine.locator('tr.current').getByRole('button', { name: 'Revoke' }).count()).resolves.toBe(0);
+    await screenshot(page, 'sessions');
+
+    await row.getByRole('button', { name: 'Revoke' }).click();
+    await row.getByRole('button', { name: 'Confirm' }).click();
+    await expect(page.locator('#status').innerText()).resolves.toBe('Session revoked.');
+    await expect(row.innerText()).resolves.toContain('revoked');
+    expect(await status('/api/whoami', victim.accessToken)).toBe(401);
+    await expectSoundPage(page, 'Sessions');
+
+    // An administrator ends every session of alice; her console then says the session ended, with a way back.
+    const { page: adminPage } = await newPage();
+    await signIn(adminPage, 'admin', '/iam/console/sessions?userId=u-alice');
+    await expect(adminPage.getByRole('table', { name: 'Sessions of u-alice' }).locator('tbody tr').count()).resolves.toBeGreaterThanOrEqual(2);
+    await adminPage.getByRole('button', { name: 'End all sessions of this user' }).click();
+    await adminPage.getByRole('button', { name: 'Confirm' }).click();
+    await expect(adminPage.locator('main .notice').innerText()).resolves.toMatch(/^1 session of u-alice ended\.$/);
+    await expectSoundPage(adminPage, 'Sessions');
+    await screenshot(adminPage, 'sessions-admin');
+
+    await page.getByRole('link', { name: 'Me', exact: true }).click();
+    await page.waitForURL(`${gw()}/iam/console/me`);
+    await expect(page.locator('main').getByText('Your session ended — sign in again').first().isVisible()).resolves.toBe(true);
+    await expect(page.getByRole('link', { name: 'Sign in again' }).first().getAttribute('href')).resolves.toBe('/iam/login?returnTo=%2Fiam%2Fconsole%2Fme');
+    await expectSoundPage(page, 'Me');
+  });
+
+  it("Access: the admin moves alice's editor profile from project 1 to project 2, and her next request is allowed", async () => {
+    const alice = await login(gw(), 'alice', 'alice-password', 'API');
+    expect(await status('/api/projects/2', alice.accessToken)).toBe(403);
+    expect(await status('/api/projects/1', alice.accessToken)).toBe(200);
+    const { page } = await newPage();
+    await signIn(page, 'admin', '/iam/console/explain?method=GET&path=%2Fapi%2Fprojects%2F2&userId=u-alice');
+    // Explained as alice first: her scope is what refuses it.
+    await expect(page.locator('ol.steps li').last().innerText()).resolves.toContain('SCOPE_DENIED');
+
+    await page.goto(`${gw()}/iam/console/access?userId=u-alice`);
+    const profile = page.locator('article[data-profile-id="p-alice-editor"]');
+    const resourceId = profile.getByLabel('Scope 1 resource id');
+    await expect(resourceId.inputValue()).resolves.toBe('1');
+    await expect(page.getByRole('table', { name: 'Identities of u-alice' }).innerText()).resolves.toContain('id-alice');
+    await expect(page.getByRole('table', { name: 'Permission templates' }).innerText()).resolves.toContain('editor-v1');
+
+    // Checked like the schema before anything is sent.
+    await resourceId.fill('');
+    await profile.getByRole('button', { name: 'Save scopes' }).click();
+    await expect(resourceId.getAttribute('aria-invalid')).resolves.toBe('true');
+    await expect(profile.locator('.field-error').innerText()).resolves.toContain('Required');
+
+    await resourceId.fill('2');
+    await profile.getByRole('button', { name: 'Save scopes' }).click();
+    await expect(profile.locator('.notice').innerText()).resolves.toBe('Scopes of Editor on project 1 saved.');
+    expect(await status('/api/projects/2', alice.accessToken)).toBe(200);
+    expect(await status('/api/projects/1', alice.accessToken)).toBe(403);
+    await expectSoundPage(page, 'Access');
+    await screenshot(page, 'access');
+
+    // Someone else changes the profile meanwhile: the console's next save is refused, and Reload shows theirs.
+    const admin = await login(gw(), 'admin', 'admin-password', 'API');
+    const current = await fetch(`${gw()}/iam/admin/profiles/p-alice-editor`, { headers: bearer(admin.accessToken) });
+    const changed = await fetch(`${gw()}/iam/admin/profiles/p-alice-editor/scopes`, {
+      method: 'PUT',
+      headers: { ...bearer(admin.accessToken), 'content-type': 'application/json', 'if-match': current.headers.get('etag')! },
+      body: JSON.stringify([{ scopeType: 'PROJECT', scopeRefId: '2', accessMode: 'WRITE' }, { scopeType: 'PROJECT', scopeRefId: '3', accessMode: 'READ' }]),
+    });
+    expect(changed.status).toBe(200);
+    await profile.getByRole('button', { name: 'Add scope' }).click();
+    await profile.getByLabel('Scope 2 resource id').fill('4');
+    await profile.getByRole('button', { name: 'Save scopes' }).click();
+    await expect(profile.getByText('Changed by someone else — reload').isVisible()).resolves.toBe(true);
+    await profile.getByRole('button', { name: 'Reload' }).click();
+    await expect(page.locator('article[data-profile-id="p-alice-editor"]').getByLabel('Scope 2 resource id').inputValue()).resolves.toBe('3');
+    await expectSoundPage(page, 'Access');
+  });
+
+  it('Audit: the auditor pages through 250 rows, 50 a page, each once, the cursor in the URL', async () => {
+    const base = Date.now() - 60_000;
+    await gateway.services!.repository.insertAudit(
+      Array.from({ length: 250 }, (_, index) => ({
+        occurredAt: new Date(base + index * 10),
+        actorUserId: 'u-alice',
+        action: 'console.test.row',
+        targetType: 'row',
+        targetId: `row-${index}`,
+        outcome: 'success' as const,
+        requestId: null,
+        decisionId: null,
+        clientAddress: null,
+        details: null,
+      })),
+    );
+    const { page } = await newPage();
+    await signIn(page, 'auditor', '/iam/console/audit');
+    await page.getByLabel('Type (action)').fill('console.test.row');
+    await page.getByRole('button', { name: 'Apply filters' }).click();
+    await page.waitForURL((url) => url.searchParams.get('action') === 'console.test.row');
+    const events = page.getByRole('table', { name: 'Audit events' });
+    const seen: string[] = [];
+    const urls: string[] = [];
+    for (let pageNumber = 1; ; pageNumber++) {
+      await expect(events.locator('tbody tr').first().isVisible()).resolves.toBe(true);
+      const ids = await events.locator('tbody tr').evaluateAll((rows) => rows.map((row) => (row as any).dataset.auditId as string));
+      const targets = await events.locator('tbody tr td:nth-child(4)').allInnerTexts();
+      expect(targets.every((target) => target.startsWith('row row-'))).toBe(true);
+      expect(ids.length).toBe(pageNumber <= 5 ? 50 : 0);
+      seen.push(...ids);
+      urls.push(page.url());
+      if (pageNumber === 2) await screenshot(page, 'audit');
+      const next = page.getByRole('link', { name: 'Next page' });
+      if ((await next.count()) === 0) break;
+      await next.click();
+      await page.waitForURL((url) => url.searchParams.get('cursor') !== null && url.href !== urls[urls.length - 1]);
+      await expect(events.locator('tbody tr').first().getAttribute('data-audit-id')).resolves.not.toBe(ids[0]);
+    }
+    expect(seen.length).toBe(250);
+    expect(new Set(seen).size).toBe(250);
+    expect(urls.length).toBe(5);
+    // Newest first: row-249 leads the first page, row-0 ends the last.
+    expect(await events.locator('tbody tr').last().innerText()).toContain('row-0');
+    await expectSoundPage(page, 'Audit');
+
+    // A page's URL is a deep link: opened afresh, the third page shows the same rows.
+    await page.goto(urls[2]!);
+    const third = await events.locator('tbody tr').evaluateAll((rows) => rows.map((row) => (row as any).dataset.auditId as string));
+    expect(third).toEqual(seen.slice(100, 150));
+  });
+
+  it('Me: alice switches profile in the console; the principal shows the new active profile; then she signs out', async () => {
+    const { context, page } = await newPage();
+    await signIn(page, 'alice', '/iam/console/me');
+    await expect(page.locator('.active-profile').innerText()).resolves.toBe('p-alice-editor');
+    const before = (await context.cookies(gw())).find((cookie) => cookie.name === 'iam-session');
+    // Keyboard only: focus the button and press Enter.
+    await page.getByRole('button', { name: 'Switch to Reader on project 1' }).focus();
+    await page.keyboard.press('Enter');
+    await expect(page.locator('#status').innerText()).resolves.toBe('Switched to Reader on project 1.');
+    await expect(page.locator('.active-profile').innerText()).resolves.toBe('p-alice-reader');
+    await expect(page.locator('tr[data-profile-id="p-alice-reader"]').innerText()).resolves.toContain('active');
+    const after = (await context.cookies(gw())).find((cookie) => cookie.name === 'iam-session');
+    expect(after).toMatchObject({ httpOnly: true, sameSite: 'Lax' });
+    expect(after!.value).not.toBe(before!.value);
+    // The switch survives a reload: the cookie carries the new session.
+    await page.reload();
+    await expect(page.locator('.active-profile').innerText()).resolves.toBe('p-alice-reader');
+    await expectSoundPage(page, 'Me');
+    await screenshot(page, 'me');
+
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.waitForURL((url) => url.pathname === '/iam/login');
+    await page.goto(`${gw()}/iam/console/me`);
+    expect(new URL(page.url()).pathname).toBe('/iam/login');
+  });
+
+  describe('alice, who holds no iam.admin permission, gets a readable "not allowed" state', () => {
+    let alice: { context: BrowserContext; page: Page };
+    beforeAll(async () => {
+      alice = await newPage();
+      await signIn(alice.page, 'alice', '/iam/console/me');
+    });
+
+    it.each([
+      ['explain', '/iam/console/explain?method=GET&path=%2Fapi%2Fprojects&userId=u-admin', 'explain a request as another user', 'iam.admin.diagnostics:read', 'Explain'],
+      ['policy', '/iam/console/policy', 'see the policy', 'iam.admin.policy:read', 'Policy'],
+      ['sessions', '/iam/console/sessions?userId=u-admin', 'list the sessions of another user', 'iam.admin.sessions:read', 'Sessions'],
+      ['access', '/iam/console/access', 'see the users', 'iam.admin.users:read', 'Access'],
+      ['audit', '/iam/console/audit', 'read the audit trail', 'iam.admin.audit:read', 'Audit'],
+    ])('%s', async (name, path, action, permission, nav) => {
+      const { page } = alice;
+      await page.goto(`${gw()}${path}`);
+      const message = `You are not allowed to ${action} (needs ${permission}).`;
+      const denied = page.locator('.problem-denied').first();
+      await expect(denied.innerText()).resolves.toContain(message);
+      expect(await mainText(page)).toContain(message);
+      // The problem's decision id, as a link to its explanation.
+      await expect(denied.locator('a[href^="/iam/console/explain?decisionId="]').count()).resolves.toBe(1);
+      await expectSoundPage(page, nav);
+      await screenshot(page, `${name}-not-allowed`);
+    });
+  });
+});
