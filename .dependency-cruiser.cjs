@@ -20,7 +20,7 @@ const TIERS = [
 
 /** The only imports allowed between folders of one tier. */
 const SAME_TIER = {
-  api: ['gateway'],
+  api: ['gateway', 'policy-tools'],
   auth: ['sessions', 'audit'],
   sessions: ['audit'],
   http: ['domain'],

@@ -10,6 +10,7 @@ import type { VersionPrecondition } from '../domain/admin-repository';
 import type { ProfileRecord } from '../domain/records';
 import { ProblemError, problems } from '../domain/problem';
 import { parseAuditListQuery, parseUserListQuery } from './admin-query';
+import { parseSessionListQuery } from './session-query';
 import { IDENTIFIER_PATTERN } from '../auth/identity-validation';
 import { IdentityInput, ProfileInput, RevokeInput, ScopesInput, TemplateInput, UserInput } from './schemas/requests';
 import type { AdminActor, AdminService } from './admin-service';
@@ -34,7 +35,9 @@ export const ADMIN_PERMISSIONS = {
   identitiesWrite: 'iam.admin.identities:write',
   profilesRead: 'iam.admin.profiles:read',
   profilesWrite: 'iam.admin.profiles:write',
+  sessionsRead: 'iam.admin.sessions:read',
   sessionsRevoke: 'iam.admin.sessions:revoke',
+  policyRead: 'iam.admin.policy:read',
   auditRead: 'iam.admin.audit:read',
   /** The `{permissionCode, resourceType?, resourceId?}` form of POST /iam/authorization/diagnostics. */
   diagnosticsRead: 'iam.admin.diagnostics:read',
@@ -90,6 +93,14 @@ export function registerAdminRoutes(router: Router, deps: AdminRoutesDeps): void
 
   router.post('/admin/users/:userId/authorization-version', ...guard(ADMIN_PERMISSIONS.usersWrite), async (ctx) => {
     respond(ctx, 200, await admin.raiseAuthorizationVersion(await actorOf(ctx), pathId(ctx, 'userId')));
+  });
+
+  router.get('/admin/users/:userId/sessions', ...guard(ADMIN_PERMISSIONS.sessionsRead), async (ctx) => {
+    const userId = pathId(ctx, 'userId');
+    const { limit, after } = parseSessionListQuery(ctx.query);
+    const page = await admin.listUserSessions(userId, limit, after);
+    if (page.nextCursor !== null) ctx.set('Link', `</iam/admin/users/${encodeURIComponent(userId)}/sessions?limit=${limit}&cursor=${encodeURIComponent(page.nextCursor)}>; rel="next"`);
+    respond(ctx, 200, page.items);
   });
 
   router.post('/admin/users/:userId/sessions/revoke', ...guard(ADMIN_PERMISSIONS.sessionsRevoke), async (ctx) => {

@@ -4,9 +4,12 @@ import { AdminWriteError, type AdminAuditContext, type AdminRepository, type Hel
 import { ESCALATION_RULE } from '../domain/admin-repository';
 import { isStorableText } from './validate-body';
 import type { IamRepository } from '../domain/iam-repository';
+import type { IamPrincipal } from '../domain/principal';
+import { selectActiveProfile } from '../auth/login-service';
 import type { StoredAuditEvent, IdentityRecord, ProfileRecord, TemplateRecord, UserRecord } from '../domain/records';
 import { ProblemError, problems } from '../domain/problem';
-import type { RequestFacts, SessionService } from '../sessions/session-service';
+import type { RequestFacts, SessionPage, SessionService } from '../sessions/session-service';
+import type { SessionPageKey } from '../sessions/session-cursor';
 import type { IdentityBody, ProfileBody, ScopesBody, TemplateBody, UserBody } from './schemas/requests';
 
 /** Who is acting, and the request it came in. */
@@ -41,7 +44,7 @@ export interface AuditListParams {
 export interface AdminServiceDeps {
   admin: AdminRepository;
   repository: Pick<IamRepository, 'getUser' | 'listProfiles' | 'getProfile' | 'getTemplate' | 'listTemplates'>;
-  sessions: Pick<SessionService, 'revokeById' | 'revokeUser'>;
+  sessions: Pick<SessionService, 'revokeById' | 'revokeUser' | 'list'>;
   /**
    * The change feed's deliverer: each write records its effects in the change feed in its own transaction
    * (adapters/postgres/change-log.ts); this publishes them now, and they are retried until delivered.
@@ -99,6 +102,28 @@ export class AdminService {
     return identities;
   }
 
+  /**
+   * The subject a login of `userId` with `clientType` would have (its first enabled identity, its default profile):
+   * what diagnostics explains "as this user". 404 for an unknown user.
+   */
+  async subjectOf(userId: string, clientType: string): Promise<{ principal: IamPrincipal; clientType: string }> {
+    const user = await this.deps.repository.getUser(userId);
+    if (user === null) throw new ProblemError('IAM_NOT_FOUND', `No user "${userId}".`);
+    const identities = await this.listIdentities(userId);
+    const identity = identities.find((candidate) => candidate.enabled) ?? identities[0];
+    const active = selectActiveProfile(await this.deps.repository.listProfiles(userId), clientType);
+    return {
+      principal: {
+        userId,
+        identityId: identity?.identityId ?? '',
+        identityDomain: identity?.identityDomain ?? '',
+        activeProfileId: active?.profileId ?? null,
+        authorizationVersion: user.authorizationVersion,
+      },
+      clientType,
+    };
+  }
+
   /** Every template version, by versionId. */
   async listTemplates(): Promise<TemplateRecord[]> {
     return this.deps.repository.listTemplates();
@@ -117,6 +142,12 @@ export class AdminService {
   }
 
   /** One profile; its version is the ETag a following write sends back in If-Match. */
+  /** One page of any user's sessions (none marked current); 404 for an unknown user. */
+  async listUserSessions(userId: string, limit: number, after: SessionPageKey | null): Promise<SessionPage> {
+    if ((await this.deps.repository.getUser(userId)) === null) throw new ProblemError('IAM_NOT_FOUND', `No user "${userId}".`);
+    return this.deps.sessions.list(userId, null, limit, after);
+  }
+
   async getProfile(profileId: string): Promise<ProfileRecord> {
     const profile = await this.deps.repository.getProfile(profileId);
     if (profile === null) throw new ProblemError('IAM_NOT_FOUND', `No profile "${profileId}".`);

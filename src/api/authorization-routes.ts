@@ -11,7 +11,9 @@ import type { IamRepository } from '../domain/iam-repository';
 import type { GatewayMetrics } from '../observability/metrics';
 import type { CompiledPolicy } from '../policy/compiled-policy';
 import { ProblemError, problems } from '../domain/problem';
-import { callerOf, factsOf } from './iam-context';
+import { callerOf, factsOf, stateOf } from './iam-context';
+import { sessionCookie } from '../http/session-cookie';
+import type { IamPrincipal } from '../domain/principal';
 import { registerForwardAuthRoute } from './forward-auth-route';
 import { decidePermission } from './require-session';
 import { DiagnosticsPermissionCheck, DiagnosticsRequestTarget, type DiagnosticsBody } from './schemas/requests';
@@ -29,6 +31,10 @@ export interface AuthorizationRoutesDeps {
   /** `server.max-url-length`, for forward-auth's URI. */
   maxUrlLength: number;
   metrics: Pick<GatewayMetrics, 'forwardAuth'>;
+  /** "Explain as this user" (diagnostics with `userId`): the subject a login of that user would have. */
+  subjectOf: (userId: string, clientType: string) => Promise<{ principal: IamPrincipal; clientType: string }>;
+  /** `iam.session-cookie.secure`: which cookie a cookie-authenticated profile switch sets. */
+  secureCookie: boolean;
 }
 
 /** docs/http-contract.md: profiles, switch, diagnostics, decisions, forward-auth. */
@@ -53,16 +59,30 @@ export function registerAuthorizationRoutes(router: Router, deps: AuthorizationR
   });
 
   router.post('/authorization/profiles/:profileId/switch', deps.requireSession, async (ctx) => {
-    ctx.body = await deps.login.switchProfile(callerOf(ctx), ctx.params.profileId ?? '', factsOf(ctx));
+    const result = await deps.login.switchProfile(callerOf(ctx), ctx.params.profileId ?? '', factsOf(ctx));
     ctx.set('Cache-Control', 'no-store');
+    if (stateOf(ctx).viaCookie) {
+      // A browser session stays in its HttpOnly cookie: the new token goes there, never into the page's script.
+      ctx.set('Set-Cookie', sessionCookie(deps.secureCookie, result.accessToken));
+      const { accessToken: _kept, ...rest } = result;
+      ctx.body = rest;
+      return;
+    }
+    ctx.body = result;
   });
 
   router.post('/authorization/diagnostics', deps.requireSession, async (ctx) => {
     const caller = callerOf(ctx);
     const body = assertDiagnosticsBody(ctx.request.body);
-    const subject = { principal: caller.record.principal, clientType: caller.record.clientType };
+    let subject = { principal: caller.record.principal, clientType: caller.record.clientType };
     const policy = deps.policy();
     let decision: AuthorizationDecision;
+    if ('method' in body && body.userId !== undefined) {
+      // Explaining another user's access is an administrator's question.
+      const admitted = await decidePermission(deps.engine, caller, ADMIN_PERMISSIONS.diagnosticsRead);
+      if (!admitted.allowed) throw problemFromDecision(admitted);
+      subject = await deps.subjectOf(body.userId, body.clientType ?? 'WEB');
+    }
     if ('method' in body) {
       const target = normalizeRequestTarget(body.path, { allowPathParameters: deps.allowPathParameters, host: undefined });
       if (!target.ok) throw problems.badRequest(`The proxy would refuse this path: ${target.reason}.`);

@@ -6,6 +6,8 @@ import type { RequestFacts, VerifiedSession } from '../sessions/session-service'
 export interface IamState {
   prepared: PreparedRequest;
   session?: VerifiedSession;
+  /** True when the session came from the session cookie (a browser), not a bearer. */
+  viaCookie?: boolean;
   /** The `instance` of a problem answer when it is about another request than this one (forward-auth). */
   problemInstance?: string;
 }

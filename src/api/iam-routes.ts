@@ -8,15 +8,17 @@ import type { AdminRepository } from '../domain/admin-repository';
 import type { IamRepository } from '../domain/iam-repository';
 import type { RequestAuthorizer } from '../gateway/request-authorizer';
 import type { GatewayMetrics } from '../observability/metrics';
-import type { CompiledPolicy } from '../policy/compiled-policy';
+import type { PolicyHolder } from '../policy/policy-holder';
 import type { SessionService } from '../sessions/session-service';
 import { registerAdminRoutes } from './admin-routes';
 import { AdminService } from './admin-service';
 import { registerAuthRoutes } from './auth-routes';
 import { registerAuthorizationRoutes } from './authorization-routes';
 import { registerLoginPageRoutes } from './login-page-routes';
+import { registerConsoleRoutes, type ConsoleFiles } from './console-routes';
 import { registerOidcRoutes, type OidcRoutesDeps } from './oidc-routes';
 import { registerOpenApiRoutes } from './openapi-routes';
+import { registerPolicyRoutes } from './policy-routes';
 import { requireSession } from './require-session';
 import { registerSessionRoutes } from './session-routes';
 import { registerWellKnownRoutes } from './well-known-routes';
@@ -31,8 +33,8 @@ export interface IamRoutesDeps {
   login: LoginService;
   engine: DecisionEngine;
   authorizer: RequestAuthorizer;
-  /** The policy snapshot serving now. */
-  policy: () => CompiledPolicy;
+  /** The serving policy (and the last failed reload). */
+  policy: Pick<PolicyHolder, 'current' | 'lastError'>;
   audit: AuditTrail;
   /** `iam_forward_auth_requests_total`. */
   metrics: Pick<GatewayMetrics, 'forwardAuth'>;
@@ -46,7 +48,9 @@ export interface IamRoutesDeps {
    * The browser login (`/iam/login`): the client type its sessions get, and the OpenID Connect login path the page
    * hands over to when the authenticator is `oidc` (null: the page shows the password form).
    */
-  browserLogin: { clientType: string; oidcLoginPath: string | null };
+  browserLogin: { clientType: string; oidcLoginPath: string | null; loginPath: string | null };
+  /** The console's files (`console/` of the package); null: the console is not served. */
+  console: ConsoleFiles | null;
   /** Verifies the bearer (or cookie) of a protected endpoint: gateway sessions, and provider JWTs when accepted. */
   bearers: Pick<SessionService, 'verify'>;
   /** The OpenID Connect login and back-channel logout (`iam.authenticator.type: oidc`); null: not served. */
@@ -73,11 +77,15 @@ export function registerIamRoutes(router: Router, deps: IamRoutesDeps): void {
   registerSessionRoutes(router, { sessions, requireSession: sessionGuard });
   registerOpenApiRoutes(router);
   registerWellKnownRoutes(router, { jwks: deps.jwks });
+  const admin = new AdminService({ admin: deps.admin, repository, sessions, changes: deps.changes, audit });
+  const holder = deps.policy;
   registerAuthorizationRoutes(router, {
     login,
     engine,
     authorizer: deps.authorizer,
-    policy: deps.policy,
+    policy: () => holder.current,
+    subjectOf: (userId, clientType) => admin.subjectOf(userId, clientType),
+    secureCookie: deps.sessionCookie.secure,
     audit,
     repository,
     requireSession: sessionGuard,
@@ -85,6 +93,7 @@ export function registerIamRoutes(router: Router, deps: IamRoutesDeps): void {
     maxUrlLength: deps.maxUrlLength,
     metrics: deps.metrics,
   });
-  const admin = new AdminService({ admin: deps.admin, repository, sessions, changes: deps.changes, audit });
   registerAdminRoutes(router, { admin, engine, grants: deps.grants, requireSession: sessionGuard });
+  registerPolicyRoutes(router, { holder, engine, requireSession: sessionGuard });
+  if (deps.console) registerConsoleRoutes(router, { files: deps.console, bearers: deps.bearers, loginPath: deps.browserLogin.loginPath });
 }

@@ -178,6 +178,40 @@ export const adminPaths: Record<string, PathItemObject> = {
       responses: { '204': empty('Revoked (or already ended).'), ...ADMIN_WRITE_FAILURES, '404': problem(404, ['IAM_SESSION_NOT_FOUND'], 'No such session.') },
     }),
   },
+  '/iam/admin/users/{userId}/sessions': {
+    parameters: [param('UserId')],
+    get: admin('iam.admin.sessions:read', {
+      operationId: 'listUserSessions',
+      summary: "A user's sessions, every state, newest first",
+      parameters: [
+        { name: 'limit', in: 'query', description: 'Page size; default and cap 200.', schema: { type: 'integer', minimum: 1, default: 200 } },
+        { name: 'cursor', in: 'query', description: "From the previous page's `Link: <…>; rel=\"next\"` header.", schema: { type: 'string' } },
+      ],
+      responses: {
+        '200': json('One page of the sessions (`current` is always false here).', { type: 'array', items: ref('Session') }, {
+          ...NO_STORE,
+          Link: { description: 'RFC 8288: the next page while more sessions follow.', schema: { type: 'string' } },
+        }),
+        '400': response('ValidationFailed'),
+        '404': unknownUser,
+      },
+    }),
+  },
+  '/iam/admin/policy': {
+    get: admin('iam.admin.policy:read', {
+      operationId: 'getPolicy',
+      summary: 'The policy the proxy serves now: routes with file:line, hash, load time, the last failed reload',
+      responses: { '200': json('The serving policy.', ref('PolicyView'), NO_STORE) },
+    }),
+  },
+  '/iam/admin/policy/coverage': {
+    post: admin('iam.admin.policy:read', {
+      operationId: 'checkPolicyCoverage',
+      summary: "Check a host OpenAPI document against the serving policy: operations no route declares, routes no operation uses",
+      requestBody: jsonBody(ref('PolicyCoverageRequest')),
+      responses: { '200': json('The coverage report.', ref('PolicyCoverage'), NO_STORE), '400': response('ValidationFailed'), ...BODY_FAILURES },
+    }),
+  },
   '/iam/admin/users/{userId}/sessions/revoke': {
     parameters: [param('UserId')],
     post: admin('iam.admin.sessions:revoke', {

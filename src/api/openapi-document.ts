@@ -110,6 +110,7 @@ const components: OpenApiDocument['components'] = {
 
 const authenticationTags = [
   { name: 'auth', description: 'Login, logout, the current principal (docs/http-contract.md).' },
+  { name: 'console', description: 'The web console served by the gateway (docs/console.md); it uses only this API.' },
   { name: 'oidc', description: 'OpenID Connect login, logout and back-channel logout (docs/oidc.md).' },
   { name: 'sessions', description: 'The caller\'s own sessions (docs/http-contract.md).' },
   { name: 'authorization', description: 'Profiles, switch, diagnostics, decisions, forward-auth (docs/http-contract.md).' },

@@ -225,10 +225,11 @@ export const nonAdminPaths: Record<string, PathItemObject> = {
     post: {
       operationId: 'switchProfile',
       summary: 'Issue a new token acting under another of the caller\'s profiles',
-      description: 'The original token keeps its own profile, unchanged.',
+      description:
+        'The original token keeps its own profile, unchanged. Called with the session cookie (a browser), the new session goes into the cookie (`Set-Cookie`) and the body carries no `accessToken`: a page script never sees a token.',
       tags: ['authorization'],
       responses: {
-        '200': json('A new session under that profile.', ref('AuthenticationResult'), { 'Cache-Control': header('NoStore') }),
+        '200': json('A new session under that profile.', { oneOf: [ref('AuthenticationResult'), ref('CookieSwitchResult')] }, { 'Cache-Control': header('NoStore') }),
         '404': problem(404, ['IAM_PROFILE_NOT_FOUND'], 'Unknown, another user\'s, disabled or revoked.'),
         ...PROTECTED_FAILURES,
       },
@@ -299,6 +300,59 @@ export const nonAdminPaths: Record<string, PathItemObject> = {
         '500': problem(500, ['IAM_RESOURCE_RESOLUTION_UNAVAILABLE', 'IAM_INTERNAL_ERROR'], 'The route needs resolution and no resolver is configured, or an unexpected failure.'),
         '502': problem(502, ['IAM_UPSTREAM_UNAVAILABLE'], 'The resolver could not be reached.'),
         '503': response('Unavailable'),
+      },
+    },
+  },
+  '/iam/console': {
+    get: {
+      operationId: 'showConsole',
+      summary: 'The console (HTML) for a signed-in browser',
+      description:
+        'The console page; its script calls only this API with the session cookie. Without a session a browser is sent to the login (302), anyone else gets 401.',
+      tags: ['console'],
+      security: [],
+      responses: {
+        '200': html('The console page (`Content-Security-Policy` with `script-src \'self\'`, no inline script or style).'),
+        '302': empty('No session: to the login, coming back here.', { Location: header('Location') }),
+        '401': response('Unauthenticated'),
+        '500': response('InternalError'),
+        '503': response('Unavailable'),
+      },
+    },
+  },
+  '/iam/console/{page}': {
+    parameters: [{ name: 'page', in: 'path', required: true, schema: { type: 'string', enum: ['explain', 'policy', 'sessions', 'access', 'audit', 'me'] } }],
+    get: {
+      operationId: 'showConsolePage',
+      summary: 'A console page by its deep link (the same HTML; the script shows the page)',
+      tags: ['console'],
+      security: [],
+      responses: {
+        '200': html('The console page.'),
+        '302': empty('No session: to the login, coming back here.', { Location: header('Location') }),
+        '401': response('Unauthenticated'),
+        '404': problem(404, ['IAM_NOT_FOUND'], 'No such console page.'),
+        '500': response('InternalError'),
+        '503': response('Unavailable'),
+      },
+    },
+  },
+  '/iam/console/assets/{name}': {
+    parameters: [{ name: 'name', in: 'path', required: true, schema: { type: 'string', pattern: '^[a-z0-9][a-z0-9._-]{0,80}$' } }],
+    get: {
+      operationId: 'getConsoleAsset',
+      summary: "A console script, style or image (public: they hold no data)",
+      tags: ['console'],
+      security: [],
+      responses: {
+        '200': {
+          description: 'The file (`Cache-Control: no-cache`, with an `ETag`).',
+          headers: { 'X-Request-Id': header('RequestId') },
+          content: { 'text/javascript': { schema: { type: 'string' } }, 'text/css': { schema: { type: 'string' } }, 'image/svg+xml': { schema: { type: 'string' } } },
+        },
+        '304': empty('Not modified (`If-None-Match`).'),
+        '404': problem(404, ['IAM_NOT_FOUND'], 'No such asset.'),
+        '500': response('InternalError'),
       },
     },
   },

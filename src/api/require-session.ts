@@ -25,6 +25,7 @@ export function requireSession(sessions: Pick<SessionService, 'verify'>, trusted
     const session = await sessions.verify(token);
     if (!session) throw problems.unauthenticated('The access token is invalid, expired or revoked.', true);
     stateOf(ctx).session = session;
+    stateOf(ctx).viaCookie = bearer.kind !== 'bearer';
     await next();
   };
 }

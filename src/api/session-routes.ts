@@ -8,7 +8,8 @@ import { parseSessionListQuery } from './session-query';
 export function registerSessionRoutes(router: Router, deps: { sessions: SessionService; requireSession: Middleware }): void {
   router.get('/sessions', deps.requireSession, async (ctx) => {
     const { limit, after } = parseSessionListQuery(ctx.query);
-    const page = await deps.sessions.list(callerOf(ctx), limit, after);
+    const caller = callerOf(ctx);
+    const page = await deps.sessions.list(caller.record.principal.userId, caller.record.sessionId, limit, after);
     // The body stays the plain list of sessions; the next page is linked (RFC 8288), as GitHub's API does.
     if (page.nextCursor !== null) ctx.set('Link', `</iam/sessions?limit=${limit}&cursor=${encodeURIComponent(page.nextCursor)}>; rel="next"`);
     ctx.body = page.items;

@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createIamApp } from '../api/iam-app';
 import { registerIamRoutes, type IamRoutesDeps } from '../api/iam-routes';
 import { OIDC_BACKCHANNEL_PATH, OIDC_LOGIN_PATH } from '../api/oidc-routes';
+import { findConsoleDir, loadConsoleFiles } from '../api/console-routes';
 import type { Logger } from '../observability/logger';
 import type { OutageLog } from '../observability/outage-log';
 import type { GatewayConfig } from './config';
@@ -9,8 +10,11 @@ import type { GatewayConfig } from './config';
 /** The `/iam` application with every route group (docs/http-contract.md), as a Node request listener. */
 export function createIamApi(
   config: GatewayConfig,
-  deps: Omit<IamRoutesDeps, 'clientTypes' | 'allowPathParameters' | 'maxUrlLength' | 'sessionCookie' | 'browserLogin'> & { logger: Logger; outages: OutageLog },
+  deps: Omit<IamRoutesDeps, 'clientTypes' | 'allowPathParameters' | 'maxUrlLength' | 'sessionCookie' | 'browserLogin' | 'console'> & { logger: Logger; outages: OutageLog },
 ): (req: IncomingMessage, res: ServerResponse) => unknown {
+  // The console ships with the package (console/); a checkout without it serves no console.
+  const consoleDir = findConsoleDir();
+  const consoleFiles = consoleDir === null ? null : loadConsoleFiles(consoleDir);
   const app = createIamApp({
     logger: deps.logger,
     outages: deps.outages,
@@ -20,7 +24,12 @@ export function createIamApi(
       registerIamRoutes(router, {
         ...deps,
         clientTypes: config.iam.clientTypes,
-        browserLogin: { clientType: browserClientType(config.iam.clientTypes), oidcLoginPath: config.iam.authenticator.type === 'oidc' ? OIDC_LOGIN_PATH : null },
+        browserLogin: {
+          clientType: browserClientType(config.iam.clientTypes),
+          oidcLoginPath: config.iam.authenticator.type === 'oidc' ? OIDC_LOGIN_PATH : null,
+          loginPath: browserLoginPath(config),
+        },
+        console: consoleFiles,
         sessionCookie: { secure: config.iam.sessionCookie.secure, trustedOrigins: new Set(config.iam.sessionCookie.trustedOrigins) },
         allowPathParameters: config.iam.gateway.allowPathParameters,
         maxUrlLength: config.server.maxUrlLength,

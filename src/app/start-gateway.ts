@@ -122,7 +122,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       login,
       engine,
       authorizer,
-      policy: () => policy.holder.current,
+      policy: policy.holder,
       audit,
       jwks: () => (signer ? [signer.jwk] : []),
       metrics,

@@ -40,7 +40,8 @@ export function problemPageHtml(problem: ProblemError, method: string, path: str
     ['Request id', requestId],
   ];
   const next = body.decisionId
-    ? `<p>If you need this access, ask your administrator and quote the decision id: it shows them exactly which rule
+    ? `<p><a href="/iam/console/explain?decisionId=${encodeURIComponent(body.decisionId)}">Explain this decision</a></p>
+<p>If you need this access, ask your administrator and quote the decision id: it shows them exactly which rule
 refused the request and why.</p>`
     : options.signInAgain
       ? '<p><a href="/iam/login">Sign in again</a></p>'

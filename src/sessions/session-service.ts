@@ -261,12 +261,12 @@ export class SessionService {
   }
 
   /** One page of the caller's sessions, newest first; `after` is the key of the previous page's last row. */
-  async list(caller: VerifiedSession, limit: number, after: SessionPageKey | null): Promise<SessionPage> {
-    const userId = caller.record.principal.userId;
+  /** One page of a user's sessions, newest first; `currentSessionId` is marked `current` (null: none, an admin's view). */
+  async list(userId: string, currentSessionId: string | null, limit: number, after: SessionPageKey | null): Promise<SessionPage> {
     const [sessions, live] = await Promise.all([this.deps.repository.listSessionsPage(userId, limit + 1, after), this.deps.store.listUserTokens(userId)]);
     const now = Date.now();
     const rows = sessions.slice(0, limit);
-    const items = rows.map((session) => toView(session, live.has(session.sessionId), session.sessionId === caller.record.sessionId, now));
+    const items = rows.map((session) => toView(session, live.has(session.sessionId), session.sessionId === currentSessionId, now));
     const last = rows[rows.length - 1];
     return { items, nextCursor: sessions.length > limit && last ? encodeSessionCursor(last) : null };
   }

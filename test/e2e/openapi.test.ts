@@ -98,7 +98,8 @@ function registeredRoutes(): Array<{ method: string; path: string }> {
     jwks: unused,
     metrics: unused,
     clientTypes: ['WEB'],
-    browserLogin: { clientType: 'WEB', oidcLoginPath: null },
+    browserLogin: { clientType: 'WEB', oidcLoginPath: null, loginPath: '/iam/login' },
+    console: unused,
     oidc: unused,
     bearers: unused,
     sessionCookie: { secure: true, trustedOrigins: new Set() },
@@ -172,7 +173,20 @@ describe('the document', () => {
     expect(missing).toEqual([]);
     // The public ones are exactly these (a missing `security: []` would silently demand a token).
     const open = operations.filter((o) => (o.operation.security ?? openApiDocument.security).length === 0).map((o) => o.operation.operationId);
-    expect(open.sort()).toEqual(['completeOidcLogin', 'getJwks', 'getOpenApiDocument', 'login', 'oidcBackchannelLogout', 'oidcLogout', 'showLoginPage', 'startOidcLogin', 'submitLoginPage']);
+    expect(open.sort()).toEqual([
+      'completeOidcLogin',
+      'getConsoleAsset',
+      'getJwks',
+      'getOpenApiDocument',
+      'login',
+      'oidcBackchannelLogout',
+      'oidcLogout',
+      'showConsole',
+      'showConsolePage',
+      'showLoginPage',
+      'startOidcLogin',
+      'submitLoginPage',
+    ]);
   });
 
   it('describes every error as application/problem+json (or, on the browser login page, its HTML form) and every success without it', () => {
@@ -205,9 +219,11 @@ describe('the document', () => {
   });
 
   it('states the iam.admin.* permission, a 401 and a 403 for every admin operation', () => {
-    const codes = ['templates:read', 'templates:write', 'users:read', 'users:write', 'identities:write', 'profiles:read', 'profiles:write', 'sessions:revoke', 'audit:read'].map((c) => `iam.admin.${c}`);
+    const codes = ['templates:read', 'templates:write', 'users:read', 'users:write', 'identities:write', 'profiles:read', 'profiles:write', 'sessions:read', 'sessions:revoke', 'audit:read', 'policy:read'].map(
+      (c) => `iam.admin.${c}`,
+    );
     const admin = operations.filter((o) => o.pathTemplate.startsWith('/iam/admin/'));
-    expect(admin).toHaveLength(15);
+    expect(admin).toHaveLength(18);
     for (const { operation } of admin) {
       expect(codes).toContain(operation['x-permission']);
       expect(operation.security).toEqual([{ bearer: [operation['x-permission']] }]);
@@ -728,10 +744,66 @@ describe('admin endpoints', () => {
     expect((revoked.body as { revoked: number }).revoked).toBeGreaterThanOrEqual(1);
   });
 
+  it('GET /iam/admin/users/{userId}/sessions 200 (with a next link), 404, 400', async () => {
+    await fresh('bob');
+    await fresh('bob');
+    const page = await adminCall('GET', '/iam/admin/users/u-bob/sessions?limit=1', 200);
+    expect(page.body).toEqual([expect.objectContaining({ state: expect.any(String), current: false })]);
+    const next = /<([^>]+)>; rel="next"/.exec(page.headers.get('link') ?? '')![1]!;
+    const second = await adminCall('GET', next, 200);
+    expect((second.body as Array<{ sessionId: string }>)[0]!.sessionId).not.toBe((page.body as Array<{ sessionId: string }>)[0]!.sessionId);
+    await adminCall('GET', '/iam/admin/users/u-nobody-here/sessions', 404, { code: 'IAM_NOT_FOUND' });
+    await adminCall('GET', '/iam/admin/users/u-bob/sessions?cursor=nonsense', 400, { code: 'IAM_VALIDATION_FAILED' });
+  });
+
+  it('GET /iam/admin/policy 200 (routes with file:line); POST /iam/admin/policy/coverage 200, 400', async () => {
+    const policy = await adminCall('GET', '/iam/admin/policy', 200);
+    const body = policy.body as { hash: string; lastError: unknown; routes: Array<{ pattern: string; file: string; line: number; mode: string }> };
+    expect(body.hash).toMatch(/.{8,}/);
+    expect(body.lastError).toBeNull();
+    expect(body.routes.length).toBeGreaterThan(3);
+    expect(body.routes.every((route) => route.file.endsWith('.yaml') && route.line >= 1)).toBe(true);
+    const document = JSON.stringify({ openapi: '3.0.3', info: { title: 'host', version: '1' }, paths: { '/api/projects': { get: {} }, '/api/not-declared-anywhere': { delete: {} } } });
+    const coverage = await adminCall('POST', '/iam/admin/policy/coverage', 200, { json: { document } });
+    expect(coverage.body).toMatchObject({ operations: 2, uncovered: [{ method: 'DELETE', path: '/api/not-declared-anywhere' }] });
+    await adminCall('POST', '/iam/admin/policy/coverage', 400, { json: { document: 'not: [an openapi' }, code: 'IAM_VALIDATION_FAILED' });
+  });
+
+  it('diagnostics as another user needs iam.admin.diagnostics:read', async () => {
+    const asAlice = await adminCall('POST', '/iam/authorization/diagnostics', 200, { json: { method: 'GET', path: '/api/admin/stats', userId: 'u-alice' } });
+    expect(asAlice.body).toMatchObject({ userId: 'u-alice', allowed: false, failedStep: 'PERMISSION_DENIED' });
+    const alice = await fresh('alice');
+    const refused = await send('POST', '/iam/authorization/diagnostics', { token: alice.accessToken, json: { method: 'GET', path: '/api/projects', userId: 'u-admin' } });
+    expectDocumented('POST', '/iam/authorization/diagnostics', refused, 403, 'IAM_ACCESS_DENIED');
+  });
+
   it('GET /iam/admin/audit 200, 400', async () => {
     const page = await adminCall('GET', `/iam/admin/audit?userId=u-admin&limit=5&since=${encodeURIComponent('2020-01-01T00:00:00Z')}`, 200);
     expect((page.body as { items: unknown[] }).items.length).toBeGreaterThan(0);
     await adminCall('GET', '/iam/admin/audit?since=yesterday', 400, { code: 'IAM_VALIDATION_FAILED' });
+  });
+});
+
+describe('the console', () => {
+  it('GET /iam/console and a deep link 200 (a strict CSP), 302 for a browser without a session, 401 for others, 404 unknown page; assets 200, 304, 404', async () => {
+    const alice = await fresh('alice');
+    const cookie = { cookie: `__Host-iam-session=${alice.accessToken}` };
+    const page = await send('GET', '/iam/console', { headers: cookie });
+    expectDocumented('GET', '/iam/console', page, 200);
+    expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
+    expect(page.headers.get('content-security-policy')).not.toContain('unsafe-inline');
+    expectDocumented('GET', '/iam/console/explain?decisionId=x', await send('GET', '/iam/console/explain?decisionId=x', { headers: cookie }), 200);
+    const redirected = await send('GET', '/iam/console/policy', { headers: { accept: 'text/html' } });
+    expectDocumented('GET', '/iam/console/policy', redirected, 302);
+    expect(redirected.headers.get('location')).toBe('/iam/login?returnTo=%2Fiam%2Fconsole%2Fpolicy');
+    expectDocumented('GET', '/iam/console', await send('GET', '/iam/console'), 401, 'IAM_UNAUTHENTICATED');
+    expectDocumented('GET', '/iam/console/nothing-here', await send('GET', '/iam/console/nothing-here', { headers: cookie }), 404, 'IAM_NOT_FOUND');
+    const script = /<script type="module" src="\/iam\/console\/assets\/([^"]+)"/.exec(page.body as string)![1]!;
+    const asset = await send('GET', `/iam/console/assets/${script}`);
+    expectDocumented('GET', `/iam/console/assets/${script}`, asset, 200);
+    expect(asset.contentType).toBe('text/javascript; charset=utf-8');
+    expectDocumented('GET', `/iam/console/assets/${script}`, await send('GET', `/iam/console/assets/${script}`, { headers: { 'if-none-match': asset.headers.get('etag')! } }), 304);
+    for (const name of ['..%2Fpackage.json', 'nothing.js', '.hidden.js']) expectDocumented('GET', `/iam/console/assets/${name}`, await send('GET', `/iam/console/assets/${name}`), 404, 'IAM_NOT_FOUND');
   });
 });
 
@@ -760,7 +832,7 @@ describe('coverage of this file', () => {
       .filter((id) => ![...exercised].some((e) => e.startsWith(`${id} 2`) || e.startsWith(`${id} 30`)));
     expect(withoutSuccess).toEqual([]);
     const failures = [
-      'login 400', 'login 401', 'login 413', 'login 429', 'submitLoginPage 400', 'submitLoginPage 401', 'submitLoginPage 403', 'submitLoginPage 415', 'logout 403', 'completeOidcLogin 400', 'completeOidcLogin 401', 'oidcBackchannelLogout 400', 'startOidcLogin 502', 'getCurrentPrincipal 401', 'revokeSession 404', 'switchProfile 404', 'diagnose 400',
+      'login 400', 'login 401', 'login 413', 'login 429', 'submitLoginPage 400', 'submitLoginPage 401', 'submitLoginPage 403', 'submitLoginPage 415', 'logout 403', 'completeOidcLogin 400', 'completeOidcLogin 401', 'oidcBackchannelLogout 400', 'startOidcLogin 502', 'listUserSessions 404', 'checkPolicyCoverage 400', 'getCurrentPrincipal 401', 'revokeSession 404', 'switchProfile 404', 'diagnose 400',
       'getDecision 404', 'forwardAuth 401', 'forwardAuth 403', 'forwardAuth 400', 'listUsers 403', 'putProfile 409', 'putProfile 422', 'getTemplate 404', 'getProfile 404', 'listUserProfiles 404',
     ];
     expect(failures.filter((f) => !exercised.has(f))).toEqual([]);

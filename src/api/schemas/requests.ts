@@ -54,6 +54,8 @@ export const DiagnosticsPermissionCheck = StrictObject(
 export const DiagnosticsRequestTarget = StrictObject({
   method: Type.String({ pattern: '^[A-Za-z]{1,20}$' }),
   path: Type.String({ minLength: 1, maxLength: 8192, description: 'Normalized as the proxy would (docs/http-contract.md); a refused path is a 400.' }),
+  userId: Type.Optional(Identifier('Explain as this user (their default profile for `clientType`) instead of the caller; needs `iam.admin.diagnostics:read`.')),
+  clientType: Type.Optional(Type.String({ minLength: 1, maxLength: 50, description: 'With `userId`: the client type whose default profile is used (default WEB).' })),
 });
 
 /** Either form (`oneOf`: they exclude each other, as both refuse unknown properties). */
@@ -128,3 +130,9 @@ export const RevokeInput = StrictObject({
   reason: Type.Optional(Type.String({ pattern: '^[\\x20-\\x7E]{1,200}$', description: 'Printable ASCII.' })),
 });
 export type RevokeBody = Static<typeof RevokeInput>;
+
+/** `POST /iam/admin/policy/coverage`: the host's OpenAPI document (JSON or YAML text). */
+export const PolicyCoverageRequest = StrictObject({
+  document: Type.String({ minLength: 1, description: 'The OpenAPI 3 document, as text (JSON or YAML).' }),
+  basePath: Type.Optional(Type.String({ pattern: '^/', maxLength: 200, description: "Prefix of every path; default: the path of the document's first `servers` URL." })),
+});

@@ -60,6 +60,13 @@ export const AuthenticationResult = StrictObject({
   principal: Ref<typeof Principal>('Principal'),
 });
 
+/** A profile switch by a browser: the new session is in the `Set-Cookie`, never in the body. */
+export const CookieSwitchResult = StrictObject({
+  sessionId: Type.String({ format: 'uuid' }),
+  expiresAt: Timestamp('Absolute expiry of the new session (ISO 8601 UTC).'),
+  principal: Ref<typeof Principal>('Principal'),
+});
+
 export const Session = StrictObject(
   {
     sessionId: Type.String({ format: 'uuid' }),
@@ -225,3 +232,53 @@ const page = (name: string) =>
   });
 export const UserPage = page('User');
 export const AuditPage = page('AuditEvent');
+
+/** A route of the serving policy, as `GET /iam/admin/policy` lists it. */
+export const PolicyRoute = StrictObject({
+  id: Type.String({ minLength: 1, description: '`file:line`.' }),
+  methods: Type.Array(Type.String({ minLength: 1 }), { description: 'Upper case; `*` = every method.' }),
+  pattern: Type.String({ minLength: 1 }),
+  public: Type.Boolean(),
+  permission: NullableString(),
+  resource: Nullable(
+    StrictObject({
+      type: Type.String({ minLength: 1 }),
+      idParam: Type.String({ minLength: 1 }),
+      access: Enum(['READ', 'WRITE'] as const),
+      resolve: Enum(['optional', 'required'] as const),
+    }),
+  ),
+  mode: Enum(['enforce', 'shadow'] as const),
+  profile: Nullable(Enum(['optional'] as const)),
+  file: Type.String({ minLength: 1 }),
+  line: Type.Integer({ minimum: 1 }),
+});
+
+const PolicyIssueView = StrictObject({
+  severity: Enum(['error', 'warning'] as const),
+  kind: Type.String({ minLength: 1 }),
+  message: Type.String(),
+  file: NullableString(),
+  line: Nullable(Type.Integer({ minimum: 1 })),
+});
+
+/** `GET /iam/admin/policy`: what the proxy serves now, and the last failed reload. */
+export const PolicyView = StrictObject({
+  hash: Type.String({ minLength: 1 }),
+  loadedAt: Timestamp('When the serving policy was loaded.'),
+  files: Type.Array(Type.String()),
+  defaultAction: Enum(['deny', 'authenticated', 'allow'] as const),
+  lastError: Nullable(StrictObject({ at: Timestamp('When the reload failed.'), issues: Type.Array(PolicyIssueView) }), {
+    description: 'The last reload that failed after the serving policy was loaded (the policy kept serving); null when the last reload succeeded.',
+  }),
+  routes: Type.Array(Ref<typeof PolicyRoute>('PolicyRoute')),
+});
+
+/** `POST /iam/admin/policy/coverage`: the host's operations the policy does not declare, and routes no operation uses. */
+export const PolicyCoverage = StrictObject({
+  operations: Type.Integer({ minimum: 0, description: 'Operations read from the document.' }),
+  uncovered: Type.Array(StrictObject({ method: Type.String(), path: Type.String() }), { description: 'Decided by `default`, not by a route.' }),
+  unusedRoutes: Type.Array(
+    StrictObject({ id: Type.String(), methods: Type.Array(Type.String()), pattern: Type.String(), file: Type.String(), line: Type.Integer({ minimum: 1 }) }),
+  ),
+});

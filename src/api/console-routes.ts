@@ -1,0 +1,122 @@
+import { createHash } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, extname, join } from 'node:path';
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import { ProblemError, problems } from '../domain/problem';
+import { htmlPageHeaders } from '../http/html';
+import { parseBearerToken } from '../http/inbound-headers';
+import { prefersHtml } from '../http/problem-page';
+import type { SessionService } from '../sessions/session-service';
+import { stateOf } from './iam-context';
+import { redirect } from './login-page-routes';
+
+/**
+ * The console's policy: its own scripts, styles and images only (no inline script or style, no CDN), calls to the
+ * gateway only, never framed.
+ */
+export const CONSOLE_CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+
+/** The console's pages: each is a deep link served by the same HTML. */
+export const CONSOLE_PAGES = ['explain', 'policy', 'sessions', 'access', 'audit', 'me'] as const;
+
+const TYPES: Record<string, string> = {
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ico': 'image/x-icon',
+};
+/** Asset names: one level, plain names only (no traversal is even expressible). */
+const ASSET_NAME = /^[a-z0-9][a-z0-9._-]{0,80}$/;
+
+interface Asset {
+  body: Buffer;
+  type: string;
+  etag: string;
+}
+
+/** The console files, read once at start: `index.html` and the files of `assets/` (no subfolders). */
+export interface ConsoleFiles {
+  index: Asset;
+  assets: ReadonlyMap<string, Asset>;
+}
+
+/** The `console/` folder shipped with the package, found from this module's location (src/ or dist/src/). */
+export function findConsoleDir(start = __dirname): string | null {
+  for (let dir = start, depth = 0; depth < 6; dir = dirname(dir), depth++) {
+    const candidate = join(dir, 'console');
+    if (existsSync(join(candidate, 'index.html'))) return candidate;
+  }
+  return null;
+}
+
+export function loadConsoleFiles(dir: string): ConsoleFiles {
+  const asset = (path: string, type: string): Asset => {
+    const body = readFileSync(path);
+    return { body, type, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"` };
+  };
+  const assets = new Map<string, Asset>();
+  const assetDir = join(dir, 'assets');
+  if (existsSync(assetDir)) {
+    for (const name of readdirSync(assetDir)) {
+      const type = TYPES[extname(name)];
+      if (!type || !ASSET_NAME.test(name) || !statSync(join(assetDir, name)).isFile()) continue;
+      assets.set(name, asset(join(assetDir, name), type));
+    }
+  }
+  return { index: asset(join(dir, 'index.html'), 'text/html; charset=utf-8'), assets };
+}
+
+export interface ConsoleRoutesDeps {
+  files: ConsoleFiles;
+  /** Verifies the session cookie (or bearer) of a console page request. */
+  bearers: Pick<SessionService, 'verify'>;
+  /** Where a browser without a session signs in; null when nobody can (authenticator `none`). */
+  loginPath: string | null;
+}
+
+/**
+ * `GET /iam/console` and its deep links (`/iam/console/<page>`) serve the console's one HTML page to a signed-in
+ * browser (a browser without a session is sent to the login, then back); `GET /iam/console/assets/<file>` serves its
+ * scripts and styles to anyone (they hold no data). The console itself calls only the public `/iam` API with the
+ * session cookie, so every action it offers is scriptable (docs/console.md).
+ */
+export function registerConsoleRoutes(router: Router, deps: ConsoleRoutesDeps): void {
+  const page = async (ctx: Context): Promise<void> => {
+    const prepared = stateOf(ctx).prepared;
+    const bearer = parseBearerToken(prepared.authorization);
+    const token = bearer.kind === 'bearer' ? bearer.token : (prepared.cookieSession?.token ?? null);
+    const session = token === null ? null : await deps.bearers.verify(token);
+    if (!session) {
+      const returnTo = ctx.path + (ctx.querystring ? `?${ctx.querystring}` : '');
+      if (deps.loginPath !== null && bearer.kind !== 'bearer' && prefersHtml(ctx.get('accept'))) {
+        redirect(ctx, 302, `${deps.loginPath}?returnTo=${encodeURIComponent(returnTo)}`);
+        return;
+      }
+      throw problems.unauthenticated('Sign in to use the console.', token !== null);
+    }
+    ctx.set({ ...htmlPageHeaders(CONSOLE_CSP), vary: 'Accept, Cookie' });
+    ctx.type = deps.files.index.type;
+    ctx.body = deps.files.index.body;
+  };
+
+  router.get('/console', page);
+  router.get('/console/:page', async (ctx) => {
+    if (!(CONSOLE_PAGES as readonly string[]).includes(ctx.params.page ?? '')) throw new ProblemError('IAM_NOT_FOUND', 'No such console page.');
+    await page(ctx);
+  });
+  router.get('/console/assets/:name', (ctx) => {
+    const asset = deps.files.assets.get(ctx.params.name ?? '');
+    if (!asset) throw new ProblemError('IAM_NOT_FOUND', 'No such console asset.');
+    // Revalidated on every use (an upgrade changes them); a 304 costs nothing.
+    ctx.set({ 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff', etag: asset.etag });
+    if (ctx.get('if-none-match') === asset.etag) {
+      ctx.status = 304;
+      return;
+    }
+    ctx.type = asset.type;
+    ctx.body = asset.body;
+  });
+}

@@ -1,0 +1,86 @@
+import type Router from '@koa/router';
+import type { Static } from '@sinclair/typebox';
+import type { Middleware } from 'koa';
+import type { DecisionEngine } from '../authz/decision-engine';
+import { problems } from '../domain/problem';
+import type { CompiledPolicy, CompiledRoute } from '../policy/compiled-policy';
+import type { PolicyHolder } from '../policy/policy-holder';
+import { OpenApiError, computeCoverage, parseOpenApiOperations } from '../policy-tools/policy-coverage';
+import { ADMIN_PERMISSIONS } from './admin-routes';
+import { requirePermission } from './require-session';
+import { PolicyCoverageRequest } from './schemas/requests';
+import type { PolicyCoverage, PolicyRoute, PolicyView } from './schemas/responses';
+import { assertValid, createBodyValidator } from './validate-body';
+
+export interface PolicyRoutesDeps {
+  holder: Pick<PolicyHolder, 'current' | 'lastError'>;
+  engine: Pick<DecisionEngine, 'decide'>;
+  requireSession: Middleware;
+}
+
+/**
+ * `GET /iam/admin/policy` (the route table the proxy serves now, its hash and load time, the last failed reload with
+ * `file:line`) and `POST /iam/admin/policy/coverage` (a host OpenAPI document against it), both
+ * `iam.admin.policy:read` (docs/http-contract.md). The console's Policy page is built on them.
+ */
+export function registerPolicyRoutes(router: Router, deps: PolicyRoutesDeps): void {
+  const guard = [deps.requireSession, requirePermission(deps.engine, ADMIN_PERMISSIONS.policyRead)];
+  const validateCoverage = createBodyValidator().compile<Static<typeof PolicyCoverageRequest>>(PolicyCoverageRequest);
+
+  router.get('/admin/policy', ...guard, (ctx) => {
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = policyView(deps.holder.current, deps.holder.lastError);
+  });
+
+  router.post('/admin/policy/coverage', ...guard, (ctx) => {
+    const body = assertValid(validateCoverage, ctx.request.body);
+    let operations;
+    try {
+      operations = parseOpenApiOperations(body.document, body.basePath === undefined ? {} : { basePath: body.basePath });
+    } catch (error) {
+      if (error instanceof OpenApiError) throw problems.validation([{ pointer: '/document', message: error.message }], 'The OpenAPI document cannot be read.');
+      throw error;
+    }
+    const report = computeCoverage(deps.holder.current, operations);
+    const answer: Static<typeof PolicyCoverage> = {
+      operations: operations.length,
+      uncovered: report.uncovered.map((operation) => ({ method: operation.method, path: operation.path })),
+      unusedRoutes: report.unusedRoutes.map((route) => ({ id: route.id, methods: route.methods, pattern: route.pattern, file: route.source.file, line: route.source.line })),
+    };
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = answer;
+  });
+}
+
+function policyView(policy: CompiledPolicy, lastError: PolicyHolder['lastError']): Static<typeof PolicyView> {
+  return {
+    hash: policy.hash,
+    loadedAt: policy.loadedAt.toISOString(),
+    files: [...policy.files],
+    defaultAction: policy.defaultAction,
+    // Only a failure after the serving policy was loaded is news; an older one was superseded by this load.
+    lastError:
+      lastError === null || lastError.at < policy.loadedAt
+        ? null
+        : {
+            at: lastError.at.toISOString(),
+            issues: lastError.issues.map((issue) => ({ severity: issue.severity, kind: issue.kind, message: issue.message, file: issue.source?.file ?? null, line: issue.source?.line ?? null })),
+          },
+    routes: policy.routes.map(routeView),
+  };
+}
+
+function routeView(route: CompiledRoute): Static<typeof PolicyRoute> {
+  return {
+    id: route.id,
+    methods: [...route.methods],
+    pattern: route.pattern,
+    public: route.public,
+    permission: route.permission,
+    resource: route.resource ? { type: route.resource.type, idParam: route.resource.idParam, access: route.resource.access, resolve: route.resource.resolve } : null,
+    mode: route.mode,
+    profile: route.profile ?? null,
+    file: route.source.file,
+    line: route.source.line,
+  };
+}
