@@ -226,25 +226,33 @@ function profileEditor(initial, canWrite, reloadAll) {
       row.type = h('input', { type: 'text', name: 'scopeType', value: scope.scopeType, required: true, autocomplete: 'off', spellcheck: 'false', readonly: !canWrite });
       row.ref = h('input', { type: 'text', name: 'scopeRefId', value: scope.scopeRefId, required: true, autocomplete: 'off', spellcheck: 'false', readonly: !canWrite });
       row.access = h('select', { name: 'accessMode', disabled: !canWrite }, ['READ', 'WRITE'].map((mode) => h('option', { value: mode, selected: scope.accessMode === mode }, mode)));
-      const number = () => rows.indexOf(row) + 1;
-      const label = (text) => [h('span', { class: 'visually-hidden' }, `Scope ${number()} `), text];
+      const label = (text) => [h('span', { class: 'visually-hidden scope-number' }), text];
       row.element = h(
         'li',
         { class: 'scope-row' },
-        field(label('type'), row.type),
-        field(label('resource id'), row.ref),
-        field(label('access'), row.access),
+        field(label('Type'), row.type),
+        field(label('Resource id'), row.ref),
+        field(label('Access'), row.access),
         canWrite
           ? button('Remove', () => {
               rows.splice(rows.indexOf(row), 1);
               row.element.remove();
+              renumber();
               announce('Scope removed (not saved yet).');
-            }, { class: 'secondary', 'aria-label': `Remove scope ${number()}` })
+            }, { class: 'secondary remove-scope' })
           : null,
       );
       rows.push(row);
       list.append(row.element);
+      renumber();
       return row;
+    };
+    // The labels say which scope a field belongs to ("Scope 2 resource id"), also after a removal.
+    const renumber = () => {
+      rows.forEach((row, index) => {
+        for (const number of row.element.querySelectorAll('.scope-number')) number.textContent = `Scope ${index + 1} `;
+        row.element.querySelector('.remove-scope')?.setAttribute('aria-label', `Remove scope ${index + 1}`);
+      });
     };
     for (const scope of profile.scopes) addRow(scope);
     const errors = h('div');

@@ -54,7 +54,7 @@ export async function renderMe({ root, heading, isCurrent }) {
         ? h('p', null, 'No profile is available to you.')
         : table(
             'My profiles',
-            ['Profile', 'Id', 'Client types', 'Applies to', ''],
+            ['Profile', 'Id', 'Client types', 'Applies to', 'Action'],
             profiles.value.data.map((profile) =>
               h(
                 'tr',

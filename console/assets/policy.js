@@ -96,6 +96,18 @@ export async function renderPolicy({ root, heading, isCurrent }) {
   if (policy.lastError) announce('The last policy reload failed.');
 }
 
+/**
+ * A JSON document is sent re-serialized without whitespace: the same document in fewer bytes (the /iam body limit),
+ * and its line breaks, which every /iam body refuses as control characters, are gone. YAML is sent as it is.
+ */
+function compact(text) {
+  try {
+    return JSON.stringify(JSON.parse(text));
+  } catch {
+    return text;
+  }
+}
+
 /** Upload or paste a host OpenAPI document; the answer lists the operations no route covers, and unused routes. */
 function coverageSection() {
   const fileInput = h('input', { type: 'file', name: 'document-file', accept: '.json,.yaml,.yml' });
@@ -112,7 +124,7 @@ function coverageSection() {
     event.preventDefault();
     const submit = form.querySelector('button[type=submit]');
     const file = fileInput.files && fileInput.files[0];
-    const text = file ? await file.text() : textInput.value;
+    const text = compact(file ? await file.text() : textInput.value);
     if (text.trim() === '') {
       replace(result, h('p', { class: 'problem' }, 'Choose a file or paste a document first.'));
       announce('Choose a file or paste a document first.');
