@@ -18,6 +18,8 @@ COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY package.json ./
 COPY bin ./bin
+# The web console (/iam/console): static files served by the gateway.
+COPY console ./console
 # Only the defaults: the example users and provisioning files have known passwords and stay out of the image.
 COPY config/default.yaml ./config/default.yaml
 COPY policies ./policies

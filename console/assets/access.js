@@ -100,7 +100,7 @@ async function renderUserDetail(section, userId, permissionsPromise, isCurrent) 
   replace(section, h('h2', { id: 'user-heading' }, 'User ', h('code', null, userId)), h('p', { class: 'muted' }, 'Loading…'));
   const message = h('div');
   const [userAnswer, identities, profiles, permissions] = await Promise.allSettled([
-    api(`/iam/admin/users${query({ q: userId, limit: 200 })}`),
+    api(`/iam/admin/users/${seg(userId)}`),
     api(`/iam/admin/users/${seg(userId)}/identities`),
     api(`/iam/admin/users/${seg(userId)}/profiles`),
     permissionsPromise,
@@ -109,10 +109,10 @@ async function renderUserDetail(section, userId, permissionsPromise, isCurrent) 
   const held = permissions.status === 'fulfilled' ? permissions.value : null;
   const parts = [h('h2', { id: 'user-heading' }, 'User ', h('code', null, userId)), message];
 
-  if (userAnswer.status === 'rejected') {
+  if (userAnswer.status === 'rejected' && userAnswer.reason?.status !== 404) {
     parts.push(problemView(userAnswer.reason, { action: 'see the users', permission: 'iam.admin.users:read' }));
   } else {
-    const user = userAnswer.value.data.items.find((candidate) => candidate.userId === userId);
+    const user = userAnswer.status === 'fulfilled' ? userAnswer.value.data : null;
     if (!user) {
       parts.push(h('p', null, 'No such user.'));
     } else {

@@ -77,6 +77,10 @@ export function registerAdminRoutes(router: Router, deps: AdminRoutesDeps): void
     respond(ctx, 200, await admin.listUsers(parseUserListQuery(ctx.query)));
   });
 
+  router.get('/admin/users/:userId', ...guard(ADMIN_PERMISSIONS.usersRead), async (ctx) => {
+    respond(ctx, 200, await admin.getUser(pathId(ctx, 'userId')));
+  });
+
   router.put('/admin/users/:userId', ...guard(ADMIN_PERMISSIONS.usersWrite), async (ctx) => {
     const body = assertValid(validateUser, ctx.request.body);
     const { user, created } = await admin.upsertUser(await actorOf(ctx), pathId(ctx, 'userId'), body);

@@ -96,6 +96,12 @@ export class AdminService {
     return { user: result.user, created: result.created };
   }
 
+  async getUser(userId: string): Promise<UserRecord> {
+    const user = await this.deps.repository.getUser(userId);
+    if (user === null) throw new ProblemError('IAM_NOT_FOUND', `No user "${userId}".`);
+    return user;
+  }
+
   async listIdentities(userId: string): Promise<IdentityRecord[]> {
     const identities = await this.deps.admin.listIdentities(userId);
     if (identities === null) throw new ProblemError('IAM_NOT_FOUND', `No user "${userId}".`);

@@ -19,9 +19,16 @@ export function createIamApp(options: {
   bodyLimit: number;
   /** Paths whose POST body is an HTML form (`application/x-www-form-urlencoded`) instead of JSON: the login page. */
   formPaths?: ReadonlySet<string>;
+  /**
+   * Paths whose JSON body carries a whole document that is read and never stored (a host's OpenAPI description for
+   * the coverage check), with its own size limit: its text may hold line breaks and tabs, so the storable-text
+   * check of every other body does not apply.
+   */
+  documentPaths?: ReadonlyMap<string, number>;
   register: (router: Router) => void;
 }): Koa {
   const formPaths = options.formPaths ?? new Set<string>();
+  const documentPaths = options.documentPaths ?? new Map<string, number>();
   const app = new Koa();
   app.proxy = false;
   app.silent = true;
@@ -44,20 +51,16 @@ export function createIamApp(options: {
     }
     await next();
   });
-  app.use(
-    koaBody({
-      json: true,
-      urlencoded: formPaths.size > 0,
-      formLimit: options.bodyLimit,
-      text: false,
-      multipart: false,
-      jsonStrict: true,
-      jsonLimit: options.bodyLimit,
-    }),
-  );
+  const parser = (limit: number): Koa.Middleware =>
+    koaBody({ json: true, urlencoded: formPaths.size > 0, formLimit: limit, text: false, multipart: false, jsonStrict: true, jsonLimit: limit });
+  const bodies = parser(options.bodyLimit);
+  const documents = new Map([...documentPaths].map(([path, limit]) => [path, parser(limit)]));
+  app.use(async (ctx, next) => {
+    await (documents.get(ctx.path) ?? bodies)(ctx, next);
+  });
   // Every body, before any route: strings PostgreSQL cannot store (NUL...) are refused here, once.
   app.use(async (ctx, next) => {
-    assertStorable(ctx.request.body);
+    if (!documentPaths.has(ctx.path)) assertStorable(ctx.request.body);
     await next();
   });
   const router = new Router({ prefix: '/iam' });

@@ -83,6 +83,11 @@ export const adminPaths: Record<string, PathItemObject> = {
   },
   '/iam/admin/users/{userId}': {
     parameters: [param('UserId')],
+    get: admin('iam.admin.users:read', {
+      operationId: 'getUser',
+      summary: 'One user',
+      responses: { '200': json('The user.', ref('User'), NO_STORE), '404': unknownUser },
+    }),
     put: admin('iam.admin.users:write', {
       operationId: 'putUser',
       summary: 'Create or update a user',

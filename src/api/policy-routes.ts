@@ -12,6 +12,10 @@ import { PolicyCoverageRequest } from './schemas/requests';
 import type { PolicyCoverage, PolicyRoute, PolicyView } from './schemas/responses';
 import { assertValid, createBodyValidator } from './validate-body';
 
+export const POLICY_COVERAGE_PATH = '/iam/admin/policy/coverage';
+/** A host's OpenAPI description can be large: the coverage check takes up to 4 MiB (other `/iam` bodies: `server.iam-body-limit`). */
+export const POLICY_COVERAGE_BODY_LIMIT = 4 * 1024 * 1024;
+
 export interface PolicyRoutesDeps {
   holder: Pick<PolicyHolder, 'current' | 'lastError'>;
   engine: Pick<DecisionEngine, 'decide'>;

@@ -3,6 +3,7 @@ import { createIamApp } from '../api/iam-app';
 import { registerIamRoutes, type IamRoutesDeps } from '../api/iam-routes';
 import { OIDC_BACKCHANNEL_PATH, OIDC_LOGIN_PATH } from '../api/oidc-routes';
 import { findConsoleDir, loadConsoleFiles } from '../api/console-routes';
+import { POLICY_COVERAGE_BODY_LIMIT, POLICY_COVERAGE_PATH } from '../api/policy-routes';
 import type { Logger } from '../observability/logger';
 import type { OutageLog } from '../observability/outage-log';
 import type { GatewayConfig } from './config';
@@ -20,6 +21,7 @@ export function createIamApi(
     outages: deps.outages,
     bodyLimit: config.server.iamBodyLimit,
     formPaths: new Set(['/iam/login', OIDC_BACKCHANNEL_PATH]),
+    documentPaths: new Map([[POLICY_COVERAGE_PATH, POLICY_COVERAGE_BODY_LIMIT]]),
     register: (router) =>
       registerIamRoutes(router, {
         ...deps,

@@ -223,7 +223,7 @@ describe('the document', () => {
       (c) => `iam.admin.${c}`,
     );
     const admin = operations.filter((o) => o.pathTemplate.startsWith('/iam/admin/'));
-    expect(admin).toHaveLength(18);
+    expect(admin).toHaveLength(19);
     for (const { operation } of admin) {
       expect(codes).toContain(operation['x-permission']);
       expect(operation.security).toEqual([{ bearer: [operation['x-permission']] }]);
@@ -744,6 +744,12 @@ describe('admin endpoints', () => {
     expect((revoked.body as { revoked: number }).revoked).toBeGreaterThanOrEqual(1);
   });
 
+  it('GET /iam/admin/users/{userId} 200, 404', async () => {
+    const user = await adminCall('GET', '/iam/admin/users/u-alice', 200);
+    expect(user.body).toMatchObject({ userId: 'u-alice', enabled: true });
+    await adminCall('GET', '/iam/admin/users/u-nobody-here', 404, { code: 'IAM_NOT_FOUND' });
+  });
+
   it('GET /iam/admin/users/{userId}/sessions 200 (with a next link), 404, 400', async () => {
     await fresh('bob');
     await fresh('bob');
@@ -767,6 +773,12 @@ describe('admin endpoints', () => {
     const coverage = await adminCall('POST', '/iam/admin/policy/coverage', 200, { json: { document } });
     expect(coverage.body).toMatchObject({ operations: 2, uncovered: [{ method: 'DELETE', path: '/api/not-declared-anywhere' }] });
     await adminCall('POST', '/iam/admin/policy/coverage', 400, { json: { document: 'not: [an openapi' }, code: 'IAM_VALIDATION_FAILED' });
+    // YAML, with its line breaks, and larger than the usual body limit (a real host description).
+    const paths = Array.from({ length: 1500 }, (_, index) => `  /api/generated/${index}:\n    get:\n      summary: "generated operation number ${index} of a large description"\n`).join('');
+    const yaml = `openapi: 3.0.3\ninfo:\n  title: host\n  version: "1"\npaths:\n  /api/projects:\n    get: {}\n${paths}`;
+    expect(yaml.length).toBeGreaterThan(64 * 1024);
+    const large = await adminCall('POST', '/iam/admin/policy/coverage', 200, { json: { document: yaml } });
+    expect((large.body as { operations: number }).operations).toBe(1501);
   });
 
   it('diagnostics as another user needs iam.admin.diagnostics:read', async () => {
@@ -803,7 +815,9 @@ describe('the console', () => {
     expectDocumented('GET', `/iam/console/assets/${script}`, asset, 200);
     expect(asset.contentType).toBe('text/javascript; charset=utf-8');
     expectDocumented('GET', `/iam/console/assets/${script}`, await send('GET', `/iam/console/assets/${script}`, { headers: { 'if-none-match': asset.headers.get('etag')! } }), 304);
-    for (const name of ['..%2Fpackage.json', 'nothing.js', '.hidden.js']) expectDocumented('GET', `/iam/console/assets/${name}`, await send('GET', `/iam/console/assets/${name}`), 404, 'IAM_NOT_FOUND');
+    for (const name of ['nothing.js', '.hidden.js', 'index.html']) expectDocumented('GET', `/iam/console/assets/${name}`, await send('GET', `/iam/console/assets/${name}`), 404, 'IAM_NOT_FOUND');
+    // A way out of the folder is not even a path the gateway reads.
+    expect((await send('GET', '/iam/console/assets/..%2F..%2Fpackage.json')).status).toBe(400);
   });
 });
 

@@ -106,9 +106,11 @@ afterAll(() => {
 it('#13: the tarball holds the build, the bin, the shipped configuration and examples; no tests, benchmarks or sources', () => {
   const fixed = ['LICENSE', 'README.md', 'package.json', 'bin/iam-gateway.js', 'config/default.yaml', 'config/provision.example.yaml', 'config/users.example.yaml', 'policies/example.yaml'];
   const built = [...filesUnder('dist/src'), ...filesUnder('dist/migrations')].filter((file) => file.endsWith('.js') || file.endsWith('.d.ts'));
+  // The web console's static files (served at /iam/console).
+  built.push(...filesUnder('console'));
   const expected = [...fixed.filter((file) => file !== 'LICENSE' || packed.includes('LICENSE')), ...built].sort();
   expect(packed).toEqual(expected);
-  // About 370 files: the compiled src/ (.js and .d.ts) and migrations/, and the eight above.
+  // About 420 files: the compiled src/ (.js and .d.ts) and migrations/, the console, and the eight above.
   expect(packed.length).toBe(expected.length);
   expect(packed.length).toBeLessThan(500);
   expect(packed.filter((file) => /^(dist\/)?(test|bench|examples|scripts|docs)\//.test(file))).toEqual([]);
