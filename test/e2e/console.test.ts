@@ -359,6 +359,8 @@ describeInBrowser('the console in Chromium', () => {
 
     // A page's URL is a deep link: opened afresh, the third page shows the same rows.
     await page.goto(urls[2]!);
+    // The page renders after its API call: wait for the whole third page before reading it.
+    await events.locator(`tbody tr[data-audit-id="${seen[149]}"]`).waitFor();
     const third = await events.locator('tbody tr').evaluateAll((rows) => rows.map((row) => (row as any).dataset.auditId as string));
     expect(third).toEqual(seen.slice(100, 150));
 
