@@ -10,10 +10,11 @@
 const transform = {
   '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json' }],
   // ESM-only dependencies (jose, openid-client and its oauth4webapi): Node loads them with require(esm), jest's own
-  // module system does not, so they are compiled to CommonJS for the tests like our TypeScript.
-  '^.+/node_modules/(jose|openid-client|oauth4webapi)/.+\\.js$': ['ts-jest', { tsconfig: { allowJs: true, module: 'commonjs', target: 'ES2022' } }],
+  // module system does not, so they are compiled to CommonJS for the tests like our TypeScript. The OTLP exporter's
+  // transport loads `http` with a dynamic import(), which jest's vm cannot run either: compiled the same way.
+  '^.+/node_modules/(jose|openid-client|oauth4webapi|@opentelemetry/otlp-exporter-base)/.+\\.js$': ['ts-jest', { tsconfig: { allowJs: true, module: 'commonjs', target: 'ES2022' } }],
 };
-const transformIgnorePatterns = ['/node_modules/(?!(jose|openid-client|oauth4webapi)/)'];
+const transformIgnorePatterns = ['/node_modules/(?!(jose|openid-client|oauth4webapi|@opentelemetry/otlp-exporter-base)/)'];
 
 module.exports = {
   projects: [

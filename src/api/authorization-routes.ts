@@ -116,7 +116,9 @@ export function registerAuthorizationRoutes(router: Router, deps: AuthorizationR
     }
     const decision = event?.details?.decision;
     if (!visible || !decision) throw new ProblemError('IAM_DECISION_NOT_FOUND', 'No such decision is visible to you.');
-    ctx.body = decision;
+    // The trace of the request that was decided, when tracing was on: the decision leads to the trace.
+    const traceId = event?.details?.traceId;
+    ctx.body = typeof traceId === 'string' ? { ...(decision as object), traceId } : decision;
   });
 
   registerForwardAuthRoute(router, { authorizer: deps.authorizer, metrics: deps.metrics, target: { allowPathParameters: deps.allowPathParameters, maxUrlLength: deps.maxUrlLength } });

@@ -27,6 +27,9 @@ import { readinessChecks } from './readiness';
 import { bearerVerifier } from '../auth/oidc/access-tokens';
 import { createAccessTokenVerifier, createOidc, createRelyingParty } from './oidc';
 import { startSessions } from './sessions';
+import { startTracing } from './tracing';
+import { AccessLog } from '../observability/access-log';
+import type { DestinationStream } from 'pino';
 
 import type { RunningGateway } from './running-gateway';
 
@@ -34,6 +37,10 @@ export type { GatewayServices, RunningGateway } from './running-gateway';
 
 export interface StartOptions {
   logger?: Logger;
+  /** Where the access log goes (default: stdout); tests capture it. */
+  accessLogDestination?: DestinationStream;
+  /** The environment the `OTEL_*` tracing variables are read from (default: the process's). */
+  env?: NodeJS.ProcessEnv;
 }
 
 /**
@@ -98,6 +105,10 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       trustedOrigins: new Set(config.iam.sessionCookie.trustedOrigins),
       signAssertion: signer ? (decision, session, method, path, requestId) => signer.sign(decision, session, method, path, requestId) : null,
     });
+    const tracing = await startTracing(options.env ?? process.env, logger);
+    cleanups.push(() => tracing.shutdown());
+    const accessLog = config.iam.accessLog.mode === 'off' ? null : new AccessLog(config.iam.accessLog.mode, config.iam.accessLog.sample, options.accessLogDestination);
+    if (accessLog) cleanups.push(async () => accessLog.flush());
     const loginPath = browserLoginPath(config);
     const proxy = new ProxyHandler({
       authorizer,
@@ -107,6 +118,8 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       logger,
       isTrustedProxy,
       browserLogin: loginPath === null ? null : { path: loginPath, secureCookie: config.iam.sessionCookie.secure },
+      tracer: tracing.tracer,
+      accessLog,
     });
 
     const outages = new OutageLog(logger, { probes: { database: () => repository.ping(), tokenStore: () => store.ping() } });
@@ -143,6 +156,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       iam,
       proxy,
       metrics,
+      tracer: tracing.tracer,
     });
     const management = createManagementServer({
       registry: metrics.registry,

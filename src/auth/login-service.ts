@@ -1,4 +1,5 @@
 import type { AuditTrail } from '../audit/audit-trail';
+import { withSpan } from '../observability/tracing';
 import type { Logger } from '../observability/logger';
 import type { GatewayMetrics } from '../observability/metrics';
 import type { IamRepository } from '../domain/iam-repository';
@@ -56,23 +57,29 @@ export class LoginService {
 
   /** One login attempt; every outcome is counted in `iam_logins_total{result}`. */
   login(request: LoginRequest, facts: RequestFacts): Promise<AuthenticationResult> {
-    return this.counted(() => this.attempt(request, facts));
+    return this.counted(this.deps.authenticator.type, request.clientType, () => this.attempt(request, facts));
   }
 
   /** A login whose identity an OpenID Provider proved; counted in `iam_logins_total{result}` like the others. */
   loginVerified(identity: AuthenticatedIdentity, clientType: string, facts: RequestFacts, options: EstablishOptions): Promise<AuthenticationResult> {
-    return this.counted(() => this.establish(identity, clientType, facts, options));
+    return this.counted(options.authenticator, clientType, () => this.establish(identity, clientType, facts, options));
   }
 
-  private async counted(login: () => Promise<AuthenticationResult>): Promise<AuthenticationResult> {
-    try {
-      const result = await login();
-      this.deps.metrics?.logins.inc({ result: 'success' });
-      return result;
-    } catch (error) {
-      this.deps.metrics?.logins.inc({ result: loginResultOf(error) });
-      throw error;
-    }
+  /** Every login: counted by result, and a `login` span when tracing is on (never the username or password). */
+  private counted(authenticator: string, clientType: string, login: () => Promise<AuthenticationResult>): Promise<AuthenticationResult> {
+    return withSpan('login', { 'iam.authenticator': authenticator, 'iam.client_type': clientType }, async (span) => {
+      try {
+        const result = await login();
+        this.deps.metrics?.logins.inc({ result: 'success' });
+        span.setAttributes({ 'iam.login.result': 'success', 'enduser.id': result.principal.userId });
+        return result;
+      } catch (error) {
+        const result = loginResultOf(error);
+        this.deps.metrics?.logins.inc({ result });
+        span.setAttribute('iam.login.result', result);
+        throw error;
+      }
+    });
   }
 
   private async attempt(request: LoginRequest, facts: RequestFacts): Promise<AuthenticationResult> {

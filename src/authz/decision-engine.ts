@@ -5,6 +5,7 @@
  * before any resolver call, so a caller without the permission cannot probe which resources exist.
  * Hot path: with a cached grant and no resolver, one route match, one or two CASL checks, a few small objects.
  */
+import { withSpan } from '../observability/tracing';
 import { codeOfRule } from './grant-ability';
 import { randomUUID } from 'node:crypto';
 import type { IamPrincipal } from '../domain/principal';
@@ -266,8 +267,12 @@ export class DecisionEngine {
 
     const resolver = input.resources[resource.type]?.resolver ?? null;
     if (resolver !== null) {
-      return this.resolvers
-        .resolve(resolver, resource.type, resource.id)
+      // A span per resolver call when tracing is on (a no-op otherwise): it nests under the request being decided.
+      return withSpan('resolve', { 'iam.resource.type': resource.type }, async (span) => {
+        const result = await this.resolvers.resolve(resolver, resource.type, resource.id);
+        span.setAttribute('iam.resolver.result', result.kind);
+        return result;
+      })
         .catch((error: unknown) => ({
           kind: 'unavailable' as const,
           reason: `resolver for ${resource.type} failed (${(error as Error)?.name ?? 'error'})`,

@@ -8,6 +8,7 @@ import { refuseOnClosedConnections, serverOptions, type ServerLimits } from '../
 import type { GatewayMetrics } from '../observability/metrics';
 import type { CorsPolicy } from './cors';
 import type { ProxyHandler } from './proxy-handler';
+import type { RequestTracer } from '../observability/tracing';
 
 /** The proxy port's parser limits and timeouts (`server.*`, docs/configuration.md). */
 export type ProxyServerLimits = ServerLimits;
@@ -33,6 +34,8 @@ export interface FrontDoorDeps {
   /** Everything else: authorized and forwarded to the host. */
   proxy: Pick<ProxyHandler, 'handle' | 'handleUpgrade'>;
   metrics: GatewayMetrics;
+  /** With tracing on, every `/iam` request gets its server span (proxied requests get theirs in the proxy handler). */
+  tracer?: RequestTracer | null;
 }
 
 /**
@@ -60,7 +63,14 @@ export function createFrontDoor(deps: FrontDoorDeps): Server {
       if (expectContinue) res.writeContinue();
       (req as RequestWithPrepared)[PREPARED_REQUEST] = request;
       req.url = request.path + request.search;
-      void iam(req, res);
+      const tracer = deps.tracer ?? null;
+      if (tracer === null) {
+        void iam(req, res);
+        return;
+      }
+      const span = tracer.startRequest(request.method, request.path, req.headers, request.clientAddress);
+      res.once('close', () => span.end(res.statusCode));
+      span.run(() => void iam(req, res));
       return;
     }
     void proxy.handle(req, res, request, expectContinue);

@@ -10,6 +10,10 @@ import { GATEWAY_COOKIE_NAMES, clearedSessionCookie } from '../http/session-cook
 import { sendLoginRedirect } from '../http/login-page';
 import { buildUpstreamHeaders } from '../http/upstream-headers';
 import type { Authorization, RequestAuthorizer } from './request-authorizer';
+import type { AuthorizationDecision } from '../authz/decision';
+import type { AccessLog } from '../observability/access-log';
+import { endSpan, type RequestSpan, type RequestTracer } from '../observability/tracing';
+import { SpanKind, type Span } from '@opentelemetry/api';
 import type { UpstreamForwarder } from './upstream-forwarder';
 import type { WebSocketForwarder } from './websocket-forwarder';
 
@@ -25,6 +29,20 @@ export interface ProxyHandlerDeps {
    * the session cookie is the `Secure` one (to clear a stale one); null when nobody can log in (authenticator `none`).
    */
   browserLogin: { path: string; secureCookie: boolean } | null;
+  /** Spans for each request (docs/observability.md); null when tracing is off (one null check per request). */
+  tracer: RequestTracer | null;
+  /** `iam.access-log`; null when off. */
+  accessLog: AccessLog | null;
+}
+
+/** What one proxied request carries from its start to its answer: timing, and its spans when tracing is on. */
+interface Exchange {
+  started: number;
+  trace: RequestSpan | null;
+  /** The `authorize` span, ended when the decision is in. */
+  authorize: Span | null;
+  /** Whether this request is written to the access log when allowed (sampled at its start). */
+  logAllowed: boolean;
 }
 
 /**
@@ -41,36 +59,109 @@ export class ProxyHandler {
 
   /** Handles a request that is not for `/iam`; synchronous on the warm path. */
   handle(req: IncomingMessage, res: ServerResponse, request: PreparedRequest, expectContinue = false): void {
-    const outcome = this.deps.authorizer.authorizeFast(request, request.clientAddress ?? undefined);
-    if (outcome instanceof Promise) void outcome.then((later) => this.respond(req, res, request, expectContinue, later));
-    else this.respond(req, res, request, expectContinue, outcome);
+    const tracer = this.deps.tracer;
+    const trace = tracer === null ? null : tracer.startRequest(request.method, request.path, req.headers, request.clientAddress);
+    const exchange: Exchange = {
+      started: performance.now(),
+      trace,
+      authorize: trace === null ? null : trace.child('authorize'),
+      logAllowed: this.deps.accessLog !== null && this.deps.accessLog.logsAllowed && this.deps.accessLog.sampled(),
+    };
+    const clientAddress = request.clientAddress ?? undefined;
+    // With tracing on, spans made while deciding (a resolver call) nest under this request's authorize span.
+    const outcome = trace === null ? this.deps.authorizer.authorizeFast(request, clientAddress) : trace.run(() => this.deps.authorizer.authorizeFast(request, clientAddress), exchange.authorize!);
+    if (outcome instanceof Promise) void outcome.then((later) => this.respond(req, res, request, expectContinue, later, exchange));
+    else this.respond(req, res, request, expectContinue, outcome, exchange);
   }
 
-  private respond(req: IncomingMessage, res: ServerResponse, request: PreparedRequest, expectContinue: boolean, outcome: Authorization): void {
+  private respond(req: IncomingMessage, res: ServerResponse, request: PreparedRequest, expectContinue: boolean, outcome: Authorization, exchange: Exchange): void {
+    this.requestMetrics.decided(outcome.allowed, (performance.now() - exchange.started) / 1000);
+    if (exchange.authorize !== null) this.endAuthorizeSpan(request, exchange, outcome);
     if (!outcome.allowed) {
       this.deps.metrics.requests.inc({ outcome: outcome.problem.status === 401 ? 'unauthenticated' : 'denied' });
-      if (!this.answeredBrowser(req, res, request, outcome.problem)) sendProblem(res, outcome.problem, request.path, request.requestId);
+      let status = this.answeredBrowser(req, res, request, outcome.problem);
+      if (status === undefined) {
+        sendProblem(res, outcome.problem, request.path, request.requestId);
+        status = outcome.problem.status;
+      }
+      this.answered(request, exchange, outcome.route, status);
+      this.completed(request, exchange, outcome.route, status, outcome.decision ?? null, null, null);
       return;
     }
     if (expectContinue) res.writeContinue();
-    this.forward(req, res, request, outcome);
+    this.forward(req, res, request, outcome, exchange);
+  }
+
+  /** The `authorize` span's attributes (docs/observability.md): route, permission, decision, step, decisionId. */
+  private endAuthorizeSpan(request: PreparedRequest, exchange: Exchange, outcome: Authorization): void {
+    const span = exchange.authorize!;
+    const decision = outcome.decision ?? null;
+    const route = routeOf(outcome);
+    if (route !== undefined) {
+      span.setAttribute('http.route', route);
+      exchange.trace!.span.setAttribute('http.route', route);
+      exchange.trace!.span.updateName(`${request.method} ${route}`);
+    }
+    if (decision !== null) {
+      span.setAttributes({
+        'iam.decision': decision.shadowed ? 'shadow_deny' : decision.allowed ? 'allow' : 'deny',
+        'iam.decision_id': decision.decisionId,
+        ...(decision.permissionCode ? { 'iam.permission': decision.permissionCode } : {}),
+        ...(decision.failedStep ? { 'iam.step': decision.failedStep } : {}),
+        ...(decision.userId ? { 'enduser.id': decision.userId } : {}),
+      });
+    } else if (!outcome.allowed) span.setAttribute('iam.decision', 'deny');
+    endSpan(span, outcome.allowed || outcome.problem.status < 500 ? undefined : outcome.problem);
+  }
+
+  /** The response status is known (headers sent): RED metrics per route pattern. */
+  private answered(request: PreparedRequest, exchange: Exchange, route: string | undefined, status: number): void {
+    this.requestMetrics.answered(route, request.method, status, (performance.now() - exchange.started) / 1000);
+  }
+
+  /**
+   * The request is over: the access log line and the end of the server span. `status` is what the client got;
+   * `bytes` the response body, when known.
+   */
+  private completed(request: PreparedRequest, exchange: Exchange, route: string | undefined, status: number, decision: AuthorizationDecision | null, upstreamMs: number | null, bytes: number | null): void {
+    const durationMs = performance.now() - exchange.started;
+    const log = this.deps.accessLog;
+    if (log !== null && (exchange.logAllowed || status >= 400 || decision?.shadowed === true)) {
+      log.write({
+        requestId: request.requestId,
+        traceId: exchange.trace?.traceId ?? null,
+        clientAddress: request.clientAddress,
+        method: request.method,
+        path: request.path,
+        route: route ?? null,
+        status,
+        decision: decision === null ? (status === 401 || status === 403 ? 'deny' : 'none') : decision.shadowed ? 'shadow_deny' : decision.allowed ? 'allow' : 'deny',
+        step: decision?.failedStep ?? null,
+        userId: decision?.userId ?? null,
+        decisionId: decision?.decisionId ?? null,
+        durationMs: Math.round(durationMs * 1000) / 1000,
+        upstreamMs: upstreamMs === null ? null : Math.round(upstreamMs * 1000) / 1000,
+        bytes,
+      });
+    }
+    exchange.trace?.end(status);
   }
 
   /**
    * A browser (Accept prefers HTML) that is denied gets a page it can show, and one navigating without a session is
    * sent to the login; API clients keep problem+json (content negotiation). False when this is not such a case.
    */
-  private answeredBrowser(req: IncomingMessage, res: ServerResponse, request: PreparedRequest, problem: ProblemError): boolean {
-    if ((problem.status !== 401 && problem.status !== 403) || !prefersHtml(req.headers.accept)) return false;
+  private answeredBrowser(req: IncomingMessage, res: ServerResponse, request: PreparedRequest, problem: ProblemError): number | undefined {
+    if ((problem.status !== 401 && problem.status !== 403) || !prefersHtml(req.headers.accept)) return undefined;
     if (problem.status === 403) {
       sendProblemPage(res, problem, request.method, request.path, request.requestId);
-      return true;
+      return 403;
     }
     const login = this.deps.browserLogin;
-    if (login === null || request.authorization !== null || (request.method !== 'GET' && request.method !== 'HEAD')) return false;
+    if (login === null || request.authorization !== null || (request.method !== 'GET' && request.method !== 'HEAD')) return undefined;
     const stale = request.cookieSession === null ? null : clearedSessionCookie(login.secureCookie);
     sendLoginRedirect(res, login.path, request.path + request.search, request.requestId, stale);
-    return true;
+    return 302;
   }
 
   /**
@@ -122,21 +213,63 @@ export class ProxyHandler {
     );
   }
 
-  private forward(req: IncomingMessage, res: ServerResponse, request: PreparedRequest, outcome: Extract<Authorization, { allowed: true }>): void {
+  private forward(req: IncomingMessage, res: ServerResponse, request: PreparedRequest, outcome: Extract<Authorization, { allowed: true }>, exchange: Exchange): void {
     const started = performance.now();
+    const route = outcome.decision?.route?.pattern;
+    let headers = this.upstreamHeaders(req, request, outcome);
+    // With tracing on, the host continues the trace under the gateway's forward span (the client's traceparent is
+    // replaced, its trace id kept); with it off, the client's own headers pass untouched.
+    const forwardSpan = exchange.trace === null ? null : exchange.trace.child('forward', { 'server.address': 'upstream' }, SpanKind.CLIENT);
+    if (forwardSpan !== null) headers = withTraceContext(headers, exchange.trace!.propagationHeaders(forwardSpan));
+    // The end of the response matters only to the access log and the spans: watched only when one of them wants it.
+    let statusCode = 0;
+    let upstreamMs: number | null = null;
+    if (exchange.logAllowed || exchange.trace !== null) {
+      res.once('close', () => {
+        if (forwardSpan !== null) {
+          forwardSpan.setAttribute('http.response.status_code', statusCode);
+          endSpan(forwardSpan);
+        }
+        const length = Number(res.getHeader('content-length'));
+        this.completed(request, exchange, route, res.statusCode || statusCode, outcome.decision, upstreamMs, Number.isFinite(length) && res.writableFinished ? length : null);
+      });
+    }
     this.deps.forwarder.forward(req, res, {
       method: request.method,
       path: request.path + request.search,
-      headers: this.upstreamHeaders(req, request, outcome),
+      headers,
       requestId: request.requestId,
-      onResponse: (statusCode) => {
-        this.requestMetrics.forwardedResponse(statusCode, (performance.now() - started) / 1000);
+      onResponse: (status) => {
+        statusCode = status;
+        upstreamMs = performance.now() - started;
+        this.requestMetrics.forwardedResponse(status, upstreamMs / 1000);
+        this.answered(request, exchange, route, status);
       },
       onProblem: (problem) => {
         this.deps.metrics.requests.inc({ outcome: 'error' });
         this.deps.logger.warn({ err: problem.cause, requestId: request.requestId, code: problem.code }, 'proxy: upstream failed');
         sendProblem(res, problem, request.path, request.requestId);
+        this.answered(request, exchange, route, problem.status);
+        // Not watched above: a failure is always logged (status ≥ 500).
+        if (!exchange.logAllowed && exchange.trace === null) this.completed(request, exchange, route, problem.status, outcome.decision, null, null);
       },
     });
   }
+}
+
+/** The matched route's pattern of an outcome. */
+function routeOf(outcome: Authorization): string | undefined {
+  return outcome.allowed ? outcome.decision?.route?.pattern : outcome.route;
+}
+
+/** Upstream headers with the client's `traceparent`/`tracestate` replaced by the gateway's. */
+function withTraceContext(headers: string[], context: Record<string, string>): string[] {
+  const out: string[] = [];
+  for (let index = 0; index < headers.length; index += 2) {
+    const name = headers[index]!.toLowerCase();
+    if (name === 'traceparent' || name === 'tracestate') continue;
+    out.push(headers[index]!, headers[index + 1]!);
+  }
+  for (const [name, value] of Object.entries(context)) out.push(name, value);
+  return out;
 }

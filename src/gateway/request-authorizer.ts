@@ -12,6 +12,7 @@ import { StoreUnavailableError } from '../domain/token-store';
 import { forwardedAuthorization, identityHeaders } from './identity-headers';
 import { isCrossSiteRequest } from '../http/csrf';
 import { parseBearerToken } from '../http/inbound-headers';
+import { activeTraceId } from '../observability/tracing';
 import type { PreparedRequest } from '../http/prepare-request';
 
 export interface RequestAuthorizerDeps {
@@ -31,10 +32,17 @@ export interface RequestAuthorizerDeps {
 /** The outcome of authorizing a request, shared by the proxy, WebSocket upgrades and forward-auth. */
 export type Authorization =
   | { allowed: true; decision: AuthorizationDecision | null; session: VerifiedSession | null; bearerSent: boolean }
-  | { allowed: false; problem: ProblemError };
+  | {
+      allowed: false;
+      problem: ProblemError;
+      /** The decision that denied, when one was made (not for a missing or invalid token, or a failure). */
+      decision?: AuthorizationDecision;
+      /** The matched route's pattern (metrics and the access log), when a route matched. */
+      route?: string;
+    };
 
-function invalidToken(): Authorization {
-  return { allowed: false, problem: problems.unauthenticated('The access token is invalid, expired or revoked.', true) };
+function invalidToken(route: string | undefined): Authorization {
+  return { allowed: false, problem: problems.unauthenticated('The access token is invalid, expired or revoked.', true), route };
 }
 
 /**
@@ -68,26 +76,27 @@ export class RequestAuthorizer {
     // reaches the host either, even on a public route (docs/http-contract.md).
     const bearerSent = bearer.kind === 'bearer' || bearer.kind === 'malformed';
     const needsSubject = match ? !match.route.public : policy.defaultAction === 'authenticated';
+    const route = match?.route.pattern;
     try {
-      if (needsSubject && bearer.kind === 'malformed') return { allowed: false, problem: problems.unauthenticated('The bearer token is malformed.', true) };
+      if (needsSubject && bearer.kind === 'malformed') return { allowed: false, problem: problems.unauthenticated('The bearer token is malformed.', true), route };
       // A bearer token wins; the session cookie is read only when Authorization carries none (docs/http-contract.md).
       const cookie = bearer.kind === 'bearer' ? null : request.cookieSession;
       const token = bearer.kind === 'bearer' ? bearer.token : (cookie?.token ?? null);
       if (needsSubject && token !== null) {
-        if (cookie !== null && isCrossSiteRequest(cookie, request.method, upgrade, this.deps.trustedOrigins)) return { allowed: false, problem: problems.crossSiteCookie() };
+        if (cookie !== null && isCrossSiteRequest(cookie, request.method, upgrade, this.deps.trustedOrigins)) return { allowed: false, problem: problems.crossSiteCookie(), route };
         const cached = this.deps.sessions.verifyCached(token);
         if (cached === 'miss') {
           return this.deps.sessions.verify(token).then(
-            (session) => (session ? this.decide(request, clientAddress, policy, match, session, bearerSent) : invalidToken()),
-            (error: unknown) => this.failure(error, request),
+            (session) => (session ? this.decide(request, clientAddress, policy, match, session, bearerSent) : invalidToken(route)),
+            (error: unknown) => this.failure(error, request, route),
           );
         }
-        if (cached === null) return invalidToken();
+        if (cached === null) return invalidToken(route);
         return this.decide(request, clientAddress, policy, match, cached, bearerSent);
       }
       return this.decide(request, clientAddress, policy, match, null, bearerSent);
     } catch (error) {
-      return this.failure(error, request);
+      return this.failure(error, request, route);
     }
   }
 
@@ -105,12 +114,12 @@ export class RequestAuthorizer {
       if (pending instanceof Promise) {
         return pending.then(
           (decision) => this.conclude(decision, request, clientAddress, session, bearerSent),
-          (error: unknown) => this.failure(error, request),
+          (error: unknown) => this.failure(error, request, match?.route.pattern),
         );
       }
       return this.conclude(pending, request, clientAddress, session, bearerSent);
     } catch (error) {
-      return this.failure(error, request);
+      return this.failure(error, request, match?.route.pattern);
     }
   }
 
@@ -118,22 +127,23 @@ export class RequestAuthorizer {
     if (decision.shadowed) this.recordShadow(decision, request, clientAddress);
     if (!decision.allowed) {
       this.deps.metrics.decisions.inc({ result: 'deny', step: decision.failedStep ?? 'unknown' });
-      if (decision.status === 401) return { allowed: false, problem: problems.unauthenticated('Authentication is required.', bearerSent) };
+      const route = decision.route?.pattern;
+      if (decision.status === 401) return { allowed: false, problem: problems.unauthenticated('Authentication is required.', bearerSent), decision, route };
       this.recordDenial(decision, request, clientAddress);
-      return { allowed: false, problem: problemFromDecision(decision) };
+      return { allowed: false, problem: problemFromDecision(decision), decision, route };
     }
     // A shadow denial is counted as shadow_deny above, not as an allow.
     if (!decision.shadowed) this.allowed.inc();
     return { allowed: true, decision, session, bearerSent };
   }
 
-  private failure(error: unknown, request: PreparedRequest): Authorization {
-    if (error instanceof StoreUnavailableError) return { allowed: false, problem: problems.storeUnavailable(error) };
+  private failure(error: unknown, request: PreparedRequest, route: string | undefined): Authorization {
+    if (error instanceof StoreUnavailableError) return { allowed: false, problem: problems.storeUnavailable(error), route };
     // An uncached grant cannot be loaded while the database is down: 503 with Retry-After, like the store.
-    if (error instanceof DatabaseUnavailableError) return { allowed: false, problem: problems.databaseUnavailable(error) };
+    if (error instanceof DatabaseUnavailableError) return { allowed: false, problem: problems.databaseUnavailable(error), route };
     const problem = toProblem(error);
     if (problem.status >= 500) this.deps.logger.error({ err: error, requestId: request.requestId, clientAddress: request.clientAddress }, 'proxy: authorization failed');
-    return { allowed: false, problem };
+    return { allowed: false, problem, route };
   }
 
   /** The identity headers of docs/http-contract.md for an authorized request (none for anonymous requests). */
@@ -157,7 +167,8 @@ export class RequestAuthorizer {
       requestId: request.requestId,
       decisionId: decision.decisionId,
       clientAddress: clientAddress ?? null,
-      details: { decision },
+      // With tracing on, the decision is found from its trace and the trace from its decision.
+      details: withTrace({ decision }),
     });
   }
 
@@ -176,4 +187,10 @@ export class RequestAuthorizer {
       details: { decision },
     });
   }
+}
+
+/** Audit details with the trace id of the request being decided, when tracing is on. */
+function withTrace<T extends object>(details: T): T & { traceId?: string } {
+  const traceId = activeTraceId();
+  return traceId === null ? details : { ...details, traceId };
 }

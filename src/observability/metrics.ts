@@ -6,6 +6,11 @@ export interface GatewayMetrics {
   requests: Counter<'outcome'>;
   decisions: Counter<'result' | 'step'>;
   upstreamDuration: Histogram<'status_class'>;
+  /** RED per route pattern: proxied requests by route, method and status class, and their duration. */
+  httpRequests: Counter<'route' | 'method' | 'status_class'>;
+  httpDuration: Histogram<'route'>;
+  /** Time to decide a request (authenticate + authorize, resolvers included). */
+  decisionDuration: Histogram<'result'>;
   logins: Counter<'result'>;
   forwardAuth: Counter<'outcome'>;
   policyReloads: Counter<'result'>;
@@ -44,6 +49,26 @@ export function createMetrics(options: { collectDefaults?: boolean } = {}): Gate
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers: [registry],
     }),
+    httpRequests: new Counter({
+      name: 'iam_http_requests_total',
+      help: 'Proxied requests answered, by matched route pattern (`none`: no route matched), method and status class (2xx…5xx).',
+      labelNames: ['route', 'method', 'status_class'],
+      registers: [registry],
+    }),
+    httpDuration: new Histogram({
+      name: 'iam_http_request_duration_seconds',
+      help: 'Seconds from a proxied request to its response headers (the gateway and the host), by route pattern.',
+      labelNames: ['route'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers: [registry],
+    }),
+    decisionDuration: new Histogram({
+      name: 'iam_decision_duration_seconds',
+      help: 'Seconds to authenticate and authorize a proxied request (store round trip and resolvers included), by result.',
+      labelNames: ['result'],
+      buckets: [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 2],
+      registers: [registry],
+    }),
     logins: new Counter({
       name: 'iam_logins_total',
       help: 'Login attempts (POST /iam/auth/login) by result (success, failure, rate_limited, not_configured, error).',
@@ -79,6 +104,8 @@ export function createMetrics(options: { collectDefaults?: boolean } = {}): Gate
   };
 }
 
+const STANDARD_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE']);
+
 /**
  * The proxy's per-request metric updates with their label children bound once, on first use: prom-client
  * hashes a label object on every `inc({…})`/`observe({…}, v)`, which cost more than the rest of the
@@ -90,6 +117,31 @@ export class ProxyRequestMetrics {
   private readonly durations: Array<ReturnType<Histogram<'status_class'>['labels']> | undefined> = [];
 
   constructor(private readonly metrics: GatewayMetrics) {}
+
+  /** `iam_http_*` children per route and method (route patterns and methods are bounded by the policy). */
+  private readonly routes = new Map<string, { duration: ReturnType<Histogram<'route'>['labels']>; counts: Array<ReturnType<Counter<'route' | 'method' | 'status_class'>['labels']> | undefined> }>();
+  private readonly decisions: Array<ReturnType<Histogram<'result'>['labels']> | undefined> = [];
+
+  /** A proxied request answered (forwarded, denied or failed): RED per route pattern. */
+  answered(route: string | undefined, method: string, status: number, seconds: number): void {
+    const routeLabel = route ?? 'none';
+    const methodLabel = STANDARD_METHODS.has(method) ? method : 'OTHER';
+    const key = `${methodLabel} ${routeLabel}`;
+    let children = this.routes.get(key);
+    if (children === undefined) {
+      children = { duration: this.metrics.httpDuration.labels(routeLabel), counts: [] };
+      this.routes.set(key, children);
+    }
+    const statusClass = Math.floor(status / 100);
+    (children.counts[statusClass] ??= this.metrics.httpRequests.labels(routeLabel, methodLabel, `${statusClass}xx`)).inc();
+    children.duration.observe(seconds);
+  }
+
+  /** The time a decision took: index 0 allow, 1 deny (a refusal or a failure). */
+  decided(allowed: boolean, seconds: number): void {
+    const index = allowed ? 0 : 1;
+    (this.decisions[index] ??= this.metrics.decisionDuration.labels(allowed ? 'allow' : 'deny')).observe(seconds);
+  }
 
   /** A request the host answered: counts it and records the time to the response headers. */
   forwardedResponse(statusCode: number, seconds: number): void {

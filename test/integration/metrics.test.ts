@@ -135,8 +135,12 @@ describe('policy, cache and channel gauges', () => {
     const names = (await gateway.metrics.registry.getMetricsAsJSON()).map((m) => m.name).filter((name) => name.startsWith('iam_') && !/^iam_(process|nodejs)_/.test(name));
     expect(names.sort()).toEqual(
       [
+        // iam_http_requests_total, iam_http_request_duration_seconds, iam_decision_duration_seconds: request-metrics.test.ts
+        'iam_decision_duration_seconds',
         'iam_decisions_total',
         'iam_forward_auth_requests_total',
+        'iam_http_request_duration_seconds',
+        'iam_http_requests_total',
         'iam_logins_total',
         'iam_policy_reloads_total',
         'iam_policy_routes',

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { loadConfig } from '../../src/app/config';
 import type { GatewayConfig } from '../../src/app/config';
 import { createLogger } from '../../src/observability/logger';
-import { startGateway, type RunningGateway } from '../../src/app/start-gateway';
+import { startGateway, type RunningGateway, type StartOptions } from '../../src/app/start-gateway';
 import { testDatabaseKind, testDatabaseUrl, testRedisUrl, uniquePrefix } from './env';
 
 export const ROOT = join(__dirname, '..', '..');
@@ -25,6 +25,8 @@ export function testConfig(upstreamUrl: string, overrides: Record<string, string
     IAM_AUDIT_FLUSH_INTERVAL: '100ms',
     IAM_AUDIT_SPOOL_DIR: join(tmpdir(), uniquePrefix('audit-spool')),
     LOG_LEVEL: 'silent',
+    // The access log (default `denied`) would write every test's denials to stdout; its own tests turn it on.
+    IAM_ACCESS_LOG: 'off',
     // config/default.yaml names no users (#11.21); the tests log in the example users like the demo does.
     IAM_AUTHENTICATOR_TYPE: 'users-file',
     IAM_AUTHENTICATOR_PATH: 'config/users.example.yaml',
@@ -37,9 +39,9 @@ export function testConfig(upstreamUrl: string, overrides: Record<string, string
 }
 
 /** Starts an in-process gateway in front of `upstreamUrl`. */
-export async function startTestGateway(upstreamUrl: string, overrides: Record<string, string> = {}): Promise<RunningGateway> {
+export async function startTestGateway(upstreamUrl: string, overrides: Record<string, string> = {}, options: Omit<StartOptions, 'logger'> = {}): Promise<RunningGateway> {
   const config = testConfig(upstreamUrl, overrides);
-  return startGateway(config, { logger: createLogger(process.env.IAM_TEST_LOG ?? 'silent') });
+  return startGateway(config, { logger: createLogger(process.env.IAM_TEST_LOG ?? 'silent'), ...options });
 }
 
 /** Logs in through the gateway and returns the parsed AuthenticationResult. */

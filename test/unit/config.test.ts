@@ -83,6 +83,7 @@ describe('loadConfig defaults', () => {
         gateway: { allowPathParameters: false },
         forward: { trustedProxies: [], assertion: { enabled: false, ttlMs: 60_000, issuer: 'iam-gateway', audience: null, keyFile: null } },
         sessionCookie: { secure: true, trustedOrigins: [] },
+        accessLog: { mode: 'denied', sample: 1 },
         oidc: {
           issuer: null,
           clientId: null,

@@ -142,6 +142,7 @@ export const Decision = StrictObject(
     failedStep: Nullable(Enum(FAILED_STEP_CODES)),
     shadowed: Type.Boolean({ description: 'A shadow-mode route that would deny: enforcement lets it through.' }),
     evaluatedAt: Timestamp('When the decision was made.'),
+    traceId: Type.Optional(Type.String({ pattern: '^[0-9a-f]{32}$', description: 'The trace of the request that was decided (when tracing was on).' })),
   },
   {
     description: 'The one decision the proxy, forward-auth and diagnostics share (docs/http-contract.md). Steps stop at the first failure.',

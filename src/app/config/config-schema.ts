@@ -70,6 +70,8 @@ export interface RawConfig {
       assertion: { enabled: boolean; ttl: Duration; issuer: string; audience?: string | null; 'key-file'?: string | null };
     };
     'session-cookie': { secure: boolean; 'trusted-origins': string[] };
+    'access-log': 'all' | 'denied' | 'off';
+    'access-log-sample': number;
     oidc: {
       issuer?: string | null;
       'client-id'?: string | null;
@@ -366,6 +368,19 @@ export const configSchema = section({
       secure: flag(true, 'the browser session cookie is __Host-iam-session with Secure; false: iam-session without Secure (plain-http development only)'),
       'trusted-origins': list([], 'origin', "origins besides the gateway's own whose unsafe cookie-authenticated requests are accepted (CSRF)"),
     }),
+    'access-log': {
+      type: 'string' as const,
+      enum: ['all', 'denied', 'off'] as RawConfig['iam']['access-log'][],
+      default: 'denied' as const,
+      description: 'one JSON line per request on stdout: all | denied (denials and failures; the default) | off',
+    },
+    'access-log-sample': {
+      type: 'number' as const,
+      minimum: 0,
+      maximum: 1,
+      default: 1,
+      description: 'with access-log all: the share of allowed requests logged (0..1); denials and failures are always logged',
+    },
     oidc: section({
       issuer: nullableText('OpenID Provider issuer URL (discovery at <issuer>/.well-known/openid-configuration); https, or http on loopback only', 'http-url'),
       'client-id': nullableText('client id registered at the provider'),

@@ -50,5 +50,6 @@ function coerce(value: string, schema: LeafSchema): unknown {
     return value;
   }
   if (types.includes('integer') && /^[+-]?\d+$/.test(value.trim())) return Number(value.trim());
+  if (types.includes('number') && /^[+-]?(\d+\.?\d*|\.\d+)$/.test(value.trim())) return Number(value.trim());
   return value;
 }

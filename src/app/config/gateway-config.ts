@@ -129,6 +129,8 @@ export interface GatewayConfig {
       /** Origins besides the gateway's own allowed to send unsafe cookie-authenticated requests. */
       trustedOrigins: string[];
     };
+    /** `iam.access-log` and `iam.access-log-sample` (docs/observability.md). */
+    accessLog: { mode: 'all' | 'denied' | 'off'; sample: number };
     /** OpenID Connect: the provider, this client, and how its claims become a principal (docs/oidc.md). */
     oidc: {
       issuer: string | null;

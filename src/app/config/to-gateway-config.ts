@@ -99,6 +99,7 @@ export function toGatewayConfig(raw: RawConfig, cwd: string, file: string): Gate
         },
       },
       sessionCookie: { secure: iam['session-cookie'].secure, trustedOrigins: [...iam['session-cookie']['trusted-origins']] },
+      accessLog: { mode: iam['access-log'], sample: iam['access-log-sample'] },
       oidc: {
         issuer: iam.oidc.issuer ?? null,
         clientId: iam.oidc['client-id'] ?? null,

@@ -1,0 +1,72 @@
+import pino, { type DestinationStream, type Logger } from 'pino';
+
+/** `iam.access-log`: every request, only denied and failed ones (the default), or none. */
+export type AccessLogMode = 'all' | 'denied' | 'off';
+
+/** One line of the access log (docs/observability.md). Only these fields: never a token, cookie or header value. */
+export interface AccessEntry {
+  requestId: string;
+  /** The trace id when tracing is on, else null. */
+  traceId: string | null;
+  /** The client's address (the trusted-proxy rule). */
+  clientAddress: string | null;
+  method: string;
+  /** The normalized path (no query string: it may carry values the log must not keep). */
+  path: string;
+  /** The matched policy route's pattern, or null. */
+  route: string | null;
+  status: number;
+  /** `allow`, `deny`, `shadow_deny`, or `none` (nothing was decided: refused before, or a failure). */
+  decision: 'allow' | 'deny' | 'shadow_deny' | 'none';
+  step: string | null;
+  userId: string | null;
+  decisionId: string | null;
+  /** From the request to the response's end (or to the answer for a denial). */
+  durationMs: number;
+  /** To the host's response headers; null when not forwarded. */
+  upstreamMs: number | null;
+  /** Response body bytes written to the client, when known. */
+  bytes: number | null;
+}
+
+/**
+ * The access log: one JSON line per request on stdout (pino, `msg: "access"`), separate from the application log
+ * and its level. Writes are buffered (a 4 KiB batch) so logging every request does not become the bottleneck; the
+ * buffer is flushed at shutdown. `all` logs allowed requests at `sampleRate` (0..1) and every denial or failure.
+ */
+export class AccessLog {
+  private readonly logger: Logger;
+  private readonly stream: DestinationStream & { flushSync?: () => void; end?: () => void };
+
+  constructor(
+    readonly mode: Exclude<AccessLogMode, 'off'>,
+    private readonly sampleRate: number,
+    destination?: DestinationStream,
+  ) {
+    this.stream = destination ?? pino.destination({ dest: 1, sync: false, minLength: 4096 });
+    this.logger = pino({ base: undefined, timestamp: pino.stdTimeFunctions.isoTime, messageKey: 'msg' }, this.stream);
+  }
+
+  /** True when allowed requests are logged too (the proxy then watches each response to its end). */
+  get logsAllowed(): boolean {
+    return this.mode === 'all' && this.sampleRate > 0;
+  }
+
+  /** Whether an allowed request is in the sample (decided when it starts, so the response is watched only then). */
+  sampled(): boolean {
+    return this.sampleRate >= 1 || Math.random() < this.sampleRate;
+  }
+
+  write(entry: AccessEntry): void {
+    this.logger.info(entry, 'access');
+  }
+
+  /** Writes what is buffered (shutdown). */
+  flush(): void {
+    try {
+      this.stream.flushSync?.();
+    } catch {
+      // Nothing buffered, or the stream is already closed.
+    }
+  }
+}

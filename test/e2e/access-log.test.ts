@@ -1,0 +1,115 @@
+/**
+ * The access log (docs/observability.md): one JSON line per request (`msg: "access"`) with the documented fields;
+ * `iam.access-log: denied` (the default) writes denials and failures only, `all` every request (sampled), `off`
+ * nothing; never a token, cookie or password, whatever the request carried.
+ */
+import type { DestinationStream } from 'pino';
+import type { RunningGateway } from '../../src/app/start-gateway';
+import { bearer, login, startTestGateway } from '../support/gateway';
+import { E2E_POLICIES } from '../support/gateway-fixture';
+import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
+import { createTestDatabase } from '../support/database';
+
+/** A pino destination keeping every line written. */
+function capture(): { destination: DestinationStream; lines: () => Array<Record<string, unknown>>; raw: () => string } {
+  let text = '';
+  return {
+    destination: { write: (chunk: string) => void (text += chunk) },
+    raw: () => text,
+    lines: () =>
+      text
+        .split('\n')
+        .filter((line) => line.trim() !== '')
+        .map((line) => JSON.parse(line) as Record<string, unknown>),
+  };
+}
+
+let upstream: RecordingUpstream;
+const gateways: RunningGateway[] = [];
+
+beforeAll(async () => {
+  await (await createTestDatabase()).close();
+  upstream = await startRecordingUpstream();
+});
+afterAll(async () => {
+  await Promise.all(gateways.map((gateway) => gateway.close()));
+  await upstream?.close();
+});
+
+async function gatewayWith(mode: string, extra: Record<string, string> = {}): Promise<{ gateway: RunningGateway; log: ReturnType<typeof capture> }> {
+  const log = capture();
+  const gateway = await startTestGateway(upstream.url, { IAM_POLICIES_DIR: E2E_POLICIES, IAM_ACCESS_LOG: mode, ...extra }, { accessLogDestination: log.destination });
+  gateways.push(gateway);
+  return { gateway, log };
+}
+
+/** The access log is written in batches; the lines of a request are there once the gateway flushed (close) or soon. */
+async function linesFor(gateway: RunningGateway, log: ReturnType<typeof capture>, requestId: string): Promise<Array<Record<string, unknown>>> {
+  const deadline = Date.now() + 5_000;
+  for (;;) {
+    const found = log.lines().filter((line) => line.requestId === requestId);
+    if (found.length > 0 || Date.now() > deadline) return found;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+describe('the access log', () => {
+  it('all: one line per request with the documented fields; never the token, the cookie or the password', async () => {
+    const { gateway, log } = await gatewayWith('all');
+    const { accessToken } = await login(gateway.url, 'alice');
+    const allowed = await fetch(`${gateway.url}/api/projects?secret=shh`, { headers: { ...bearer(accessToken), cookie: `theme=dark; __Host-iam-session=${accessToken}` } });
+    expect(allowed.status).toBe(200);
+    await allowed.arrayBuffer();
+    const [line] = await linesFor(gateway, log, allowed.headers.get('x-request-id')!);
+    expect(line).toMatchObject({
+      msg: 'access',
+      level: 30,
+      time: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+      requestId: allowed.headers.get('x-request-id'),
+      traceId: null,
+      clientAddress: '127.0.0.1',
+      method: 'GET',
+      path: '/api/projects',
+      route: '/api/projects',
+      status: 200,
+      decision: 'allow',
+      step: null,
+      userId: 'u-alice',
+      decisionId: expect.any(String),
+      durationMs: expect.any(Number),
+      upstreamMs: expect.any(Number),
+    });
+    expect(line!.upstreamMs as number).toBeLessThanOrEqual(line!.durationMs as number);
+    const denied = await fetch(`${gateway.url}/api/admin/stats`, { headers: bearer(accessToken) });
+    const [deniedLine] = await linesFor(gateway, log, denied.headers.get('x-request-id')!);
+    expect(deniedLine).toMatchObject({ status: 403, decision: 'deny', step: 'PERMISSION_DENIED', route: '/api/admin/**', userId: 'u-alice', upstreamMs: null });
+    const anonymous = await fetch(`${gateway.url}/api/projects`, { headers: { authorization: 'Bearer iamt_not-a-live-token-for-the-log-test-xxxxxxxx' } });
+    const [anonymousLine] = await linesFor(gateway, log, anonymous.headers.get('x-request-id')!);
+    expect(anonymousLine).toMatchObject({ status: 401, decision: 'deny', userId: null, route: '/api/projects' });
+    // Nothing secret, anywhere in the log: not the live token, not the session cookie, not the query, not the password.
+    for (const secret of [accessToken, 'iamt_not-a-live-token', 'alice-password', 'shh', 'theme=dark']) expect(log.raw()).not.toContain(secret);
+  });
+
+  it('denied (the default, see config.test.ts): denials and failures only', async () => {
+    const { gateway, log } = await gatewayWith('denied');
+    const { accessToken } = await login(gateway.url, 'alice');
+    const allowed = await fetch(`${gateway.url}/api/projects`, { headers: bearer(accessToken) });
+    const denied = await fetch(`${gateway.url}/api/admin/stats`, { headers: bearer(accessToken) });
+    expect(await linesFor(gateway, log, denied.headers.get('x-request-id')!)).toHaveLength(1);
+    expect(log.lines().filter((line) => line.requestId === allowed.headers.get('x-request-id'))).toEqual([]);
+  });
+
+  it('off: nothing; all with a sample of 0: denials only', async () => {
+    const off = await gatewayWith('off');
+    const { accessToken } = await login(off.gateway.url, 'alice');
+    await fetch(`${off.gateway.url}/api/admin/stats`, { headers: bearer(accessToken) });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(off.log.raw()).toBe('');
+    const sampled = await gatewayWith('all', { IAM_ACCESS_LOG_SAMPLE: '0' });
+    const token = (await login(sampled.gateway.url, 'alice')).accessToken;
+    const allowed = await fetch(`${sampled.gateway.url}/api/projects`, { headers: bearer(token) });
+    const denied = await fetch(`${sampled.gateway.url}/api/admin/stats`, { headers: bearer(token) });
+    expect(await linesFor(sampled.gateway, sampled.log, denied.headers.get('x-request-id')!)).toHaveLength(1);
+    expect(sampled.log.lines().filter((line) => line.requestId === allowed.headers.get('x-request-id'))).toEqual([]);
+  });
+});

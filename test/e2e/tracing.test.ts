@@ -1,0 +1,177 @@
+/**
+ * OpenTelemetry tracing (docs/observability.md), switched on by the standard OTEL_* variables, exported by the real
+ * OTLP/HTTP exporter to a real receiver (a loopback server decoding the JSON payload): the span tree of an allowed
+ * proxied request continuing the client's trace (the host receives a traceparent whose parent is the forward span),
+ * a denial (its decision id on the span, its trace id on the decision), a resolver call, a login; and the protobuf
+ * protocol. Tracing is process-wide (the OpenTelemetry API is global): this file sets the variables for itself.
+ */
+import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { startHost, type RunningHost } from '../../examples/host/server';
+import type { RunningGateway } from '../../src/app/start-gateway';
+import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
+import { E2E_POLICIES, startGatewayWithUpstream, type GatewayWithUpstream } from '../support/gateway-fixture';
+import { recordedHeader } from '../support/recording-upstream';
+
+interface ExportedSpan {
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+  name: string;
+  kind: number;
+  attributes: Record<string, unknown>;
+}
+
+/** The OTLP/HTTP receiver: keeps every span of every JSON export, and the raw bodies of protobuf ones. */
+class Receiver {
+  readonly spans: ExportedSpan[] = [];
+  readonly protobufBodies: Buffer[] = [];
+  readonly contentTypes: string[] = [];
+  private server!: Server;
+  url = '';
+
+  async start(): Promise<void> {
+    this.server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (chunk: Buffer) => chunks.push(chunk));
+      req.on('end', () => {
+        const body = Buffer.concat(chunks);
+        const type = req.headers['content-type'] ?? '';
+        this.contentTypes.push(type);
+        if (req.url === '/v1/traces' && type.startsWith('application/json')) this.collect(JSON.parse(body.toString('utf8')));
+        else if (req.url === '/v1/traces') this.protobufBodies.push(body);
+        res.writeHead(200, { 'content-type': type.startsWith('application/json') ? 'application/json' : 'application/x-protobuf' });
+        res.end(type.startsWith('application/json') ? '{}' : undefined);
+      });
+    });
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  /** OTLP JSON: resourceSpans[].scopeSpans[].spans[], attributes as [{key, value: {stringValue|intValue|…}}]. */
+  private collect(payload: { resourceSpans?: Array<{ scopeSpans?: Array<{ spans?: Array<Record<string, unknown>> }> }> }): void {
+    for (const resource of payload.resourceSpans ?? []) {
+      for (const scope of resource.scopeSpans ?? []) {
+        for (const span of scope.spans ?? []) {
+          const attributes: Record<string, unknown> = {};
+          for (const { key, value } of (span.attributes as Array<{ key: string; value: Record<string, unknown> }>) ?? []) attributes[key] = Object.values(value)[0];
+          this.spans.push({ traceId: span.traceId as string, spanId: span.spanId as string, parentSpanId: (span.parentSpanId as string) || undefined, name: span.name as string, kind: span.kind as number, attributes });
+        }
+      }
+    }
+  }
+
+  /** Waits until `predicate` holds for the spans received (the batch processor exports every 100 ms here). */
+  async waitFor(predicate: (spans: ExportedSpan[]) => boolean, what: string): Promise<ExportedSpan[]> {
+    const deadline = Date.now() + 10_000;
+    while (Date.now() < deadline) {
+      if (predicate(this.spans)) return this.spans;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    throw new Error(`no ${what} among ${this.spans.length} spans: ${JSON.stringify(this.spans.map((span) => span.name))}`);
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+const receiver = new Receiver();
+const saved = { ...process.env };
+let fixture: GatewayWithUpstream;
+let host: RunningHost;
+let example: RunningGateway;
+
+beforeAll(async () => {
+  await receiver.start();
+  Object.assign(process.env, {
+    OTEL_TRACES_EXPORTER: 'otlp',
+    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+    OTEL_SERVICE_NAME: 'iam-gateway-test',
+    OTEL_BSP_SCHEDULE_DELAY: '100',
+  });
+  fixture = await startGatewayWithUpstream({ IAM_POLICIES_DIR: E2E_POLICIES });
+  host = await startHost(0);
+  example = await startTestGateway(host.url, { IAM_POLICIES_DIR: join(ROOT, 'policies') });
+}, 60_000);
+afterAll(async () => {
+  await example?.close();
+  await host?.close();
+  await fixture?.close();
+  await receiver.close();
+  process.env = saved;
+});
+
+const byId = (spans: ExportedSpan[], spanId: string | undefined): ExportedSpan | undefined => spans.find((span) => span.spanId === spanId);
+
+describe('a traced proxied request', () => {
+  it('continues the client trace; authorize and forward are children of the server span; the host gets the forward span as parent', async () => {
+    const { accessToken } = await login(fixture.gateway.url, 'alice');
+    await fixture.upstream.clear();
+    const traceId = randomBytes(16).toString('hex');
+    const clientParent = randomBytes(8).toString('hex');
+    const answer = await fetch(`${fixture.gateway.url}/api/projects`, { headers: { ...bearer(accessToken), traceparent: `00-${traceId}-${clientParent}-01`, tracestate: 'vendor=abc' } });
+    expect(answer.status).toBe(200);
+    const spans = await receiver.waitFor((all) => all.some((span) => span.traceId === traceId && span.name === 'forward'), 'forward span');
+    const trace = spans.filter((span) => span.traceId === traceId);
+    const server = trace.find((span) => span.kind === 2)!; // SERVER
+    expect(server).toMatchObject({ parentSpanId: clientParent, name: 'GET /api/projects', attributes: { 'http.route': '/api/projects', 'http.request.method': 'GET' } });
+    const authorize = trace.find((span) => span.name === 'authorize')!;
+    const forward = trace.find((span) => span.name === 'forward')!;
+    expect([authorize.parentSpanId, forward.parentSpanId]).toEqual([server.spanId, server.spanId]);
+    expect(authorize.attributes).toMatchObject({ 'iam.decision': 'allow', 'iam.permission': 'project:list', 'enduser.id': 'u-alice', 'iam.decision_id': expect.any(String) });
+    expect(forward.kind).toBe(3); // CLIENT
+    // The host continues the same trace under the forward span.
+    const [seen] = await fixture.upstream.requests();
+    expect(recordedHeader(seen!, 'traceparent')).toEqual([`00-${traceId}-${forward.spanId}-01`]);
+    expect(recordedHeader(seen!, 'tracestate')).toEqual(['vendor=abc']);
+    // Never the token in a span.
+    expect(JSON.stringify(trace)).not.toContain(accessToken);
+  });
+
+  it('a denial: the decision id is on the authorize span, and the decision names its trace', async () => {
+    const { accessToken } = await login(fixture.gateway.url, 'alice');
+    const answer = await fetch(`${fixture.gateway.url}/api/admin/stats`, { headers: bearer(accessToken) });
+    const { decisionId } = (await answer.json()) as { decisionId: string };
+    const spans = await receiver.waitFor((all) => all.some((span) => span.attributes['iam.decision_id'] === decisionId), 'denied authorize span');
+    const authorize = spans.find((span) => span.attributes['iam.decision_id'] === decisionId)!;
+    expect(authorize.attributes).toMatchObject({ 'iam.decision': 'deny', 'iam.step': 'PERMISSION_DENIED', 'http.route': '/api/admin/**' });
+    const decision = (await (await fetch(`${fixture.gateway.url}/iam/authorization/decisions/${decisionId}`, { headers: bearer(accessToken) })).json()) as { traceId: string };
+    expect(decision.traceId).toBe(authorize.traceId);
+  });
+
+  it("a resolver call is a child span of the request's authorize span", async () => {
+    const { accessToken } = await login(example.url, 'alice');
+    const answer = await fetch(`${example.url}/api/projects/1`, { headers: bearer(accessToken) });
+    expect(answer.status).toBe(200);
+    const spans = await receiver.waitFor((all) => all.some((span) => span.name === 'resolve' && span.attributes['iam.resource.type'] === 'PROJECT'), 'resolve span');
+    const resolve = spans.find((span) => span.name === 'resolve' && span.attributes['iam.resource.type'] === 'PROJECT')!;
+    expect(resolve.attributes['iam.resolver.result']).toBe('found');
+    const authorize = byId(spans, resolve.parentSpanId);
+    expect(authorize).toMatchObject({ name: 'authorize', attributes: { 'http.route': '/api/projects/:projectId', 'iam.decision': 'allow' } });
+    expect(byId(spans, authorize!.parentSpanId)?.kind).toBe(2); // the request's server span
+  });
+
+  it('an admin write is a span with the permission it needed, under its request', async () => {
+    const { accessToken } = await login(fixture.gateway.url, 'admin');
+    const answer = await fetch(`${fixture.gateway.url}/iam/admin/users/u-traced`, { method: 'PUT', headers: { ...bearer(accessToken), 'content-type': 'application/json' }, body: JSON.stringify({ enabled: true }) });
+    expect(answer.status).toBe(201);
+    const spans = await receiver.waitFor((all) => all.some((span) => span.name === 'admin write' && span.attributes['iam.permission'] === 'iam.admin.users:write'), 'admin write span');
+    const write = spans.find((span) => span.name === 'admin write')!;
+    expect(write.attributes).toMatchObject({ 'http.request.method': 'PUT', 'enduser.id': 'u-admin' });
+    expect(byId(spans, write.parentSpanId)?.name).toBe('PUT /iam/admin/users/u-traced');
+  });
+
+  it('a login is a span with its authenticator and result, never the username or password', async () => {
+    await login(fixture.gateway.url, 'bob');
+    const spans = await receiver.waitFor((all) => all.some((span) => span.name === 'login' && span.attributes['enduser.id'] === 'u-bob'), 'login span');
+    const span = spans.find((candidate) => candidate.name === 'login' && candidate.attributes['enduser.id'] === 'u-bob')!;
+    expect(span.attributes).toMatchObject({ 'iam.authenticator': 'users-file', 'iam.login.result': 'success', 'iam.client_type': 'WEB' });
+    const server = byId(spans, span.parentSpanId);
+    expect(server?.name).toBe('POST /iam/auth/login');
+    expect(JSON.stringify(spans)).not.toContain('bob-password');
+  });
+});
