@@ -19,6 +19,7 @@ export async function startPolicy(config: GatewayConfig, logger: Logger, metrics
   if (!loaded.policy) throw new Error(`policy: ${config.iam.policy.dir} has errors; see the log above`);
   metrics.policyReloads.inc({ result: 'success' });
   metrics.policyRoutes.set(loaded.policy.routes.length);
+  metrics.policyLoadedTimestamp.set(Date.now() / 1000);
   const holder = new PolicyHolder(loaded.policy);
   const reloader = new PolicyReloader({
     dir: config.iam.policy.dir,

@@ -2,6 +2,7 @@ import { RedisTokenStore } from '../adapters/redis/redis-token-store';
 import type { IamRepository } from '../domain/iam-repository';
 import type { TokenStore } from '../domain/token-store';
 import type { PolicyHolder } from '../policy/policy-holder';
+import { InstrumentedTokenStore } from './instrumented-token-store';
 import type { ReadinessCheck } from './management-server';
 
 /**
@@ -10,11 +11,12 @@ import type { ReadinessCheck } from './management-server';
  */
 export function readinessChecks(deps: { repository: IamRepository; databaseKind: string; store: TokenStore; channelUp: () => boolean; policy: PolicyHolder }): ReadinessCheck[] {
   const { repository, store, channelUp, policy } = deps;
+  const backing = store instanceof InstrumentedTokenStore ? store.inner : store;
   return [
     { name: 'database', check: async () => (await repository.ping(), { ok: true, detail: { kind: deps.databaseKind } }) },
     {
       name: 'tokenStore',
-      check: async () => (await store.ping(), { ok: true, detail: { kind: store.kind, eventsConnected: channelUp(), ...(store instanceof RedisTokenStore ? { evictionPolicy: store.evictionPolicy } : {}) } }),
+      check: async () => (await store.ping(), { ok: true, detail: { kind: store.kind, eventsConnected: channelUp(), ...(backing instanceof RedisTokenStore ? { evictionPolicy: backing.evictionPolicy } : {}) } }),
     },
     { name: 'eventsChannel', check: async () => ({ ok: channelUp(), detail: { connected: channelUp() } }) },
     { name: 'policy', check: async () => ({ ok: true, detail: policy.describe() }) },

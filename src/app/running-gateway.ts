@@ -28,6 +28,7 @@ export interface RunningGateway {
 /** The wired services, for the CLI, tests and the admin API. */
 export interface GatewayServices {
   repository: IamRepository;
+  /** The token store adapter itself; the gateway's components use it through InstrumentedTokenStore (counted). */
   store: TokenStore;
   sessions: SessionService;
   login: LoginService;

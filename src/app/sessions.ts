@@ -15,10 +15,14 @@ import { SessionCache } from '../sessions/session-cache';
 import { SessionService } from '../sessions/session-service';
 import type { CleanupStack } from './cleanup-stack';
 import type { GatewayConfig } from './config';
+import { InstrumentedTokenStore } from './instrumented-token-store';
 
 /** The session state of one instance and what keeps it true across instances. */
 export interface SessionState {
+  /** The token store every component uses: the adapter counted at its boundary (instrumented-token-store.ts). */
   store: TokenStore;
+  /** The adapter itself (RunningGateway.services.store: tests and the CLI reach Redis details through it). */
+  backingStore: TokenStore;
   sessions: SessionService;
   grants: GrantProvider;
   /** Open WebSocket tunnels, closed when their session ends or fails a recheck. */
@@ -47,10 +51,12 @@ export async function startSessions(
   const revocations = new RevocationRegistry(config.iam.token.ttlMs);
   revocations.load(revocationState);
 
-  const store: TokenStore = config.redis.url
+  const backingStore: TokenStore = config.redis.url
     ? await RedisTokenStore.connect({ url: config.redis.url, prefix: config.iam.token.storePrefix, logger, slidingExpiry: config.iam.token.idleTimeoutMs > 0, refuseEvictingPolicy: true })
     : new MemoryTokenStore({ prefix: config.iam.token.storePrefix });
-  cleanups.push(() => store.close());
+  cleanups.push(() => backingStore.close());
+  // Round trips, errors and channel events counted for every store kind (iam_store_operations_total, iam_revocation_*).
+  const store = new InstrumentedTokenStore(backingStore, metrics);
 
   let subscription: EventSubscription | null = null;
   const channelUp = (): boolean => subscription?.connected === true;
@@ -103,5 +109,5 @@ export async function startSessions(
   cleanups.push(() => started.close());
   // Start-time provisioning's changes (and any left undelivered by a stopped instance) go out now (#11.26).
   void started.tick();
-  return { store, sessions, grants, tunnels, subscription, channelUp, changes, revocations };
+  return { store, backingStore, sessions, grants, tunnels, subscription, channelUp, changes, revocations };
 }

@@ -62,11 +62,11 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     const policy = await startPolicy(config, logger, metrics, cleanups);
     const database = await openGatewayDatabase(config, logger, cleanups, files.provisioning);
     const repository = database.repository;
-    const audit = startAudit(config, repository, logger, cleanups);
+    const audit = startAudit(config, repository, logger, metrics, cleanups);
     const state = await startSessions(config, { repository, audit, logger, metrics, cleanups });
     const { store, sessions, grants } = state;
 
-    const resolvers = new ResourceResolverClient();
+    const resolvers = new ResourceResolverClient({ metrics });
     cleanups.push(() => resolvers.close());
     const engine = new DecisionEngine({ grants, resolvers });
     const authenticator = files.authenticator;
@@ -166,7 +166,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       checks: readinessChecks({ repository, databaseKind: database.kind, store, channelUp: state.channelUp, policy: policy.holder }),
     });
     return await startListening(config, logger, metrics, server, management, {
-      services: { repository, store, sessions, login, engine, grants, policy: policy.holder, policyReloader: policy.reloader, audit, subscription: state.subscription },
+      services: { repository, store: state.backingStore, sessions, login, engine, grants, policy: policy.holder, policyReloader: policy.reloader, audit, subscription: state.subscription },
       beforeStop: () => {
         shuttingDown = true;
         state.tunnels.closeAll('shutdown');

@@ -1,4 +1,5 @@
 import type { Logger } from '../observability/logger';
+import type { GatewayMetrics } from '../observability/metrics';
 import { DatabaseUnavailableError, type IamRepository } from '../domain/iam-repository';
 import type { AuditEventRecord } from '../domain/records';
 import type { AuditSpool } from './audit-spool';
@@ -17,7 +18,31 @@ export interface AuditTrailOptions {
   anonymousDenialsPerMinute?: number;
   /** How long `close()` tries to write before spooling. */
   closeWriteMs?: number;
+  /** `iam_audit_events_written_total`, `iam_audit_events_spooled_total`, `iam_audit_events_dropped_total{reason}`. */
+  metrics?: AuditTrailMetrics;
 }
+
+export type AuditTrailMetrics = Pick<GatewayMetrics, 'auditDropped' | 'auditWritten' | 'auditSpooled'>;
+
+/**
+ * Why an event is not stored (`reason` of `iam_audit_events_dropped_total`): rate_limited (an anonymous denial
+ * beyond the per-minute budget, only counted in the summary row), buffer_full (the oldest of a full buffer),
+ * refused (the database refused the row for its content), unreadable (a spooled line that does not parse),
+ * lost (neither written nor spooled at stop).
+ */
+export const AUDIT_DROP_REASONS = ['rate_limited', 'buffer_full', 'refused', 'unreadable', 'lost'] as const;
+type DropReason = (typeof AUDIT_DROP_REASONS)[number];
+
+type CounterChild = { inc(value?: number): void };
+
+/** The counter children, bound once (recordAnonymousDenial runs on the request path of every scanner probe). */
+interface BoundAuditMetrics {
+  written: CounterChild;
+  spooled: CounterChild;
+  dropped: Record<DropReason, CounterChild>;
+}
+
+const NO_COUNT: CounterChild = { inc: () => undefined };
 
 /**
  * The audit trail for events raised on request paths (logins, session changes, denials). Events are
@@ -40,6 +65,7 @@ export class AuditTrail {
   private inFlight: AuditEventRecord[] = [];
   private readonly anonymous: AnonymousDenialLimit;
   private readonly maxBuffered: number;
+  private readonly counts: BoundAuditMetrics;
 
   constructor(
     private readonly repository: Pick<IamRepository, 'insertAudit'>,
@@ -48,6 +74,12 @@ export class AuditTrail {
   ) {
     this.maxBuffered = options.maxBuffered ?? 50_000;
     this.anonymous = new AnonymousDenialLimit(options.anonymousDenialsPerMinute ?? 60);
+    this.counts = bindMetrics(options.metrics);
+  }
+
+  /** Events buffered or being written, not yet stored (`iam_audit_queue_depth`). */
+  get queueDepth(): number {
+    return this.buffer.length + this.inFlight.length;
   }
 
   /** Claims the events spooled by earlier stops; they are written with the next flush. */
@@ -79,12 +111,14 @@ export class AuditTrail {
    */
   recordAnonymousDenial(input: AuditInput): void {
     if (this.anonymous.admit(Date.now())) this.record(input);
+    else this.counts.dropped.rate_limited.inc();
   }
 
   private push(event: AuditEventRecord): void {
     if (this.buffer.length >= this.maxBuffered) {
       this.buffer.shift();
       this.dropped++;
+      this.counts.dropped.buffer_full.inc();
     }
     this.buffer.push(event);
     if (this.options.flushIntervalMs <= 0) void this.flush();
@@ -110,7 +144,10 @@ export class AuditTrail {
     while (this.spooledFiles.length > 0) {
       const path = this.spooledFiles[0]!;
       const { events, unreadable } = this.options.spool!.read(path);
-      if (unreadable > 0) this.logger.error({ file: path, unreadable }, 'audit: spooled lines could not be read, skipped');
+      if (unreadable > 0) {
+        this.logger.error({ file: path, unreadable }, 'audit: spooled lines could not be read, skipped');
+        this.counts.dropped.unreadable.inc(unreadable);
+      }
       if ((await this.write(events)).length > 0) return; // database unavailable: the file stays claimed
       this.options.spool!.remove(path);
       this.spooledFiles.shift();
@@ -121,7 +158,16 @@ export class AuditTrail {
     this.inFlight = batch;
     try {
       const unwritten = await this.write(batch);
-      if (unwritten.length > 0) this.buffer = unwritten.concat(this.buffer).slice(-this.maxBuffered);
+      if (unwritten.length > 0) {
+        const kept = unwritten.concat(this.buffer);
+        // Events recorded while the batch was out may not all fit beside it: the oldest go, as in push().
+        const overflow = kept.length - this.maxBuffered;
+        if (overflow > 0) {
+          this.dropped += overflow;
+          this.counts.dropped.buffer_full.inc(overflow);
+        }
+        this.buffer = overflow > 0 ? kept.slice(overflow) : kept;
+      }
     } finally {
       this.inFlight = [];
     }
@@ -132,6 +178,7 @@ export class AuditTrail {
     if (events.length === 0) return [];
     try {
       await this.repository.insertAudit(events);
+      this.counts.written.inc(events.length);
       this.available();
       return [];
     } catch (error) {
@@ -142,8 +189,10 @@ export class AuditTrail {
       const event = events[i]!;
       try {
         await this.repository.insertAudit([event]);
+        this.counts.written.inc();
       } catch (error) {
         if (this.unavailable(error, events.length - i)) return events.slice(i);
+        this.counts.dropped.refused.inc();
         this.logger.error(
           { action: event.action, requestId: event.requestId, occurredAt: event.occurredAt, failure: describeFailure(error) },
           'audit: the database refused an event; it is dropped',
@@ -190,9 +239,22 @@ export class AuditTrail {
       if (!this.options.spool) throw new Error('no spool directory is configured');
       path = this.options.spool.write(pending);
     } catch (error) {
+      this.counts.dropped.lost.inc(pending.length);
       this.logger.error({ events: pending.length, failure: (error as Error).message }, 'audit: events could be neither written nor spooled at stop; they are LOST');
       throw error;
     }
+    this.counts.spooled.inc(pending.length);
     this.logger.warn({ events: pending.length, file: path }, 'audit: database unavailable at stop; events spooled, written at the next start');
   }
+}
+
+function bindMetrics(metrics: AuditTrailMetrics | undefined): BoundAuditMetrics {
+  if (!metrics) return { written: NO_COUNT, spooled: NO_COUNT, dropped: { rate_limited: NO_COUNT, buffer_full: NO_COUNT, refused: NO_COUNT, unreadable: NO_COUNT, lost: NO_COUNT } };
+  const dropped = {} as Record<DropReason, CounterChild>;
+  for (const reason of AUDIT_DROP_REASONS) {
+    dropped[reason] = metrics.auditDropped.labels(reason);
+    // Every reason's series exists from the start (at 0), so increase() sees the first drop.
+    dropped[reason].inc(0);
+  }
+  return { written: metrics.auditWritten, spooled: metrics.auditSpooled, dropped };
 }

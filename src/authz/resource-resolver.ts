@@ -4,6 +4,7 @@
  * → unavailable. Answers never throw: the decision engine turns them into steps.
  */
 import { Agent, request } from 'undici';
+import type { GatewayMetrics } from '../observability/metrics';
 import type { ResourceResolverConfig } from '../policy/compiled-policy';
 
 export type ScopeRef = { type: string; id: string };
@@ -78,15 +79,29 @@ function parseScopes(text: string, type: string, id: string): ScopeRef[] | null 
   return refs;
 }
 
+function isTimeout(error: unknown): boolean {
+  const err = error as { name?: string; code?: string } | null;
+  return err?.name === 'TimeoutError' || (err?.code !== undefined && TIMEOUT_CODES.has(err.code));
+}
+
 /** A short, safe description of a transport failure (no URLs: reasons reach diagnostics). */
 function describeFailure(error: unknown, timeoutMs: number): string {
-  const err = error as { name?: string; code?: string; cause?: { code?: string } } | null;
-  if (err?.name === 'TimeoutError' || (err?.code !== undefined && TIMEOUT_CODES.has(err.code))) {
-    return `timed out after ${timeoutMs} ms`;
-  }
+  if (isTimeout(error)) return `timed out after ${timeoutMs} ms`;
+  const err = error as { code?: string; cause?: { code?: string } } | null;
   const code = err?.code ?? err?.cause?.code;
   return code ? `unreachable (${code})` : 'unreachable';
 }
+
+/** How a resolver call ended, as `iam_resolver_requests_total` labels it. */
+type ResolverOutcome = 'ok' | 'not_found' | 'error' | 'timeout';
+
+/** The metric children of one resource type, made on its first call (no label object built per call). */
+interface TypeMetrics {
+  requests: Record<ResolverOutcome, { inc(): void }>;
+  duration: { observe(seconds: number): void };
+}
+
+export type ResolverMetrics = Pick<GatewayMetrics, 'resolverRequests' | 'resolverDuration'>;
 
 /**
  * Releases a body we do not want: `dump()` drains a small remainder so the keep-alive socket can be reused
@@ -111,18 +126,57 @@ async function readSmallBody(body: AsyncIterable<Buffer>): Promise<string | null
 /** The HTTP client for every resolver of a policy; owns one keep-alive connection pool per origin. */
 export class ResourceResolverClient {
   private readonly agent: Agent;
+  private readonly metrics: ResolverMetrics | null;
+  /** Resource types come from the policy: a bounded set of label values. */
+  private readonly byType = new Map<string, TypeMetrics>();
 
-  constructor(options: { connections?: number } = {}) {
+  constructor(options: { connections?: number; metrics?: ResolverMetrics } = {}) {
     this.agent = new Agent({ connections: options.connections ?? 32, keepAliveTimeout: 10_000 });
+    this.metrics = options.metrics ?? null;
   }
 
-  /** Resolves the scope refs of resource `type`/`id` (`id` as it appears in the normalized path). */
+  /**
+   * Resolves the scope refs of resource `type`/`id` (`id` as it appears in the normalized path). Counted in
+   * `iam_resolver_requests_total` (an id that cannot name a resource as not_found, without a request or a
+   * duration) and, for every request sent, timed in `iam_resolver_duration_seconds`.
+   */
   async resolve(config: ResourceResolverConfig, type: string, id: string): Promise<ResolveResult> {
-    const decodedId = decodeResourceId(id);
     const url = resolverUrl(config.url, id);
     // An id that cannot name a resource is one the host does not know: no request is made.
-    if (url === null) return { kind: 'not-found' };
-    const timeoutMs = config.timeoutMs;
+    if (url === null) {
+      if (this.metrics) this.metricsOf(type).requests.not_found.inc();
+      return { kind: 'not-found' };
+    }
+    if (!this.metrics) return (await this.ask(url, config.timeoutMs, type, id))[0];
+    const started = process.hrtime.bigint();
+    const [result, outcome] = await this.ask(url, config.timeoutMs, type, id);
+    const children = this.metricsOf(type);
+    children.duration.observe(Number(process.hrtime.bigint() - started) / 1e9);
+    children.requests[outcome].inc();
+    return result;
+  }
+
+  private metricsOf(type: string): TypeMetrics {
+    let children = this.byType.get(type);
+    if (children === undefined) {
+      const { resolverRequests, resolverDuration } = this.metrics!;
+      children = {
+        requests: {
+          ok: resolverRequests.labels(type, 'ok'),
+          not_found: resolverRequests.labels(type, 'not_found'),
+          error: resolverRequests.labels(type, 'error'),
+          timeout: resolverRequests.labels(type, 'timeout'),
+        },
+        duration: resolverDuration.labels(type),
+      };
+      this.byType.set(type, children);
+    }
+    return children;
+  }
+
+  /** One resolver request; the answer and how it ended. */
+  private async ask(url: string, timeoutMs: number, type: string, id: string): Promise<[ResolveResult, ResolverOutcome]> {
+    const decodedId = decodeResourceId(id);
     let response: Awaited<ReturnType<typeof request>>;
     try {
       response = await request(url, {
@@ -135,15 +189,15 @@ export class ResourceResolverClient {
         signal: AbortSignal.timeout(timeoutMs),
       });
     } catch (error) {
-      return { kind: 'unavailable', reason: `resolver for ${type} ${describeFailure(error, timeoutMs)}` };
+      return [{ kind: 'unavailable', reason: `resolver for ${type} ${describeFailure(error, timeoutMs)}` }, isTimeout(error) ? 'timeout' : 'error'];
     }
 
     const { statusCode, body } = response;
     if (statusCode !== 200) {
       // Always consume the body: an unread one keeps the socket busy (undici README, "Garbage Collection").
       await release(body);
-      if (statusCode === 404) return { kind: 'not-found' };
-      return { kind: 'unavailable', reason: `resolver for ${type} answered HTTP ${statusCode}` };
+      if (statusCode === 404) return [{ kind: 'not-found' }, 'not_found'];
+      return [{ kind: 'unavailable', reason: `resolver for ${type} answered HTTP ${statusCode}` }, 'error'];
     }
 
     let text: string | null;
@@ -151,15 +205,15 @@ export class ResourceResolverClient {
       text = await readSmallBody(body);
     } catch (error) {
       await release(body);
-      return { kind: 'unavailable', reason: `resolver for ${type} ${describeFailure(error, timeoutMs)}` };
+      return [{ kind: 'unavailable', reason: `resolver for ${type} ${describeFailure(error, timeoutMs)}` }, isTimeout(error) ? 'timeout' : 'error'];
     }
     if (text === null) {
       await release(body);
-      return { kind: 'unavailable', reason: `resolver for ${type} answered more than ${MAX_BODY_BYTES} bytes` };
+      return [{ kind: 'unavailable', reason: `resolver for ${type} answered more than ${MAX_BODY_BYTES} bytes` }, 'error'];
     }
     const scopeRefs = parseScopes(text, type, decodedId);
-    if (scopeRefs === null) return { kind: 'unavailable', reason: `resolver for ${type} answered a malformed body` };
-    return { kind: 'found', scopeRefs };
+    if (scopeRefs === null) return [{ kind: 'unavailable', reason: `resolver for ${type} answered a malformed body` }, 'error'];
+    return [{ kind: 'found', scopeRefs }, 'ok'];
   }
 
   /** Closes the connection pool; pending resolutions finish first. */

@@ -30,8 +30,15 @@ export interface TokenRecord {
   source?: 'access-token';
 }
 
-/** Messages on the `{prefix}:events` channel, shared by every gateway instance. */
-export type StoreEvent =
+/**
+ * Messages on the `{prefix}:events` channel, shared by every gateway instance. `sentAt` (epoch ms, the
+ * publisher's clock) is stamped when the event is published, so receivers can time its propagation; events
+ * from older instances have none.
+ */
+export type StoreEvent = StoreEventBody & { sentAt?: number };
+
+/** What each kind of event says. */
+export type StoreEventBody =
   | { type: 'session-ended'; sessionId: string; tokenHash: string; userId: string; reason: string; expiresAt?: string }
   | { type: 'user-sessions-ended'; userId: string; reason: string; sessionEpoch?: number }
   | { type: 'authorization-changed'; userId: string; authorizationVersion?: number }

@@ -19,12 +19,44 @@ export interface GatewayMetrics {
   storeChannelConnected: Gauge;
   /** Makes `iam_session_cache_entries` report `size()` at every scrape (the real cache size). */
   observeSessionCache(size: () => number): void;
+
+  // ---- #16 "Metrics you can alert on": resolvers, token store, revocation events, policy age, audit ----
+  /** `iam_resolver_requests_total{type, result}`: ok, not_found, error, timeout (authz/resource-resolver.ts). */
+  resolverRequests: Counter<'type' | 'result'>;
+  /** `iam_resolver_duration_seconds{type}`: one observation per resolver request sent. */
+  resolverDuration: Histogram<'type'>;
+  /** `iam_store_operations_total{operation, result}`: counted by app/instrumented-token-store.ts. */
+  storeOperations: Counter<'operation' | 'result'>;
+  /**
+   * Runs `flush` before every read of `iam_store_operations_total`: the token store counts its round trips in
+   * plain numbers (a prom-client `inc` hashes its labels each time, which would cost more than a cache-missed
+   * in-process read) and adds them to the counter here.
+   */
+  beforeStoreOperationsScrape(flush: () => void): void;
+  /** `iam_revocation_events_total{direction, type}`: events published (sent) and heard on the channel (received). */
+  revocationEvents: Counter<'direction' | 'type'>;
+  /** `iam_revocation_propagation_seconds`: receive time − the publisher's `sentAt`. */
+  revocationPropagation: Histogram;
+  /** `iam_policy_loaded_timestamp_seconds`: when the serving policy was loaded (epoch seconds). */
+  policyLoadedTimestamp: Gauge;
+  /** `iam_audit_queue_depth`: events buffered or in flight, not yet written (read at scrape). */
+  auditQueueDepth: Gauge;
+  /** `iam_audit_events_dropped_total{reason}` (audit/audit-trail.ts). */
+  auditDropped: Counter<'reason'>;
+  /** `iam_audit_events_written_total`: events the database stored. */
+  auditWritten: Counter;
+  /** `iam_audit_events_spooled_total`: events written to the disk spool at stop. */
+  auditSpooled: Counter;
+  /** Makes `iam_audit_queue_depth` report `depth()` at every scrape. */
+  observeAuditQueue(depth: () => number): void;
 }
 
 export function createMetrics(options: { collectDefaults?: boolean } = {}): GatewayMetrics {
   const registry = new Registry();
   if (options.collectDefaults !== false) collectDefaultMetrics({ register: registry, prefix: 'iam_' });
   let sessionCacheSize: () => number = () => 0;
+  let auditQueueDepth: () => number = () => 0;
+  const storeOperationFlushes: Array<() => void> = [];
   return {
     observeSessionCache(size) {
       sessionCacheSize = size;
@@ -99,6 +131,77 @@ export function createMetrics(options: { collectDefaults?: boolean } = {}): Gate
     storeChannelConnected: new Gauge({
       name: 'iam_store_events_connected',
       help: '1 while the revocation channel is connected (local caches are trusted only then).',
+      registers: [registry],
+    }),
+
+    // ---- #16 "Metrics you can alert on": resolvers, token store, revocation events, policy age, audit ----
+    observeAuditQueue(depth) {
+      auditQueueDepth = depth;
+    },
+    beforeStoreOperationsScrape(flush) {
+      storeOperationFlushes.push(flush);
+    },
+    resolverRequests: new Counter({
+      name: 'iam_resolver_requests_total',
+      help: 'Resource resolver calls, by resource type of the policy and result (ok, not_found, error, timeout); a count of calls.',
+      labelNames: ['type', 'result'],
+      registers: [registry],
+    }),
+    resolverDuration: new Histogram({
+      name: 'iam_resolver_duration_seconds',
+      help: 'Time of one resource resolver request, answer body read included, by resource type; in seconds.',
+      labelNames: ['type'],
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      registers: [registry],
+    }),
+    storeOperations: new Counter({
+      name: 'iam_store_operations_total',
+      help: 'Token store round trips, by operation (get, put, delete, list, publish, subscribe, rate_limit, purge, ping) and result (ok, error); a count of calls.',
+      labelNames: ['operation', 'result'],
+      registers: [registry],
+      collect() {
+        for (const flush of storeOperationFlushes) flush();
+      },
+    }),
+    revocationEvents: new Counter({
+      name: 'iam_revocation_events_total',
+      help: 'Events on the token store events channel (revocations and authorization changes), by direction (sent: published by this instance; received: heard by this instance, its own included) and event type; a count of events.',
+      labelNames: ['direction', 'type'],
+      registers: [registry],
+    }),
+    revocationPropagation: new Histogram({
+      name: 'iam_revocation_propagation_seconds',
+      help: 'Delay from publishing an event on the events channel (its sentAt, the publisher clock) to this instance receiving it; in seconds.',
+      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [registry],
+    }),
+    policyLoadedTimestamp: new Gauge({
+      name: 'iam_policy_loaded_timestamp_seconds',
+      help: 'When the serving policy was loaded (start or successful reload), as Unix time in seconds; its age is time() minus this.',
+      registers: [registry],
+    }),
+    auditQueueDepth: new Gauge({
+      name: 'iam_audit_queue_depth',
+      help: 'Audit events buffered or being written, not yet stored in the database, at scrape time; a count of events.',
+      registers: [registry],
+      collect() {
+        this.set(auditQueueDepth());
+      },
+    }),
+    auditDropped: new Counter({
+      name: 'iam_audit_events_dropped_total',
+      help: 'Audit events not stored, by reason (rate_limited: anonymous denials beyond the per-minute budget, only summarised; buffer_full: oldest dropped from a full buffer; refused: the database refused the row; unreadable: a spooled line that could not be read; lost: neither written nor spooled at stop); a count of events.',
+      labelNames: ['reason'],
+      registers: [registry],
+    }),
+    auditWritten: new Counter({
+      name: 'iam_audit_events_written_total',
+      help: 'Audit events stored in the database (spooled events included when replayed); a count of events.',
+      registers: [registry],
+    }),
+    auditSpooled: new Counter({
+      name: 'iam_audit_events_spooled_total',
+      help: 'Audit events written to the local disk spool at stop because the database could not take them (replayed at the next start); a count of events.',
       registers: [registry],
     }),
   };

@@ -25,7 +25,7 @@ export interface PolicyReloaderOptions {
   /** `upstream.url`, the base of resolver URLs written as paths. */
   upstreamUrl?: string | null;
   logger: Pick<Logger, 'info' | 'warn' | 'error'>;
-  metrics: Pick<GatewayMetrics, 'policyReloads' | 'policyRoutes'>;
+  metrics: Pick<GatewayMetrics, 'policyReloads' | 'policyRoutes' | 'policyLoadedTimestamp'>;
 }
 
 /** The outcome of one reload. */
@@ -260,6 +260,7 @@ export class PolicyReloader {
       this.rejectedFingerprint = null;
       this.options.metrics.policyReloads.inc({ result: 'success' });
       this.options.metrics.policyRoutes.set(result.policy.routes.length);
+      this.options.metrics.policyLoadedTimestamp.set(Date.now() / 1000);
       this.logIssues(result.issues);
       this.options.logger.info(
         { reason, hash: result.policy.hash, previousHash: serving.hash, routes: result.policy.routes.length, files: result.policy.files },

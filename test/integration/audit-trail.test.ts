@@ -3,12 +3,18 @@
  * #11.3 an event the database refuses (NUL, lone surrogate) is isolated — dropped and reported once, without
  * SQL or values — and every other event is stored, then and later; #11.15 stored sizes are capped,
  * anonymous undeclared-route denials are rate-limited into a summary row, and retention purges old events
- * (`iam-gateway audit purge`).
+ * (`iam-gateway audit purge`); #16 the audit metrics (queue depth, written, spooled, dropped by reason) move
+ * with what they name.
  */
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { AuditRetention } from '../../src/audit/audit-retention';
+import { AuditSpool } from '../../src/audit/audit-spool';
 import { AuditTrail } from '../../src/audit/audit-trail';
 import { createLogger } from '../../src/observability/logger';
+import { createMetrics, type GatewayMetrics } from '../../src/observability/metrics';
 import { DatabaseUnavailableError } from '../../src/domain/iam-repository';
 import type { AuditEventRecord } from '../../src/domain/records';
 import { createTestDatabase, type TestDatabase } from '../support/database';
@@ -157,5 +163,116 @@ describe('#11.15 audit retention', () => {
     // iam.audit.retention defaults to 0 (keep forever): without --older-than there is nothing to do.
     expect((await run(['audit', 'purge'])).code).toBe(2);
     expect((await storedRows())).toHaveLength(2);
+  });
+});
+
+describe('#16 audit metrics', () => {
+  let metrics: GatewayMetrics;
+  beforeEach(() => {
+    metrics = createMetrics({ collectDefaults: false });
+  });
+  const dropped = async (reason: string): Promise<number> => (await metrics.auditDropped.get()).values.find((v) => v.labels.reason === reason)?.value ?? 0;
+  const written = async (): Promise<number> => (await metrics.auditWritten.get()).values[0]?.value ?? 0;
+  const spooled = async (): Promise<number> => (await metrics.auditSpooled.get()).values[0]?.value ?? 0;
+  const depth = async (): Promise<number> => (await metrics.auditQueueDepth.get()).values[0]?.value ?? 0;
+  const down = { insertAudit: async () => Promise.reject(new DatabaseUnavailableError('down')) };
+
+  it('#16: iam_audit_events_written_total counts the stored events; a refused event is dropped with reason refused; every reason starts at 0', async () => {
+    const audit = new AuditTrail(db.repository, capturingLogger().logger, { flushIntervalMs: 60_000, metrics });
+    expect((await metrics.auditDropped.get()).values.map((v) => [v.labels.reason, v.value]).sort()).toEqual([
+      ['buffer_full', 0],
+      ['lost', 0],
+      ['rate_limited', 0],
+      ['refused', 0],
+      ['unreadable', 0],
+    ]);
+    audit.record(event('test.one'));
+    audit.record(event('test.nul', { username: 'x\u0000y' }));
+    audit.record(event('test.two'));
+    await audit.flush();
+    expect(await written()).toBe(2);
+    expect(await dropped('refused')).toBe(1);
+    await audit.close();
+  });
+
+  it('#16: anonymous denials beyond the per-minute budget count as dropped (rate_limited); the summary row is written', async () => {
+    const audit = new AuditTrail(db.repository, capturingLogger().logger, { flushIntervalMs: 60_000, anonymousDenialsPerMinute: 2, metrics });
+    for (let i = 0; i < 5; i++) audit.recordAnonymousDenial({ ...event('authz.deny', null, `GET /scan/${i}`), outcome: 'denied' });
+    expect(await dropped('rate_limited')).toBe(3);
+    await audit.close();
+    expect(await written()).toBe(3); // 2 denials and the summary
+  });
+
+  it('#16: iam_audit_queue_depth is what is buffered or being written, read at scrape', async () => {
+    let release: () => void = () => undefined;
+    const slow = { insertAudit: (events: AuditEventRecord[]) => new Promise<void>((resolve) => (release = resolve)).then(() => db.repository.insertAudit(events)) };
+    const audit = new AuditTrail(slow, capturingLogger().logger, { flushIntervalMs: 60_000, metrics });
+    metrics.observeAuditQueue(() => audit.queueDepth);
+    expect(await depth()).toBe(0);
+    audit.record(event('test.a'));
+    audit.record(event('test.b'));
+    expect(await depth()).toBe(2);
+    const flushing = audit.flush();
+    await new Promise((resolve) => setImmediate(resolve));
+    audit.record(event('test.c'));
+    expect(await depth()).toBe(3); // two in flight, one buffered
+    release();
+    await flushing;
+    expect(await depth()).toBe(1);
+    const next = audit.flush();
+    await new Promise((resolve) => setImmediate(resolve));
+    release();
+    await next;
+    expect(await depth()).toBe(0);
+    expect(await written()).toBe(3);
+    await audit.close();
+  });
+
+  it('#16: a full buffer drops its oldest events (buffer_full), also when a failed batch is put back', async () => {
+    let fail: () => void = () => undefined;
+    const failing = { insertAudit: () => new Promise<void>((_resolve, reject) => (fail = () => reject(new DatabaseUnavailableError('down')))) };
+    const audit = new AuditTrail(failing, capturingLogger().logger, { flushIntervalMs: 60_000, maxBuffered: 2, metrics });
+    metrics.observeAuditQueue(() => audit.queueDepth);
+    for (let i = 0; i < 3; i++) audit.record(event(`test.${i}`));
+    expect(await dropped('buffer_full')).toBe(1);
+    expect(await depth()).toBe(2);
+    // The 2 go out and fail; meanwhile 2 more arrive: only 2 of the 4 fit back.
+    const flushing = audit.flush();
+    await new Promise((resolve) => setImmediate(resolve));
+    audit.record(event('test.3'));
+    audit.record(event('test.4'));
+    fail();
+    await flushing;
+    expect(await dropped('buffer_full')).toBe(3);
+    expect(await depth()).toBe(2);
+    expect(await written()).toBe(0);
+  });
+
+  it('#16: at stop, unwritten events are spooled (iam_audit_events_spooled_total) or, without a spool, lost; unreadable spooled lines are dropped', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'iam-audit-metrics-'));
+    try {
+      const audit = new AuditTrail(down, capturingLogger().logger, { flushIntervalMs: 60_000, spool: new AuditSpool(dir), closeWriteMs: 100, metrics });
+      audit.record(event('test.spooled-1'));
+      audit.record(event('test.spooled-2'));
+      await audit.close();
+      expect(await spooled()).toBe(2);
+      expect(readdirSync(dir)).toHaveLength(1);
+
+      const nowhere = new AuditTrail(down, capturingLogger().logger, { flushIntervalMs: 60_000, closeWriteMs: 100, metrics });
+      nowhere.record(event('test.lost'));
+      await expect(nowhere.close()).rejects.toThrow();
+      expect(await dropped('lost')).toBe(1);
+
+      // The next start replays the spool; a line that does not parse is dropped (unreadable).
+      writeFileSync(join(dir, 'audit-1-1-abcdef01.jsonl'), '{not json\n');
+      const replay = new AuditTrail(db.repository, capturingLogger().logger, { flushIntervalMs: 60_000, spool: new AuditSpool(dir), metrics });
+      replay.start();
+      await replay.flush();
+      expect(await dropped('unreadable')).toBe(1);
+      expect(await written()).toBe(2);
+      await replay.close();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

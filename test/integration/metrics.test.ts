@@ -10,6 +10,23 @@ import { bearer, login, startTestGateway } from '../support/gateway';
 import { E2E_POLICIES, startGatewayWithUpstream, type GatewayWithUpstream } from '../support/gateway-fixture';
 
 const SHADOW_ROUTE = 'version: 1\nroutes:\n  - path: /shadow/admin\n    methods: [GET]\n    permission: admin:write\n    mode: shadow\n';
+/** Resolvers on the recording upstream (paths resolve against upstream.url): /status/<code> answers that code, /hang never. */
+const RESOLVED_ROUTES = `version: 1
+resources:
+  METRICS_DOC:
+    resolver: { url: "/status/{id}" }
+  METRICS_SLOW:
+    resolver: { url: "/hang/{id}", timeout: 200ms }
+routes:
+  - path: /metrics-doc/:code
+    methods: [GET]
+    permission: project:read
+    resource: { type: METRICS_DOC, id: code, access: READ }
+  - path: /metrics-slow/:id
+    methods: [GET]
+    permission: project:read
+    resource: { type: METRICS_SLOW, id: id, access: READ }
+`;
 
 let fixture: GatewayWithUpstream;
 let gateway: RunningGateway;
@@ -20,7 +37,8 @@ beforeAll(async () => {
   policies = mkdtempSync(join(tmpdir(), 'iam-metrics-policies-'));
   cpSync(E2E_POLICIES, policies, { recursive: true });
   writeFileSync(join(policies, 'shadow.yaml'), SHADOW_ROUTE);
-  fixture = await startGatewayWithUpstream({ IAM_POLICIES_DIR: policies, IAM_LOGIN_RATE_LIMIT_MAX_FAILURES: '2' });
+  writeFileSync(join(policies, 'resolved.yaml'), RESOLVED_ROUTES);
+  fixture = await startGatewayWithUpstream({ IAM_POLICIES_DIR: policies, IAM_LOGIN_RATE_LIMIT_MAX_FAILURES: '2', IAM_AUDIT_ANONYMOUS_DENIALS_PER_MINUTE: '1' });
   gateway = fixture.gateway;
 });
 
@@ -48,6 +66,15 @@ async function delta(name: string, labels: Record<string, string>, event: () => 
   const before = await metric(name, labels, of);
   await event();
   return (await metric(name, labels, of)) - before;
+}
+
+/** Waits until `probe` holds (asynchronous effects: channel delivery, the audit flush). */
+async function until(what: string, probe: () => Promise<boolean>, withinMs = 5000): Promise<void> {
+  const deadline = Date.now() + withinMs;
+  while (!(await probe())) {
+    if (Date.now() > deadline) throw new Error(`not within ${withinMs} ms: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
 }
 
 const get = (path: string, token?: string): Promise<Response> => fetch(`${gateway.url}${path}`, { headers: token ? bearer(token) : {} });
@@ -117,12 +144,22 @@ describe('policy, cache and channel gauges', () => {
   it('iam_policy_reloads_total and iam_policy_routes follow loads and reloads', async () => {
     const routes = gateway.services!.policy.current.routes.length;
     expect(await metric('iam_policy_routes')).toBe(routes);
+    const loadedAtStart = await metric('iam_policy_loaded_timestamp_seconds');
+    expect(loadedAtStart).toBeGreaterThan(Date.now() / 1000 - 600);
+    expect(loadedAtStart).toBeLessThanOrEqual(Date.now() / 1000);
     writeFileSync(join(policies, 'broken.yaml'), 'version: 1\nroutes:\n  - path: /x\n    methods: [NOPE]\n');
     expect(await delta('iam_policy_reloads_total', { result: 'failure' }, () => gateway.services!.policyReloader.reload('test'))).toBe(1);
+    // A failed reload changes nothing that serves: the loaded policy keeps its age.
+    expect(await metric('iam_policy_loaded_timestamp_seconds')).toBe(loadedAtStart);
     rmSync(join(policies, 'broken.yaml'));
     writeFileSync(join(policies, 'more.yaml'), 'version: 1\nroutes:\n  - path: /more\n    methods: [GET]\n    public: true\n');
+    const beforeReload = Date.now() / 1000;
     expect(await delta('iam_policy_reloads_total', { result: 'success' }, () => gateway.services!.policyReloader.reload('test'))).toBe(1);
     expect(await metric('iam_policy_routes')).toBe(routes + 1);
+    const reloadedAt = await metric('iam_policy_loaded_timestamp_seconds');
+    expect(reloadedAt).toBeGreaterThan(loadedAtStart);
+    expect(reloadedAt).toBeGreaterThanOrEqual(Math.floor(beforeReload * 1000) / 1000);
+    expect(reloadedAt).toBeLessThanOrEqual(Date.now() / 1000);
   });
 
   it('iam_session_cache_entries counts the cached sessions; iam_store_events_connected is 1 while subscribed', async () => {
@@ -131,7 +168,7 @@ describe('policy, cache and channel gauges', () => {
     expect(await metric('iam_store_events_connected')).toBe(1);
   });
 
-  it('every iam_ metric of the registry is one of those above (a new metric needs its test here)', async () => {
+  it('every iam_ metric of the registry is one of those in this file (a new metric needs its test here)', async () => {
     const names = (await gateway.metrics.registry.getMetricsAsJSON()).map((m) => m.name).filter((name) => name.startsWith('iam_') && !/^iam_(process|nodejs)_/.test(name));
     expect(names.sort()).toEqual(
       [
@@ -148,7 +185,92 @@ describe('policy, cache and channel gauges', () => {
         'iam_session_cache_entries',
         'iam_store_events_connected',
         'iam_upstream_duration_seconds',
+        // #16
+        'iam_resolver_requests_total',
+        'iam_resolver_duration_seconds',
+        'iam_store_operations_total',
+        'iam_revocation_events_total',
+        'iam_revocation_propagation_seconds',
+        'iam_policy_loaded_timestamp_seconds',
+        'iam_audit_queue_depth',
+        'iam_audit_events_dropped_total',
+        'iam_audit_events_written_total',
+        'iam_audit_events_spooled_total',
       ].sort(),
     );
+  });
+});
+
+describe('#16 iam_resolver_requests_total and iam_resolver_duration_seconds', () => {
+  it('count each resolver call of a proxied request by resource type and result, and time each one', async () => {
+    const alice = (await login(gateway.url, 'alice')).accessToken;
+    const doc = { type: 'METRICS_DOC' };
+    expect(await delta('iam_resolver_requests_total', { ...doc, result: 'ok' }, () => get('/metrics-doc/200', alice))).toBe(1);
+    expect(await delta('iam_resolver_requests_total', { ...doc, result: 'not_found' }, () => get('/metrics-doc/404', alice))).toBe(1);
+    expect(await delta('iam_resolver_requests_total', { ...doc, result: 'error' }, () => get('/metrics-doc/503', alice))).toBe(1);
+    expect(await delta('iam_resolver_requests_total', { type: 'METRICS_SLOW', result: 'timeout' }, () => get('/metrics-slow/1', alice))).toBe(1);
+    expect(await delta('iam_resolver_duration_seconds_count', doc, () => get('/metrics-doc/200', alice))).toBe(1);
+    expect(await metric('iam_resolver_duration_seconds_sum', { type: 'METRICS_SLOW' })).toBeGreaterThanOrEqual(0.2);
+    // No session, no resolver call (refused before it): nothing counted.
+    const anonymous = await delta('iam_resolver_requests_total', { ...doc, result: 'ok' }, async () => expect((await get('/metrics-doc/200')).status).toBe(401));
+    expect(anonymous).toBe(0);
+  });
+});
+
+describe('#16 iam_store_operations_total', () => {
+  it('counts the token store round trips of a login and of an unknown token, as ok', async () => {
+    expect(await delta('iam_store_operations_total', { operation: 'put', result: 'ok' }, () => login(gateway.url, 'alice'))).toBeGreaterThanOrEqual(1);
+    expect(await delta('iam_store_operations_total', { operation: 'rate_limit', result: 'ok' }, () => login(gateway.url, 'alice'))).toBeGreaterThanOrEqual(1);
+    // A token no cache knows: one store read, which answers (nothing), so ok.
+    expect(await delta('iam_store_operations_total', { operation: 'get', result: 'ok' }, () => get('/api/projects', `iamt_${'x'.repeat(43)}`))).toBe(1);
+    expect(await metric('iam_store_operations_total', { operation: 'get', result: 'error' })).toBe(0);
+  });
+
+  it('counts a round trip the store cannot answer as error (the request fails closed)', async () => {
+    const broken = await startTestGateway(fixture.upstream.url, { IAM_POLICIES_DIR: policies });
+    extra.push(broken);
+    await broken.services!.store.close(); // the adapter itself: every later call rejects
+    const failed = await delta(
+      'iam_store_operations_total',
+      { operation: 'get', result: 'error' },
+      async () => expect((await fetch(`${broken.url}/api/projects`, { headers: bearer(`iamt_${'y'.repeat(43)}`) })).status).toBe(503),
+      broken,
+    );
+    expect(failed).toBe(1);
+  });
+});
+
+describe('#16 iam_revocation_events_total and iam_revocation_propagation_seconds', () => {
+  it('a logout is published (sent) and heard on the channel (received, timed from its sentAt)', async () => {
+    const session = await login(gateway.url, 'alice');
+    const labels = (direction: string) => ({ direction, type: 'session-ended' });
+    const sent = await metric('iam_revocation_events_total', labels('sent'));
+    const received = await metric('iam_revocation_events_total', labels('received'));
+    const timed = await metric('iam_revocation_propagation_seconds_count');
+    const logout = await fetch(`${gateway.url}/iam/auth/logout`, { method: 'POST', headers: bearer(session.accessToken) });
+    expect(logout.status).toBeLessThan(300);
+    await until('the end of the session is heard', async () => (await metric('iam_revocation_events_total', labels('received'))) > received);
+    // The session service publishes it, and the change feed may deliver its durable record again.
+    expect((await metric('iam_revocation_events_total', labels('sent'))) - sent).toBeGreaterThanOrEqual(1);
+    expect((await metric('iam_revocation_propagation_seconds_count')) - timed).toBeGreaterThanOrEqual(1);
+    expect(await metric('iam_revocation_propagation_seconds_bucket', { le: '1' })).toBe(await metric('iam_revocation_propagation_seconds_count'));
+  });
+});
+
+describe('#16 audit metrics', () => {
+  it('iam_audit_events_written_total moves when a login is audited; iam_audit_queue_depth is back to 0 once written', async () => {
+    const before = await metric('iam_audit_events_written_total');
+    await login(gateway.url, 'alice');
+    await until('the login is written', async () => (await metric('iam_audit_events_written_total')) > before);
+    await until('the queue is empty', async () => (await metric('iam_audit_queue_depth')) === 0);
+  });
+
+  it('anonymous denials of undeclared routes beyond the per-minute budget count as dropped (rate_limited)', async () => {
+    const dropped = await delta('iam_audit_events_dropped_total', { reason: 'rate_limited' }, async () => {
+      for (let i = 0; i < 4; i++) expect((await get(`/metrics-undeclared/${i}`)).status).toBeGreaterThanOrEqual(400);
+    });
+    // Budget 1 a minute: at most 2 admitted (should the minute turn meanwhile).
+    expect(dropped).toBeGreaterThanOrEqual(2);
+    expect(await metric('iam_audit_events_dropped_total', { reason: 'buffer_full' })).toBe(0);
   });
 });

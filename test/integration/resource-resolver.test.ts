@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ResourceResolverClient, resolverUrl } from '../../src/authz/resource-resolver';
+import { createMetrics } from '../../src/observability/metrics';
 import { compilePolicyFiles } from '../../src/policy/load-policy-directory';
 
 /** A real host resolver: answers per path, records every request path it saw. */
@@ -106,6 +107,42 @@ describe('ResourceResolverClient (real HTTP)', () => {
     host.seen.length = 0;
     expect(await client.resolve(config(), 'DOC', id)).toEqual({ kind: 'not-found' });
     expect(host.seen).toEqual([]);
+  });
+
+  it('counts every call in iam_resolver_requests_total{type, result} and times each request sent in iam_resolver_duration_seconds{type}', async () => {
+    const metrics = createMetrics({ collectDefaults: false });
+    const counted = new ResourceResolverClient({ metrics });
+    try {
+      const count = async (type: string, result: string): Promise<number> =>
+        (await metrics.resolverRequests.get()).values.find((v) => v.labels.type === type && v.labels.result === result)?.value ?? 0;
+      const timed = async (type: string): Promise<number> =>
+        (await metrics.resolverDuration.get()).values.find((v) => v.metricName === 'iam_resolver_duration_seconds_count' && v.labels.type === type)?.value ?? 0;
+      await counted.resolve(config(), 'TASK', 'task-7');
+      await counted.resolve(config(), 'TASK', 'missing');
+      await counted.resolve(config(), 'TASK', 'broken'); // HTTP 500
+      await counted.resolve(config(), 'TASK', 'garbage'); // a malformed 200
+      await counted.resolve(config(200), 'TASK', 'slow');
+      await counted.resolve(config(), 'DOC', '..'); // cannot name a resource: not found, no request
+      expect(await count('TASK', 'ok')).toBe(1);
+      expect(await count('TASK', 'not_found')).toBe(1);
+      expect(await count('TASK', 'error')).toBe(2);
+      expect(await count('TASK', 'timeout')).toBe(1);
+      expect(await count('DOC', 'not_found')).toBe(1);
+      expect(await timed('TASK')).toBe(5);
+      expect(await timed('DOC')).toBe(0);
+      const sum = (await metrics.resolverDuration.get()).values.find((v) => v.metricName === 'iam_resolver_duration_seconds_sum' && v.labels.type === 'TASK')!.value;
+      expect(sum).toBeGreaterThanOrEqual(0.2); // the timed-out request alone waited 200 ms
+      expect(sum).toBeLessThan(5);
+      // A closed port is an error, not a timeout.
+      const closed = await startHost(() => undefined);
+      const port = (closed.server.address() as AddressInfo).port;
+      await new Promise((resolve) => closed.server.close(resolve));
+      await counted.resolve({ url: `http://127.0.0.1:${port}/r/{id}`, timeoutMs: 1000 }, 'GONE', '1');
+      expect(await count('GONE', 'error')).toBe(1);
+      expect(await count('GONE', 'timeout')).toBe(0);
+    } finally {
+      await counted.close();
+    }
   });
 
   it('keeps working after many error answers (bodies are released)', async () => {
