@@ -70,7 +70,8 @@ async function startGatewayProcess({ name, upstreamUrl, policyDir, redisUrl, pre
     env.DATABASE_URL = '';
     env.DATABASE_EMBEDDED_DIR = 'memory://';
   }
-  delete env.IAM_CONFIG;
+  // Each build reads its own shipped defaults (another checkout may not know this one's configuration keys).
+  env.IAM_CONFIG = join(root, 'config', 'default.yaml');
   const handle = spawnNode(name, join(root, 'bin', 'iam-gateway.js'), ['serve'], { env, preloadExitWithParent: true, nodeFlags });
   const url = `http://127.0.0.1:${port}`;
   const managementUrl = `http://127.0.0.1:${managementPort}`;

@@ -52,11 +52,11 @@ function invalidToken(route: string | undefined): Authorization {
  * one token-store round trip (none on a warm session cache). Denials and shadow denials are audited here.
  */
 export class RequestAuthorizer {
-  /** `iam_decisions_total{result="allow"}`, bound once: prom-client hashes a label object on every `inc({…})`. */
-  private readonly allowed: ReturnType<GatewayMetrics['decisions']['labels']>;
+  /** `iam_decisions_total{result="allow"}`, its cell looked up once. */
+  private readonly allowed: ReturnType<GatewayMetrics['decisions']['cell']>;
 
   constructor(private readonly deps: RequestAuthorizerDeps) {
-    this.allowed = deps.metrics.decisions.labels('allow', 'none');
+    this.allowed = deps.metrics.decisions.cell('allow', 'none');
   }
 
   /** Authorizes a prepared request exactly as the proxy enforces it. Never rejects. */

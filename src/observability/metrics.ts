@@ -1,16 +1,18 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { FastCounter, FastHistogram, type CounterCell, type HistogramCell } from './fast-metrics';
 
 /** The gateway's Prometheus metrics, one registry per gateway instance (no global state). */
 export interface GatewayMetrics {
   registry: Registry;
-  requests: Counter<'outcome'>;
-  decisions: Counter<'result' | 'step'>;
-  upstreamDuration: Histogram<'status_class'>;
+  requests: FastCounter;
+  decisions: FastCounter;
+  /** Per-request metrics are {@link FastHistogram}/{@link FastCounter}: updated without prom-client's label hashing. */
+  upstreamDuration: FastHistogram;
   /** RED per route pattern: proxied requests by route, method and status class, and their duration. */
-  httpRequests: Counter<'route' | 'method' | 'status_class'>;
-  httpDuration: Histogram<'route'>;
+  httpRequests: FastCounter;
+  httpDuration: FastHistogram;
   /** Time to decide a request (authenticate + authorize, resolvers included). */
-  decisionDuration: Histogram<'result'>;
+  decisionDuration: FastHistogram;
   logins: Counter<'result'>;
   forwardAuth: Counter<'outcome'>;
   policyReloads: Counter<'result'>;
@@ -62,45 +64,40 @@ export function createMetrics(options: { collectDefaults?: boolean } = {}): Gate
       sessionCacheSize = size;
     },
     registry,
-    requests: new Counter({
-      name: 'iam_proxy_requests_total',
-      help: 'Requests handled by the proxy, by outcome (forwarded, denied, unauthenticated, refused, error).',
-      labelNames: ['outcome'],
-      registers: [registry],
-    }),
-    decisions: new Counter({
-      name: 'iam_decisions_total',
-      help: 'Authorization decisions of the proxy, upgrades and forward-auth, by result (allow, deny, shadow_deny) and failed step (none for allow).',
-      labelNames: ['result', 'step'],
-      registers: [registry],
-    }),
-    upstreamDuration: new Histogram({
-      name: 'iam_upstream_duration_seconds',
-      help: 'Time to the upstream response headers.',
-      labelNames: ['status_class'],
-      buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-      registers: [registry],
-    }),
-    httpRequests: new Counter({
-      name: 'iam_http_requests_total',
-      help: 'Proxied requests answered, by matched route pattern (`none`: no route matched), method and status class (2xx…5xx).',
-      labelNames: ['route', 'method', 'status_class'],
-      registers: [registry],
-    }),
-    httpDuration: new Histogram({
-      name: 'iam_http_request_duration_seconds',
-      help: 'Seconds from a proxied request to its response headers (the gateway and the host), by route pattern.',
-      labelNames: ['route'],
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
-      registers: [registry],
-    }),
-    decisionDuration: new Histogram({
-      name: 'iam_decision_duration_seconds',
-      help: 'Seconds to authenticate and authorize a proxied request (store round trip and resolvers included), by result.',
-      labelNames: ['result'],
-      buckets: [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 2],
-      registers: [registry],
-    }),
+    requests: new FastCounter(registry, 'iam_proxy_requests_total', 'Requests handled by the proxy, by outcome (forwarded, denied, unauthenticated, refused, error).', ['outcome']),
+    decisions: new FastCounter(
+      registry,
+      'iam_decisions_total',
+      'Authorization decisions of the proxy, upgrades and forward-auth, by result (allow, deny, shadow_deny) and failed step (none for allow).',
+      ['result', 'step'],
+    ),
+    upstreamDuration: new FastHistogram(
+      registry,
+      'iam_upstream_duration_seconds',
+      "Seconds to the host's response headers for forwarded requests, by status class.",
+      ['status_class'],
+      [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    ),
+    httpRequests: new FastCounter(
+      registry,
+      'iam_http_requests_total',
+      'Proxied requests answered, by matched route pattern (`none`: no route matched), method and status class (2xx…5xx).',
+      ['route', 'method', 'status_class'],
+    ),
+    httpDuration: new FastHistogram(
+      registry,
+      'iam_http_request_duration_seconds',
+      'Seconds from a proxied request to its response headers (the gateway and the host), by route pattern.',
+      ['route'],
+      [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    ),
+    decisionDuration: new FastHistogram(
+      registry,
+      'iam_decision_duration_seconds',
+      'Seconds to authenticate and authorize a proxied request (store round trip and resolvers included), by result.',
+      ['result'],
+      [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 2],
+    ),
     logins: new Counter({
       name: 'iam_logins_total',
       help: 'Login attempts (POST /iam/auth/login) by result (success, failure, rate_limited, not_configured, error).',
@@ -215,41 +212,46 @@ const STANDARD_METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE
  * bookkeeping of a forwarded request. Series appear exactly as before (only once a value is recorded).
  */
 export class ProxyRequestMetrics {
-  private forwarded: ReturnType<Counter<'outcome'>['labels']> | null = null;
+  private forwarded: CounterCell | null = null;
   /** Index = status class (2 for 2xx). */
-  private readonly durations: Array<ReturnType<Histogram<'status_class'>['labels']> | undefined> = [];
+  private readonly durations: Array<HistogramCell | undefined> = [];
 
   constructor(private readonly metrics: GatewayMetrics) {}
 
   /** `iam_http_*` children per route and method (route patterns and methods are bounded by the policy). */
-  private readonly routes = new Map<string, { duration: ReturnType<Histogram<'route'>['labels']>; counts: Array<ReturnType<Counter<'route' | 'method' | 'status_class'>['labels']> | undefined> }>();
-  private readonly decisions: Array<ReturnType<Histogram<'result'>['labels']> | undefined> = [];
+  /** Route pattern → method → its cells (route patterns and methods are bounded by the policy and the method set). */
+  private readonly routes = new Map<string, Map<string, { duration: HistogramCell; counts: Array<CounterCell | undefined> }>>();
+  private readonly decisions: Array<HistogramCell | undefined> = [];
 
   /** A proxied request answered (forwarded, denied or failed): RED per route pattern. */
   answered(route: string | undefined, method: string, status: number, seconds: number): void {
     const routeLabel = route ?? 'none';
     const methodLabel = STANDARD_METHODS.has(method) ? method : 'OTHER';
-    const key = `${methodLabel} ${routeLabel}`;
-    let children = this.routes.get(key);
-    if (children === undefined) {
-      children = { duration: this.metrics.httpDuration.labels(routeLabel), counts: [] };
-      this.routes.set(key, children);
+    let methods = this.routes.get(routeLabel);
+    if (methods === undefined) {
+      methods = new Map();
+      this.routes.set(routeLabel, methods);
+    }
+    let cells = methods.get(methodLabel);
+    if (cells === undefined) {
+      cells = { duration: this.metrics.httpDuration.cell(routeLabel), counts: [] };
+      methods.set(methodLabel, cells);
     }
     const statusClass = Math.floor(status / 100);
-    (children.counts[statusClass] ??= this.metrics.httpRequests.labels(routeLabel, methodLabel, `${statusClass}xx`)).inc();
-    children.duration.observe(seconds);
+    (cells.counts[statusClass] ??= this.metrics.httpRequests.cell(routeLabel, methodLabel, `${statusClass}xx`)).inc();
+    cells.duration.observe(seconds);
   }
 
   /** The time a decision took: index 0 allow, 1 deny (a refusal or a failure). */
   decided(allowed: boolean, seconds: number): void {
     const index = allowed ? 0 : 1;
-    (this.decisions[index] ??= this.metrics.decisionDuration.labels(allowed ? 'allow' : 'deny')).observe(seconds);
+    (this.decisions[index] ??= this.metrics.decisionDuration.cell(allowed ? 'allow' : 'deny')).observe(seconds);
   }
 
   /** A request the host answered: counts it and records the time to the response headers. */
   forwardedResponse(statusCode: number, seconds: number): void {
-    (this.forwarded ??= this.metrics.requests.labels('forwarded')).inc();
+    (this.forwarded ??= this.metrics.requests.cell('forwarded')).inc();
     const statusClass = Math.floor(statusCode / 100);
-    (this.durations[statusClass] ??= this.metrics.upstreamDuration.labels(`${statusClass}xx`)).observe(seconds);
+    (this.durations[statusClass] ??= this.metrics.upstreamDuration.cell(`${statusClass}xx`)).observe(seconds);
   }
 }
