@@ -68,7 +68,11 @@ export function createFrontDoor(deps: FrontDoorDeps): Server {
         void iam(req, res);
         return;
       }
-      const span = tracer.startRequest(request.method, request.path, req.headers, request.clientAddress);
+      const span = tracer.startSampled(request.method, request.path, req.headers, request.clientAddress);
+      if (span === null) {
+        void iam(req, res);
+        return;
+      }
       res.once('close', () => span.end(res.statusCode));
       span.run(() => void iam(req, res));
       return;

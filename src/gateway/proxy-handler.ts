@@ -60,7 +60,9 @@ export class ProxyHandler {
   /** Handles a request that is not for `/iam`; synchronous on the warm path. */
   handle(req: IncomingMessage, res: ServerResponse, request: PreparedRequest, expectContinue = false): void {
     const tracer = this.deps.tracer;
-    const trace = tracer === null ? null : tracer.startRequest(request.method, request.path, req.headers, request.clientAddress);
+    // A request the sampler left out is handled as with tracing off: no child spans, no context to carry, and the
+    // client's own traceparent reaches the host.
+    const trace = tracer === null ? null : tracer.startSampled(request.method, request.path, req.headers, request.clientAddress);
     const exchange: Exchange = {
       started: performance.now(),
       trace,

@@ -30,6 +30,12 @@ export class RequestTracer {
     );
     return new RequestSpan(this.tracer, span, trace.setSpan(parent, span));
   }
+
+  /** {@link startRequest}, or null when the sampler does not record this request (then nothing else is traced). */
+  startSampled(method: string, path: string, headers: IncomingHttpHeaders, clientAddress: string | null): RequestSpan | null {
+    const request = this.startRequest(method, path, headers, clientAddress);
+    return request.span.isRecording() ? request : null;
+  }
 }
 
 /** The server span of one request and what its children need. */

@@ -67,33 +67,49 @@ describe('#11.21 the shipped default configuration', () => {
   });
 });
 
+/** A demo script (scripts/demo*.js) started as `npm run demo` starts it, on free ports; resolves once it printed its gateway URL. */
+async function startDemo(script: string, env: Record<string, string>): Promise<{ gatewayUrl: string; output: () => string; stop: () => Promise<void> }> {
+  ensureBuilt();
+  const demo = spawn(process.execPath, [join(ROOT, 'scripts', script)], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', MANAGEMENT_PORT: '0', ...env },
+  });
+  let output = '';
+  demo.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  demo.stderr!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  const exited = new Promise<void>((resolve) => demo.once('exit', () => resolve()));
+  const stop = async (): Promise<void> => {
+    demo.kill('SIGTERM');
+    await exited;
+  };
+  try {
+    const gatewayUrl = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`${script} did not start:\n${output}`)), 60_000);
+      demo.stdout!.on('data', () => {
+        const match = /gateway\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(output);
+        if (match) {
+          clearTimeout(timer);
+          resolve(match[1]!);
+        }
+      });
+      void exited.then(() => (clearTimeout(timer), reject(new Error(`${script} exited:\n${output}`))));
+    });
+    return { gatewayUrl, output: () => output, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
 describe('#11.21 npm run demo', () => {
   it('#11.21: runs on its own config, and the README walkthrough is true against it', async () => {
-    ensureBuilt();
     // Every port of the demo is settable (HOST_PORT, PORT, MANAGEMENT_PORT); the example policy's resolvers are
     // paths on the host (upstream.url), so the resolver-backed routes work on whatever port the host got.
     const hostPort = await freePort();
-    const demo = spawn(process.execPath, [join(ROOT, 'scripts', 'demo.js')], {
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', HOST_PORT: String(hostPort), PORT: '0', MANAGEMENT_PORT: '0' },
-    });
-    let output = '';
-    demo.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-    demo.stderr!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-    const exited = new Promise<void>((resolve) => demo.once('exit', () => resolve()));
+    const { gatewayUrl, output: printed, stop } = await startDemo('demo.js', { HOST_PORT: String(hostPort) });
     try {
-      const gatewayUrl = await new Promise<string>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`demo did not start:\n${output}`)), 60_000);
-        demo.stdout!.on('data', () => {
-          const match = /gateway\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(output);
-          if (match) {
-            clearTimeout(timer);
-            resolve(match[1]!);
-          }
-        });
-        void exited.then(() => (clearTimeout(timer), reject(new Error(`demo exited:\n${output}`))));
-      });
+      const output = printed();
       expect(output).toContain('examples/demo.yaml');
       expect(output).toContain(`example host     http://127.0.0.1:${hostPort}`);
 
@@ -120,37 +136,16 @@ describe('#11.21 npm run demo', () => {
       expect(cookies.stdout).toMatch(/"x-iam-user-id":"u-alice"/i);
       expect(cookies.stdout).toMatch(/set-cookie: iam-session=; Max-Age=0/i);
     } finally {
-      demo.kill('SIGTERM');
-      await exited;
+      await stop();
     }
   }, 120_000);
 });
 
 describe('npm run demo:oidc', () => {
   it('runs the demo with a local OpenID Provider: a browser is sent there, signs in, and comes back as alice', async () => {
-    ensureBuilt();
-    const hostPort = await freePort();
-    const demo = spawn(process.execPath, [join(ROOT, 'scripts', 'demo-oidc.js')], {
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', HOST_PORT: String(hostPort), OIDC_PORT: '0', PORT: '0', MANAGEMENT_PORT: '0' },
-    });
-    let output = '';
-    demo.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-    demo.stderr!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
-    const exited = new Promise<void>((resolve) => demo.once('exit', () => resolve()));
+    const { gatewayUrl, output: printed, stop } = await startDemo('demo-oidc.js', { HOST_PORT: String(await freePort()), OIDC_PORT: '0' });
     try {
-      const gatewayUrl = await new Promise<string>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`demo:oidc did not start:\n${output}`)), 60_000);
-        demo.stdout!.on('data', () => {
-          const match = /gateway\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(output);
-          if (match) {
-            clearTimeout(timer);
-            resolve(match[1]!);
-          }
-        });
-        void exited.then(() => (clearTimeout(timer), reject(new Error(`demo:oidc exited:\n${output}`))));
-      });
+      const output = printed();
       expect(output).toMatch(/OpenID Provider\s+http:\/\/127\.0\.0\.1:\d+/);
       const page = await fetch(`${gatewayUrl}/api/whoami`, { headers: { accept: 'text/html' }, redirect: 'manual' });
       expect(page.headers.get('location')).toBe('/iam/auth/oidc/login?returnTo=%2Fapi%2Fwhoami');
@@ -163,8 +158,7 @@ describe('npm run demo:oidc', () => {
       const whoami = (await (await fetch(`${gatewayUrl}/api/whoami`, { headers: { cookie: session } })).json()) as { headers: Record<string, string> };
       expect(whoami.headers['x-iam-user-id']).toBe('u-alice');
     } finally {
-      demo.kill('SIGTERM');
-      await exited;
+      await stop();
     }
   }, 120_000);
 });

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import type { RunningGateway } from '../../src/app/start-gateway';
 import { bearer, login, startTestGateway } from '../support/gateway';
 import { E2E_POLICIES, startGatewayWithUpstream, type GatewayWithUpstream } from '../support/gateway-fixture';
+import { metricDelta, metricValue } from '../support/scrape';
 
 const SHADOW_ROUTE = 'version: 1\nroutes:\n  - path: /shadow/admin\n    methods: [GET]\n    permission: admin:write\n    mode: shadow\n';
 /** Resolvers on the recording upstream (paths resolve against upstream.url): /status/<code> answers that code, /hang never. */
@@ -49,24 +50,11 @@ afterAll(async () => {
 });
 
 /** The value of one series from /metrics (0 when the series does not exist yet). */
-async function metric(name: string, labels: Record<string, string> = {}, of: RunningGateway = gateway): Promise<number> {
-  const text = await (await fetch(`${of.managementUrl}/metrics`)).text();
-  const wanted = Object.entries(labels).map(([key, value]) => `${key}="${value}"`);
-  for (const line of text.split('\n')) {
-    const match = /^([a-z_:]+)(?:\{([^}]*)\})? (\S+)$/.exec(line);
-    if (!match || match[1] !== name) continue;
-    const present = (match[2] ?? '').split(',').filter(Boolean);
-    if (wanted.every((pair) => present.includes(pair))) return Number(match[3]);
-  }
-  return 0;
-}
+const metric = (name: string, labels: Record<string, string> = {}, of: RunningGateway = gateway): Promise<number> => metricValue(of.managementUrl, name, labels);
 
 /** How much `event` moves the series. */
-async function delta(name: string, labels: Record<string, string>, event: () => Promise<unknown>, of: RunningGateway = gateway): Promise<number> {
-  const before = await metric(name, labels, of);
-  await event();
-  return (await metric(name, labels, of)) - before;
-}
+const delta = (name: string, labels: Record<string, string>, event: () => Promise<unknown>, of: RunningGateway = gateway): Promise<number> =>
+  metricDelta(of.managementUrl, name, labels, event);
 
 /** Waits until `probe` holds (asynchronous effects: channel delivery, the audit flush). */
 async function until(what: string, probe: () => Promise<boolean>, withinMs = 5000): Promise<void> {

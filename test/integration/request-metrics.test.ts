@@ -4,6 +4,7 @@
  */
 import { bearer, login } from '../support/gateway';
 import { E2E_POLICIES, startGatewayWithUpstream, type GatewayWithUpstream } from '../support/gateway-fixture';
+import { metricDelta } from '../support/scrape';
 
 let fixture: GatewayWithUpstream;
 
@@ -12,23 +13,7 @@ beforeAll(async () => {
 });
 afterAll(() => fixture?.close());
 
-async function metric(name: string, labels: Record<string, string>): Promise<number> {
-  const text = await (await fetch(`${fixture.gateway.managementUrl}/metrics`)).text();
-  const wanted = Object.entries(labels).map(([key, value]) => `${key}="${value}"`);
-  for (const line of text.split('\n')) {
-    const match = /^([a-z_:]+)(?:\{([^}]*)\})? (\S+)$/.exec(line);
-    if (!match || match[1] !== name) continue;
-    const present = (match[2] ?? '').split(',').filter(Boolean);
-    if (wanted.every((pair) => present.includes(pair))) return Number(match[3]);
-  }
-  return 0;
-}
-
-async function delta(name: string, labels: Record<string, string>, event: () => Promise<unknown>): Promise<number> {
-  const before = await metric(name, labels);
-  await event();
-  return (await metric(name, labels)) - before;
-}
+const delta = (name: string, labels: Record<string, string>, event: () => Promise<unknown>): Promise<number> => metricDelta(fixture.gateway.managementUrl, name, labels, event);
 
 const get = async (path: string, token?: string): Promise<number> => {
   const answer = await fetch(`${fixture.gateway.url}${path}`, { headers: token ? bearer(token) : {} });
