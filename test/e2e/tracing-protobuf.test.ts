@@ -5,38 +5,27 @@
  * tree are checked in tracing.test.ts.
  */
 import { randomBytes } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { bearer, login } from '../support/gateway';
 import { E2E_POLICIES, startGatewayWithUpstream, type GatewayWithUpstream } from '../support/gateway-fixture';
+import { OtlpReceiver } from '../support/otlp-receiver';
 
-const bodies: Array<{ type: string; body: Buffer }> = [];
-let receiver: Server;
+const receiver = new OtlpReceiver();
 let fixture: GatewayWithUpstream;
 const saved = { ...process.env };
 
 beforeAll(async () => {
-  receiver = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      bodies.push({ type: req.headers['content-type'] ?? '', body: Buffer.concat(chunks) });
-      res.writeHead(200, { 'content-type': 'application/x-protobuf' });
-      res.end();
-    });
-  });
-  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  await receiver.start();
   Object.assign(process.env, {
     OTEL_TRACES_EXPORTER: 'otlp',
     OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
-    OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`,
+    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
     OTEL_BSP_SCHEDULE_DELAY: '100',
   });
   fixture = await startGatewayWithUpstream({ IAM_POLICIES_DIR: E2E_POLICIES });
 }, 60_000);
 afterAll(async () => {
   await fixture?.close();
-  await new Promise((resolve) => receiver.close(resolve));
+  await receiver.close();
   process.env = saved;
 });
 
@@ -45,8 +34,8 @@ it('exports the spans of a request as OTLP protobuf', async () => {
   const traceId = randomBytes(16);
   await fetch(`${fixture.gateway.url}/api/projects`, { headers: { ...bearer(accessToken), traceparent: `00-${traceId.toString('hex')}-${randomBytes(8).toString('hex')}-01` } });
   const deadline = Date.now() + 10_000;
-  const carries = (): boolean => bodies.some(({ body }) => body.includes(traceId) && body.includes('authorize') && body.includes('forward'));
+  const carries = (): boolean => receiver.protobufBodies.some((body) => body.includes(traceId) && body.includes('authorize') && body.includes('forward'));
   while (!carries() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
   expect(carries()).toBe(true);
-  expect(new Set(bodies.map(({ type }) => type))).toEqual(new Set(['application/x-protobuf']));
+  expect(new Set(receiver.contentTypes)).toEqual(new Set(['application/x-protobuf']));
 });

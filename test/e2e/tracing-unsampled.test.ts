@@ -3,37 +3,28 @@
  * tracing off — no span is exported and the host receives the client's own traceparent, untouched.
  */
 import { randomBytes } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { bearer, login } from '../support/gateway';
 import { E2E_POLICIES, startGatewayWithUpstream, type GatewayWithUpstream } from '../support/gateway-fixture';
+import { OtlpReceiver } from '../support/otlp-receiver';
 import { recordedHeader } from '../support/recording-upstream';
 
-let exportCalls = 0;
-let receiver: Server;
+const receiver = new OtlpReceiver();
 let fixture: GatewayWithUpstream;
 const saved = { ...process.env };
 
 beforeAll(async () => {
-  receiver = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      exportCalls++;
-      res.end();
-    });
-  });
-  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  await receiver.start();
   Object.assign(process.env, {
     OTEL_TRACES_EXPORTER: 'otlp',
     OTEL_TRACES_SAMPLER: 'always_off',
-    OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`,
+    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
     OTEL_BSP_SCHEDULE_DELAY: '50',
   });
   fixture = await startGatewayWithUpstream({ IAM_POLICIES_DIR: E2E_POLICIES });
 }, 60_000);
 afterAll(async () => {
   await fixture?.close();
-  await new Promise((resolve) => receiver.close(resolve));
+  await receiver.close();
   process.env = saved;
 });
 
@@ -45,5 +36,5 @@ it('exportCalls nothing and forwards the client traceparent untouched', async ()
   const [seen] = await fixture.upstream.requests();
   expect(recordedHeader(seen!, 'traceparent')).toEqual([traceparent]);
   await new Promise((resolve) => setTimeout(resolve, 300));
-  expect(exportCalls).toBe(0);
+  expect(receiver.exports).toBe(0);
 });

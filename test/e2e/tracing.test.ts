@@ -6,79 +6,15 @@
  * protocol. Tracing is process-wide (the OpenTelemetry API is global): this file sets the variables for itself.
  */
 import { randomBytes } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { startHost, type RunningHost } from '../../examples/host/server';
 import type { RunningGateway } from '../../src/app/start-gateway';
 import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
 import { E2E_POLICIES, startGatewayWithUpstream, type GatewayWithUpstream } from '../support/gateway-fixture';
+import { OtlpReceiver, type ExportedSpan } from '../support/otlp-receiver';
 import { recordedHeader } from '../support/recording-upstream';
 
-interface ExportedSpan {
-  traceId: string;
-  spanId: string;
-  parentSpanId?: string;
-  name: string;
-  kind: number;
-  attributes: Record<string, unknown>;
-}
-
-/** The OTLP/HTTP receiver: keeps every span of every JSON export, and the raw bodies of protobuf ones. */
-class Receiver {
-  readonly spans: ExportedSpan[] = [];
-  readonly protobufBodies: Buffer[] = [];
-  readonly contentTypes: string[] = [];
-  private server!: Server;
-  url = '';
-
-  async start(): Promise<void> {
-    this.server = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (chunk: Buffer) => chunks.push(chunk));
-      req.on('end', () => {
-        const body = Buffer.concat(chunks);
-        const type = req.headers['content-type'] ?? '';
-        this.contentTypes.push(type);
-        if (req.url === '/v1/traces' && type.startsWith('application/json')) this.collect(JSON.parse(body.toString('utf8')));
-        else if (req.url === '/v1/traces') this.protobufBodies.push(body);
-        res.writeHead(200, { 'content-type': type.startsWith('application/json') ? 'application/json' : 'application/x-protobuf' });
-        res.end(type.startsWith('application/json') ? '{}' : undefined);
-      });
-    });
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
-  }
-
-  /** OTLP JSON: resourceSpans[].scopeSpans[].spans[], attributes as [{key, value: {stringValue|intValue|…}}]. */
-  private collect(payload: { resourceSpans?: Array<{ scopeSpans?: Array<{ spans?: Array<Record<string, unknown>> }> }> }): void {
-    for (const resource of payload.resourceSpans ?? []) {
-      for (const scope of resource.scopeSpans ?? []) {
-        for (const span of scope.spans ?? []) {
-          const attributes: Record<string, unknown> = {};
-          for (const { key, value } of (span.attributes as Array<{ key: string; value: Record<string, unknown> }>) ?? []) attributes[key] = Object.values(value)[0];
-          this.spans.push({ traceId: span.traceId as string, spanId: span.spanId as string, parentSpanId: (span.parentSpanId as string) || undefined, name: span.name as string, kind: span.kind as number, attributes });
-        }
-      }
-    }
-  }
-
-  /** Waits until `predicate` holds for the spans received (the batch processor exports every 100 ms here). */
-  async waitFor(predicate: (spans: ExportedSpan[]) => boolean, what: string): Promise<ExportedSpan[]> {
-    const deadline = Date.now() + 10_000;
-    while (Date.now() < deadline) {
-      if (predicate(this.spans)) return this.spans;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-    throw new Error(`no ${what} among ${this.spans.length} spans: ${JSON.stringify(this.spans.map((span) => span.name))}`);
-  }
-
-  close(): Promise<void> {
-    return new Promise((resolve) => this.server.close(() => resolve()));
-  }
-}
-
-const receiver = new Receiver();
+const receiver = new OtlpReceiver();
 const saved = { ...process.env };
 let fixture: GatewayWithUpstream;
 let host: RunningHost;
