@@ -7,26 +7,19 @@
 import { randomBytes } from 'node:crypto';
 import { bearer, login } from '../support/gateway';
 import { E2E_POLICIES, startGatewayWithUpstream, type GatewayWithUpstream } from '../support/gateway-fixture';
-import { OtlpReceiver } from '../support/otlp-receiver';
+import { OtlpReceiver, traceToReceiver } from '../support/otlp-receiver';
 
 const receiver = new OtlpReceiver();
 let fixture: GatewayWithUpstream;
-const saved = { ...process.env };
+let tracing: Awaited<ReturnType<typeof traceToReceiver>>;
 
 beforeAll(async () => {
-  await receiver.start();
-  Object.assign(process.env, {
-    OTEL_TRACES_EXPORTER: 'otlp',
-    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
-    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
-    OTEL_BSP_SCHEDULE_DELAY: '100',
-  });
+  tracing = await traceToReceiver(receiver, { OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf' });
   fixture = await startGatewayWithUpstream({ IAM_POLICIES_DIR: E2E_POLICIES });
 }, 60_000);
 afterAll(async () => {
   await fixture?.close();
-  await receiver.close();
-  process.env = saved;
+  await tracing?.restore();
 });
 
 it('exports the spans of a request as OTLP protobuf', async () => {

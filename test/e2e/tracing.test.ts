@@ -11,24 +11,17 @@ import { startHost, type RunningHost } from '../../examples/host/server';
 import type { RunningGateway } from '../../src/app/start-gateway';
 import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
 import { E2E_POLICIES, startGatewayWithUpstream, type GatewayWithUpstream } from '../support/gateway-fixture';
-import { OtlpReceiver, type ExportedSpan } from '../support/otlp-receiver';
+import { OtlpReceiver, traceToReceiver, type ExportedSpan } from '../support/otlp-receiver';
 import { recordedHeader } from '../support/recording-upstream';
 
 const receiver = new OtlpReceiver();
-const saved = { ...process.env };
+let tracing: Awaited<ReturnType<typeof traceToReceiver>>;
 let fixture: GatewayWithUpstream;
 let host: RunningHost;
 let example: RunningGateway;
 
 beforeAll(async () => {
-  await receiver.start();
-  Object.assign(process.env, {
-    OTEL_TRACES_EXPORTER: 'otlp',
-    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
-    OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
-    OTEL_SERVICE_NAME: 'iam-gateway-test',
-    OTEL_BSP_SCHEDULE_DELAY: '100',
-  });
+  tracing = await traceToReceiver(receiver, { OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json', OTEL_SERVICE_NAME: 'iam-gateway-test' });
   fixture = await startGatewayWithUpstream({ IAM_POLICIES_DIR: E2E_POLICIES });
   host = await startHost(0);
   example = await startTestGateway(host.url, { IAM_POLICIES_DIR: join(ROOT, 'policies') });
@@ -37,8 +30,7 @@ afterAll(async () => {
   await example?.close();
   await host?.close();
   await fixture?.close();
-  await receiver.close();
-  process.env = saved;
+  await tracing?.restore();
 });
 
 const byId = (spans: ExportedSpan[], spanId: string | undefined): ExportedSpan | undefined => spans.find((span) => span.spanId === spanId);

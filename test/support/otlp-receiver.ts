@@ -70,3 +70,20 @@ export class OtlpReceiver {
     return new Promise((resolve) => this.server.close(() => resolve()));
   }
 }
+
+/**
+ * For a tracing test file: starts `receiver`, switches tracing on for this process with `env` (OTEL_* variables, the
+ * receiver as the endpoint, exports every 50 ms) and restores the environment in `restore()`. Tracing is
+ * process-wide (the OpenTelemetry API is global): each tracing test file sets it up once, before its gateways start.
+ */
+export async function traceToReceiver(receiver: OtlpReceiver, env: Record<string, string>): Promise<{ restore: () => Promise<void> }> {
+  const saved = { ...process.env };
+  await receiver.start();
+  Object.assign(process.env, { OTEL_TRACES_EXPORTER: 'otlp', OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '50', ...env });
+  return {
+    restore: async () => {
+      await receiver.close();
+      process.env = saved;
+    },
+  };
+}
