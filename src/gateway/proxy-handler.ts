@@ -87,7 +87,7 @@ export class ProxyHandler {
         status = outcome.problem.status;
       }
       this.answered(request, exchange, outcome.route, status);
-      this.completed(request, exchange, outcome.route, status, outcome.decision ?? null, null, null);
+      this.completed(request, exchange, outcome.route, status, outcome.decision ?? null, null, null, true);
       return;
     }
     if (expectContinue) res.writeContinue();
@@ -123,12 +123,23 @@ export class ProxyHandler {
 
   /**
    * The request is over: the access log line and the end of the server span. `status` is what the client got;
-   * `bytes` the response body, when known.
+   * `bytes` the response body, when known; `refused` when the gateway answered itself (a denial, or a failure to
+   * forward) rather than the host.
    */
-  private completed(request: PreparedRequest, exchange: Exchange, route: string | undefined, status: number, decision: AuthorizationDecision | null, upstreamMs: number | null, bytes: number | null): void {
+  private completed(
+    request: PreparedRequest,
+    exchange: Exchange,
+    route: string | undefined,
+    status: number,
+    decision: AuthorizationDecision | null,
+    upstreamMs: number | null,
+    bytes: number | null,
+    refused = false,
+  ): void {
     const durationMs = performance.now() - exchange.started;
     const log = this.deps.accessLog;
-    if (log !== null && (exchange.logAllowed || status >= 400 || decision?.shadowed === true)) {
+    // `denied` logs what the gateway refused or failed to forward, and shadow denials; `all` (sampled) the rest too.
+    if (log !== null && (exchange.logAllowed || refused || decision?.shadowed === true)) {
       log.write({
         requestId: request.requestId,
         traceId: exchange.trace?.traceId ?? null,
@@ -137,7 +148,7 @@ export class ProxyHandler {
         path: request.path,
         route: route ?? null,
         status,
-        decision: decision === null ? (status === 401 || status === 403 ? 'deny' : 'none') : decision.shadowed ? 'shadow_deny' : decision.allowed ? 'allow' : 'deny',
+        decision: decision === null ? (refused ? 'deny' : 'none') : decision.shadowed ? 'shadow_deny' : decision.allowed ? 'allow' : 'deny',
         step: decision?.failedStep ?? null,
         userId: decision?.userId ?? null,
         decisionId: decision?.decisionId ?? null,
@@ -223,17 +234,20 @@ export class ProxyHandler {
     // replaced, its trace id kept); with it off, the client's own headers pass untouched.
     const forwardSpan = exchange.trace === null ? null : exchange.trace.child('forward', { 'server.address': 'upstream' }, SpanKind.CLIENT);
     if (forwardSpan !== null) headers = withTraceContext(headers, exchange.trace!.propagationHeaders(forwardSpan));
-    // The end of the response matters only to the access log and the spans: watched only when one of them wants it.
+    // The end of the response matters only to the access log and the spans: watched only when one of them wants it
+    // (a shadow denial is logged in every mode but off).
     let statusCode = 0;
     let upstreamMs: number | null = null;
-    if (exchange.logAllowed || exchange.trace !== null) {
+    let failed = false;
+    const watched = exchange.logAllowed || exchange.trace !== null || outcome.decision?.shadowed === true;
+    if (watched) {
       res.once('close', () => {
         if (forwardSpan !== null) {
           forwardSpan.setAttribute('http.response.status_code', statusCode);
           endSpan(forwardSpan);
         }
         const length = Number(res.getHeader('content-length'));
-        this.completed(request, exchange, route, res.statusCode || statusCode, outcome.decision, upstreamMs, Number.isFinite(length) && res.writableFinished ? length : null);
+        this.completed(request, exchange, route, res.statusCode || statusCode, outcome.decision, upstreamMs, Number.isFinite(length) && res.writableFinished ? length : null, failed);
       });
     }
     this.deps.forwarder.forward(req, res, {
@@ -252,8 +266,9 @@ export class ProxyHandler {
         this.deps.logger.warn({ err: problem.cause, requestId: request.requestId, code: problem.code }, 'proxy: upstream failed');
         sendProblem(res, problem, request.path, request.requestId);
         this.answered(request, exchange, route, problem.status);
-        // Not watched above: a failure is always logged (status ≥ 500).
-        if (!exchange.logAllowed && exchange.trace === null) this.completed(request, exchange, route, problem.status, outcome.decision, null, null);
+        // The gateway's own failure to forward: logged in every mode but off.
+        failed = true;
+        if (!watched) this.completed(request, exchange, route, problem.status, outcome.decision, null, null, true);
       },
     });
   }

@@ -90,13 +90,27 @@ describe('the access log', () => {
     for (const secret of [accessToken, 'iamt_not-a-live-token', 'alice-password', 'shh', 'theme=dark']) expect(log.raw()).not.toContain(secret);
   });
 
-  it('denied (the default, see config.test.ts): denials and failures only', async () => {
+  it("denied (the default, see config.test.ts): the gateway's own refusals and failures only, not the host's answers", async () => {
     const { gateway, log } = await gatewayWith('denied');
     const { accessToken } = await login(gateway.url, 'alice');
     const allowed = await fetch(`${gateway.url}/api/projects`, { headers: bearer(accessToken) });
     const denied = await fetch(`${gateway.url}/api/admin/stats`, { headers: bearer(accessToken) });
     expect(await linesFor(gateway, log, denied.headers.get('x-request-id')!)).toHaveLength(1);
+    // A browser without a session is sent to the login: a refusal too.
+    const redirected = await fetch(`${gateway.url}/api/projects`, { headers: { accept: 'text/html' }, redirect: 'manual' });
+    expect(redirected.status).toBe(302);
+    expect(await linesFor(gateway, log, redirected.headers.get('x-request-id')!)).toEqual([expect.objectContaining({ status: 302, decision: 'deny', route: '/api/projects' })]);
     expect(log.lines().filter((line) => line.requestId === allowed.headers.get('x-request-id'))).toEqual([]);
+  });
+
+  it('denied: a host that cannot be reached is logged (502), as the gateway failed to forward', async () => {
+    const log = capture();
+    const down = await startTestGateway('http://127.0.0.1:1', { IAM_POLICIES_DIR: E2E_POLICIES, IAM_ACCESS_LOG: 'denied' }, { accessLogDestination: log.destination });
+    gateways.push(down);
+    const { accessToken } = await login(down.url, 'alice');
+    const failed = await fetch(`${down.url}/api/projects`, { headers: bearer(accessToken) });
+    expect(failed.status).toBe(502);
+    expect(await linesFor(down, log, failed.headers.get('x-request-id')!)).toEqual([expect.objectContaining({ status: 502, decision: 'allow', userId: 'u-alice' })]);
   });
 
   it('off: nothing; all with a sample of 0: denials only', async () => {
