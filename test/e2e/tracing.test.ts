@@ -43,7 +43,7 @@ describe('a traced proxied request', () => {
     const clientParent = randomBytes(8).toString('hex');
     const answer = await fetch(`${fixture.gateway.url}/api/projects`, { headers: { ...bearer(accessToken), traceparent: `00-${traceId}-${clientParent}-01`, tracestate: 'vendor=abc' } });
     expect(answer.status).toBe(200);
-    const spans = await receiver.waitFor((all) => all.some((span) => span.traceId === traceId && span.name === 'forward'), 'forward span');
+    const spans = await receiver.waitFor((all) => ['forward', 'authorize', 'GET /api/projects'].every((name) => all.some((span) => span.traceId === traceId && span.name === name)), 'the request spans');
     const trace = spans.filter((span) => span.traceId === traceId);
     const server = trace.find((span) => span.kind === 2)!; // SERVER
     expect(server).toMatchObject({ parentSpanId: clientParent, name: 'GET /api/projects', attributes: { 'http.route': '/api/projects', 'http.request.method': 'GET' } });
@@ -75,8 +75,10 @@ describe('a traced proxied request', () => {
     const { accessToken } = await login(example.url, 'alice');
     const answer = await fetch(`${example.url}/api/projects/1`, { headers: bearer(accessToken) });
     expect(answer.status).toBe(200);
-    const spans = await receiver.waitFor((all) => all.some((span) => span.name === 'resolve' && span.attributes['iam.resource.type'] === 'PROJECT'), 'resolve span');
-    const resolve = spans.find((span) => span.name === 'resolve' && span.attributes['iam.resource.type'] === 'PROJECT')!;
+    // Spans end at different times and may arrive in different exports: wait for the whole chain.
+    const isResolve = (span: ExportedSpan): boolean => span.name === 'resolve' && span.attributes['iam.resource.type'] === 'PROJECT';
+    const spans = await receiver.waitFor((all) => all.some((span) => isResolve(span) && byId(all, byId(all, span.parentSpanId)?.parentSpanId) !== undefined), 'resolve span and its parents');
+    const resolve = spans.find(isResolve)!;
     expect(resolve.attributes['iam.resolver.result']).toBe('found');
     const authorize = byId(spans, resolve.parentSpanId);
     expect(authorize).toMatchObject({ name: 'authorize', attributes: { 'http.route': '/api/projects/:projectId', 'iam.decision': 'allow' } });
@@ -87,7 +89,10 @@ describe('a traced proxied request', () => {
     const { accessToken } = await login(fixture.gateway.url, 'admin');
     const answer = await fetch(`${fixture.gateway.url}/iam/admin/users/u-traced`, { method: 'PUT', headers: { ...bearer(accessToken), 'content-type': 'application/json' }, body: JSON.stringify({ enabled: true }) });
     expect(answer.status).toBe(201);
-    const spans = await receiver.waitFor((all) => all.some((span) => span.name === 'admin write' && span.attributes['iam.permission'] === 'iam.admin.users:write'), 'admin write span');
+    const spans = await receiver.waitFor(
+      (all) => all.some((span) => span.name === 'admin write' && span.attributes['iam.permission'] === 'iam.admin.users:write' && byId(all, span.parentSpanId) !== undefined),
+      'admin write span and its request',
+    );
     const write = spans.find((span) => span.name === 'admin write')!;
     expect(write.attributes).toMatchObject({ 'http.request.method': 'PUT', 'enduser.id': 'u-admin' });
     expect(byId(spans, write.parentSpanId)?.name).toBe('PUT /iam/admin/users/u-traced');
@@ -95,7 +100,7 @@ describe('a traced proxied request', () => {
 
   it('a login is a span with its authenticator and result, never the username or password', async () => {
     await login(fixture.gateway.url, 'bob');
-    const spans = await receiver.waitFor((all) => all.some((span) => span.name === 'login' && span.attributes['enduser.id'] === 'u-bob'), 'login span');
+    const spans = await receiver.waitFor((all) => all.some((span) => span.name === 'login' && span.attributes['enduser.id'] === 'u-bob' && byId(all, span.parentSpanId) !== undefined), 'login span and its request');
     const span = spans.find((candidate) => candidate.name === 'login' && candidate.attributes['enduser.id'] === 'u-bob')!;
     expect(span.attributes).toMatchObject({ 'iam.authenticator': 'users-file', 'iam.login.result': 'success', 'iam.client_type': 'WEB' });
     const server = byId(spans, span.parentSpanId);

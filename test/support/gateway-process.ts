@@ -84,6 +84,8 @@ export async function startGatewayProcess(upstreamUrl: string, env: Record<strin
       // Each process its own audit spool unless the test shares one (the repository's .data is not the tests').
       IAM_AUDIT_SPOOL_DIR: join(tmpdir(), uniquePrefix('audit-spool')),
       LOG_LEVEL: 'info',
+      // The access log (default `denied`) would mix its lines into the log the tests read; its own tests turn it on.
+      IAM_ACCESS_LOG: 'off',
       // config/default.yaml names no users (#11.21); the tests log in the example users like the demo does.
       IAM_AUTHENTICATOR_TYPE: 'users-file',
       IAM_AUTHENTICATOR_PATH: 'config/users.example.yaml',
