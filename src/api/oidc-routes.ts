@@ -61,9 +61,8 @@ export function registerOidcRoutes(router: Router, deps: OidcRoutesDeps): void {
       const prepared = stateOf(ctx).prepared;
       const bearer = parseBearerToken(prepared.authorization);
       const cookie = bearer.kind === 'bearer' ? null : prepared.cookieSession;
-      // Another site may not end the user's session (logout CSRF): a cross-site navigation here changes nothing.
-      if (cookie !== null && cookie.fetchSite === 'cross-site') throw problems.crossSiteCookie();
-      if (cookie !== null && isCrossSiteRequest(cookie, 'POST', false, deps.trustedOrigins) && cookie.origin !== null) throw problems.crossSiteCookie();
+      // Another site may not end the user's session (logout CSRF): checked as for an unsafe method, though it is a GET.
+      if (cookie !== null && isCrossSiteRequest(cookie, 'POST', false, deps.trustedOrigins)) throw problems.crossSiteCookie();
       const token = bearer.kind === 'bearer' ? bearer.token : (cookie?.token ?? null);
       const session = token === null ? null : await deps.sessions.verify(token);
       if (session) await deps.sessions.logout(session, factsOf(ctx));

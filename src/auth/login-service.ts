@@ -3,7 +3,7 @@ import { withSpan } from '../observability/tracing';
 import type { Logger } from '../observability/logger';
 import type { GatewayMetrics } from '../observability/metrics';
 import type { IamRepository } from '../domain/iam-repository';
-import type { ProfileRecord } from '../domain/records';
+import type { IdentityRecord, ProfileRecord, UserRecord } from '../domain/records';
 import { ProblemError, problems } from '../domain/problem';
 import { notASession, type AuthenticationResult, type RequestFacts, type SessionService, type VerifiedSession } from '../sessions/session-service';
 import type { TokenStore } from '../domain/token-store';
@@ -105,13 +105,9 @@ export class LoginService {
    * issued and the login audited. Refusals are audited and answered 401 IAM_INVALID_CREDENTIALS.
    */
   private async establish(identity: AuthenticatedIdentity, clientType: string, facts: RequestFacts, login: EstablishOptions): Promise<AuthenticationResult> {
-    const failed = { username: login.username, clientType };
-    if (login.mustExist && !(await this.deps.repository.getUser(identity.userId))) return this.fail(failed, facts, 'unknown-user', null);
-    const { user, identity: storedIdentity } = await this.deps.repository.ensurePrincipal(identity);
-    if (!user.enabled) return this.fail(failed, facts, 'user-disabled', identity.userId);
-    if (!storedIdentity.enabled || storedIdentity.userId !== identity.userId) return this.fail(failed, facts, 'identity-disabled', identity.userId);
-    // The stored identity's domain is the truth (admins and provisioning set it): an authenticator naming another is refused.
-    if (storedIdentity.identityDomain !== identity.identityDomain) return this.fail(failed, facts, 'identity-domain-mismatch', identity.userId);
+    const admitted = await admitIdentity(this.deps.repository, identity, login.mustExist === true);
+    if ('refused' in admitted) return this.fail({ username: login.username, clientType }, facts, admitted.refused, admitted.userId);
+    const { user } = admitted;
 
     let authorizationVersion = user.authorizationVersion;
     if (identity.profiles && identity.profiles.length > 0) {
@@ -126,14 +122,7 @@ export class LoginService {
 
     const profiles = await this.deps.repository.listProfiles(identity.userId);
     const preferred = login.preferredProfileId ? profiles.find((profile) => profile.profileId === login.preferredProfileId && isAvailable(profile) && profile.clientTypes.includes(clientType)) : undefined;
-    const principal: IamPrincipal = {
-      userId: identity.userId,
-      identityId: identity.identityId,
-      identityDomain: storedIdentity.identityDomain,
-      activeProfileId: (preferred ?? selectActiveProfile(profiles, clientType))?.profileId ?? null,
-      ...(identity.displayName ?? user.displayName ? { displayName: identity.displayName ?? user.displayName ?? undefined } : {}),
-      authorizationVersion,
-    };
+    const principal = principalOf(identity, admitted, (preferred ?? selectActiveProfile(profiles, clientType))?.profileId ?? null, authorizationVersion);
     const result = await this.deps.sessions.issue(principal, clientType, facts, user.sessionEpoch ?? 0, undefined, login.idpSessionId ?? null);
     this.deps.audit.record({
       action: 'auth.login',
@@ -204,6 +193,45 @@ export class LoginService {
 
 function isAvailable(profile: ProfileRecord): boolean {
   return profile.enabled && !profile.revoked;
+}
+
+/** Why the gateway's records refuse an identity an authenticator or provider vouched for (audited as the reason). */
+export type IdentityRefusal = 'unknown-user' | 'user-disabled' | 'identity-disabled' | 'identity-domain-mismatch';
+
+/**
+ * The gateway's own records decide whether an identity someone vouched for (a password authenticator, an OpenID
+ * Provider's login or access token) may act: the user is created unless `mustExist`, and must be enabled; the
+ * identity must be enabled and the user's; its stored domain is the truth (admins and provisioning set it).
+ */
+export async function admitIdentity(
+  repository: Pick<IamRepository, 'getUser' | 'ensurePrincipal'>,
+  identity: AuthenticatedIdentity,
+  mustExist: boolean,
+): Promise<{ user: UserRecord; storedIdentity: IdentityRecord } | { refused: IdentityRefusal; userId: string | null }> {
+  if (mustExist && !(await repository.getUser(identity.userId))) return { refused: 'unknown-user', userId: null };
+  const { user, identity: storedIdentity } = await repository.ensurePrincipal(identity);
+  if (!user.enabled) return { refused: 'user-disabled', userId: identity.userId };
+  if (!storedIdentity.enabled || storedIdentity.userId !== identity.userId) return { refused: 'identity-disabled', userId: identity.userId };
+  if (storedIdentity.identityDomain !== identity.identityDomain) return { refused: 'identity-domain-mismatch', userId: identity.userId };
+  return { user, storedIdentity };
+}
+
+/** The principal of an admitted identity acting under `activeProfileId`. */
+export function principalOf(
+  identity: AuthenticatedIdentity,
+  admitted: { user: UserRecord; storedIdentity: IdentityRecord },
+  activeProfileId: string | null,
+  authorizationVersion = admitted.user.authorizationVersion,
+): IamPrincipal {
+  const displayName = identity.displayName ?? admitted.user.displayName;
+  return {
+    userId: identity.userId,
+    identityId: identity.identityId,
+    identityDomain: admitted.storedIdentity.identityDomain,
+    activeProfileId,
+    ...(displayName ? { displayName } : {}),
+    authorizationVersion,
+  };
 }
 
 /**

@@ -1,10 +1,9 @@
 import type { IamRepository } from '../../domain/iam-repository';
-import type { IamPrincipal } from '../../domain/principal';
 import { ProblemError } from '../../domain/problem';
 import { hashToken } from '../../domain/token-hash';
 import type { TokenRecord } from '../../domain/token-record';
 import type { SessionService, VerifiedSession } from '../../sessions/session-service';
-import { selectActiveProfile } from '../login-service';
+import { admitIdentity, principalOf, selectActiveProfile } from '../login-service';
 import type { ClaimMapping } from './oidc-login';
 import { identityFromClaims } from './oidc-login';
 import { RelyingParty } from './relying-party';
@@ -17,9 +16,6 @@ const JWT_SHAPE = /^eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 const MAX_JWT_LENGTH = 8192;
 
 export const looksLikeJwt = (token: string): boolean => token.length <= MAX_JWT_LENGTH && JWT_SHAPE.test(token);
-
-/** True for the session of a provider access token (no gateway session: nothing to log out or switch). */
-export const isAccessTokenSession = (session: VerifiedSession): boolean => session.record.source === 'access-token';
 
 export interface AccessTokenDeps {
   rp: RelyingParty;
@@ -84,19 +80,12 @@ export class AccessTokenVerifier {
       if (error instanceof ProblemError) return null;
       throw error;
     }
-    const { repository } = this.deps;
-    if (this.deps.claims.users === 'existing' && !(await repository.getUser(identity.userId))) return null;
-    const { user, identity: stored } = await repository.ensurePrincipal(identity);
-    if (!user.enabled || !stored.enabled || stored.userId !== identity.userId || stored.identityDomain !== identity.identityDomain) return null;
-    const profiles = await repository.listProfiles(identity.userId);
-    const principal: IamPrincipal = {
-      userId: identity.userId,
-      identityId: identity.identityId,
-      identityDomain: stored.identityDomain,
-      activeProfileId: selectActiveProfile(profiles, this.deps.clientType)?.profileId ?? null,
-      ...(identity.displayName ?? user.displayName ? { displayName: identity.displayName ?? user.displayName ?? undefined } : {}),
-      authorizationVersion: user.authorizationVersion,
-    };
+    // The same records decide as for a login (the same rules, the same refusals).
+    const admitted = await admitIdentity(this.deps.repository, identity, this.deps.claims.users === 'existing');
+    if ('refused' in admitted) return null;
+    const { user } = admitted;
+    const profiles = await this.deps.repository.listProfiles(identity.userId);
+    const principal = principalOf(identity, admitted, selectActiveProfile(profiles, this.deps.clientType)?.profileId ?? null);
     const tokenHash = hashToken(token);
     const expiresAtMs = (claims.exp as number) * 1000;
     const record: TokenRecord = {
