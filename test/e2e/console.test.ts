@@ -329,6 +329,14 @@ describeInBrowser('the console in Chromium', () => {
     );
     const { page } = await newPage();
     await signIn(page, 'auditor', '/iam/console/audit');
+    // The status line announcing the results does not move the page: a click aimed at the form lands on it.
+    const apply = page.getByRole('button', { name: 'Apply filters' });
+    await shows(page.locator('#status'), /events?, newest first/);
+    const withMessage = await apply.boundingBox();
+    await page.locator('#status').evaluate((element) => {
+      (element as { textContent: string }).textContent = '';
+    });
+    expect(await apply.boundingBox()).toEqual(withMessage);
     await page.getByLabel('Type (action)').fill('console.test.row');
     await page.getByRole('button', { name: 'Apply filters' }).click();
     await page.waitForURL((url) => url.searchParams.get('action') === 'console.test.row');
