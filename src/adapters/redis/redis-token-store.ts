@@ -18,7 +18,7 @@ import {
 import { RedisEventsChannel } from './redis-events-channel';
 import { GET_TOKEN, HIT_COUNTER, RELEASE_COUNTER, runScript, runScriptKeys, TAKE_COUNTERS } from './redis-lua-scripts';
 import { RecentRevocations } from './recent-revocations';
-import { openCommands, openSubscriber, parseRedisUrl, type RedisCommands, type RedisTopology } from './redis-topology';
+import { openCommands, openSubscriber, parseRedisUrl, type HostPort, type RedisCommands, type RedisTopology } from './redis-topology';
 
 /** How `RedisTokenStore.connect` reaches Redis. */
 export interface RedisTokenStoreOptions {
@@ -138,22 +138,24 @@ export class RedisTokenStore implements TokenStore {
     };
     const commands = openCommands(topology, base, names.commands);
     const revocations = openCommands(topology, base, names.revocations);
-    // Resubscription is ours (RedisEventsChannel) so that `connected` follows the real confirmation.
-    const subscriber = openSubscriber(topology, { ...base, autoResubscribe: false }, names.subscriber, () =>
-      commands instanceof Cluster ? commands.nodes('all').map((node) => ({ host: node.options.host ?? '127.0.0.1', port: node.options.port ?? 6379 })) : [],
-    );
     watchConnection(commands, 'commands', options.logger);
     watchConnection(revocations, 'revocations', options.logger);
-    watchConnection(subscriber, 'subscriber', options.logger);
+    let subscriber: Redis | null = null;
     let evictionPolicy: string | null = null;
     try {
-      await Promise.all([waitUntilReady(commands, connectTimeoutMs), waitUntilReady(revocations, connectTimeoutMs), waitUntilReady(subscriber, connectTimeoutMs)]);
+      await Promise.all([waitUntilReady(commands, connectTimeoutMs), waitUntilReady(revocations, connectTimeoutMs)]);
+      // Opened once the commands know the cluster's slots: its first node is the one PUBLISH goes to.
+      // Resubscription is ours (RedisEventsChannel) so that `connected` follows the real confirmation.
+      const channel = `${options.prefix}:events`;
+      subscriber = openSubscriber(topology, { ...base, autoResubscribe: false }, names.subscriber, () => (commands instanceof Cluster ? subscriberNodes(commands, channel) : []));
+      watchConnection(subscriber, 'subscriber', options.logger);
+      await waitUntilReady(subscriber, connectTimeoutMs);
       await assertServerVersion(commands);
       evictionPolicy = await checkEvictionPolicy(commands, options.logger, options.refuseEvictingPolicy ?? false);
     } catch (error) {
       commands.disconnect();
       revocations.disconnect();
-      subscriber.disconnect();
+      subscriber?.disconnect();
       throw error instanceof EvictionPolicyError ? error : toUnavailable(error);
     }
     const store = new RedisTokenStore(options.prefix, commands, revocations, subscriber, options.logger, names, topology.kind, maxDelay, options.replayWindowMs ?? 60_000);
@@ -251,7 +253,18 @@ export class RedisTokenStore implements TokenStore {
   async publish(event: StoreEvent): Promise<void> {
     const message = JSON.stringify(event);
     this.recent.published(event, message);
-    await this.commands.publish(this.events.channel, message).catch(rethrowUnavailable);
+    await this.publishMessage(message);
+  }
+
+  /**
+   * PUBLISH answers once the node it was sent to has handed the message to its own subscribers; other nodes
+   * of a Cluster get it over the cluster bus afterwards. So on a Cluster it goes to the primary of the
+   * channel's slot, where every instance's subscriber connects first (subscriberNodes): an event is delivered
+   * to every instance before `publish` resolves, and a logout answered is refused everywhere.
+   */
+  private async publishMessage(message: string): Promise<void> {
+    const target = this.commands instanceof Cluster ? (nodeOf(this.commands, this.events.channel) ?? this.commands) : this.commands;
+    await target.publish(this.events.channel, message).catch(rethrowUnavailable);
   }
 
   /**
@@ -391,7 +404,7 @@ export class RedisTokenStore implements TokenStore {
       await this.revocations.del(entry.tokenKey).catch(rethrowUnavailable);
       await this.revocations.hdel(entry.indexKey, entry.sessionId).catch(rethrowUnavailable);
     }
-    for (const message of events) await this.commands.publish(this.events.channel, message).catch(rethrowUnavailable);
+    for (const message of events) await this.publishMessage(message);
     this.logger?.warn({ reason, deletes: deletes.length, events: events.length, windowMs: this.recent.windowMs }, 'token store: Redis failover or reconnect noticed; recent revocations applied and published again');
     return { deletes: deletes.length, events: events.length };
   }
@@ -467,6 +480,14 @@ function nodeOf(cluster: Cluster, key: string): Redis | null {
   const owner = cluster.slots[calculateSlot(key)]?.[0];
   if (!owner) return null;
   return cluster.nodes('master').find((node) => `${node.options.host}:${node.options.port}` === owner) ?? null;
+}
+
+/** The cluster's nodes for the subscriber, the primary of the channel's slot (where PUBLISH goes) first. */
+function subscriberNodes(cluster: Cluster, channel: string): HostPort[] {
+  const owner = cluster.slots[calculateSlot(channel)]?.[0];
+  const nodes = cluster.nodes('all').map((node) => ({ host: node.options.host ?? '127.0.0.1', port: node.options.port ?? 6379 }));
+  const first = nodes.findIndex((node) => `${node.host}:${node.port}` === owner);
+  return first > 0 ? [nodes[first]!, ...nodes.slice(0, first), ...nodes.slice(first + 1)] : nodes;
 }
 
 /** A signature of which primaries serve the slots (changes when a replica is promoted). */

@@ -165,9 +165,11 @@ export function openCommands(topology: RedisTopology, base: RedisOptions, name: 
 }
 
 /**
- * Opens the dedicated subscriber connection. Classic pub/sub reaches every node of a Cluster (the cluster bus
- * forwards each PUBLISH), so the subscriber is one plain connection to one node; when that node is lost, the
- * next connection attempt goes to the next node `nodes()` lists (the cluster's current nodes, else the seeds).
+ * Opens the dedicated subscriber connection. On a Cluster it is one plain connection to one node: `nodes()`
+ * lists the cluster's nodes, the preferred one first (the store puts first the primary that its PUBLISH goes
+ * to, whose own subscribers get a message before the PUBLISH answers; the cluster bus forwards it to the other
+ * nodes a little later). A connection that fails soon after the previous attempt goes to the next node in
+ * the list; after a connection that lasted, the preferred node is tried first again.
  */
 export function openSubscriber(topology: RedisTopology, base: RedisOptions, name: string, nodes?: () => HostPort[]): Redis {
   switch (topology.kind) {
@@ -220,10 +222,13 @@ function sentinelOptions(topology: Extract<RedisTopology, { kind: 'sentinel' }>)
   };
 }
 
-/** The ioredis connector of the Cluster subscriber: every (re)connection goes to the next node in turn. */
+/** A connection that lived this long counts as healthy: the next one starts again at the preferred node. */
+const HEALTHY_CONNECTION_MS = 5000;
+
+/** The ioredis connector of the Cluster subscriber (see {@link openSubscriber}). */
 class RotatingNodeConnector extends AbstractConnector {
-  // Instances start at different nodes, so their subscribers spread over the cluster.
-  private static turn = Math.floor(Math.random() * 1024);
+  private index = -1;
+  private lastAttemptAt = 0;
   private readonly nodes: () => HostPort[];
   private readonly tls: boolean;
 
@@ -236,7 +241,10 @@ class RotatingNodeConnector extends AbstractConnector {
   connect(): Promise<Socket | TLSSocket> {
     this.connecting = true;
     const nodes = this.nodes();
-    const node = nodes[RotatingNodeConnector.turn++ % nodes.length]!;
+    const now = Date.now();
+    this.index = now - this.lastAttemptAt > HEALTHY_CONNECTION_MS ? 0 : this.index + 1;
+    this.lastAttemptAt = now;
+    const node = nodes[this.index % nodes.length]!;
     return new Promise((resolve, reject) => {
       process.nextTick(() => {
         if (!this.connecting) {
