@@ -4,10 +4,12 @@
  * `npm run bench:scale`: several gateway instances on one shared Redis (a single server, then a Redis Cluster
  * of 3 primaries + 3 replicas) and one shared PostgreSQL, all real processes on 127.0.0.1.
  *
- * For each Redis topology, gateways are added one at a time (1, 2, 3 instances); with each count it measures
- *  - throughput: autocannon against every gateway directly and at the same time (warm sessions: one session
- *    used on every instance, as a load balancer without sticky sessions spreads a client), per instance and in
- *    total, with the CPU each gateway and Redis spent per request;
+ * Both topologies run side by side; gateways are added to each one at a time (1, 2, 3 instances); with each
+ * count it measures
+ *  - throughput: autocannon against every gateway of a topology directly and at the same time (warm sessions:
+ *    one session used on every instance, as a load balancer without sticky sessions spreads a client), per
+ *    instance and in total, with the CPU each gateway, Redis and the load generator spent per request; the
+ *    rounds alternate between the topologies (ABBA), so drift on a shared machine favours neither;
  *  - revocation propagation: K sessions logged in through instance A and warmed on every instance (each has
  *    it in its session cache), then one by one logged out through A (`POST /iam/auth/logout`) while every
  *    instance is polled in a tight loop with the token: from the logout's answer to the moment every
@@ -164,52 +166,59 @@ function writePolicy(dir) {
   writeFileSync(join(dir, 'bench.yaml'), text);
 }
 
+const topologyLabel = (kind) => (kind === 'single' ? 'single Redis' : 'Redis Cluster 3+3');
+
 /**
- * Throughput with `gateways.length` instances: warm-up on all at once, then one measured autocannon run per
- * instance at the same time, the connections split evenly. Repeated `rounds` times; per instance the median.
+ * One throughput round with `gateways.length` instances: warm-up on all at once, then one measured autocannon
+ * run per instance at the same time, the connections split evenly.
  */
-async function throughput(gateways, topology, token, options) {
+async function throughputRound(gateways, topology, token, options) {
   const perInstance = Math.floor(options.connections / gateways.length);
   const url = (gateway) => `${gateway.url}${BENCH_PATH}`;
-  const rounds = [];
-  for (let r = 0; r < options.rounds; r++) {
-    if (options.warmupS > 0) await Promise.all(gateways.map((gateway) => runAutocannon({ url: url(gateway), connections: perInstance, duration: options.warmupS, headers: bearer(token) })));
-    const redisPids = topology.nodes.filter((node) => node.exitCode === undefined).map((node) => node.pid);
-    const redisBefore = sumCpu(redisPids);
-    const runnerBefore = cpuMicros(process.pid);
-    const machineBefore = cpuTimes();
-    const results = await Promise.all(
-      gateways.map((gateway) => measure({ url: url(gateway), connections: perInstance, durationS: options.durationS, warmupS: 0, headers: bearer(token), watch: { target: gateway.pid } })),
-    );
-    const machineAfter = cpuTimes();
-    const runnerAfter = cpuMicros(process.pid);
-    const redisAfter = sumCpu(redisPids);
-    const total = results.reduce((sum, result) => sum + result.requests, 0);
-    const round = {
-      perInstance: results.map((result) => ({
-        rps: result.rps,
-        p50: result.p50,
-        p99: result.p99,
-        cpuMicrosPerRequest: result.cpuMicrosPerRequest.target,
-        failed: result.non2xx + result.errors + result.timeouts,
-      })),
-      totalRps: results.reduce((sum, result) => sum + result.rps, 0),
-      redisCpuMicrosPerRequest: redisBefore === null || redisAfter === null || total === 0 ? null : (redisAfter - redisBefore) / total,
-      loadGeneratorCpuMicrosPerRequest: runnerBefore === null || runnerAfter === null || total === 0 ? null : (runnerAfter - runnerBefore) / total,
-      machineBusy: busyShare(machineBefore, machineAfter),
-    };
-    rounds.push(round);
-    log(
-      `    round ${r + 1}/${options.rounds}: ${round.perInstance.map((entry) => fmtInt(entry.rps)).join(' + ')} = ${fmtInt(round.totalRps)} req/s` +
-        `  (p99 ${round.perInstance.map((entry) => fmt(entry.p99)).join(' / ')} ms; gateway cpu ${round.perInstance.map((entry) => fmt(entry.cpuMicrosPerRequest, 1)).join(' / ')} µs/req;` +
-        ` redis ${fmt(round.redisCpuMicrosPerRequest, 1)} µs/req; load generator ${fmt(round.loadGeneratorCpuMicrosPerRequest, 1)} µs/req; machine ${fmt((round.machineBusy ?? Number.NaN) * 100, 0)}% busy)` +
-        `${round.perInstance.some((entry) => entry.failed > 0) ? `  !! ${round.perInstance.map((entry) => entry.failed).join('/')} failed` : ''}`,
-    );
-  }
-  const pick = (i, field) => median(rounds.map((entry) => entry.perInstance[i][field]));
+  if (options.warmupS > 0) await Promise.all(gateways.map((gateway) => runAutocannon({ url: url(gateway), connections: perInstance, duration: options.warmupS, headers: bearer(token) })));
+  const redisPids = topology.nodes.filter((node) => node.exitCode === undefined).map((node) => node.pid);
+  const redisBefore = sumCpu(redisPids);
+  const runnerBefore = cpuMicros(process.pid);
+  const machineBefore = cpuTimes();
+  const results = await Promise.all(
+    gateways.map((gateway) => measure({ url: url(gateway), connections: perInstance, durationS: options.durationS, warmupS: 0, headers: bearer(token), watch: { target: gateway.pid } })),
+  );
+  const machineAfter = cpuTimes();
+  const runnerAfter = cpuMicros(process.pid);
+  const redisAfter = sumCpu(redisPids);
+  const total = results.reduce((sum, result) => sum + result.requests, 0);
+  const perRequest = (before, after) => (before === null || after === null || total === 0 ? null : (after - before) / total);
   return {
     connectionsPerInstance: perInstance,
-    perInstance: gateways.map((_gateway, i) => ({ rps: pick(i, 'rps'), p50: pick(i, 'p50'), p99: pick(i, 'p99'), cpuMicrosPerRequest: pick(i, 'cpuMicrosPerRequest') })),
+    perInstance: results.map((result) => ({
+      rps: result.rps,
+      p50: result.p50,
+      p99: result.p99,
+      cpuMicrosPerRequest: result.cpuMicrosPerRequest.target,
+      failed: result.non2xx + result.errors + result.timeouts,
+    })),
+    totalRps: results.reduce((sum, result) => sum + result.rps, 0),
+    redisCpuMicrosPerRequest: perRequest(redisBefore, redisAfter),
+    loadGeneratorCpuMicrosPerRequest: perRequest(runnerBefore, runnerAfter),
+    machineBusy: busyShare(machineBefore, machineAfter),
+  };
+}
+
+function logRound(label, round) {
+  log(
+    `    ${label}: ${round.perInstance.map((entry) => fmtInt(entry.rps)).join(' + ')} = ${fmtInt(round.totalRps)} req/s` +
+      `  (p99 ${round.perInstance.map((entry) => fmt(entry.p99)).join(' / ')} ms; gateway cpu ${round.perInstance.map((entry) => fmt(entry.cpuMicrosPerRequest, 1)).join(' / ')} µs/req;` +
+      ` redis ${fmt(round.redisCpuMicrosPerRequest, 1)} µs/req; load generator ${fmt(round.loadGeneratorCpuMicrosPerRequest, 1)} µs/req; machine ${fmt((round.machineBusy ?? Number.NaN) * 100, 0)}% busy)` +
+      `${round.perInstance.some((entry) => entry.failed > 0) ? `  !! ${round.perInstance.map((entry) => entry.failed).join('/')} failed` : ''}`,
+  );
+}
+
+/** The rounds of one topology and instance count: per instance and in total, the median over rounds. */
+function summarizeThroughput(rounds) {
+  const pick = (i, field) => median(rounds.map((entry) => entry.perInstance[i][field]));
+  return {
+    connectionsPerInstance: rounds[0].connectionsPerInstance,
+    perInstance: rounds[0].perInstance.map((_entry, i) => ({ rps: pick(i, 'rps'), p50: pick(i, 'p50'), p99: pick(i, 'p99'), cpuMicrosPerRequest: pick(i, 'cpuMicrosPerRequest') })),
     totalRps: median(rounds.map((entry) => entry.totalRps)),
     redisCpuMicrosPerRequest: median(rounds.map((entry) => entry.redisCpuMicrosPerRequest ?? Number.NaN)),
     loadGeneratorCpuMicrosPerRequest: median(rounds.map((entry) => entry.loadGeneratorCpuMicrosPerRequest ?? Number.NaN)),
@@ -353,6 +362,7 @@ async function failover(gateways, topology, token, prefix, options) {
       requests: after.length,
       firstFailureAfterKillMs: failures.length ? failures[0].sentAt - killedAt : null,
       windowMs: lastFailure ? (recovered ? recovered.receivedAt - killedAt : null) : 0,
+      outageMs: lastFailure ? (recovered ? recovered.receivedAt - failures[0].sentAt : null) : 0,
       statuses,
     };
   });
@@ -360,74 +370,92 @@ async function failover(gateways, topology, token, prefix, options) {
   return { killedPort: victim.port, loadSeconds: options.failoverLoadS, perInstance, primariesAfter: newPrimaries };
 }
 
-/** One Redis topology: gateways added one at a time, each count measured. */
-async function runTopology(kind, context, options) {
-  const { upstream, policyDir, tmp, database } = context;
-  log(`\n== ${kind === 'single' ? 'single Redis' : 'Redis Cluster'}`);
-  const topology = kind === 'single' ? await startSingleRedis(join(tmp, 'redis')) : await startRedisCluster(join(tmp, 'redis'));
-  log(`  ${topology.describe}; gateway REDIS_URL=${topology.url}`);
-  const prefix = `bench-scale-${randomBytes(4).toString('hex')}`;
-  const gateways = [];
-  const steps = [];
-  let failoverResult = null;
-  try {
-    let token = null;
-    for (let n = 1; n <= context.maxInstances; n++) {
-      const name = `gateway-${kind}-${n}`;
-      const t0 = Date.now();
-      mkdirSync(join(tmp, 'spool', name), { recursive: true });
-      gateways.push(
-        await startGatewayProcess({
-          name,
-          upstreamUrl: upstream.url,
-          policyDir,
-          redisUrl: topology.url,
-          prefix,
-          extraEnv: {
-            ...(database ? { DATABASE_URL: database.url } : {}),
-            IAM_ACCESS_LOG: 'off',
-            IAM_AUDIT_SPOOL_DIR: join(tmp, 'spool', name),
-            // The propagation phase holds `sessions` sessions of one user at once.
-            IAM_TOKEN_MAX_SESSIONS_PER_USER: String(Math.max(50, options.sessions * 2)),
-          },
-        }),
-      );
-      if (token === null) {
-        token = (await login(gateways[0].url, 'alice', 'alice-password')).accessToken;
-        const keys = await keyCount(topology.nodes);
-        if (!(keys > 0)) throw new Error(`${name} logged in, but ${topology.describe} holds no key: the gateway is not using it`);
+/** Starts one Redis topology and resolves its run state (no gateway yet). */
+async function startTopology(kind, tmp) {
+  const topology = kind === 'single' ? await startSingleRedis(join(tmp, `redis-${kind}`)) : await startRedisCluster(join(tmp, `redis-${kind}`));
+  log(`  ${topologyLabel(kind)}: ${topology.describe}; gateway REDIS_URL=${topology.url}`);
+  return { kind, topology, prefix: `bench-scale-${randomBytes(4).toString('hex')}`, gateways: [], token: null, steps: [], failover: null };
+}
+
+/** Adds gateway number `n` on `run`'s topology; the first logs in the session every instance then serves. */
+async function addGateway(run, n, context, options) {
+  const name = `gateway-${run.kind}-${n}`;
+  const spool = join(context.tmp, 'spool', name);
+  mkdirSync(spool, { recursive: true });
+  const t0 = Date.now();
+  run.gateways.push(
+    await startGatewayProcess({
+      name,
+      upstreamUrl: context.upstream.url,
+      policyDir: context.policyDir,
+      redisUrl: run.topology.url,
+      prefix: run.prefix,
+      extraEnv: {
+        ...(context.database ? { DATABASE_URL: context.database.url } : {}),
+        IAM_ACCESS_LOG: 'off',
+        IAM_AUDIT_SPOOL_DIR: spool,
+        // The propagation phase holds `sessions` sessions of one user at once.
+        IAM_TOKEN_MAX_SESSIONS_PER_USER: String(Math.max(50, options.sessions * 2)),
+      },
+    }),
+  );
+  if (run.token === null) {
+    run.token = (await login(run.gateways[0].url, 'alice', 'alice-password')).accessToken;
+    const keys = await keyCount(run.topology.nodes);
+    if (!(keys > 0)) throw new Error(`${name} logged in, but ${run.topology.describe} holds no key: the gateway is not using it`);
+  }
+  for (const gateway of run.gateways) {
+    const answer = await request(`${gateway.url}${BENCH_PATH}`, { headers: bearer(run.token) });
+    if (answer.status !== 200) throw new Error(`${gateway.name}: expected 200 with the shared session, got ${answer.status} ${answer.body.slice(0, 200)}`);
+    const anonymous = await request(`${gateway.url}${BENCH_PATH}`);
+    if (anonymous.status !== 401) throw new Error(`${gateway.name}: a request without a token should be 401, got ${anonymous.status}`);
+  }
+  return (Date.now() - t0) / 1000;
+}
+
+/**
+ * Every topology's gateways are added one at a time; with each count, the throughput rounds alternate
+ * between the topologies (ABBA: round 2 runs them in the opposite order), so drift on a shared machine
+ * favours neither; then each topology's revocation propagation.
+ */
+async function runAll(runs, context, options) {
+  for (let n = 1; n <= context.maxInstances; n++) {
+    const started = [];
+    for (const run of runs) started.push(`${topologyLabel(run.kind)} ${fmt(await addGateway(run, n, context, options), 1)} s`);
+    log(`\n== ${n} instance${n > 1 ? 's' : ''} per topology (gateway ${n} started: ${started.join(', ')}; the shared session answers 200 on each)`);
+    log(`  throughput, ${options.connections} connections split over ${n}:`);
+    const rounds = new Map(runs.map((run) => [run, []]));
+    for (let r = 0; r < options.rounds; r++) {
+      for (const run of r % 2 === 0 ? runs : [...runs].reverse()) {
+        const round = await throughputRound(run.gateways, run.topology, run.token, options);
+        rounds.get(run).push(round);
+        logRound(`round ${r + 1}/${options.rounds} ${topologyLabel(run.kind).padEnd(17)}`, round);
       }
-      for (const gateway of gateways) {
-        const answer = await request(`${gateway.url}${BENCH_PATH}`, { headers: bearer(token) });
-        if (answer.status !== 200) throw new Error(`${gateway.name}: expected 200 with the shared session, got ${answer.status} ${answer.body.slice(0, 200)}`);
-        const anonymous = await request(`${gateway.url}${BENCH_PATH}`);
-        if (anonymous.status !== 401) throw new Error(`${gateway.name}: a request without a token should be 401, got ${anonymous.status}`);
-      }
-      log(`  ${n} instance${n > 1 ? 's' : ''} (started ${name} in ${((Date.now() - t0) / 1000).toFixed(1)} s; the shared session answers 200 on each):`);
-      log(`    throughput, ${options.connections} connections split over ${n}:`);
-      const load = await throughput(gateways, topology, token, options);
-      log(`    revocation propagation, ${options.sessions} logouts through instance 1:`);
-      const spread = await propagation(gateways, options);
+    }
+    log(`  revocation propagation, ${options.sessions} logouts through instance 1:`);
+    for (const run of runs) {
+      const spread = await propagation(run.gateways, options);
       log(
-        `      logout answered in p50 ${fmt(spread.logoutMs.p50)} / p99 ${fmt(spread.logoutMs.p99)} ms; refused on every instance ${fmt(spread.allRefusedAfterAnswerMs.p50)} / ${fmt(spread.allRefusedAfterAnswerMs.p99)} ms after the answer` +
+        `    ${topologyLabel(run.kind).padEnd(17)} logout answered in p50 ${fmt(spread.logoutMs.p50)} / p99 ${fmt(spread.logoutMs.p99)} ms; refused on every instance ${fmt(spread.allRefusedAfterAnswerMs.p50)} / ${fmt(spread.allRefusedAfterAnswerMs.p99)} ms after the answer` +
           ` (${fmt(spread.allRefusedAfterStartMs.p50)} / ${fmt(spread.allRefusedAfterStartMs.p99)} ms after the call began); stale 200s after the answer: ${spread.staleAfterAnswer}` +
           `${n > 1 ? `; events channel delay (gateway metric, other instances) mean ${fmt(spread.channelDelayMeanMs)} ms` : ''}` +
           `${spread.notRefusedWithinDeadline ? `  !! ${spread.notRefusedWithinDeadline} not refused within ${PROPAGATION_DEADLINE_MS / 1000} s` : ''}`,
       );
-      steps.push({ instances: n, throughput: load, propagation: spread });
+      run.steps.push({ instances: n, throughput: summarizeThroughput(rounds.get(run)), propagation: spread });
     }
-    if (options.failover && kind === 'cluster') {
-      log(`  failover (${gateways.length} instances polled with the shared session):`);
-      failoverResult = await failover(gateways, topology, token, prefix, options);
-      for (const [g, entry] of failoverResult.perInstance.entries()) {
-        log(`    instance ${g + 1}: ${entry.failed} of ${entry.requests} requests failed; first failure ${fmt(entry.firstFailureAfterKillMs, 0)} ms after the kill; succeeding again ${entry.windowMs === null ? 'never (within the run)' : `${fmt(entry.windowMs, 0)} ms`} after the kill ${JSON.stringify(entry.statuses)}`);
-      }
-    }
-  } finally {
-    await Promise.all(gateways.map((gateway) => gateway.stop()));
-    await Promise.all(topology.nodes.map((node) => node.stop()));
   }
-  return { topology: kind, redis: topology.describe, redisUrl: topology.url, steps, failover: failoverResult };
+  for (const run of runs) {
+    if (!options.failover || run.kind !== 'cluster') continue;
+    log(`\n== failover (Redis Cluster, ${run.gateways.length} instances polled with the shared session)`);
+    run.failover = await failover(run.gateways, run.topology, run.token, run.prefix, options);
+    for (const [g, entry] of run.failover.perInstance.entries()) {
+      log(
+        `  instance ${g + 1}: ${entry.failed} of ${entry.requests} requests failed (${JSON.stringify(entry.statuses)}); first failing request sent ${fmt(entry.firstFailureAfterKillMs, 0)} ms after the kill;` +
+          ` succeeding again ${entry.windowMs === null ? 'never (within the run)' : `${fmt(entry.windowMs, 0)} ms after the kill (${fmt(entry.outageMs, 0)} ms after the first failing request was sent)`}`,
+      );
+    }
+  }
+  return runs.map((run) => ({ topology: run.kind, redis: run.topology.describe, redisUrl: run.topology.url, steps: run.steps, failover: run.failover }));
 }
 
 function printTables(results) {
@@ -437,7 +465,7 @@ function printTables(results) {
     for (const step of entry.steps) {
       const load = step.throughput;
       rows.push([
-        entry.topology === 'single' ? 'single Redis' : 'Redis Cluster 3+3',
+        topologyLabel(entry.topology),
         String(step.instances),
         load.perInstance.map((result) => fmtInt(result.rps)).join(' / '),
         fmtInt(load.totalRps),
@@ -457,7 +485,7 @@ function printTables(results) {
     for (const step of entry.steps) {
       const spread = step.propagation;
       spreadRows.push([
-        entry.topology === 'single' ? 'single Redis' : 'Redis Cluster 3+3',
+        topologyLabel(entry.topology),
         String(step.instances),
         String(spread.revocations),
         `${fmt(spread.logoutMs.p50)} / ${fmt(spread.logoutMs.p99)}`,
@@ -514,13 +542,17 @@ async function main(argv) {
     if (options.failover && !topologies.includes('cluster')) log('  --failover needs the Redis Cluster half: not measured');
     const upstream = await startUpstream();
     const context = { upstream, policyDir, tmp, database, maxInstances };
-    const results = [];
-    for (const kind of topologies) results.push(await runTopology(kind, context, options));
+    const runs = [];
+    for (const kind of topologies) runs.push(await startTopology(kind, tmp));
+    const results = await runAll(runs, context, options);
     printTables(results);
     for (const entry of results) {
       if (!entry.failover) continue;
-      const windows = entry.failover.perInstance.map((result) => result.windowMs);
-      log(`\nfailover (Redis Cluster, primary 127.0.0.1:${entry.failover.killedPort} killed): requests failing for ${windows.map((ms) => (ms === null ? 'the whole run' : `${fmt(ms, 0)} ms`)).join(' / ')} after the kill (per instance)`);
+      const per = entry.failover.perInstance;
+      log(
+        `\nfailover (Redis Cluster, primary 127.0.0.1:${entry.failover.killedPort} killed with SIGKILL): requests succeed again ${per.map((result) => (result.windowMs === null ? 'never' : `${fmt(result.windowMs, 0)}`)).join(' / ')} ms after the kill` +
+          ` (per instance; failing from ${per.map((result) => fmt(result.firstFailureAfterKillMs, 0)).join(' / ')} ms; ${per.map((result) => result.failed).join(' / ')} requests failed)`,
+      );
     }
     const output = {
       generatedAt,
