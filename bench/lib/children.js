@@ -4,7 +4,7 @@
  * Ctrl-C / SIGTERM, and (synchronously, SIGKILL) on any process exit. Children we wrote (upstream, baseline
  * proxy) also exit when their IPC channel closes; the gateway is preloaded with exit-with-parent.js.
  */
-const { spawn } = require('node:child_process');
+const { execFileSync, spawn } = require('node:child_process');
 const { join } = require('node:path');
 
 const ROOT = join(__dirname, '..', '..');
@@ -35,10 +35,29 @@ function captureLines(stream, into) {
  * resolves `ready` with the first `{ready: true, ...}` message; otherwise `ready` is the caller's to decide.
  */
 function spawnNode(name, script, args, { env = process.env, ipc = false, preloadExitWithParent = false, nodeFlags = [] } = {}) {
-  installHandlers();
   const nodeArgs = [...nodeFlags, ...(preloadExitWithParent ? ['-r', EXIT_WITH_PARENT] : []), script, ...args];
-  const child = spawn(process.execPath, nodeArgs, {
-    cwd: ROOT,
+  const handle = spawnProcess(name, process.execPath, nodeArgs, { env, ipc });
+  if (ipc) {
+    handle.ready = new Promise((resolve, reject) => {
+      handle.child.on('message', (message) => {
+        if (message && message.ready) resolve(message);
+      });
+      handle.exited.then((code) => reject(new Error(`${name} exited (${code}) before it was ready:\n${handle.tail()}`)));
+    });
+  }
+  return handle;
+}
+
+/**
+ * Spawns any program (e.g. redis-server) as a registered child: stopped like the others, its output kept
+ * for error messages. `parentDeathSignal` (Linux, util-linux `setpriv`): the kernel sends the child that
+ * signal if this process dies without cleaning up (SIGKILL), for programs that cannot watch their parent.
+ */
+function spawnProcess(name, command, args, { env = process.env, ipc = false, cwd = ROOT, parentDeathSignal = null } = {}) {
+  installHandlers();
+  const [file, argv] = parentDeathSignal && hasSetpriv() ? ['setpriv', [`--pdeathsig=${parentDeathSignal}`, '--', command, ...args]] : [command, args];
+  const child = spawn(file, argv, {
+    cwd,
     env,
     stdio: ['ignore', 'pipe', 'pipe', ...(ipc ? ['ipc'] : [])],
   });
@@ -67,16 +86,22 @@ function spawnNode(name, script, args, { env = process.env, ipc = false, preload
     });
   });
   child.once('error', (error) => logs.push(`spawn error: ${error.message}`));
-  if (ipc) {
-    handle.ready = new Promise((resolve, reject) => {
-      child.on('message', (message) => {
-        if (message && message.ready) resolve(message);
-      });
-      handle.exited.then((code) => reject(new Error(`${name} exited (${code}) before it was ready:\n${handle.tail()}`)));
-    });
-  }
   running.add(handle);
   return handle;
+}
+
+let setprivFound = null;
+
+/** Whether util-linux `setpriv` (with --pdeathsig) is on the PATH. */
+function hasSetpriv() {
+  if (setprivFound === null) {
+    try {
+      setprivFound = /--pdeathsig/.test(execFileSync('setpriv', ['--help'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }));
+    } catch {
+      setprivFound = false;
+    }
+  }
+  return setprivFound;
 }
 
 /** SIGTERM, then SIGKILL after a grace period; resolves when the child is gone. */
@@ -161,4 +186,4 @@ function runMain(label, main) {
   );
 }
 
-module.exports = { ROOT, spawnNode, stopAll, addCleanup, runMain };
+module.exports = { ROOT, spawnNode, spawnProcess, stopAll, addCleanup, runMain };

@@ -58,7 +58,6 @@ async function startGatewayProcess({ name, upstreamUrl, policyDir, redisUrl, pre
     IAM_LOGIN_RATE_LIMIT_MAX_FAILURES_PER_ADDRESS: '1000000',
     ...EXAMPLE_IDENTITIES_ENV,
     REDIS_URL: redisUrl ?? '',
-    ...extraEnv,
   };
   // No DATABASE_URL: the embedded PGlite, in memory, so two gateways never share (or leave behind) a data
   // directory. With DATABASE_URL set, the user's PostgreSQL is used as is.
@@ -70,6 +69,8 @@ async function startGatewayProcess({ name, upstreamUrl, policyDir, redisUrl, pre
     env.DATABASE_URL = '';
     env.DATABASE_EMBEDDED_DIR = 'memory://';
   }
+  // Last, so that it wins over the defaults above (a DATABASE_URL of its own included).
+  Object.assign(env, extraEnv);
   // Each build reads its own shipped defaults (another checkout may not know this one's configuration keys).
   env.IAM_CONFIG = join(root, 'config', 'default.yaml');
   const handle = spawnNode(name, join(root, 'bin', 'iam-gateway.js'), ['serve'], { env, preloadExitWithParent: true, nodeFlags });
