@@ -52,7 +52,15 @@ export async function startSessions(
   revocations.load(revocationState);
 
   const backingStore: TokenStore = config.redis.url
-    ? await RedisTokenStore.connect({ url: config.redis.url, prefix: config.iam.token.storePrefix, logger, slidingExpiry: config.iam.token.idleTimeoutMs > 0, refuseEvictingPolicy: true })
+    ? await RedisTokenStore.connect({
+        url: config.redis.url,
+        prefix: config.iam.token.storePrefix,
+        logger,
+        slidingExpiry: config.iam.token.idleTimeoutMs > 0,
+        refuseEvictingPolicy: true,
+        waitReplicas: config.redis.waitReplicas,
+        waitTimeoutMs: config.redis.waitTimeoutMs,
+      })
     : new MemoryTokenStore({ prefix: config.iam.token.storePrefix });
   cleanups.push(() => backingStore.close());
   // Round trips, errors and channel events counted for every store kind (iam_store_operations_total, iam_revocation_*).

@@ -61,7 +61,7 @@ describe('loadConfig defaults', () => {
         websocketRecheckIntervalMs: 30_000,
       },
       database: { url: null, embeddedDir: path.join(repoRoot, '.data/pglite'), poolSize: 10, connectTimeoutMs: 3000, queryTimeoutMs: 5000, idleTimeoutMs: 30_000 },
-      redis: { url: null },
+      redis: { url: null, waitReplicas: 1, waitTimeoutMs: 500 },
       log: { level: 'info' },
       iam: {
         enabled: true,
@@ -292,7 +292,7 @@ describe('loadConfig environment overrides', () => {
     [{ IAM_ENABLED: 'yes' }, 'iam.enabled', 'IAM_ENABLED', /expected true or false, got "yes"/],
     [{ IAM_CLIENT_TYPES: '["WEB"' }, 'iam.client-types', 'IAM_CLIENT_TYPES', /is not a JSON array/],
     [{ IAM_CLIENT_TYPES: 'WEB,api' }, 'iam.client-types[1]', 'IAM_CLIENT_TYPES', /iam\.client-types\[1\]: "api" is not an upper-case identifier .*\(environment variable IAM_CLIENT_TYPES\)$/],
-    [{ REDIS_URL: 'localhost:6379' }, 'redis.url', 'REDIS_URL', /redis\.url: is not a redis:\/\/ or rediss:\/\/ URL \(environment variable REDIS_URL\)/],
+    [{ REDIS_URL: 'localhost:6379' }, 'redis.url', 'REDIS_URL', /redis\.url: is not a redis:\/\/ or rediss:\/\/ URL, redis\+cluster:\/\/.* or redis\+sentinel:\/\/.* \(environment variable REDIS_URL\)/],
   ])('refuses %j naming the variable and the key', (env, key, variable, message) => {
     const error = loadError('', env);
     expect(error.key).toBe(key);

@@ -1,4 +1,4 @@
-import type { ChainableCommander, Redis } from 'ioredis';
+import type { ChainableCommander, Cluster, Redis } from 'ioredis';
 import { StoreUnavailableError } from '../../domain/token-store';
 
 /** Where the Redis token store reports connection trouble (`RedisTokenStoreOptions.logger`). */
@@ -37,7 +37,7 @@ export async function execTransaction(tx: ChainableCommander): Promise<unknown[]
 }
 
 /** Resolves once the connection is ready; rejects after `timeoutMs`. */
-export function waitUntilReady(redis: Redis, timeoutMs: number): Promise<void> {
+export function waitUntilReady(redis: Redis | Cluster, timeoutMs: number): Promise<void> {
   if (redis.status === 'ready') return Promise.resolve();
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
@@ -53,7 +53,7 @@ export function waitUntilReady(redis: Redis, timeoutMs: number): Promise<void> {
 }
 
 /** Rejects when the server is older than the commands the store relies on need. */
-export async function assertServerVersion(redis: Redis): Promise<void> {
+export async function assertServerVersion(redis: Redis | Cluster): Promise<void> {
   const info = await redis.info('server');
   const line = info.split('\n').find((entry) => entry.startsWith('redis_version:'));
   const major = line ? Number.parseInt(line.slice('redis_version:'.length), 10) : Number.NaN;
@@ -69,7 +69,7 @@ export async function assertServerVersion(redis: Redis): Promise<void> {
  * evicts only keys with a TTL (tokens: the session ends, fail closed; counters: the window restarts), which
  * is reported; `noeviction` makes writes fail instead (fail closed).
  */
-export async function checkEvictionPolicy(redis: Redis, logger: StoreLogger | undefined, refuseEvicting: boolean): Promise<string | null> {
+export async function checkEvictionPolicy(redis: Redis | Cluster, logger: StoreLogger | undefined, refuseEvicting: boolean): Promise<string | null> {
   let policy: string | null = null;
   try {
     const reply = (await redis.call('CONFIG', 'GET', 'maxmemory-policy')) as unknown;
@@ -93,7 +93,7 @@ export class EvictionPolicyError extends Error {
 }
 
 /** Logs state changes only (lost, restored, first error of an outage), never one line per retry. */
-export function watchConnection(redis: Redis, role: string, logger: StoreLogger | undefined): void {
+export function watchConnection(redis: Redis | Cluster, role: string, logger: StoreLogger | undefined): void {
   let up = false;
   let wasUp = false;
   let errorLogged = false;
@@ -116,7 +116,7 @@ export function watchConnection(redis: Redis, role: string, logger: StoreLogger 
 }
 
 /** QUIT when the connection is up, otherwise (or if QUIT fails) drop it. */
-export async function quitConnection(redis: Redis): Promise<void> {
+export async function quitConnection(redis: Redis | Cluster): Promise<void> {
   if (redis.status === 'end') return;
   if (redis.status !== 'ready') {
     redis.disconnect();

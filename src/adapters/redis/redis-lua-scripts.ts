@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 
 /** A Lua script and its SHA1, so it can be run by EVALSHA. */
 export interface LuaScript {
@@ -73,7 +73,7 @@ if count > 0 then return redis.call('DECR', KEYS[1]) end
 return 0`);
 
 /** {@link runScript} with any number of keys and arguments. */
-export async function runScriptKeys(redis: Redis, script: LuaScript, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
+export async function runScriptKeys(redis: Redis | Cluster, script: LuaScript, keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> {
   try {
     return await redis.evalsha(script.sha, keys.length, ...keys, ...args);
   } catch (error) {
@@ -83,7 +83,7 @@ export async function runScriptKeys(redis: Redis, script: LuaScript, keys: reado
 }
 
 /** EVALSHA, falling back to EVAL when the server lost its script cache (restart, SCRIPT FLUSH). */
-export async function runScript(redis: Redis, script: LuaScript, key: string, arg: number): Promise<unknown> {
+export async function runScript(redis: Redis | Cluster, script: LuaScript, key: string, arg: number): Promise<unknown> {
   try {
     return await redis.evalsha(script.sha, 1, key, arg);
   } catch (error) {

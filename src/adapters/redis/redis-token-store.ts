@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { Redis, type RedisOptions } from 'ioredis';
+import calculateSlot from 'cluster-key-slot';
+import { Cluster, type Redis, type RedisOptions } from 'ioredis';
 import { CoalescedReads } from './coalesced-reads';
 import type { StoreEvent, TokenRecord } from '../../domain/token-record';
 import type { EventSubscription, TokenStore } from '../../domain/token-store';
@@ -16,9 +17,12 @@ import {
 } from './redis-connection';
 import { RedisEventsChannel } from './redis-events-channel';
 import { GET_TOKEN, HIT_COUNTER, RELEASE_COUNTER, runScript, runScriptKeys, TAKE_COUNTERS } from './redis-lua-scripts';
+import { RecentRevocations } from './recent-revocations';
+import { openCommands, openSubscriber, parseRedisUrl, type RedisCommands, type RedisTopology } from './redis-topology';
 
 /** How `RedisTokenStore.connect` reaches Redis. */
 export interface RedisTokenStoreOptions {
+  /** `redis://`, `rediss://`, `redis+cluster://…` or `redis+sentinel://…` (redis-topology.ts). */
   url: string;
   /** Key prefix (`iam.token.store-prefix`); every key and the channel live under `{prefix}:`. */
   prefix: string;
@@ -46,6 +50,15 @@ export interface RedisTokenStoreOptions {
    * and `provision` commands only warn, so an operator can still clean up).
    */
   refuseEvictingPolicy?: boolean;
+  /**
+   * Revocations (token deletes) wait until this many replicas acknowledged them (`WAIT`), when the primary
+   * has replicas: a failover right after the answer cannot bring the session back. 0 = do not wait. Default 1.
+   */
+  waitReplicas?: number;
+  /** How long a revocation waits for the replicas (`redis.wait-timeout`); default 500 ms. */
+  waitTimeoutMs?: number;
+  /** How long this instance remembers its revocations to re-apply them after a failover; default 60 s. */
+  replayWindowMs?: number;
 }
 
 type Logger = NonNullable<RedisTokenStoreOptions['logger']>;
@@ -53,34 +66,49 @@ type Logger = NonNullable<RedisTokenStoreOptions['logger']>;
 const PURGE_BATCH = 500;
 
 /**
- * The shared token store on Redis. Two connections: one for commands, one dedicated to
- * the events channel. Fail closed (docs/http-contract.md): no offline queue, a command timeout, in-flight commands
+ * The shared token store on Redis: one server, the primary the Sentinels name, or a Redis Cluster
+ * (redis-topology.ts). Three connections (per node, on a Cluster): one for commands, one for revocations
+ * (their `WAIT` for replicas never holds up a token read), and one dedicated to the events channel. Fail closed (docs/http-contract.md): no offline queue, a command timeout, in-flight commands
  * rejected when the socket drops, so a request while Redis is down rejects fast with
  * `StoreUnavailableError`; reconnection retries forever with a capped backoff.
  */
 export class RedisTokenStore implements TokenStore {
   readonly kind = 'redis' as const;
-  /** `CLIENT SETNAME` of both connections (unique per instance), for operators and `CLIENT LIST`. */
-  readonly connectionNames: { readonly commands: string; readonly subscriber: string };
+  /** `CLIENT SETNAME` of the connections (unique per instance), for operators and `CLIENT LIST`. */
+  readonly connectionNames: { readonly commands: string; readonly revocations: string; readonly subscriber: string };
+  /** `single`, `sentinel` or `cluster`: which form of `REDIS_URL` this store was opened with. */
+  readonly topology: RedisTopology['kind'];
   private readonly events: RedisEventsChannel;
   private closed = false;
   private slidingExpiry = true;
   /** The server's `maxmemory-policy` at connect, null when CONFIG is disabled (see checkEvictionPolicy). */
   evictionPolicy: string | null = null;
-  /** Token reads of one event-loop turn share one MGET (see coalesced-reads.ts). */
+  /** Token reads of one event-loop turn share one MGET (see coalesced-reads.ts), one per node on a Cluster. */
   private readonly tokenReads: CoalescedReads;
+  private readonly cluster: boolean;
+  private waitReplicas = 1;
+  private waitTimeoutMs = 500;
+  /** This instance's recent revocations, applied again when a failover is noticed. */
+  private readonly recent: RecentRevocations;
 
   private constructor(
     readonly prefix: string,
-    private readonly commands: Redis,
+    private readonly commands: RedisCommands,
+    /** Token deletes and their WAIT: a slow replica delays a revocation, never a request. */
+    private readonly revocations: RedisCommands,
     private readonly subscriber: Redis,
     private readonly logger: Logger | undefined,
-    names: { commands: string; subscriber: string },
-    maxReconnectDelayMs?: number,
+    names: { commands: string; revocations: string; subscriber: string },
+    topology: RedisTopology['kind'],
+    maxReconnectDelayMs: number | undefined,
+    replayWindowMs: number,
   ) {
     this.connectionNames = names;
+    this.topology = topology;
+    this.cluster = commands instanceof Cluster;
     this.events = new RedisEventsChannel(`${prefix}:events`, subscriber, logger, maxReconnectDelayMs);
-    this.tokenReads = new CoalescedReads((keys) => this.commands.mget(keys));
+    this.tokenReads = new CoalescedReads((keys) => (commands instanceof Cluster ? readPerNode(commands, keys) : commands.mget(keys)));
+    this.recent = new RecentRevocations(replayWindowMs);
   }
 
   /** Opens both connections; rejects with `StoreUnavailableError` when Redis cannot be reached in time. */
@@ -89,8 +117,9 @@ export class RedisTokenStore implements TokenStore {
     const connectTimeoutMs = options.connectTimeoutMs ?? 5000;
     const commandTimeoutMs = options.commandTimeoutMs ?? 1000;
     const maxDelay = options.maxReconnectDelayMs ?? 2000;
+    const topology = parseRedisUrl(options.url);
     const instanceId = randomBytes(4).toString('hex');
-    const names = { commands: `iam-gateway:commands:${instanceId}`, subscriber: `iam-gateway:events:${instanceId}` };
+    const names = { commands: `iam-gateway:commands:${instanceId}`, revocations: `iam-gateway:revocations:${instanceId}`, subscriber: `iam-gateway:events:${instanceId}` };
     const base: RedisOptions = {
       connectTimeout: connectTimeoutMs,
       commandTimeout: commandTimeoutMs,
@@ -107,25 +136,33 @@ export class RedisTokenStore implements TokenStore {
       retryStrategy: (attempt: number) =>
         Math.min(50 * 2 ** Math.min(attempt, 16), maxDelay) + Math.floor(Math.random() * 100),
     };
-    const commands = new Redis(options.url, { ...base, connectionName: names.commands });
+    const commands = openCommands(topology, base, names.commands);
+    const revocations = openCommands(topology, base, names.revocations);
     // Resubscription is ours (RedisEventsChannel) so that `connected` follows the real confirmation.
-    const subscriber = new Redis(options.url, { ...base, connectionName: names.subscriber, autoResubscribe: false });
+    const subscriber = openSubscriber(topology, { ...base, autoResubscribe: false }, names.subscriber, () =>
+      commands instanceof Cluster ? commands.nodes('all').map((node) => ({ host: node.options.host ?? '127.0.0.1', port: node.options.port ?? 6379 })) : [],
+    );
     watchConnection(commands, 'commands', options.logger);
+    watchConnection(revocations, 'revocations', options.logger);
     watchConnection(subscriber, 'subscriber', options.logger);
     let evictionPolicy: string | null = null;
     try {
-      await Promise.all([waitUntilReady(commands, connectTimeoutMs), waitUntilReady(subscriber, connectTimeoutMs)]);
+      await Promise.all([waitUntilReady(commands, connectTimeoutMs), waitUntilReady(revocations, connectTimeoutMs), waitUntilReady(subscriber, connectTimeoutMs)]);
       await assertServerVersion(commands);
       evictionPolicy = await checkEvictionPolicy(commands, options.logger, options.refuseEvictingPolicy ?? false);
     } catch (error) {
       commands.disconnect();
+      revocations.disconnect();
       subscriber.disconnect();
       throw error instanceof EvictionPolicyError ? error : toUnavailable(error);
     }
-    const store = new RedisTokenStore(options.prefix, commands, subscriber, options.logger, names, maxDelay);
+    const store = new RedisTokenStore(options.prefix, commands, revocations, subscriber, options.logger, names, topology.kind, maxDelay, options.replayWindowMs ?? 60_000);
     store.evictionPolicy = evictionPolicy;
     store.events.startPing(options.subscriberPingMs ?? 1000);
     store.slidingExpiry = options.slidingExpiry ?? true;
+    store.waitReplicas = Math.max(0, Math.floor(options.waitReplicas ?? 1));
+    store.waitTimeoutMs = Math.max(1, Math.ceil(options.waitTimeoutMs ?? 500));
+    store.watchFailovers();
     return store;
   }
 
@@ -149,9 +186,18 @@ export class RedisTokenStore implements TokenStore {
     const ttlMs = idleMs > 0 ? Math.min(idleMs, leftMs) : leftMs;
     const value = `${expiresAtMs}|${idleMs}|${JSON.stringify(record)}`;
     const indexKey = this.userIndexKey(record.principal.userId);
+    const tokenKey = this.tokenKey(tokenHash);
+    if (this.cluster) {
+      // Token and index live in different slots: two writes, sent together. Either failing fails the login
+      // (503), so a token whose index entry is missing is never handed out.
+      const index = this.commands.multi().hset(indexKey, record.sessionId, tokenHash).pexpire(indexKey, leftMs, 'NX').pexpire(indexKey, leftMs, 'GT');
+      const settled = await Promise.allSettled([execTransaction(index), this.commands.set(tokenKey, value, 'PX', ttlMs)]);
+      for (const outcome of settled) if (outcome.status === 'rejected') throw toUnavailable(outcome.reason);
+      return;
+    }
     const tx = this.commands
       .multi()
-      .set(this.tokenKey(tokenHash), value, 'PX', ttlMs)
+      .set(tokenKey, value, 'PX', ttlMs)
       .hset(indexKey, record.sessionId, tokenHash)
       // NX gives a new index its TTL; GT extends it when this token outlives the others.
       .pexpire(indexKey, leftMs, 'NX')
@@ -159,9 +205,23 @@ export class RedisTokenStore implements TokenStore {
     await execTransaction(tx);
   }
 
+  /**
+   * Deletes the token (then its index entry) on the revocations connection and waits for the replicas
+   * (`waitReplicas`); remembered for {@link replayRevocations}.
+   */
   async deleteToken(tokenHash: string, userId: string, sessionId: string): Promise<boolean> {
-    const tx = this.commands.multi().del(this.tokenKey(tokenHash)).hdel(this.userIndexKey(userId), sessionId);
-    const [deleted] = await execTransaction(tx);
+    const tokenKey = this.tokenKey(tokenHash);
+    const indexKey = this.userIndexKey(userId);
+    this.recent.deleted(tokenKey, indexKey, sessionId);
+    let deleted: unknown;
+    if (this.cluster) {
+      // Different slots: the token first, so an index entry never goes missing while its token lives.
+      deleted = await this.revocations.del(tokenKey).catch(rethrowUnavailable);
+      await this.revocations.hdel(indexKey, sessionId).catch(rethrowUnavailable);
+    } else {
+      [deleted] = await execTransaction(this.revocations.multi().del(tokenKey).hdel(indexKey, sessionId));
+    }
+    await this.awaitReplicas(tokenKey);
     return deleted === 1;
   }
 
@@ -171,9 +231,14 @@ export class RedisTokenStore implements TokenStore {
     const sessions = Object.entries(entries);
     const live = new Map<string, string>();
     if (sessions.length === 0) return live;
-    const check = this.commands.pipeline();
-    for (const [, tokenHash] of sessions) check.exists(this.tokenKey(tokenHash));
-    const exists = await execTransaction(check);
+    let exists: unknown[];
+    if (this.cluster) {
+      exists = await Promise.all(sessions.map(([, tokenHash]) => this.commands.exists(this.tokenKey(tokenHash)))).catch(rethrowUnavailable);
+    } else {
+      const check = this.commands.pipeline();
+      for (const [, tokenHash] of sessions) check.exists(this.tokenKey(tokenHash));
+      exists = await execTransaction(check);
+    }
     const stale: string[] = [];
     sessions.forEach(([sessionId, tokenHash], i) => {
       if (exists[i] === 1) live.set(sessionId, tokenHash);
@@ -184,7 +249,9 @@ export class RedisTokenStore implements TokenStore {
   }
 
   async publish(event: StoreEvent): Promise<void> {
-    await this.commands.publish(this.events.channel, JSON.stringify(event)).catch(rethrowUnavailable);
+    const message = JSON.stringify(event);
+    this.recent.published(event, message);
+    await this.commands.publish(this.events.channel, message).catch(rethrowUnavailable);
   }
 
   /**
@@ -229,23 +296,16 @@ export class RedisTokenStore implements TokenStore {
     await this.commands.del(this.counterKey(key)).catch(rethrowUnavailable);
   }
 
+  /** Every key under the prefix, on every primary of a Cluster. */
   async purge(): Promise<number> {
-    const ownPrefix = `${this.prefix}:`;
-    const pattern = `${escapeGlob(this.prefix)}:*`;
-    let cursor = '0';
-    let deleted = 0;
     try {
-      do {
-        const [next, keys] = await this.commands.scan(cursor, 'MATCH', pattern, 'COUNT', PURGE_BATCH);
-        cursor = next;
-        // Belt and braces: never unlink a key SCAN's glob matched but that is not ours.
-        const own = keys.filter((key) => key.startsWith(ownPrefix));
-        if (own.length > 0) deleted += await this.commands.unlink(...own);
-      } while (cursor !== '0');
+      if (!(this.commands instanceof Cluster)) return await purgeNode(this.commands, this.prefix, false);
+      let deleted = 0;
+      for (const node of this.commands.nodes('master')) deleted += await purgeNode(node, this.prefix, true);
+      return deleted;
     } catch (error) {
       throw toUnavailable(error);
     }
-    return deleted;
   }
 
   async ping(): Promise<void> {
@@ -256,7 +316,84 @@ export class RedisTokenStore implements TokenStore {
     if (this.closed) return;
     this.closed = true;
     this.events.stop();
-    await Promise.all([quitConnection(this.commands), quitConnection(this.subscriber)]);
+    this.recent.stop();
+    await Promise.all([quitConnection(this.commands), quitConnection(this.revocations), quitConnection(this.subscriber)]);
+  }
+
+  /**
+   * Redis replicates asynchronously: a primary that fails right after acknowledging a delete may leave the
+   * token on the replica that takes over. So a delete waits (`WAIT`) until `waitReplicas` replicas have it,
+   * when the primary has any connected (`ROLE`); if they do not answer within `waitTimeoutMs` it is logged
+   * and left to the replay after a failover ({@link replayRevocations}) and to the durable revocation
+   * record every instance follows. Never throws: the delete itself already succeeded.
+   */
+  private async awaitReplicas(key: string): Promise<void> {
+    if (this.waitReplicas === 0) return;
+    const node = this.revocations instanceof Cluster ? nodeOf(this.revocations, key) : this.revocations;
+    if (!node) return;
+    try {
+      const role = (await node.call('ROLE')) as unknown[];
+      if (role[0] !== 'master') return;
+      const wanted = Math.min(this.waitReplicas, Array.isArray(role[2]) ? role[2].length : 0);
+      if (wanted === 0) return;
+      const acknowledged = Number(await node.call('WAIT', wanted, this.waitTimeoutMs));
+      if (acknowledged < wanted) {
+        this.logger?.warn({ acknowledged, wanted, timeoutMs: this.waitTimeoutMs }, 'token store: a revocation was not acknowledged by the replicas within redis.wait-timeout; it is applied again if a failover follows');
+      }
+    } catch (error) {
+      this.logger?.warn({ err: error }, 'token store: waiting for the replicas to acknowledge a revocation failed; it is applied again if a failover follows');
+    }
+  }
+
+  /**
+   * Notices a failover: a command connection that comes back after a loss (a restarted server, the primary
+   * the Sentinels promoted), or a Cluster whose set of primaries changed. Then {@link replayRevocations}.
+   */
+  private watchFailovers(): void {
+    for (const connection of [this.commands, this.revocations]) {
+      let lost = false;
+      connection.on('close', () => {
+        lost = true;
+      });
+      connection.on('ready', () => {
+        if (!lost) return;
+        lost = false;
+        this.replaySoon('reconnected');
+      });
+    }
+    const commands = this.commands;
+    if (commands instanceof Cluster) {
+      let primaries = primariesOf(commands);
+      commands.on('refresh', () => {
+        const now = primariesOf(commands);
+        if (now === primaries) return;
+        const before = primaries;
+        primaries = now;
+        if (before !== '') this.replaySoon('cluster primaries changed');
+      });
+    }
+  }
+
+  private replaySoon(reason: string): void {
+    if (this.closed) return;
+    this.recent.schedule(() => this.replayRevocations(reason));
+  }
+
+  /**
+   * Applies this instance's revocations of the last `replayWindowMs` again (tokens deleted, ends published),
+   * so that a token a failover brought back is gone again and an instance whose subscriber missed the event
+   * during the failover hears it. Rejects (and is retried) while Redis still cannot take the writes.
+   */
+  async replayRevocations(reason = 'requested'): Promise<{ deletes: number; events: number }> {
+    const { deletes, events } = this.recent.snapshot();
+    if (deletes.length === 0 && events.length === 0) return { deletes: 0, events: 0 };
+    for (const entry of deletes) {
+      await this.revocations.del(entry.tokenKey).catch(rethrowUnavailable);
+      await this.revocations.hdel(entry.indexKey, entry.sessionId).catch(rethrowUnavailable);
+    }
+    for (const message of events) await this.commands.publish(this.events.channel, message).catch(rethrowUnavailable);
+    this.logger?.warn({ reason, deletes: deletes.length, events: events.length, windowMs: this.recent.windowMs }, 'token store: Redis failover or reconnect noticed; recent revocations applied and published again');
+    return { deletes: deletes.length, events: events.length };
   }
 
   private tokenKey(tokenHash: string): string {
@@ -267,8 +404,13 @@ export class RedisTokenStore implements TokenStore {
     return `${this.prefix}:user:${userId}:sessions`;
   }
 
+  /**
+   * Every counter of a prefix shares one hash tag (`{prefix}`): `takeCounters` checks several in one script,
+   * which a Cluster runs only when they are in one slot. Counters are touched by logins only, never by a
+   * proxied request, so that one slot is not a hot spot.
+   */
   private counterKey(key: string): string {
-    return `${this.prefix}:ratelimit:${key}`;
+    return `${this.prefix}:ratelimit:{${this.prefix}}:${key}`;
   }
 
   private decodeRecord(tokenHash: string, raw: string): TokenRecord | null {
@@ -285,6 +427,72 @@ export class RedisTokenStore implements TokenStore {
       return null;
     }
   }
+}
+
+/**
+ * The values of `keys` read from a Cluster: grouped by the primary that serves their slot, one pipeline of
+ * GETs per primary, all sent at once (one round trip per shard, no CROSSSLOT).
+ */
+async function readPerNode(cluster: Cluster, keys: string[]): Promise<Array<string | null>> {
+  const groups = new Map<string, number[]>();
+  keys.forEach((key, index) => {
+    const owner = cluster.slots[calculateSlot(key)]?.[0] ?? '';
+    const group = groups.get(owner);
+    if (group) group.push(index);
+    else groups.set(owner, [index]);
+  });
+  const values = new Array<string | null>(keys.length).fill(null);
+  await Promise.all(
+    [...groups.values()].map(async (indexes) => {
+      const pipeline = cluster.pipeline();
+      for (const index of indexes) pipeline.get(keys[index]!);
+      const replies = await execTransaction(pipeline);
+      indexes.forEach((index, position) => {
+        const reply = replies[position];
+        values[index] = typeof reply === 'string' ? reply : null;
+      });
+    }),
+  );
+  return values;
+}
+
+/** The connection of the primary serving `key`'s slot, or null while the slot map does not know it. */
+function nodeOf(cluster: Cluster, key: string): Redis | null {
+  const owner = cluster.slots[calculateSlot(key)]?.[0];
+  if (!owner) return null;
+  return cluster.nodes('master').find((node) => `${node.options.host}:${node.options.port}` === owner) ?? null;
+}
+
+/** A signature of which primaries serve the slots (changes when a replica is promoted). */
+function primariesOf(cluster: Cluster): string {
+  return [...new Set(cluster.slots.map((owners) => owners?.[0] ?? ''))].filter(Boolean).sort().join(',');
+}
+
+/**
+ * Deletes every key under `prefix` on one server (or one Cluster primary). SCAN's glob is escaped and every
+ * key is checked again before it is unlinked; on a Cluster node the keys are unlinked one by one (one
+ * pipeline per batch), as a multi-key UNLINK must stay in one slot.
+ */
+async function purgeNode(node: Redis, prefix: string, clusterNode: boolean): Promise<number> {
+  const ownPrefix = `${prefix}:`;
+  const pattern = `${escapeGlob(prefix)}:*`;
+  let cursor = '0';
+  let deleted = 0;
+  do {
+    const [next, keys] = await node.scan(cursor, 'MATCH', pattern, 'COUNT', PURGE_BATCH);
+    cursor = next;
+    // Belt and braces: never unlink a key SCAN's glob matched but that is not ours.
+    const own = keys.filter((key) => key.startsWith(ownPrefix));
+    if (own.length === 0) continue;
+    if (!clusterNode) {
+      deleted += await node.unlink(...own);
+      continue;
+    }
+    const pipeline = node.pipeline();
+    for (const key of own) pipeline.unlink(key);
+    for (const reply of await execTransaction(pipeline)) deleted += Number(reply);
+  } while (cursor !== '0');
+  return deleted;
 }
 
 /** Escapes Redis glob metacharacters (`* ? [ ] \`) so a prefix only ever matches itself literally. */

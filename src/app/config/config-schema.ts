@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import type { JSONSchemaType } from 'ajv';
 import { DURATION_EXAMPLES, SIZE_EXAMPLES, tryParseByteSize, tryParseDuration } from './durations';
+import { parseRedisUrl } from '../../adapters/redis/redis-topology';
 
 /**
  * The YAML/environment form of the configuration after defaults are applied: kebab-case keys,
@@ -39,7 +40,7 @@ export interface RawConfig {
     'query-timeout': Duration;
     'idle-timeout': Duration;
   };
-  redis: { url?: string | null };
+  redis: { url?: string | null; 'wait-replicas': number; 'wait-timeout': Duration };
   log: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
   iam: {
     enabled: boolean;
@@ -119,6 +120,16 @@ const urlWithProtocol =
     return protocols.includes(url.protocol) && url.host !== '';
   };
 
+/** One of the forms `REDIS_URL` takes (adapters/redis/redis-topology.ts). */
+function isRedisUrl(value: string): boolean {
+  try {
+    parseRedisUrl(value);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** A single address or a CIDR range: what `net.BlockList` accepts (`10.0.0.0/8`, `::1`, `fd00::/8`). */
 function isAddressOrRange(value: string): boolean {
   const slash = value.indexOf('/');
@@ -144,7 +155,11 @@ export const CONFIG_FORMATS: Readonly<Record<string, ConfigFormat>> = {
     expected: 'a postgres:// or postgresql:// URL',
     echo: false,
   },
-  'redis-url': { validate: urlWithProtocol('redis:', 'rediss:'), expected: 'a redis:// or rediss:// URL', echo: false },
+  'redis-url': {
+    validate: isRedisUrl,
+    expected: 'a redis:// or rediss:// URL, redis+cluster://host:port,host:port,… or redis+sentinel://host:port,…/master-name',
+    echo: false,
+  },
   'ip-or-cidr': { validate: isAddressOrRange, expected: 'an IP address or CIDR range (10.0.0.0/8, ::1)', echo: true },
   // No glob characters: `tokens purge` deletes `<prefix>:*` with SCAN MATCH, so `*`, `?`, `[` would widen it.
   'store-prefix': {
@@ -286,6 +301,8 @@ export const configSchema = section({
   }),
   redis: section({
     url: nullableText('Redis URL for the token store; null = in-process store (single instance only)', 'redis-url'),
+    'wait-replicas': integer(1, 0, 16, 'revocations wait until this many replicas have them (WAIT), when the primary has replicas; 0 = do not wait'),
+    'wait-timeout': duration('500ms', 'the longest a revocation waits for the replicas', true),
   }),
   log: section({
     level: {

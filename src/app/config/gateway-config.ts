@@ -58,6 +58,10 @@ export interface GatewayConfig {
   redis: {
     /** `redis.url` / `REDIS_URL`; null → in-process token store (single instance only). */
     url: string | null;
+    /** `redis.wait-replicas`: revocations wait for this many replicas (WAIT) when the primary has any; 0 = off. */
+    waitReplicas: number;
+    /** `redis.wait-timeout`: the longest a revocation waits for them. */
+    waitTimeoutMs: number;
   };
   log: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
   iam: {

@@ -43,7 +43,11 @@ export function toGatewayConfig(raw: RawConfig, cwd: string, file: string): Gate
       queryTimeoutMs: ms(raw.database['query-timeout'], 'database.query-timeout'),
       idleTimeoutMs: ms(raw.database['idle-timeout'], 'database.idle-timeout'),
     },
-    redis: { url: raw.redis.url ?? null },
+    redis: {
+      url: raw.redis.url ?? null,
+      waitReplicas: raw.redis['wait-replicas'],
+      waitTimeoutMs: ms(raw.redis['wait-timeout'], 'redis.wait-timeout'),
+    },
     log: { level: raw.log.level },
     iam: {
       enabled: iam.enabled,
