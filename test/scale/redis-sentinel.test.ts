@@ -3,15 +3,18 @@
  * three sentinels (every process started by this test on loopback; the gateways are asked directly, no nginx).
  *  - a revocation answered by one instance is refused by both: p50/p99 printed (asserted only below a generous bound);
  *  - the primary is killed (SIGKILL) mid-run: a revoked token is never accepted, during the failover or after it;
- *    requests fail closed (503 problem+json) only around the failover; service resumes without a restart.
+ *    requests fail closed (503 problem+json) only around the failover; service resumes without a restart;
+ *  - the killed server comes back as a replica; then a revocation that it never received before the new primary died
+ *    (it was paused, the replication stream clogged, the primary killed, it was resumed and promoted with the token
+ *    still in it) stays refused.
  */
 import { notRun } from '../support/env';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { ensureBuilt, type GatewayProcess } from '../support/gateway-process';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
-import { redisEnginesAvailable } from '../support/redis-node';
+import { command, redisEnginesAvailable } from '../support/redis-node';
 import { startRedisSentinel, type RedisSentinelSetup } from '../support/redis-sentinel';
-import { loginMany, percentile, revocationLatency, runFailover, startGatewayFleet, statusOf, type Session } from '../support/scale';
+import { loginMany, percentile, revocationLatency, runFailover, runLostRevocation, startGatewayFleet, statusOf, tokenKey, untaggedTokenKey, type Session } from '../support/scale';
 
 const runnable = redisEnginesAvailable();
 if (!runnable) notRun('redis-sentinel scale: 2 gateways on Redis Sentinel (needs redis-server and redis-cli; CI has them)');
@@ -28,6 +31,7 @@ describeScale('two gateways on Redis Sentinel (1 primary, 1 replica, 3 sentinels
   let sentinel: RedisSentinelSetup;
   let fleet: GatewayProcess[] = [];
   let instances: string[];
+  let prefix: string;
   let sessions: Session[] = [];
 
   beforeAll(async () => {
@@ -35,7 +39,9 @@ describeScale('two gateways on Redis Sentinel (1 primary, 1 replica, 3 sentinels
     db = await createTestDatabase();
     upstream = await startRecordingUpstream();
     sentinel = await startRedisSentinel();
-    fleet = (await startGatewayFleet(2, upstream.url, sentinel.url)).gateways;
+    const started = await startGatewayFleet(2, upstream.url, sentinel.url);
+    fleet = started.gateways;
+    prefix = started.prefix;
     instances = fleet.map((gateway) => gateway.url);
   }, 120_000);
 
@@ -83,6 +89,31 @@ describeScale('two gateways on Redis Sentinel (1 primary, 1 replica, 3 sentinels
         return { description: `the sentinels promoted ${promoted} (was ${old})`, afterKillMs };
       },
       recoveryGraceMs: RECOVERY_GRACE_MS,
+      diagnostics,
+    });
+  }, 120_000);
+
+  it('refuses a revocation no replica received before the primary died (replica paused, replication clogged, primary killed)', async () => {
+    // The primary killed above comes back (empty) and the sentinels make it the replica of the new primary.
+    await sentinel.restartKilled();
+    const [victim, ...keepers] = await loginMany(instances[0]!, 6, ['alice', 'bob'], 3);
+    const primary = sentinel.primaryPort();
+    const replica = sentinel.replicaPort();
+    await runLostRevocation({
+      label: 'sentinel',
+      instances,
+      entry: instances[0]!,
+      victim: victim!,
+      keepers,
+      pauseReplica: () => sentinel.pauseReplica(),
+      resumeReplica: () => sentinel.resumeReplica(),
+      clogReplication: async () => void (await command(primary, 'SET', 'clog', Buffer.alloc(48 * 1024 * 1024, 120))),
+      replicaHasToken: async () => Number(await command(replica, 'EXISTS', tokenKey(prefix, victim!.accessToken), untaggedTokenKey(prefix, victim!.accessToken))) > 0,
+      kill: () => sentinel.killPrimary(),
+      waitForFailover: async () => {
+        const { promoted, afterKillMs } = await sentinel.waitForFailover(30_000);
+        return { description: `the sentinels promoted ${promoted} (was ${primary})`, afterKillMs };
+      },
       diagnostics,
     });
   }, 120_000);

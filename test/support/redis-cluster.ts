@@ -39,6 +39,11 @@ export interface RedisCluster {
   slotMap(): Promise<SlotRange[]>;
   /** The port of the primary serving `key` (its hash slot: `keySlot`). */
   primaryOf(key: string): Promise<number>;
+  /** The port of the primary holding `key` (its slot's primary, where EXISTS says 1), or null when it is nowhere. */
+  holderOf(key: string): Promise<number | null>;
+  /** SIGSTOPs a node (it hangs: no replication, no answers) / SIGCONT it. */
+  pause(port: number): void;
+  resume(port: number): void;
   /** SIGKILLs a primary (a crash) and notes when. */
   killPrimary(port: number): Promise<void>;
   /**
@@ -221,6 +226,14 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
       if (!range) throw new Error(`slot ${slot} is not served`);
       return range.primary;
     },
+    async holderOf(key) {
+      const slot = keySlot(key);
+      const range = (await slotMap()).find((entry) => entry.from <= slot && slot <= entry.to);
+      if (!range) throw new Error(`slot ${slot} is not served`);
+      return Number(await command(range.primary, 'EXISTS', key)) === 1 ? range.primary : null;
+    },
+    pause: (port) => servers.find((entry) => entry.port === port)!.signal('SIGSTOP'),
+    resume: (port) => servers.find((entry) => entry.port === port)!.signal('SIGCONT'),
     async killPrimary(port) {
       const server = servers.find((entry) => entry.port === port);
       if (!server || info.get(port)?.role !== 'primary') throw new Error(`${port} is not a primary of this cluster`);

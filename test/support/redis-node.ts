@@ -22,6 +22,8 @@ export interface RedisNode {
   readonly exited: boolean;
   /** The last lines of its log file (failure messages). */
   log(lines?: number): string;
+  /** Sends a signal (SIGSTOP: the server hangs, as in a long GC-like stall or a frozen VM; SIGCONT: it goes on). */
+  signal(signal: NodeJS.Signals): void;
   /** SIGKILL, as a crash; resolves once the process is gone. */
   kill(): Promise<void>;
   /** Starts the process again with the same arguments in the same dir (a node coming back after a crash). */
@@ -42,17 +44,25 @@ function killOnExit(child: ChildProcess): void {
   });
 }
 
-/** Runs one command on the server at `port` with a short-lived connection (no reconnect, no offline queue). */
-export async function command(port: number, name: string, ...args: Array<string | number>): Promise<unknown> {
-  const redis = new Redis({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false, connectTimeout: 1000 });
+/**
+ * Runs commands one after the other on one short-lived connection to the server at `port` (no reconnect, no offline
+ * queue, 5 s per command: a stopped server fails the call instead of hanging it); resolves the last reply.
+ */
+export async function commands(port: number, ...list: Array<[string, ...Array<string | number | Buffer>]>): Promise<unknown> {
+  const redis = new Redis({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false, connectTimeout: 1000, commandTimeout: 5000 });
   redis.on('error', () => undefined);
   try {
     await redis.connect();
-    return await redis.call(name, ...args);
+    let reply: unknown = null;
+    for (const [name, ...args] of list) reply = await redis.call(name, ...args);
+    return reply;
   } finally {
     redis.disconnect();
   }
 }
+
+/** Runs one command on the server at `port` (see `commands`). */
+export const command = (port: number, name: string, ...args: Array<string | number | Buffer>): Promise<unknown> => commands(port, [name, ...args]);
 
 /** `INFO`-style `key:value` lines as an object. */
 export function parseInfo(text: string): Record<string, string> {
@@ -124,6 +134,9 @@ export async function startRedisNode(port: number, dir: string, args: string[], 
       return child.exitCode !== null || child.signalCode !== null;
     },
     log,
+    signal(signal) {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    },
     async kill() {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       await exited;
@@ -133,6 +146,7 @@ export async function startRedisNode(port: number, dir: string, args: string[], 
       await launch();
     },
     async stop() {
+      // SIGKILL ends a stopped (SIGSTOP) process too.
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       await exited;
       rmSync(dir, { recursive: true, force: true });

@@ -20,6 +20,14 @@ export interface RedisSentinelSetup {
   sentinelPorts: number[];
   /** What `SENTINEL get-master-addr-by-name mymaster` answers on the first sentinel that answers. */
   masterAddress(): Promise<{ host: string; port: number }>;
+  /** SIGSTOPs the replica: it stops taking the primary's writes (and answering anyone) until `resumeReplica()`. */
+  pauseReplica(): void;
+  resumeReplica(): void;
+  /**
+   * Starts the primary killed last again (empty: no persistence); resolves once the sentinels made it a replica of
+   * the current primary and it is in sync, so another failover can happen.
+   */
+  restartKilled(): Promise<void>;
   /** SIGKILLs the current primary (a crash) and notes when. */
   killPrimary(): Promise<void>;
   /**
@@ -112,6 +120,26 @@ export async function startRedisSentinel(): Promise<RedisSentinelSetup> {
     replicaPort: () => replica.port,
     sentinelPorts: sentinels.map((sentinel) => sentinel.port),
     masterAddress,
+    pauseReplica: () => replica.signal('SIGSTOP'),
+    resumeReplica: () => replica.signal('SIGCONT'),
+    async restartKilled() {
+      if (!replica.exited) throw new Error('no killed server to restart');
+      await replica.restart();
+      await waitUntil(
+        `the restarted ${replica.port} is a replica of ${primary.port} in sync, known to every sentinel`,
+        async () => {
+          const replication = parseInfo(String(await command(replica.port, 'INFO', 'replication')));
+          if (replication.role !== 'slave' || replication.master_port !== String(primary.port) || replication.master_link_status !== 'up') return false;
+          for (const sentinel of sentinels) {
+            const replicas = (await command(sentinel.port, 'SENTINEL', 'REPLICAS', MASTER_NAME)) as string[][];
+            if (!replicas.some((fields) => fields[fields.indexOf('port') + 1] === String(replica.port) && !/down|disconnected/.test(fields[fields.indexOf('flags') + 1] ?? ''))) return false;
+          }
+          return true;
+        },
+        30_000,
+        logs,
+      );
+    },
     async killPrimary() {
       killed = primary.port;
       killedAt = Date.now();

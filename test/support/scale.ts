@@ -18,9 +18,14 @@ export interface Session {
   sessionId: string;
 }
 
-/** The token-store key of a token (the hash tag is the token's SHA-256 hex, so the key's slot is the token's). */
-export const tokenKey = (prefix: string, token: string): string => `${prefix}:token:{${createHash('sha256').update(token).digest('hex')}}`;
+export const sha256Hex = (token: string): string => createHash('sha256').update(token).digest('hex');
+/** The token-store key of a token as announced for the Cluster (#17): the hash tag is the token's SHA-256 hex. */
+export const tokenKey = (prefix: string, token: string): string => `${prefix}:token:{${sha256Hex(token)}}`;
+/** The same key without the hash tag (what the gateway wrote before #17's key names). */
+export const untaggedTokenKey = (prefix: string, token: string): string => `${prefix}:token:${sha256Hex(token)}`;
+/** The user's session index as announced for the Cluster (#17): the hash tag is the user id. */
 export const userIndexKey = (prefix: string, userId: string): string => `${prefix}:user:{${userId}}:sessions`;
+export const untaggedUserIndexKey = (prefix: string, userId: string): string => `${prefix}:user:${userId}:sessions`;
 
 /** `n` gateway processes sharing the token store at `redisUrl` under one fresh prefix (started one after the other). */
 export async function startGatewayFleet(count: number, upstreamUrl: string, redisUrl: string, env: Record<string, string> = {}): Promise<{ prefix: string; gateways: GatewayProcess[] }> {
@@ -352,5 +357,85 @@ export async function runFailover(scenario: FailoverScenario): Promise<void> {
   }
   for (const token of watch.revoked) {
     for (const instance of instances) expect(await statusOf(instance, token)).toBe(401);
+  }
+}
+
+export interface LostRevocationScenario {
+  label: string;
+  instances: string[];
+  entry: string;
+  /** A live session whose token key is on the primary that will be killed. */
+  victim: Session;
+  /** Live sessions (any primary) that must work again after the failover. */
+  keepers: Session[];
+  /** SIGSTOPs the killed primary's replica, and SIGCONTs it. */
+  pauseReplica(): void;
+  resumeReplica(): void;
+  /**
+   * Writes enough to the primary (tens of MB) that what follows cannot fit in the socket buffers between it and the
+   * paused replica: the revocation's delete then stays in the primary's own output buffer and dies with it.
+   */
+  clogReplication(): Promise<void>;
+  /** Whether the (resumed, not yet promoted) replica still has the victim's token key. */
+  replicaHasToken(): Promise<boolean>;
+  kill(): Promise<void>;
+  waitForFailover(): Promise<{ description: string; afterKillMs: number }>;
+  diagnostics(): string;
+}
+
+/**
+ * A revocation that no replica received before its primary died: the replica is paused, the replication stream
+ * clogged, the session logged out (its WAIT for a replica times out; the logout still answers 204), the primary
+ * SIGKILLed, the replica resumed and promoted. Redis has the token again; the gateways must still refuse it, on every
+ * instance, during the failover and after it (watched past the token cache's 2 s revalidation). Valid sessions
+ * work again afterwards.
+ */
+export async function runLostRevocation(scenario: LostRevocationScenario): Promise<void> {
+  const { instances, entry, victim } = scenario;
+  for (const instance of instances) expect(await statusOf(instance, victim.accessToken)).toBe(200);
+  for (const session of scenario.keepers) expect(await statusOf(entry, session.accessToken)).toBe(200);
+  const watch = startWatch([...new Set([...instances, entry])], { revoked: [], valid: scenario.keepers, loginUser: 'bob' });
+  let killedAt = Date.now();
+  let failover: { description: string; afterKillMs: number } | null = null;
+  let logoutMs = 0;
+  let resumed = false;
+  let lost = false;
+  try {
+    scenario.pauseReplica();
+    await scenario.clogReplication();
+    const started = Date.now();
+    const logout = await fetch(`${entry}/iam/auth/logout`, { method: 'POST', headers: bearer(victim.accessToken) });
+    await logout.arrayBuffer();
+    logoutMs = Date.now() - started;
+    expect(logout.status).toBe(204);
+    watch.revoked.add(victim.accessToken);
+    for (const instance of instances) expect(await statusOf(instance, victim.accessToken)).toBe(401);
+    killedAt = Date.now();
+    await scenario.kill();
+    scenario.resumeReplica();
+    resumed = true;
+    // The harness did what it says: the promoted replica will hold the revoked token (checked before the promotion).
+    lost = await scenario.replicaHasToken();
+    failover = await scenario.waitForFailover();
+    const until = Date.now() + 8000;
+    while (Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 250));
+  } finally {
+    if (!resumed) scenario.resumeReplica();
+    await watch.stop();
+  }
+  const window = failClosedWindow(watch.observations, killedAt);
+  const victimAnswers = watch.observations.filter((observation) => observation.kind === 'revoked');
+  process.stdout.write(
+    `[scale] ${scenario.label}, a revocation no replica received: logout answered 204 after ${logoutMs} ms; ${failover.description} ${failover.afterKillMs} ms after the SIGKILL; ` +
+      `the promoted replica ${lost ? 'still had' : 'did not have'} the token; the revoked token was asked ${victimAnswers.length} times ` +
+      `(${victimAnswers.filter((observation) => observation.status === 401).length}× 401, ${victimAnswers.filter((observation) => observation.status === 503).length}× 503, ` +
+      `${victimAnswers.filter((observation) => observation.status === 200).length}× 200); 503s ${window ? `from +${window.first} to +${window.last} ms` : 'none'}\n`,
+  );
+  expect(lost).toBe(true);
+  const violations = describeViolations(watch.observations, killedAt);
+  if (violations) throw new Error(`${scenario.label}: wrong answers after a revocation no replica received (times from the SIGKILL):\n${violations}\n${scenario.diagnostics()}`);
+  for (const instance of instances) expect(await statusOf(instance, victim.accessToken)).toBe(401);
+  for (const session of scenario.keepers) {
+    for (const instance of instances) expect(await statusOf(instance, session.accessToken)).toBe(200);
   }
 }
