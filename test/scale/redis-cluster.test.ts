@@ -97,7 +97,9 @@ describeScale('three gateways behind nginx on a Redis Cluster (3 primaries, 3 re
 
   it('spreads 1,000 sessions logged in through nginx over the three primaries (token keys counted per primary)', async () => {
     const started = performance.now();
-    sessions = await loginMany(nginx.url, SESSIONS, ['alice', 'bob'], 12);
+    sessions = await loginMany(nginx.url, SESSIONS, ['alice', 'bob'], 12).catch((error: Error) => {
+      throw new Error(`${error.message}\n${diagnostics()}`);
+    });
     const loginMs = performance.now() - started;
     const counts = await cluster.keysPerPrimary(`${prefix}:token:*`);
     const spread = [...counts.entries()].map(([port, count]) => `${port}: ${count}`).join(', ');

@@ -134,7 +134,7 @@ export const caddy: FrontProxyKind = {
  * A real nginx balancing over several gateway instances (the scale-out deployment of issue #17): one `upstream`
  * with the gateways' ports (round robin, pooled keep-alive connections), the client address in X-Forwarded-For
  * (the gateways trust it from 127.0.0.1: `IAM_FORWARD_TRUSTED_PROXIES`). A refused or reset connection to one
- * gateway is retried on the next; an HTTP answer, 503 included, is passed through as it is.
+ * gateway is retried on the next for idempotent requests; an HTTP answer, 503 included, is passed through as it is.
  */
 export async function startNginxBalancer(gatewayPorts: number[]): Promise<FrontProxy> {
   const dir = mkdtempSync(join(tmpdir(), 'iam-nginx-lb-'));
@@ -152,6 +152,9 @@ export async function startNginxBalancer(gatewayPorts: number[]): Promise<FrontP
     '  upstream iam_gateways {',
     ...gatewayPorts.map((gatewayPort) => `    server 127.0.0.1:${gatewayPort} max_fails=0;`),
     '    keepalive 32;',
+    // Shorter than the gateway's server.keep-alive-timeout (5 s): otherwise nginx may send a request on a pooled
+    // connection the gateway is closing at that moment, and answer 502 (a POST is not retried on another gateway).
+    '    keepalive_timeout 4s;',
     '  }',
     '  server {',
     `    listen 127.0.0.1:${port};`,
