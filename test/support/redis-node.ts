@@ -108,12 +108,21 @@ export async function startRedisNode(port: number, dir: string, args: string[], 
   const launch = async (): Promise<void> => {
     child = spawn(REDIS_SERVER, fullArgs, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
+    let failedToStart: Error | null = null;
     child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     killOnExit(child);
     const current = child;
-    exited = new Promise<void>((resolve) => current.once('exit', () => resolve()));
+    exited = new Promise<void>((resolve) => {
+      current.once('exit', () => resolve());
+      // A missing binary (ENOENT) emits 'error' and never 'exit'.
+      current.once('error', (error) => {
+        failedToStart = error;
+        resolve();
+      });
+    });
     try {
       await waitUntil(`redis-server on ${port}`, async () => {
+        if (failedToStart) throw new Error(`${REDIS_SERVER} did not start: ${(failedToStart as Error).message}`);
         if (current.exitCode !== null || current.signalCode !== null) throw new Error(`exited: ${stderr}`);
         return (await command(port, 'PING')) === 'PONG';
       }, 10_000, () => `${stderr}\n${log()}`);
