@@ -16,7 +16,7 @@ export function readinessChecks(deps: { repository: IamRepository; databaseKind:
     { name: 'database', check: async () => (await repository.ping(), { ok: true, detail: { kind: deps.databaseKind } }) },
     {
       name: 'tokenStore',
-      check: async () => (await store.ping(), { ok: true, detail: { kind: store.kind, eventsConnected: channelUp(), ...(backing instanceof RedisTokenStore ? { evictionPolicy: backing.evictionPolicy } : {}) } }),
+      check: async () => (await store.ping(), { ok: true, detail: { kind: store.kind, eventsConnected: channelUp(), ...(backing instanceof RedisTokenStore ? { topology: backing.topology, evictionPolicy: backing.evictionPolicy } : {}) } }),
     },
     { name: 'eventsChannel', check: async () => ({ ok: channelUp(), detail: { connected: channelUp() } }) },
     { name: 'policy', check: async () => ({ ok: true, detail: policy.describe() }) },

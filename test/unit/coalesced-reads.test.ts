@@ -71,4 +71,15 @@ describe('CoalescedReads', () => {
     fail = false;
     expect(await reads.read('a')).toBe('v-a');
   });
+
+  it('rejects only the reads a multi-key read answered with an error (one shard failing over), the rest get their values', async () => {
+    const reads = new CoalescedReads(async (keys) => keys.map((key) => (key.startsWith('down') ? new Error('shard failing over') : `v-${key}`)));
+    const outcomes = await Promise.allSettled(['a', 'down-1', 'b', 'down-2'].map((key) => reads.read(key)));
+    expect(outcomes.map((outcome) => (outcome.status === 'fulfilled' ? outcome.value : (outcome.reason as Error).message))).toEqual([
+      'v-a',
+      'shard failing over',
+      'v-b',
+      'shard failing over',
+    ]);
+  });
 });

@@ -8,7 +8,8 @@
  * after the turn's socket callbacks and before the loop waits again: no timer, no added wait beyond the
  * current turn, and still one store round trip per request.
  *
- * Fail closed: when the batch read fails, every read in it rejects with that error.
+ * Fail closed: when the batch read fails, every read in it rejects with that error; a multi-key read may
+ * also answer an `Error` for some keys (a Cluster shard that is failing over), and only their reads reject.
  */
 export class CoalescedReads {
   private keys: string[] = [];
@@ -20,7 +21,7 @@ export class CoalescedReads {
    * @param maxBatch a batch is sent as soon as it holds this many keys.
    */
   constructor(
-    private readonly readMany: (keys: string[]) => Promise<Array<string | null>>,
+    private readonly readMany: (keys: string[]) => Promise<Array<string | null | Error>>,
     private readonly maxBatch = 256,
   ) {}
 
@@ -48,7 +49,7 @@ export class CoalescedReads {
     const waiters = this.waiters;
     this.keys = [];
     this.waiters = [];
-    let pending: Promise<Array<string | null>>;
+    let pending: Promise<Array<string | null | Error>>;
     try {
       pending = this.readMany(keys);
     } catch (error) {
@@ -62,7 +63,11 @@ export class CoalescedReads {
           for (const waiter of waiters) waiter.reject(error);
           return;
         }
-        for (let i = 0; i < waiters.length; i++) waiters[i]!.resolve(values[i] ?? null);
+        for (let i = 0; i < waiters.length; i++) {
+          const value = values[i];
+          if (value instanceof Error) waiters[i]!.reject(value);
+          else waiters[i]!.resolve(value ?? null);
+        }
       },
       (error: unknown) => {
         for (const waiter of waiters) waiter.reject(error);

@@ -125,6 +125,9 @@ export async function quitConnection(redis: Redis | Cluster): Promise<void> {
   try {
     await redis.quit();
   } catch {
-    redis.disconnect();
+    // dropped below
   }
+  // Also after a QUIT: a Sentinel connection's connector holds its own connections to the Sentinels
+  // (the failover detector), which only disconnect() closes; they would keep the process alive.
+  redis.disconnect();
 }

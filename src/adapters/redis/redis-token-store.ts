@@ -431,9 +431,10 @@ export class RedisTokenStore implements TokenStore {
 
 /**
  * The values of `keys` read from a Cluster: grouped by the primary that serves their slot, one pipeline of
- * GETs per primary, all sent at once (one round trip per shard, no CROSSSLOT).
+ * GETs per primary, all sent at once (one round trip per shard, no CROSSSLOT). A shard that fails (it is
+ * failing over) fails only the reads of its keys.
  */
-async function readPerNode(cluster: Cluster, keys: string[]): Promise<Array<string | null>> {
+async function readPerNode(cluster: Cluster, keys: string[]): Promise<Array<string | null | Error>> {
   const groups = new Map<string, number[]>();
   keys.forEach((key, index) => {
     const owner = cluster.slots[calculateSlot(key)]?.[0] ?? '';
@@ -441,16 +442,21 @@ async function readPerNode(cluster: Cluster, keys: string[]): Promise<Array<stri
     if (group) group.push(index);
     else groups.set(owner, [index]);
   });
-  const values = new Array<string | null>(keys.length).fill(null);
+  const values = new Array<string | null | Error>(keys.length).fill(null);
   await Promise.all(
     [...groups.values()].map(async (indexes) => {
       const pipeline = cluster.pipeline();
       for (const index of indexes) pipeline.get(keys[index]!);
-      const replies = await execTransaction(pipeline);
-      indexes.forEach((index, position) => {
-        const reply = replies[position];
-        values[index] = typeof reply === 'string' ? reply : null;
-      });
+      try {
+        const replies = await execTransaction(pipeline);
+        indexes.forEach((index, position) => {
+          const reply = replies[position];
+          values[index] = typeof reply === 'string' ? reply : null;
+        });
+      } catch (error) {
+        const failure = toUnavailable(error);
+        for (const index of indexes) values[index] = failure;
+      }
     }),
   );
   return values;

@@ -222,7 +222,8 @@ function sentinelOptions(topology: Extract<RedisTopology, { kind: 'sentinel' }>)
 
 /** The ioredis connector of the Cluster subscriber: every (re)connection goes to the next node in turn. */
 class RotatingNodeConnector extends AbstractConnector {
-  private static turn = 0;
+  // Instances start at different nodes, so their subscribers spread over the cluster.
+  private static turn = Math.floor(Math.random() * 1024);
   private readonly nodes: () => HostPort[];
   private readonly tls: boolean;
 
