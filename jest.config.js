@@ -1,7 +1,7 @@
 /**
  * Jest: two projects.
  * - `unit` (test/unit): no database, no global setup; its files run in parallel workers.
- * - `integration` (test/integration, test/e2e): the global setup gives every jest worker its own database
+ * - `integration` (test/integration, test/e2e, test/scale): the global setup gives every jest worker its own database
  *   (an embedded PGlite each, or `<DATABASE_URL's database>_w<N>`), so files run in parallel workers too.
  * `maxWorkers` is global in jest, not per project; it stays 1 here, so any plain `npx jest ...` runs one file
  * at a time. `npm test` runs the projects as two invocations with their own worker counts
@@ -30,7 +30,7 @@ module.exports = {
       testEnvironment: 'node',
       transform,
       transformIgnorePatterns,
-      testMatch: ['<rootDir>/test/integration/**/*.test.ts', '<rootDir>/test/e2e/**/*.test.ts'],
+      testMatch: ['<rootDir>/test/integration/**/*.test.ts', '<rootDir>/test/e2e/**/*.test.ts', '<rootDir>/test/scale/**/*.test.ts'],
       globalSetup: '<rootDir>/test/support/global-setup.ts',
       setupFiles: ['<rootDir>/test/support/worker-env.ts'],
       globalTeardown: '<rootDir>/test/support/global-teardown.ts',

@@ -129,3 +129,49 @@ export const caddy: FrontProxyKind = {
     return run('caddy', ['run', '--config', join(dir, 'Caddyfile'), '--adapter', 'caddyfile'], dir, port, env, []);
   },
 };
+
+/**
+ * A real nginx balancing over several gateway instances (the scale-out deployment of issue #17): one `upstream`
+ * with the gateways' ports (round robin, pooled keep-alive connections), the client address in X-Forwarded-For
+ * (the gateways trust it from 127.0.0.1: `IAM_FORWARD_TRUSTED_PROXIES`). A refused or reset connection to one
+ * gateway is retried on the next for idempotent requests; an HTTP answer, 503 included, is passed through as it is.
+ */
+export async function startNginxBalancer(gatewayPorts: number[]): Promise<FrontProxy> {
+  const dir = mkdtempSync(join(tmpdir(), 'iam-nginx-lb-'));
+  const port = await freePort();
+  for (const sub of ['body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']) mkdirSync(join(dir, sub));
+  const conf = [
+    `pid ${dir}/nginx.pid;`,
+    `error_log ${dir}/error.log warn;`,
+    'worker_processes 1;',
+    'events { worker_connections 512; }',
+    'http {',
+    '  access_log off;',
+    `  client_body_temp_path ${dir}/body; proxy_temp_path ${dir}/proxy; fastcgi_temp_path ${dir}/fastcgi;`,
+    `  uwsgi_temp_path ${dir}/uwsgi; scgi_temp_path ${dir}/scgi;`,
+    '  upstream iam_gateways {',
+    ...gatewayPorts.map((gatewayPort) => `    server 127.0.0.1:${gatewayPort} max_fails=0;`),
+    '    keepalive 32;',
+    // Shorter than the gateway's server.keep-alive-timeout (5 s): otherwise nginx may send a request on a pooled
+    // connection the gateway is closing at that moment, and answer 502 (a POST is not retried on another gateway).
+    '    keepalive_timeout 4s;',
+    '  }',
+    '  server {',
+    `    listen 127.0.0.1:${port};`,
+    '    location / {',
+    '      proxy_pass http://iam_gateways;',
+    '      proxy_http_version 1.1;',
+    '      proxy_set_header Connection "";',
+    '      proxy_set_header Host $http_host;',
+    '      proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;',
+    '      proxy_set_header X-Forwarded-Proto $scheme;',
+    '      proxy_next_upstream error timeout;',
+    '      proxy_connect_timeout 2s;',
+    '      proxy_read_timeout 30s;',
+    '    }',
+    '  }',
+    '}',
+  ].join('\n');
+  writeFileSync(join(dir, 'nginx.conf'), conf);
+  return run('nginx', ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', join(dir, 'error.log'), '-g', 'daemon off;'], dir, port, process.env, [join(dir, 'error.log')]);
+}
