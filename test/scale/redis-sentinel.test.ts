@@ -14,7 +14,7 @@ import { ensureBuilt, type GatewayProcess } from '../support/gateway-process';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
 import { command, redisEnginesAvailable } from '../support/redis-node';
 import { startRedisSentinel, type RedisSentinelSetup } from '../support/redis-sentinel';
-import { loginMany, percentile, revocationLatency, runFailover, runLostRevocation, startGatewayFleet, statusOf, tokenKey, untaggedTokenKey, type Session } from '../support/scale';
+import { loginMany, percentile, revocationLatency, runFailover, runLostRevocation, startGatewayFleet, statusOf, tokenKey, type Session } from '../support/scale';
 
 const runnable = redisEnginesAvailable();
 if (!runnable) notRun('redis-sentinel scale: 2 gateways on Redis Sentinel (needs redis-server and redis-cli; CI has them)');
@@ -108,7 +108,7 @@ describeScale('two gateways on Redis Sentinel (1 primary, 1 replica, 3 sentinels
       pauseReplica: () => sentinel.pauseReplica(),
       resumeReplica: () => sentinel.resumeReplica(),
       clogReplication: async () => void (await command(primary, 'SET', 'clog', Buffer.alloc(48 * 1024 * 1024, 120))),
-      replicaHasToken: async () => Number(await command(replica, 'EXISTS', tokenKey(prefix, victim!.accessToken), untaggedTokenKey(prefix, victim!.accessToken))) > 0,
+      replicaHasToken: async () => Number(await command(replica, 'EXISTS', tokenKey(prefix, victim!.accessToken))) > 0,
       kill: () => sentinel.killPrimary(),
       waitForFailover: async () => {
         const { promoted, afterKillMs } = await sentinel.waitForFailover(30_000);
