@@ -15,6 +15,18 @@ const STOP_GRACE_MS = 8000;
 const running = new Set();
 const cleanups = new Set();
 let handlersInstalled = false;
+/** `--pin` (lib/pin.js): `{ cpusFor(role), moveChildrenToLoad(pid) }`, or null (the scheduler decides). */
+let affinity = null;
+
+/** Sets (or with null clears) the CPU placement of children started from now on; see lib/pin.js. */
+function setAffinity(policy) {
+  affinity = policy;
+}
+
+/** With `--pin`, moves the children that `pid` started (a gateway's embedded database) to the load CPUs. */
+function moveChildrenToLoad(pid) {
+  if (affinity) affinity.moveChildrenToLoad(pid);
+}
 
 /** Keeps the last lines a child wrote, to show when it fails. */
 function captureLines(stream, into) {
@@ -33,10 +45,11 @@ function captureLines(stream, into) {
 /**
  * Spawns `node [nodeFlags] [preload] script args` with cwd = repository root. `ipc: true` opens an IPC channel and
  * resolves `ready` with the first `{ready: true, ...}` message; otherwise `ready` is the caller's to decide.
+ * `role`: see spawnProcess.
  */
-function spawnNode(name, script, args, { env = process.env, ipc = false, preloadExitWithParent = false, nodeFlags = [] } = {}) {
+function spawnNode(name, script, args, { env = process.env, ipc = false, preloadExitWithParent = false, nodeFlags = [], role = null } = {}) {
   const nodeArgs = [...nodeFlags, ...(preloadExitWithParent ? ['-r', EXIT_WITH_PARENT] : []), script, ...args];
-  const handle = spawnProcess(name, process.execPath, nodeArgs, { env, ipc });
+  const handle = spawnProcess(name, process.execPath, nodeArgs, { env, ipc, role });
   if (ipc) {
     handle.ready = new Promise((resolve, reject) => {
       handle.child.on('message', (message) => {
@@ -52,10 +65,15 @@ function spawnNode(name, script, args, { env = process.env, ipc = false, preload
  * Spawns any program (e.g. redis-server) as a registered child: stopped like the others, its output kept
  * for error messages. `parentDeathSignal` (Linux, util-linux `setpriv`): the kernel sends the child that
  * signal if this process dies without cleaning up (SIGKILL), for programs that cannot watch their parent.
+ * `role`: `proxy` (a proxy under test) or `load` (upstream, databases); with `--pin` the child starts under
+ * `taskset -c` on that role's CPUs (lib/pin.js), otherwise it is ignored. taskset and setpriv exec the
+ * program, so `pid` is the program's own.
  */
-function spawnProcess(name, command, args, { env = process.env, ipc = false, cwd = ROOT, parentDeathSignal = null } = {}) {
+function spawnProcess(name, command, args, { env = process.env, ipc = false, cwd = ROOT, parentDeathSignal = null, role = null } = {}) {
   installHandlers();
-  const [file, argv] = parentDeathSignal && hasSetpriv() ? ['setpriv', [`--pdeathsig=${parentDeathSignal}`, '--', command, ...args]] : [command, args];
+  const cpus = affinity && role ? affinity.cpusFor(role) : null;
+  const [pinnedCommand, pinnedArgs] = cpus ? ['taskset', ['-c', cpus, command, ...args]] : [command, args];
+  const [file, argv] = parentDeathSignal && hasSetpriv() ? ['setpriv', [`--pdeathsig=${parentDeathSignal}`, '--', pinnedCommand, ...pinnedArgs]] : [pinnedCommand, pinnedArgs];
   const child = spawn(file, argv, {
     cwd,
     env,
@@ -186,4 +204,4 @@ function runMain(label, main) {
   );
 }
 
-module.exports = { ROOT, spawnNode, spawnProcess, stopAll, addCleanup, runMain };
+module.exports = { ROOT, spawnNode, spawnProcess, stopAll, addCleanup, runMain, setAffinity, moveChildrenToLoad };

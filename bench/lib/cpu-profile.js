@@ -21,6 +21,7 @@ const { startGatewayProcess } = require('./gateway');
 const { login } = require('./http');
 const { measure } = require('./load');
 const { loginDriver } = require('./login-driver');
+const { loginEachOnce, writeLoginUsers } = require('./login-users');
 const { BENCH_PATH, generatePolicy } = require('./policy');
 const { purgePrefixes, resolveRedis } = require('./redis');
 const { fmt, table } = require('./report');
@@ -126,6 +127,8 @@ async function main(argv = []) {
   });
   try {
     writeFileSync(join(policyDir, 'bench.yaml'), generatePolicy(1000).text);
+    // --logins: users of their own, in turn (lib/login-users.js), so the profiled session stays under the session cap.
+    const loginUsers = loginsPerSecond > 0 ? writeLoginUsers(profileDir) : null;
     const upstream = await startUpstream();
     const nodeFlags = ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, '--cpu-prof-interval=250'];
     let target;
@@ -139,13 +142,14 @@ async function main(argv = []) {
         policyDir,
         redisUrl: redis.url,
         prefix,
-        extraEnv: cold ? { IAM_TOKEN_CACHE_ENABLED: 'false' } : {},
+        extraEnv: { ...(cold ? { IAM_TOKEN_CACHE_ENABLED: 'false' } : {}), ...(loginUsers ? loginUsers.env : {}) },
         nodeFlags,
       });
       headers = { authorization: `Bearer ${(await login(target.url, 'alice', 'alice-password')).accessToken}` };
+      if (loginUsers) await loginEachOnce(target.url, loginUsers);
     }
-    const during = loginsPerSecond > 0 && !baseline && !floor
-      ? loginDriver({ gatewayUrl: target.url, username: 'alice', password: 'alice-password', rate: loginsPerSecond, maxSeconds: durationS + 1 })
+    const during = loginUsers && !baseline && !floor
+      ? loginDriver({ gatewayUrl: target.url, username: loginUsers.usernames, password: loginUsers.password, rate: loginsPerSecond, maxSeconds: durationS + 1 })
       : null;
     const result = await measure({ url: `${target.url}${BENCH_PATH}`, connections: 50, durationS, warmupS: 2, headers, watch: { target: target.pid }, during });
     if (result.background) log(`logins in parallel: ${JSON.stringify(result.background)}`);

@@ -6,7 +6,7 @@
  */
 const net = require('node:net');
 const { join } = require('node:path');
-const { spawnNode, ROOT } = require('./children');
+const { moveChildrenToLoad, spawnNode, ROOT } = require('./children');
 const { request } = require('./http');
 
 const STARTUP_TIMEOUT_MS = 90_000;
@@ -28,7 +28,9 @@ function freePort() {
  * `redisUrl` null = in-process token store. `databaseUrl` overrides DATABASE_URL (default: the user's
  * DATABASE_URL, else the embedded PGlite in memory). `extraEnv` wins over everything (e.g. IAM_TOKEN_CACHE_ENABLED);
  * `nodeFlags` go to node itself (e.g. --cpu-prof, which NODE_OPTIONS refuses). `root`: the checkout whose
- * built gateway runs (another build for `--compare`; its example users file is the same).
+ * built gateway runs (another build for `--compare`; its example users file is the same). `role`: with
+ * `--pin`, where it runs (lib/pin.js): a gateway is a proxy under test; its embedded database is moved to the
+ * load CPUs once it is ready.
  */
 /**
  * The example users and grants (config/default.yaml names none): alice logs in through the users-file
@@ -40,7 +42,7 @@ const EXAMPLE_IDENTITIES_ENV = {
   IAM_PROVISION_FILE: join(ROOT, 'config', 'provision.example.yaml'),
 };
 
-async function startGatewayProcess({ name, upstreamUrl, policyDir, redisUrl, prefix, databaseUrl = null, extraEnv = {}, nodeFlags = [], root = ROOT }) {
+async function startGatewayProcess({ name, upstreamUrl, policyDir, redisUrl, prefix, databaseUrl = null, extraEnv = {}, nodeFlags = [], root = ROOT, role = 'proxy' }) {
   const port = await freePort();
   const managementPort = await freePort();
   const env = {
@@ -73,7 +75,7 @@ async function startGatewayProcess({ name, upstreamUrl, policyDir, redisUrl, pre
   Object.assign(env, extraEnv);
   // Each build reads its own shipped defaults (another checkout may not know this one's configuration keys).
   env.IAM_CONFIG = join(root, 'config', 'default.yaml');
-  const handle = spawnNode(name, join(root, 'bin', 'iam-gateway.js'), ['serve'], { env, preloadExitWithParent: true, nodeFlags });
+  const handle = spawnNode(name, join(root, 'bin', 'iam-gateway.js'), ['serve'], { env, preloadExitWithParent: true, nodeFlags, role });
   const url = `http://127.0.0.1:${port}`;
   const managementUrl = `http://127.0.0.1:${managementPort}`;
   const deadline = Date.now() + STARTUP_TIMEOUT_MS;
@@ -87,6 +89,7 @@ async function startGatewayProcess({ name, upstreamUrl, policyDir, redisUrl, pre
     if (ready && ready.status === 200) break;
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
+  moveChildrenToLoad(handle.pid);
   return Object.assign(handle, { url, managementUrl, port, managementPort, prefix });
 }
 

@@ -5,7 +5,7 @@
  * loopback proxy), and the CPU time of the watched processes is read from /proc around the measured run.
  */
 const autocannon = require('autocannon');
-const { cpuMicros } = require('./proc');
+const { cpuMicrosOf } = require('./proc');
 const { summarize } = require('./stats');
 
 /** Upper bound of latencies kept per run (more than 10 s of loopback traffic can produce). */
@@ -20,7 +20,7 @@ function runAutocannon(options, onResponse) {
 
 /**
  * Warm-up run (discarded), then the measured run. Returns requests/s of 2xx answers, exact latency
- * percentiles (ms), error counts and, per watched pid, CPU microseconds per 2xx request.
+ * percentiles (ms), error counts and, per watched name (a pid or a list of pids, summed), CPU microseconds per 2xx request.
  * `during` (optional) is started with the measured run and awaited after it (e.g. a login driver);
  * `hooks.before()` runs right before the measured run, `hooks.after(beforeValue, requests)` right after.
  */
@@ -30,7 +30,7 @@ async function measure({ url, connections, durationS, warmupS, headers = {}, wat
   const latencies = new Float64Array(MAX_SAMPLES);
   let samples = 0;
   const cpuBefore = {};
-  for (const [name, pid] of Object.entries(watch)) cpuBefore[name] = cpuMicros(pid);
+  for (const [name, pid] of Object.entries(watch)) cpuBefore[name] = cpuMicrosOf(pid);
   const started = process.hrtime.bigint();
   const background = during ? during.start() : null;
   const result = await runAutocannon({ url, connections, duration: durationS, headers }, (_client, statusCode, _bytes, responseTime) => {
@@ -40,7 +40,7 @@ async function measure({ url, connections, durationS, warmupS, headers = {}, wat
   const seconds = Number(ended - started) / 1e9;
   const cpu = {};
   for (const [name, pid] of Object.entries(watch)) {
-    const after = cpuMicros(pid);
+    const after = cpuMicrosOf(pid);
     cpu[name] = cpuBefore[name] === null || after === null ? null : (after - cpuBefore[name]) / Math.max(1, result['2xx']);
   }
   const backgroundResult = background ? await during.stop() : null;

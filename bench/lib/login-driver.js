@@ -2,7 +2,8 @@
 /**
  * Logins at a fixed rate in the background (the "login under load" phase): one POST /iam/auth/login every
  * 1000/rate ms, at most `maxInFlight` outstanding (a slow gateway gets fewer attempts, never a pile-up), and
- * never more than `rate × maxSeconds` attempts in total.
+ * never more than `rate × maxSeconds` attempts in total. `username` may be a list: the users take turns
+ * (lib/login-users.js: one user logging in 20 times a second would run into the per-user session cap).
  */
 const http = require('node:http');
 const { login } = require('./http');
@@ -10,6 +11,7 @@ const { summarize } = require('./stats');
 
 function loginDriver({ gatewayUrl, username, password, clientType = 'WEB', rate, maxSeconds, maxInFlight = 20 }) {
   const maxAttempts = Math.ceil(rate * maxSeconds);
+  const usernames = [].concat(username);
   let timer = null;
   let agent = null;
   let started = 0n;
@@ -27,7 +29,7 @@ function loginDriver({ gatewayUrl, username, password, clientType = 'WEB', rate,
     }
     counts.attempted++;
     const t0 = process.hrtime.bigint();
-    const pending = login(gatewayUrl, username, password, clientType, agent).then(
+    const pending = login(gatewayUrl, usernames[counts.attempted % usernames.length], password, clientType, agent).then(
       () => {
         counts.ok++;
         latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);

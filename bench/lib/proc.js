@@ -31,6 +31,17 @@ function cpuMicros(pid) {
   }
 }
 
+/** cpuMicros of one pid, or summed over a list of pids (e.g. nginx's master and workers); null if any is unreadable. */
+function cpuMicrosOf(pids) {
+  let total = 0;
+  for (const pid of [].concat(pids)) {
+    const micros = cpuMicros(pid);
+    if (micros === null) return null;
+    total += micros;
+  }
+  return total;
+}
+
 /** { rssKb, hwmKb } from /proc/<pid>/status (VmRSS, VmHWM); null when unavailable. */
 function memoryKb(pid) {
   try {
@@ -45,4 +56,4 @@ function memoryKb(pid) {
   }
 }
 
-module.exports = { cpuMicros, memoryKb, ticksPerSecond };
+module.exports = { cpuMicros, cpuMicrosOf, memoryKb, ticksPerSecond };

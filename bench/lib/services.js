@@ -5,14 +5,14 @@ const { spawnNode } = require('./children');
 
 /** Starts bench/upstream.js; resolves the handle with `url` and `bodyBytes`. */
 async function startUpstream() {
-  const handle = spawnNode('upstream', join(__dirname, '..', 'upstream.js'), ['0'], { ipc: true });
+  const handle = spawnNode('upstream', join(__dirname, '..', 'upstream.js'), ['0'], { ipc: true, role: 'load' });
   const ready = await handle.ready;
   return Object.assign(handle, { url: `http://127.0.0.1:${ready.port}`, bodyBytes: ready.bodyBytes });
 }
 
 /** Starts bench/baseline-proxy.js in front of `upstreamUrl` (`nodeFlags`: e.g. --cpu-prof); resolves the handle with `url`. */
 async function startBaselineProxy(upstreamUrl, nodeFlags = []) {
-  const handle = spawnNode('baseline-proxy', join(__dirname, '..', 'baseline-proxy.js'), [upstreamUrl, '0'], { ipc: true, nodeFlags });
+  const handle = spawnNode('baseline-proxy', join(__dirname, '..', 'baseline-proxy.js'), [upstreamUrl, '0'], { ipc: true, nodeFlags, role: 'proxy' });
   const ready = await handle.ready;
   return Object.assign(handle, { url: `http://127.0.0.1:${ready.port}` });
 }
@@ -21,7 +21,7 @@ module.exports = { startUpstream, startBaselineProxy };
 
 /** Starts lib/database-process.js (PGlite in memory behind a socket); resolves the handle with `url`. */
 async function startDatabaseProcess() {
-  const handle = spawnNode('database', join(__dirname, 'database-process.js'), [], { ipc: true });
+  const handle = spawnNode('database', join(__dirname, 'database-process.js'), [], { ipc: true, role: 'load' });
   const ready = await handle.ready;
   return Object.assign(handle, { url: ready.url });
 }
@@ -30,7 +30,7 @@ module.exports.startDatabaseProcess = startDatabaseProcess;
 
 /** Starts lib/bare-forwarder.js (the gateway's forwarder alone) in front of `upstreamUrl`; resolves the handle with `url`. */
 async function startBareForwarder(upstreamUrl, nodeFlags = []) {
-  const handle = spawnNode('bare-forwarder', join(__dirname, 'bare-forwarder.js'), [upstreamUrl, '0'], { ipc: true, nodeFlags });
+  const handle = spawnNode('bare-forwarder', join(__dirname, 'bare-forwarder.js'), [upstreamUrl, '0'], { ipc: true, nodeFlags, role: 'proxy' });
   const ready = await handle.ready;
   return Object.assign(handle, { url: `http://127.0.0.1:${ready.port}` });
 }
