@@ -41,8 +41,8 @@ const { median, ratio, round } = require('./lib/stats');
 const { computeTargets, formatTargets } = require('./lib/targets');
 const { unloadedLatency } = require('./lib/unloaded');
 
-const FULL = { rounds: 3, durationS: 10, warmupS: 3, connections: 50, unloadedCount: 3000, unloadedWarmup: 300, loginPairs: 2, loginDurationS: 10, loginRate: 20 };
-const QUICK = { rounds: 3, durationS: 3, warmupS: 1, connections: 50, unloadedCount: 600, unloadedWarmup: 100, loginPairs: 1, loginDurationS: 4, loginRate: 20 };
+const FULL = { rounds: 3, durationS: 10, warmupS: 3, connections: 50, unloadedCount: 3000, unloadedWarmup: 300, loginPairs: 2, loginDurationS: 10, loginWarmupS: 5, loginRate: 20 };
+const QUICK = { rounds: 3, durationS: 3, warmupS: 1, connections: 50, unloadedCount: 600, unloadedWarmup: 100, loginPairs: 1, loginDurationS: 4, loginWarmupS: 2, loginRate: 20 };
 const POLICY_ROUTES = 1000;
 
 function usageError(message) {
@@ -61,7 +61,7 @@ function parseArgs(argv) {
     pin: argv.includes('--pin'),
     externalDb: argv.includes('--external-db'),
   };
-  const numeric = { '--rounds': 'rounds', '--duration': 'durationS', '--warmup': 'warmupS', '--connections': 'connections' };
+  const numeric = { '--rounds': 'rounds', '--duration': 'durationS', '--warmup': 'warmupS', '--connections': 'connections', '--login-pairs': 'loginPairs' };
   options.compare = null;
   for (let i = 0; i < argv.length; i++) {
     const key = numeric[argv[i]];
@@ -77,7 +77,7 @@ function parseArgs(argv) {
       throw usageError(`unknown argument ${argv[i]} (see bench/README.md)`);
     }
   }
-  if (options.rounds < 1 || options.durationS <= 0 || options.connections < 1) throw usageError('--rounds, --duration and --connections must be positive');
+  if (options.rounds < 1 || options.durationS <= 0 || options.connections < 1 || options.loginPairs < 1) throw usageError('--rounds, --duration, --connections and --login-pairs must be positive');
   return options;
 }
 
@@ -203,22 +203,40 @@ function compareBuilds(rows, rounds) {
   return out;
 }
 
-async function loginUnderLoad(warm, options, users) {
-  const pairs = [];
-  await loginEachOnce(warm.url, users);
-  for (let i = 0; i < options.loginPairs; i++) {
-    const base = { url: `${warm.url}${BENCH_PATH}`, connections: options.connections, durationS: options.loginDurationS, headers: warm.headers, watch: { target: warm.pid } };
-    const without = await measure({ ...base, warmupS: i === 0 ? options.warmupS : 0 });
-    // Many users in turn (lib/login-users.js): alice alone would reach the session cap and revoke the measured session.
-    const driver = loginDriver({ gatewayUrl: warm.url, username: users.usernames, password: users.password, rate: options.loginRate, maxSeconds: options.loginDurationS + 1 });
-    const withLogins = await measure({ ...base, warmupS: 0, during: driver });
-    const logins = withLogins.background;
-    log(
-      `  pair ${i + 1}/${options.loginPairs}  p99 ${fmt(without.p99)} ms without logins, ${fmt(withLogins.p99)} ms with ${fmt(logins.ratePerSecond, 1)} logins/s` +
-        ` (login p50 ${fmt(logins.loginP50Ms, 1)} ms, p99 ${fmt(logins.loginP99Ms, 1)} ms, ${logins.failed} failed, ${logins.skipped} skipped)`,
-    );
-    pairs.push({ without, with: withLogins });
+/**
+ * p99 of gateway warm under the load without and with logins, in pairs. With `--compare`, the compared build's warm
+ * gateway too, pair by pair in alternating order (ABBA), so both builds see the same machine: `{ this, other }`.
+ */
+async function loginUnderLoad(subjects, options, users) {
+  const pairs = subjects.map(() => []);
+  const startDriver = (gateway, seconds) => loginDriver({ gatewayUrl: gateway.url, username: users.usernames, password: users.password, rate: options.loginRate, maxSeconds: seconds });
+  const loadOn = (gateway, durationS) => ({ url: `${gateway.url}${BENCH_PATH}`, connections: options.connections, durationS, warmupS: 0, headers: gateway.headers, watch: { target: gateway.pid } });
+  for (const { label, gateway } of subjects) {
+    // Warm-up, not measured: every login user once, then logins at the phase's rate under the load, so that the
+    // login path is compiled (V8 optimizes it on its helper threads, at the proxy's priority) before the pairs.
+    await loginEachOnce(gateway.url, users);
+    const warmup = await measure({ ...loadOn(gateway, options.loginWarmupS), during: startDriver(gateway, options.loginWarmupS + 1) });
+    log(`  ${label}warm-up: ${options.loginWarmupS} s with ${fmt(warmup.background.ratePerSecond, 1)} logins/s (not measured)`);
   }
+  for (let i = 0; i < options.loginPairs; i++) {
+    const order = i % 2 === 0 ? subjects.map((_, s) => s) : subjects.map((_, s) => subjects.length - 1 - s);
+    for (const s of order) {
+      const { label, gateway } = subjects[s];
+      const without = await measure(loadOn(gateway, options.loginDurationS));
+      // Many users in turn (lib/login-users.js): alice alone would reach the session cap and revoke the measured session.
+      const withLogins = await measure({ ...loadOn(gateway, options.loginDurationS), during: startDriver(gateway, options.loginDurationS + 1) });
+      const logins = withLogins.background;
+      log(
+        `  ${label}pair ${i + 1}/${options.loginPairs}  p99 ${fmt(without.p99)} ms without logins, ${fmt(withLogins.p99)} ms with ${fmt(logins.ratePerSecond, 1)} logins/s` +
+          ` (×${fmt(ratio(withLogins.p99, without.p99))}; req/s ${fmtInt(without.rps)} → ${fmtInt(withLogins.rps)}; login p50 ${fmt(logins.loginP50Ms, 1)} ms, p99 ${fmt(logins.loginP99Ms, 1)} ms, ${logins.failed} failed, ${logins.skipped} skipped)`,
+      );
+      pairs[s].push({ without, with: withLogins });
+    }
+  }
+  return subjects.map((_, s) => summarizeLoginPairs(pairs[s], options, users));
+}
+
+function summarizeLoginPairs(pairs, options, users) {
   const p99Without = median(pairs.map((pair) => pair.without.p99));
   const p99With = median(pairs.map((pair) => pair.with.p99));
   return {
@@ -227,6 +245,7 @@ async function loginUnderLoad(warm, options, users) {
     p99WithoutMs: p99Without,
     p99WithMs: p99With,
     p99Ratio: ratio(p99With, p99Without),
+    perPairP99Ratio: pairs.map((pair) => round(ratio(pair.with.p99, pair.without.p99))),
     rpsWithout: median(pairs.map((pair) => pair.without.rps)),
     rpsWith: median(pairs.map((pair) => pair.with.rps)),
     logins: pairs.map((pair) => pair.with.background),
@@ -348,8 +367,12 @@ async function main(argv) {
     log(`  median: direct ${fmt(unloaded.direct.p50, 3)} ms, baseline ${fmt(unloaded.baseline.p50, 3)} ms, gateway ${fmt(unloaded.warm.p50, 3)} ms → added ${fmt(unloadedAdded, 3)} ms (median of paired differences ${fmt(unloaded.warm.medianDeltaMs, 3)} ms; baseline adds ${fmt(unloaded.baseline.p50 - unloaded.direct.p50, 3)} ms` +
         `${floor ? `, forwarder only adds ${fmt(unloaded.floor.p50 - unloaded.direct.p50, 3)} ms` : ''}${nginx ? `, nginx + forward-auth adds ${fmt(unloaded.nginx.p50 - unloaded.direct.p50, 3)} ms` : ''})`);
 
-    log(`\nlogin under load (gateway warm, ${options.connections} connections, with/without ${options.loginRate} logins/s):`);
-    const loginLoad = await loginUnderLoad(warm, options, loginUsers);
+    log(`\nlogin under load (gateway warm${other ? ' of both builds, alternating' : ''}, ${options.connections} connections, with/without ${options.loginRate} logins/s):`);
+    const [loginLoad, loginLoadCompared = null] = await loginUnderLoad(
+      [{ label: other ? 'this build   ' : '', gateway: warm }, ...(other ? [{ label: 'compared build ', gateway: other.warm }] : [])],
+      options,
+      loginUsers,
+    );
 
     const rss = { warm: memoryKb(warm.pid), cold: memoryKb(cold.pid), baseline: memoryKb(baseline.pid) };
     const summary = {
@@ -387,6 +410,7 @@ async function main(argv) {
       for (const [key, entry] of Object.entries(comparison)) {
         log(`  ${key.padEnd(5)} this ${fmt(entry.thisVsBaseline, 3)}× base, compared ${fmt(entry.otherVsBaseline, 3)}× base → ${fmt((entry.ratio - 1) * 100, 1)}% (rounds ${entry.perRound.map((value) => `${fmt((value - 1) * 100, 1)}%`).join(', ')})`);
       }
+      log(`  p99 with ${options.loginRate} logins/s ÷ without: this ${fmt(loginLoad.p99Ratio)} (pairs ${loginLoad.perPairP99Ratio.map((value) => fmt(value)).join(', ')}), compared ${fmt(loginLoadCompared.p99Ratio)} (pairs ${loginLoadCompared.perPairP99Ratio.map((value) => fmt(value)).join(', ')})`);
     }
 
     const results = {
@@ -400,6 +424,7 @@ async function main(argv) {
       table: rows,
       unloaded: { ...unloaded, addedMedianMs: unloadedAdded, requestsPerTarget: options.unloadedCount },
       loginLoad,
+      ...(loginLoadCompared ? { loginLoadCompared } : {}),
       rssKbAfterLoad: rss,
       rounds,
       ...(comparison ? { comparison: { other: options.compare, ...comparison } } : {}),
