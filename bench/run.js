@@ -15,7 +15,8 @@
  *
  * Flags: --quick (short run), --rounds N, --duration S, --warmup S, --connections N, --strict (exit 1 when a
  * target is missed), --floor (also measure the gateway's forwarder alone), --external-db (PGlite in its own
- * process instead of inside each gateway). Other tools: --match (bench/match.js), --memory (bench/memory.js),
+ * process instead of inside each gateway). Other tools: --forward-auth (bench/forward-auth.js: forward-auth decisions
+ * against inline proxying, same flags), --match (bench/match.js), --memory (bench/memory.js),
  * --profile (lib/cpu-profile.js), --work (lib/work-count.js), --hot-path (lib/hot-path.js). See bench/README.md.
  */
 const { existsSync, mkdtempSync, rmSync, writeFileSync } = require('node:fs');
@@ -45,13 +46,14 @@ function usageError(message) {
 }
 
 function parseArgs(argv) {
-  const flags = ['--quick', '--strict', '--floor', '--external-db'];
+  const flags = ['--quick', '--strict', '--floor', '--external-db', '--forward-auth'];
   const options = {
     ...(argv.includes('--quick') ? QUICK : FULL),
     quick: argv.includes('--quick'),
     strict: argv.includes('--strict'),
     floor: argv.includes('--floor'),
     externalDb: argv.includes('--external-db'),
+    forwardAuth: argv.includes('--forward-auth'),
   };
   const numeric = { '--rounds': 'rounds', '--duration': 'durationS', '--warmup': 'warmupS', '--connections': 'connections' };
   options.compare = null;
@@ -247,6 +249,8 @@ async function main(argv) {
   if (argv.includes('--work')) return require('./lib/work-count').main(argv.filter((arg) => arg !== '--work'));
   if (argv.includes('--hot-path')) return require('./lib/hot-path').main(argv.filter((arg) => arg !== '--hot-path'));
   const options = parseArgs(argv);
+  // The forward-auth scenario (bench/forward-auth.js) takes the same flags (--quick, --rounds, --compare, …).
+  if (options.forwardAuth) return require('./forward-auth').main({ ...options, writePolicy });
   const started = Date.now();
   const generatedAt = new Date().toISOString();
   const redis = await resolveRedis();

@@ -3,6 +3,7 @@ import { LoginService } from '../auth/login-service';
 import { DecisionEngine } from '../authz/decision-engine';
 import { ResourceResolverClient } from '../authz/resource-resolver';
 import { CorsPolicy } from '../gateway/cors';
+import { ForwardAuthHandler } from '../gateway/forward-auth-handler';
 import { createFrontDoor, createProxyServer } from '../gateway/front-door';
 import { ProxyHandler } from '../gateway/proxy-handler';
 import { RequestAuthorizer } from '../gateway/request-authorizer';
@@ -134,13 +135,21 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       changes: state.changes,
       login,
       engine,
-      authorizer,
       policy: policy.holder,
       audit,
       jwks: () => (signer ? [signer.jwk] : []),
-      metrics,
       oidc,
       bearers,
+    });
+
+    // Forward-auth checks take the proxy's path (the same authorizer), not the /iam application's.
+    const forwardAuth = new ForwardAuthHandler({
+      authorizer,
+      metrics,
+      target: { allowPathParameters: config.iam.gateway.allowPathParameters, maxUrlLength: config.server.maxUrlLength },
+      logger,
+      outages,
+      tracer: tracing.tracer,
     });
 
     let shuttingDown = false;
@@ -154,6 +163,7 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       },
       cors,
       iam,
+      forwardAuth,
       proxy,
       metrics,
       tracer: tracing.tracer,
