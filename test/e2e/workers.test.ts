@@ -103,6 +103,8 @@ describeWithServers('serve --workers 2 (Redis and PostgreSQL)', () => {
   });
 
   it('the primary migrates once, then two workers with their own pids listen on the one port', async () => {
+    // Each process writes its own log lines to the shared stdout: a worker's may come after the primary's.
+    await waitFor('both workers\' listening lines', () => (workerPids(gateway).size === 2 ? true : undefined));
     const logs = gateway.logs();
     const migrated = logs.findIndex((line) => line.msg === 'database ready, migrations applied');
     expect(logs[migrated]?.worker).toBe(0);
@@ -169,6 +171,27 @@ describeWithServers('serve --workers 2 (Redis and PostgreSQL)', () => {
     expect(sample(text, 'iam_process_cpu_seconds_total')).toBeGreaterThan(0);
   });
 
+  it('a policy edit is picked up by every worker; SIGHUP to the primary reloads every worker', async () => {
+    const linesBefore = gateway.logs().length;
+    expect(await statuses(`${gateway.url}/added`, 6)).toEqual(Array(6).fill(403)); // no route: default deny
+    writeFileSync(join(policies, 'routes.yaml'), `${POLICY}  - { path: /added, methods: [GET], public: true }\n`);
+    const reloaded = await waitFor('both workers to reload', () => {
+      const workers = new Set(gateway.logs().slice(linesBefore).filter((line) => line.msg === 'policy: reloaded').map((line) => line.worker));
+      return workers.size === 2 ? workers : undefined;
+    });
+    expect([...reloaded]).not.toContain(0);
+    expect(await statuses(`${gateway.url}/added`, 10)).toEqual(Array(10).fill(200));
+
+    const beforeHup = gateway.logs().length;
+    gateway.child.kill('SIGHUP');
+    const asked = await waitFor('both workers to answer SIGHUP', () => {
+      const lines = gateway.logs().slice(beforeHup).filter((line) => line.msg === 'policy: reload requested; the directory matches the serving policy' && line.reason === 'SIGHUP');
+      return lines.length === 2 ? lines : undefined;
+    });
+    expect(new Set(asked.map((line) => line.worker))).toEqual(reloaded);
+    expect(gateway.child.exitCode).toBeNull();
+  });
+
   it('a worker killed with SIGKILL is replaced, and the port keeps answering', async () => {
     const series = 'iam_http_requests_total{route="/health",method="GET",status_class="2xx"}';
     const before = sample(await (await fetch(`${gateway.managementUrl}/metrics`)).text(), series);
@@ -205,6 +228,7 @@ describeWithServers('serve --workers 2 (Redis and PostgreSQL)', () => {
   it('SIGTERM to the primary drains an in-flight slow request on a worker, stops every worker and exits 0', async () => {
     const stopping = await startGatewayProcess(upstream.url, { IAM_POLICIES_DIR: policies, SERVER_WORKERS: '2', SERVER_SHUTDOWN_TIMEOUT: '10s' });
     others.push(stopping);
+    await waitFor('both workers\' listening lines', () => (workerPids(stopping).size === 2 ? true : undefined));
     const pids = [...workerPids(stopping).values()];
     expect(pids).toHaveLength(2);
     const slow = fresh(`${stopping.url}/slow/1500`);

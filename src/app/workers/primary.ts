@@ -64,15 +64,23 @@ export async function runPrimary(config: GatewayConfig, workers: WorkerCount): P
   const logger = createLogger(config.log.level).child({ worker: 0 });
   if (config.iam.enabled) await prepareOnce(config, logger);
   const primary = new Primary(config, workers.count, logger);
-  await primary.start();
-  await new Promise<void>((resolve) => {
+  // Taken before the workers are forked: a stop during the start stops the workers that started, gracefully.
+  let signalled: string | null = null;
+  const stopped = new Promise<void>((resolve) => {
     const stop = (signal: string): void => {
+      signalled = signal;
       logger.info({ signal }, 'stopping: every worker drains, then the primary exits');
       void primary.stop().then(resolve);
     };
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
   });
+  try {
+    await primary.start();
+  } catch (error) {
+    if (signalled === null) throw error;
+  }
+  await stopped;
   return 0;
 }
 
@@ -106,6 +114,7 @@ class Primary {
   private management: Server | null = null;
   private managementPort = 0;
   private stopping = false;
+  private stopped: Promise<void> | null = null;
   /** Set while the first N workers start: any exit then fails the start. */
   private starting: { fail: (error: Error) => void; listening: () => void } | null = null;
   private port: number | null = null;
@@ -148,6 +157,7 @@ class Primary {
       throw error;
     }
     this.starting = null;
+    if (this.stopping) throw new Error('stopped during the start');
     this.logger.info(
       {
         port: this.port,
@@ -162,8 +172,15 @@ class Primary {
   }
 
   /** Stops every worker gracefully (each drains within server.shutdown-timeout), then closes the management port. */
-  async stop(): Promise<void> {
+  stop(): Promise<void> {
+    this.stopped ??= this.stopWorkers();
+    return this.stopped;
+  }
+
+  private async stopWorkers(): Promise<void> {
     this.stopping = true;
+    // A stop during the start ends the start (the workers that started are stopped below).
+    this.starting?.fail(new Error('stopped during the start'));
     process.off('SIGHUP', this.onSighup);
     for (const slot of this.slots) if (slot.restartTimer) clearTimeout(slot.restartTimer);
     const states = [...this.live.values()];

@@ -29,6 +29,13 @@ export async function runWorker(): Promise<number> {
   });
   // SIGHUP reloads the policies once they are loaded (app/policy.ts); before that it must not end the process.
   process.on('SIGHUP', () => undefined);
+  // The primary gone while this worker starts: nothing is served yet, and the shared port went with the primary.
+  let started = false;
+  process.once('disconnect', () => {
+    if (!started) process.exit(1);
+  });
+  // A message to a primary that is gone fails with EPIPE on the worker object: the disconnect above handles it.
+  cluster.worker?.on('error', () => undefined);
 
   const start = await Promise.race([nextStartMessage(), stopRequested.then(() => null)]);
   if (start === null) return 0;
@@ -41,6 +48,7 @@ export async function runWorker(): Promise<number> {
     setTimeout(() => process.exit(1), 500).unref();
     throw error;
   }
+  started = true;
   process.on('message', (message: unknown) => {
     if (isMessage<AskMessage>(message, 'iam:ask')) void answer(gateway, message).then(send);
   });
