@@ -134,6 +134,11 @@ class Primary {
     await listen(management, this.config.server.managementPort, this.config.server.managementHost);
     this.management = management;
     this.managementPort = (management.address() as AddressInfo).port;
+    if (this.stopping) {
+      // Stopped while the port opened (stop() found nothing to close yet): fork nothing.
+      management.close();
+      throw new Error('stopped during the start');
+    }
 
     // Advanced serialization: metric values may be NaN or ±Infinity, which JSON cannot carry.
     cluster.setupPrimary({ serialization: 'advanced' });
