@@ -15,8 +15,10 @@
  *
  * Flags: --quick (short run), --rounds N, --duration S, --warmup S, --connections N, --strict (exit 1 when a
  * target is missed), --floor (also measure the gateway's forwarder alone), --external-db (PGlite in its own
- * process instead of inside each gateway). Other tools: --forward-auth (bench/forward-auth.js: forward-auth decisions
- * against inline proxying, same flags), --match (bench/match.js), --memory (bench/memory.js),
+ * process instead of inside each gateway), --workers N (this build's gateways run `serve --workers N`; needs
+ * DATABASE_URL and Redis; CPU is then the primary's and its workers'). Other tools: --forward-auth
+ * (bench/forward-auth.js: forward-auth decisions against inline proxying, same flags), --match (bench/match.js),
+ * --memory (bench/memory.js),
  * --profile (lib/cpu-profile.js), --work (lib/work-count.js), --hot-path (lib/hot-path.js). See bench/README.md.
  */
 const { existsSync, mkdtempSync, rmSync, writeFileSync } = require('node:fs');
@@ -29,7 +31,7 @@ const { login, request } = require('./lib/http');
 const { measure } = require('./lib/load');
 const { loginDriver } = require('./lib/login-driver');
 const { BENCH_PATH, generatePolicy } = require('./lib/policy');
-const { memoryKb } = require('./lib/proc');
+const { memoryKb, memoryKbTree } = require('./lib/proc');
 const { commandCalls, purgePrefixes, resolveRedis, TOKEN_READ_COMMANDS } = require('./lib/redis');
 const { fmt, fmtInt, table, writeResults } = require('./lib/report');
 const { startBareForwarder, startBaselineProxy, startDatabaseProcess, startUpstream } = require('./lib/services');
@@ -55,7 +57,8 @@ function parseArgs(argv) {
     externalDb: argv.includes('--external-db'),
     forwardAuth: argv.includes('--forward-auth'),
   };
-  const numeric = { '--rounds': 'rounds', '--duration': 'durationS', '--warmup': 'warmupS', '--connections': 'connections' };
+  const numeric = { '--rounds': 'rounds', '--duration': 'durationS', '--warmup': 'warmupS', '--connections': 'connections', '--workers': 'workers' };
+  options.workers = 1;
   options.compare = null;
   for (let i = 0; i < argv.length; i++) {
     const key = numeric[argv[i]];
@@ -72,6 +75,8 @@ function parseArgs(argv) {
     }
   }
   if (options.rounds < 1 || options.durationS <= 0 || options.connections < 1) throw usageError('--rounds, --duration and --connections must be positive');
+  if (!Number.isInteger(options.workers) || options.workers < 1) throw usageError('--workers needs a whole number from 1');
+  if (options.workers > 1 && !process.env.DATABASE_URL) throw usageError('--workers N (N > 1) needs DATABASE_URL (and Redis): several gateway processes cannot share the embedded database');
   return options;
 }
 
@@ -195,10 +200,10 @@ function compareBuilds(rows, rounds) {
   return out;
 }
 
-async function loginUnderLoad(warm, options) {
+async function loginUnderLoad(warm, options, watchedWarm) {
   const pairs = [];
   for (let i = 0; i < options.loginPairs; i++) {
-    const base = { url: `${warm.url}${BENCH_PATH}`, connections: options.connections, durationS: options.loginDurationS, headers: warm.headers, watch: { target: warm.pid } };
+    const base = { url: `${warm.url}${BENCH_PATH}`, connections: options.connections, durationS: options.loginDurationS, headers: warm.headers, watch: { target: watchedWarm } };
     const without = await measure({ ...base, warmupS: i === 0 ? options.warmupS : 0 });
     const driver = loginDriver({ gatewayUrl: warm.url, username: 'alice', password: 'alice-password', rate: options.loginRate, maxSeconds: options.loginDurationS + 1 });
     const withLogins = await measure({ ...base, warmupS: 0, during: driver });
@@ -272,9 +277,15 @@ async function main(argv) {
     const upstream = await startUpstream();
     const baseline = await startBaselineProxy(upstream.url);
     const floor = options.floor ? await startBareForwarder(upstream.url) : null;
+    if (options.workers > 1 && !redis.url) throw usageError('--workers N (N > 1) needs Redis (REDIS_URL, or one answering on 127.0.0.1:6379)');
     const common = { upstreamUrl: upstream.url, policyDir, redisUrl: redis.url, databaseUrl: database?.url ?? null };
-    const warm = await startGatewayProcess({ ...common, name: 'gateway-warm', prefix: prefixes[0] });
-    const cold = await startGatewayProcess({ ...common, name: 'gateway-cold', prefix: prefixes[1], extraEnv: { IAM_TOKEN_CACHE_ENABLED: 'false' } });
+    // --workers N: this build's gateways only (`serve --workers N` through SERVER_WORKERS); CPU and RSS are then the
+    // primary's and its workers' together.
+    const workersEnv = options.workers > 1 ? { SERVER_WORKERS: String(options.workers) } : {};
+    if (options.workers > 1) log(`  this build's gateways run ${options.workers} worker processes each (SERVER_WORKERS=${options.workers}); cpu µs/req and RSS count the primary and its workers`);
+    const warm = await startGatewayProcess({ ...common, name: 'gateway-warm', prefix: prefixes[0], extraEnv: workersEnv });
+    const cold = await startGatewayProcess({ ...common, name: 'gateway-cold', prefix: prefixes[1], extraEnv: { ...workersEnv, IAM_TOKEN_CACHE_ENABLED: 'false' } });
+    const watched = (pid) => (options.workers > 1 ? { tree: pid } : pid);
     // --compare: the same two gateways from another build, measured in the same rounds (ABBA order).
     const other = options.compare
       ? {
@@ -287,8 +298,8 @@ async function main(argv) {
     const targets = [
       { key: 'direct', label: 'direct upstream', url: `${upstream.url}${BENCH_PATH}`, headers: warm.headers, pid: upstream.pid },
       { key: 'baseline', label: 'baseline proxy (http-proxy 1.18.1)', url: `${baseline.url}${BENCH_PATH}`, headers: warm.headers, pid: baseline.pid },
-      { key: 'warm', label: 'gateway warm (session cache)', url: `${warm.url}${BENCH_PATH}`, headers: warm.headers, pid: warm.pid, gateway: true },
-      { key: 'cold', label: 'gateway cold (no session cache)', url: `${cold.url}${BENCH_PATH}`, headers: cold.headers, pid: cold.pid, gateway: true },
+      { key: 'warm', label: 'gateway warm (session cache)', url: `${warm.url}${BENCH_PATH}`, headers: warm.headers, pid: watched(warm.pid), gateway: true },
+      { key: 'cold', label: 'gateway cold (no session cache)', url: `${cold.url}${BENCH_PATH}`, headers: cold.headers, pid: watched(cold.pid), gateway: true },
     ];
     // Optional reference: the gateway's forwarder with nothing in front (what the gateway's own pipeline is measured against).
     if (floor) targets.splice(2, 0, { key: 'floor', label: 'forwarder only (no auth, --floor)', url: `${floor.url}${BENCH_PATH}`, headers: warm.headers, pid: floor.pid });
@@ -317,9 +328,10 @@ async function main(argv) {
         `${floor ? `, forwarder only adds ${fmt(unloaded.floor.p50 - unloaded.direct.p50, 3)} ms` : ''})`);
 
     log(`\nlogin under load (gateway warm, ${options.connections} connections, with/without ${options.loginRate} logins/s):`);
-    const loginLoad = await loginUnderLoad(warm, options);
+    const loginLoad = await loginUnderLoad(warm, options, watched(warm.pid));
 
-    const rss = { warm: memoryKb(warm.pid), cold: memoryKb(cold.pid), baseline: memoryKb(baseline.pid) };
+    const gatewayMemory = options.workers > 1 ? memoryKbTree : memoryKb;
+    const rss = { warm: gatewayMemory(warm.pid), cold: gatewayMemory(cold.pid), baseline: memoryKb(baseline.pid) };
     const summary = {
       throughputRatioWarm: round(rows.warm.rpsVsBaseline),
       throughputRatioCold: round(rows.cold.rpsVsBaseline),
