@@ -17,7 +17,9 @@
  * target is missed), --no-floor (skip the gateway's forwarder alone, measured by default), --no-nginx (skip nginx
  * auth_request → forward-auth, measured by default where nginx exists), --pin (the proxy under test on CPU 0,
  * everything else on the other CPUs), --external-db (PGlite in its own process instead of inside each
- * gateway). Other tools: --match (bench/match.js), --memory (bench/memory.js),
+ * gateway), --workers N (this build's gateways run `serve --workers N`; needs DATABASE_URL and Redis; CPU is then
+ * the primary's and its workers'). Other tools: --forward-auth (bench/forward-auth.js: forward-auth decisions
+ * against inline proxying, same flags), --match (bench/match.js), --memory (bench/memory.js),
  * --profile (lib/cpu-profile.js), --work (lib/work-count.js), --hot-path (lib/hot-path.js). See bench/README.md.
  */
 const { existsSync, mkdtempSync, rmSync, writeFileSync } = require('node:fs');
@@ -30,10 +32,11 @@ const { login, request } = require('./lib/http');
 const { measure } = require('./lib/load');
 const { loginDriver } = require('./lib/login-driver');
 const { loginEachOnce, writeLoginUsers } = require('./lib/login-users');
+const { checkIdentityHeaders, forwardAuthTarget, unloadedForwardAuth } = require('./lib/forward-auth-target');
 const { nginxAvailable, startNginxForwardAuth } = require('./lib/nginx');
 const { enablePinning, pinPlan } = require('./lib/pin');
 const { BENCH_PATH, generatePolicy } = require('./lib/policy');
-const { memoryKb } = require('./lib/proc');
+const { memoryKb, memoryKbTree } = require('./lib/proc');
 const { commandCalls, purgePrefixes, resolveRedis, TOKEN_READ_COMMANDS } = require('./lib/redis');
 const { fmt, fmtInt, table, writeResults } = require('./lib/report');
 const { startBareForwarder, startBaselineProxy, startDatabaseProcess, startUpstream } = require('./lib/services');
@@ -50,7 +53,7 @@ function usageError(message) {
 }
 
 function parseArgs(argv) {
-  const flags = ['--quick', '--strict', '--floor', '--no-floor', '--nginx', '--no-nginx', '--pin', '--external-db'];
+  const flags = ['--quick', '--strict', '--floor', '--no-floor', '--nginx', '--no-nginx', '--no-forward-auth', '--pin', '--external-db', '--forward-auth'];
   const options = {
     ...(argv.includes('--quick') ? QUICK : FULL),
     quick: argv.includes('--quick'),
@@ -58,10 +61,15 @@ function parseArgs(argv) {
     // The bare forwarder and nginx are part of the default run (issue #18's table needs both); --floor and --nginx are accepted as before.
     floor: !argv.includes('--no-floor'),
     nginx: !argv.includes('--no-nginx'),
+    // Forward-auth decisions of gateway warm in the same rounds (lib/forward-auth-target.js); --forward-auth runs the
+    // separate scenario of bench/forward-auth.js instead.
+    forwardAuthTarget: !argv.includes('--no-forward-auth'),
     pin: argv.includes('--pin'),
     externalDb: argv.includes('--external-db'),
+    forwardAuth: argv.includes('--forward-auth'),
   };
-  const numeric = { '--rounds': 'rounds', '--duration': 'durationS', '--warmup': 'warmupS', '--connections': 'connections', '--login-pairs': 'loginPairs' };
+  const numeric = { '--rounds': 'rounds', '--duration': 'durationS', '--warmup': 'warmupS', '--connections': 'connections', '--login-pairs': 'loginPairs', '--workers': 'workers' };
+  options.workers = 1;
   options.compare = null;
   for (let i = 0; i < argv.length; i++) {
     const key = numeric[argv[i]];
@@ -78,6 +86,8 @@ function parseArgs(argv) {
     }
   }
   if (options.rounds < 1 || options.durationS <= 0 || options.connections < 1 || options.loginPairs < 1) throw usageError('--rounds, --duration, --connections and --login-pairs must be positive');
+  if (!Number.isInteger(options.workers) || options.workers < 1) throw usageError('--workers needs a whole number from 1');
+  if (options.workers > 1 && !process.env.DATABASE_URL) throw usageError('--workers N (N > 1) needs DATABASE_URL (and Redis): several gateway processes cannot share the embedded database');
   return options;
 }
 
@@ -100,7 +110,10 @@ async function sanityCheck(targets, gateways) {
   const expected = (await request(targets[0].url, { headers: targets[0].headers })).body;
   for (const target of targets) {
     const answer = await request(target.url, { headers: target.headers });
-    if (answer.status !== 200 || answer.body !== expected) throw new Error(`${target.label}: expected 200 with the upstream body, got ${answer.status} ${answer.body.slice(0, 200)}`);
+    // A forward-auth decision answers 200 with no body and the identity headers instead.
+    const body = target.expectedBody ?? expected;
+    if (answer.status !== 200 || answer.body !== body) throw new Error(`${target.label}: expected 200 with ${target.expectedBody === '' ? 'no body' : 'the upstream body'}, got ${answer.status} ${answer.body.slice(0, 200)}`);
+    if (target.key === 'forwardAuth') checkIdentityHeaders(answer);
   }
   for (const gateway of gateways) {
     const otherProject = await request(`${gateway.url}/bench/projects/2`, { headers: gateway.headers });
@@ -210,7 +223,8 @@ function compareBuilds(rows, rounds) {
 async function loginUnderLoad(subjects, options, users) {
   const pairs = subjects.map(() => []);
   const startDriver = (gateway, seconds) => loginDriver({ gatewayUrl: gateway.url, username: users.usernames, password: users.password, rate: options.loginRate, maxSeconds: seconds });
-  const loadOn = (gateway, durationS) => ({ url: `${gateway.url}${BENCH_PATH}`, connections: options.connections, durationS, warmupS: 0, headers: gateway.headers, watch: { target: gateway.pid } });
+  // `watched`: what the CPU figure counts (with --workers, the primary and its workers).
+  const loadOn = (gateway, durationS, watched = gateway.pid) => ({ url: `${gateway.url}${BENCH_PATH}`, connections: options.connections, durationS, warmupS: 0, headers: gateway.headers, watch: { target: watched } });
   for (const { label, gateway } of subjects) {
     // Warm-up, not measured: every login user once, then logins at the phase's rate under the load, so that the
     // login path is compiled (V8 optimizes it on its helper threads, at the proxy's priority) before the pairs.
@@ -221,10 +235,10 @@ async function loginUnderLoad(subjects, options, users) {
   for (let i = 0; i < options.loginPairs; i++) {
     const order = i % 2 === 0 ? subjects.map((_, s) => s) : subjects.map((_, s) => subjects.length - 1 - s);
     for (const s of order) {
-      const { label, gateway } = subjects[s];
-      const without = await measure(loadOn(gateway, options.loginDurationS));
+      const { label, gateway, watched } = subjects[s];
+      const without = await measure(loadOn(gateway, options.loginDurationS, watched));
       // Many users in turn (lib/login-users.js): alice alone would reach the session cap and revoke the measured session.
-      const withLogins = await measure({ ...loadOn(gateway, options.loginDurationS), during: startDriver(gateway, options.loginDurationS + 1) });
+      const withLogins = await measure({ ...loadOn(gateway, options.loginDurationS, watched), during: startDriver(gateway, options.loginDurationS + 1) });
       const logins = withLogins.background;
       log(
         `  ${label}pair ${i + 1}/${options.loginPairs}  p99 ${fmt(without.p99)} ms without logins, ${fmt(withLogins.p99)} ms with ${fmt(logins.ratePerSecond, 1)} logins/s` +
@@ -282,10 +296,13 @@ async function main(argv) {
   if (argv.includes('--work')) return require('./lib/work-count').main(argv.filter((arg) => arg !== '--work'));
   if (argv.includes('--hot-path')) return require('./lib/hot-path').main(argv.filter((arg) => arg !== '--hot-path'));
   const options = parseArgs(argv);
-  // --pin before anything starts: the runner moves to the load CPUs, children are placed by role (lib/pin.js).
+  // --pin before anything starts (the forward-auth scenario included): the runner moves to the load CPUs, children
+  // are placed by role (lib/pin.js).
   const pinning = options.pin ? pinPlan() : { ok: false, reason: 'not asked (--pin)' };
   if (options.pin && !pinning.ok) log(`bench: --pin skipped: ${pinning.reason}; running unpinned`);
   const placement = pinning.ok ? enablePinning(pinning) : { mode: 'unpinned', ...(options.pin ? { skipped: pinning.reason } : {}) };
+  // The forward-auth scenario (bench/forward-auth.js) takes the same flags (--quick, --rounds, --compare, …).
+  if (options.forwardAuth) return require('./forward-auth').main({ ...options, writePolicy });
   const nginxCheck = options.nginx ? nginxAvailable() : { ok: false, reason: 'not asked (--no-nginx)' };
   const started = Date.now();
   const generatedAt = new Date().toISOString();
@@ -304,7 +321,7 @@ async function main(argv) {
   try {
     writePolicy(policyDir);
     const loginUsers = writeLoginUsers(usersDir);
-    const targetCount = 4 + (options.floor ? 1 : 0) + (nginxCheck.ok ? 1 : 0) + (options.compare ? 2 : 0);
+    const targetCount = 4 + (options.floor ? 1 : 0) + (options.forwardAuthTarget ? 1 : 0) + (nginxCheck.ok ? 1 : 0) + (options.compare ? 2 : 0);
     log(`iam-gateway bench (${options.quick ? 'quick' : 'full'}, ${placement.mode}): ${options.rounds} rounds × ${targetCount} targets, ${options.connections} connections, ${options.warmupS} s warm-up + ${options.durationS} s each`);
     if (placement.mode === 'pinned') log(`  --pin: proxies under test (gateways, baseline, forwarder, nginx) on CPU ${placement.proxyCpus}; this runner (load generator), upstream and the gateways' embedded databases on CPU ${placement.loadCpus}`);
     if (options.nginx && !nginxCheck.ok) log(`  nginx skipped: ${nginxCheck.reason}`);
@@ -315,10 +332,16 @@ async function main(argv) {
     const upstream = await startUpstream();
     const baseline = await startBaselineProxy(upstream.url);
     const floor = options.floor ? await startBareForwarder(upstream.url) : null;
+    if (options.workers > 1 && !redis.url) throw usageError('--workers N (N > 1) needs Redis (REDIS_URL, or one answering on 127.0.0.1:6379)');
     const common = { upstreamUrl: upstream.url, policyDir, redisUrl: redis.url, databaseUrl: database?.url ?? null };
-    // Every gateway knows the login phase's users (lib/login-users.js); only gateway warm is logged in to by them.
-    const warm = await startGatewayProcess({ ...common, name: 'gateway-warm', prefix: prefixes[0], extraEnv: loginUsers.env });
-    const cold = await startGatewayProcess({ ...common, name: 'gateway-cold', prefix: prefixes[1], extraEnv: { ...loginUsers.env, IAM_TOKEN_CACHE_ENABLED: 'false' } });
+    // --workers N: this build's gateways only (`serve --workers N` through SERVER_WORKERS); CPU and RSS are then the
+    // primary's and its workers' together. Every gateway knows the login phase's users (lib/login-users.js); only
+    // gateway warm is logged in to by them.
+    const workersEnv = options.workers > 1 ? { SERVER_WORKERS: String(options.workers) } : {};
+    if (options.workers > 1) log(`  this build's gateways run ${options.workers} worker processes each (SERVER_WORKERS=${options.workers}); cpu µs/req and RSS count the primary and its workers`);
+    const warm = await startGatewayProcess({ ...common, name: 'gateway-warm', prefix: prefixes[0], extraEnv: { ...loginUsers.env, ...workersEnv } });
+    const cold = await startGatewayProcess({ ...common, name: 'gateway-cold', prefix: prefixes[1], extraEnv: { ...loginUsers.env, ...workersEnv, IAM_TOKEN_CACHE_ENABLED: 'false' } });
+    const watched = (pid) => (options.workers > 1 ? { tree: pid } : pid);
     // --compare: the same two gateways from another build, measured in the same rounds (ABBA order).
     const other = options.compare
       ? {
@@ -334,15 +357,16 @@ async function main(argv) {
     const targets = [
       { key: 'direct', label: 'direct upstream', url: `${upstream.url}${BENCH_PATH}`, headers: warm.headers, pid: upstream.pid },
       { key: 'baseline', label: 'baseline proxy (http-proxy 1.18.1)', url: `${baseline.url}${BENCH_PATH}`, headers: warm.headers, pid: baseline.pid },
-      { key: 'warm', label: 'gateway warm (session cache)', url: `${warm.url}${BENCH_PATH}`, headers: warm.headers, pid: warm.pid, gateway: true },
-      { key: 'cold', label: 'gateway cold (no session cache)', url: `${cold.url}${BENCH_PATH}`, headers: cold.headers, pid: cold.pid, gateway: true },
+      { key: 'warm', label: 'gateway warm (session cache)', url: `${warm.url}${BENCH_PATH}`, headers: warm.headers, pid: watched(warm.pid), gateway: true },
+      { key: 'cold', label: 'gateway cold (no session cache)', url: `${cold.url}${BENCH_PATH}`, headers: cold.headers, pid: watched(cold.pid), gateway: true },
     ];
     // Optional reference: the gateway's forwarder with nothing in front (what the gateway's own pipeline is measured against).
     if (floor) targets.splice(2, 0, { key: 'floor', label: 'forwarder only (no auth)', url: `${floor.url}${BENCH_PATH}`, headers: warm.headers, pid: floor.pid });
+    if (options.forwardAuthTarget) targets.push(forwardAuthTarget(warm, watched(warm.pid)));
     if (nginx) {
       // Its CPU: nginx's processes and the gateway answering its auth subrequests, together and each on its own.
       const nginxPids = nginx.pids();
-      targets.push({ key: 'nginx', label: 'nginx auth_request → gateway warm', url: `${nginx.url}${BENCH_PATH}`, headers: warm.headers, pid: [...nginxPids, warm.pid], watch: { nginx: nginxPids, gateway: warm.pid }, gateway: true });
+      targets.push({ key: 'nginx', label: 'nginx auth_request → gateway warm', url: `${nginx.url}${BENCH_PATH}`, headers: warm.headers, pid: [...nginxPids, watched(warm.pid)], watch: { nginx: nginxPids, gateway: watched(warm.pid) }, gateway: true });
     }
     if (other) {
       log(`  --compare: also gateway warm and cold built in ${options.compare}`);
@@ -365,17 +389,21 @@ async function main(argv) {
       { count: options.unloadedCount, warmup: options.unloadedWarmup },
     );
     const unloadedAdded = unloaded.warm.p50 - unloaded.direct.p50;
+    // Forward-auth's unloaded median the way bench/forward-auth.js measures it (raw client), against the upstream asked directly.
+    const unloadedDecision = byKey.forwardAuth ? await unloadedForwardAuth(byKey.direct, byKey.forwardAuth, { count: options.unloadedCount, warmup: options.unloadedWarmup }) : null;
     log(`  median: direct ${fmt(unloaded.direct.p50, 3)} ms, baseline ${fmt(unloaded.baseline.p50, 3)} ms, gateway ${fmt(unloaded.warm.p50, 3)} ms → added ${fmt(unloadedAdded, 3)} ms (median of paired differences ${fmt(unloaded.warm.medianDeltaMs, 3)} ms; baseline adds ${fmt(unloaded.baseline.p50 - unloaded.direct.p50, 3)} ms` +
         `${floor ? `, forwarder only adds ${fmt(unloaded.floor.p50 - unloaded.direct.p50, 3)} ms` : ''}${nginx ? `, nginx + forward-auth adds ${fmt(unloaded.nginx.p50 - unloaded.direct.p50, 3)} ms` : ''})`);
+    if (unloadedDecision) log(`  forward-auth decision (raw client, as bench/forward-auth.js): median ${fmt(unloadedDecision.p50, 4)} ms, p99 ${fmt(unloadedDecision.p99, 4)} ms; upstream asked directly ${fmt(unloadedDecision.directP50, 4)} ms`);
 
     log(`\nlogin under load (gateway warm${other ? ' of both builds, alternating' : ''}, ${options.connections} connections, with/without ${options.loginRate} logins/s):`);
     const [loginLoad, loginLoadCompared = null] = await loginUnderLoad(
-      [{ label: other ? 'this build   ' : '', gateway: warm }, ...(other ? [{ label: 'compared build ', gateway: other.warm }] : [])],
+      [{ label: other ? 'this build   ' : '', gateway: warm, watched: watched(warm.pid) }, ...(other ? [{ label: 'compared build ', gateway: other.warm }] : [])],
       options,
       loginUsers,
     );
 
-    const rss = { warm: memoryKb(warm.pid), cold: memoryKb(cold.pid), baseline: memoryKb(baseline.pid) };
+    const gatewayMemory = options.workers > 1 ? memoryKbTree : memoryKb;
+    const rss = { warm: gatewayMemory(warm.pid), cold: gatewayMemory(cold.pid), baseline: memoryKb(baseline.pid) };
     const summary = {
       throughputRatioWarm: round(rows.warm.rpsVsBaseline),
       throughputRatioCold: round(rows.cold.rpsVsBaseline),
@@ -390,7 +418,22 @@ async function main(argv) {
     };
     // Hooks for the scenarios that measure the other rows of issue #18's table (see lib/targets.js for their shape):
     // forward-auth decisions/s and unloaded p50, `serve --workers 2` ÷ 1 worker. Null: not measured in this run.
-    const scenarios = { forwardAuth: null, workers: null };
+    const scenarios = {
+      forwardAuth: byKey.forwardAuth
+        ? {
+            decisionsPerSecond: rows.forwardAuth.rps,
+            // Each round's decisions/s ÷ that round's inline warm req/s (same gateway), then the median.
+            vsInline: median(rounds.map((entry) => ratio(entry.results.forwardAuth.rps, entry.results.warm.rps))),
+            vsInlinePerRound: rounds.map((entry) => round(ratio(entry.results.forwardAuth.rps, entry.results.warm.rps))),
+            cpuMicrosPerDecision: rows.forwardAuth.cpuMicrosPerRequest,
+            unloadedP50Ms: unloadedDecision.p50,
+            unloadedP50OverDirectMs: unloadedDecision.overDirectMs,
+          }
+        : null,
+      workers: null,
+    };
+    summary.forwardAuthVsInline = scenarios.forwardAuth ? round(scenarios.forwardAuth.vsInline) : null;
+    summary.forwardAuthUnloadedP50Ms = scenarios.forwardAuth ? round(scenarios.forwardAuth.unloadedP50Ms, 4) : null;
     const checks = computeTargets({ rows, rounds, loginLoad, unloadedAddedMs: unloadedAdded, pinned: placement.mode === 'pinned', quick: options.quick, ...scenarios });
     const invalid = Object.values(rows).filter((row) => row.failedRequests > 0);
     const comparison = other ? compareBuilds(rows, rounds) : null;

@@ -6,11 +6,12 @@
  * written at exit) and summarizes the .cpuprofile: self and inclusive time per function, per file and per
  * package, in microseconds per request.
  *
- * Usage: node bench/lib/cpu-profile.js [--cold | --baseline | --floor] [--logins PER_SECOND] [--duration S] [--keep DIR]
- *        (also: npm run bench -- --profile [--cold | --baseline | --floor])
+ * Usage: node bench/lib/cpu-profile.js [--cold | --baseline | --floor] [--forward-auth] [--logins PER_SECOND] [--duration S] [--keep DIR]
+ *        (also: npm run bench -- --profile [--cold | --baseline | --floor] [--forward-auth])
  * --cold profiles with IAM_TOKEN_CACHE_ENABLED=false; --baseline profiles bench/baseline-proxy.js and --floor
  * bench/lib/bare-forwarder.js instead, for comparison; --logins runs that many logins per second in parallel
- * (the login-under-load phase); --keep writes the raw .cpuprofile into DIR (open it in
+ * (the login-under-load phase); --forward-auth drives the forward-auth check of the same request as nginx asks it
+ * (bench/forward-auth.js) instead of the proxied request; --keep writes the raw .cpuprofile into DIR (open it in
  * Chrome DevTools → Performance, or speedscope).
  */
 const { mkdtempSync, readdirSync, readFileSync, rmSync, copyFileSync, mkdirSync, writeFileSync } = require('node:fs');
@@ -109,7 +110,8 @@ async function main(argv = []) {
   const cold = argv.includes('--cold');
   const baseline = argv.includes('--baseline');
   const floor = argv.includes('--floor');
-  const label = baseline ? 'baseline proxy' : floor ? 'forwarder only (floor)' : `gateway ${cold ? 'cold' : 'warm'}`;
+  const forwardAuth = argv.includes('--forward-auth') && !baseline && !floor;
+  const label = baseline ? 'baseline proxy' : floor ? 'forwarder only (floor)' : `gateway ${cold ? 'cold' : 'warm'}${forwardAuth ? ', forward-auth' : ''}`;
   const durationIndex = argv.indexOf('--duration');
   const durationS = durationIndex >= 0 ? Number(argv[durationIndex + 1]) : 10;
   const loginsIndex = argv.indexOf('--logins');
@@ -151,7 +153,9 @@ async function main(argv = []) {
     const during = loginUsers && !baseline && !floor
       ? loginDriver({ gatewayUrl: target.url, username: loginUsers.usernames, password: loginUsers.password, rate: loginsPerSecond, maxSeconds: durationS + 1 })
       : null;
-    const result = await measure({ url: `${target.url}${BENCH_PATH}`, connections: 50, durationS, warmupS: 2, headers, watch: { target: target.pid }, during });
+    const path = forwardAuth ? '/iam/authorization/forward-auth' : BENCH_PATH;
+    if (forwardAuth) headers = { ...headers, 'x-original-method': 'GET', 'x-original-uri': BENCH_PATH };
+    const result = await measure({ url: `${target.url}${path}`, connections: 50, durationS, warmupS: 2, headers, watch: { target: target.pid }, during });
     if (result.background) log(`logins in parallel: ${JSON.stringify(result.background)}`);
     log(`profiled ${label}: ${Math.round(result.rps)} req/s, p99 ${fmt(result.p99)} ms, cpu ${fmt(result.cpuMicrosPerRequest.target, 1)} µs/req (${result.non2xx} non-2xx)`);
     // Our own children exit when their IPC channel closes.

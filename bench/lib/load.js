@@ -5,7 +5,24 @@
  * loopback proxy), and the CPU time of the watched processes is read from /proc around the measured run.
  */
 const autocannon = require('autocannon');
-const { cpuMicrosOf } = require('./proc');
+const { cpuMicros, cpuMicrosTree } = require('./proc');
+
+/**
+ * A watched process: a pid, `{ tree: pid }` for a process and everything below it (a gateway with workers), or a list
+ * of those, summed (nginx's processes and the gateway it asks); null when one is unreadable.
+ */
+function cpuOf(watched) {
+  if (Array.isArray(watched)) {
+    let total = 0;
+    for (const one of watched) {
+      const micros = cpuOf(one);
+      if (micros === null) return null;
+      total += micros;
+    }
+    return total;
+  }
+  return typeof watched === 'object' && watched !== null ? cpuMicrosTree(watched.tree) : cpuMicros(watched);
+}
 const { summarize } = require('./stats');
 
 /** Upper bound of latencies kept per run (more than 10 s of loopback traffic can produce). */
@@ -20,7 +37,7 @@ function runAutocannon(options, onResponse) {
 
 /**
  * Warm-up run (discarded), then the measured run. Returns requests/s of 2xx answers, exact latency
- * percentiles (ms), error counts and, per watched name (a pid or a list of pids, summed), CPU microseconds per 2xx request.
+ * percentiles (ms), error counts and, per watched process (a pid, `{ tree: pid }` or a list of them), CPU microseconds per 2xx request.
  * `during` (optional) is started with the measured run and awaited after it (e.g. a login driver);
  * `hooks.before()` runs right before the measured run, `hooks.after(beforeValue, requests)` right after.
  */
@@ -30,7 +47,7 @@ async function measure({ url, connections, durationS, warmupS, headers = {}, wat
   const latencies = new Float64Array(MAX_SAMPLES);
   let samples = 0;
   const cpuBefore = {};
-  for (const [name, pid] of Object.entries(watch)) cpuBefore[name] = cpuMicrosOf(pid);
+  for (const [name, watched] of Object.entries(watch)) cpuBefore[name] = cpuOf(watched);
   const started = process.hrtime.bigint();
   const background = during ? during.start() : null;
   const result = await runAutocannon({ url, connections, duration: durationS, headers }, (_client, statusCode, _bytes, responseTime) => {
@@ -39,8 +56,8 @@ async function measure({ url, connections, durationS, warmupS, headers = {}, wat
   const ended = process.hrtime.bigint();
   const seconds = Number(ended - started) / 1e9;
   const cpu = {};
-  for (const [name, pid] of Object.entries(watch)) {
-    const after = cpuMicrosOf(pid);
+  for (const [name, watched] of Object.entries(watch)) {
+    const after = cpuOf(watched);
     cpu[name] = cpuBefore[name] === null || after === null ? null : (after - cpuBefore[name]) / Math.max(1, result['2xx']);
   }
   const backgroundResult = background ? await during.stop() : null;

@@ -8,8 +8,8 @@
  * - the runner itself (autocannon, the login driver, the unloaded client all run in this process) is moved
  *   to the other CPUs with `taskset -a -p`, all its threads, before it starts anything, so the children with
  *   role `load` or none (upstream, database process, redis-server) inherit them;
- * - a gateway's own children (the embedded PGlite process) are moved back to the load CPUs after it starts:
- *   they are the database, not the proxy.
+ * - a gateway's embedded PGlite process is moved back to the load CPUs after the gateway starts: it is the
+ *   database, not the proxy (the workers of `serve --workers N` stay with the gateway).
  *
  * Processes the bench did not start (a Redis or PostgreSQL server that was already running, other work on
  * the machine) are not moved: they run wherever the scheduler puts them, CPU 0 included.
@@ -67,6 +67,15 @@ function childPids(pid) {
   return pids;
 }
 
+/** Whether `pid` is a gateway's embedded PGlite process (src/adapters/pglite/embedded-database-process.ts). */
+function isEmbeddedDatabase(pid) {
+  try {
+    return readFileSync(`/proc/${pid}/environ`, 'latin1').split('\0').some((entry) => entry.startsWith('IAM_PGLITE_SOCKET='));
+  } catch {
+    return false;
+  }
+}
+
 /** Moves every thread of `pid` to `cpus`. */
 function pinProcess(pid, cpus) {
   execFileSync('taskset', ['-a', '-c', '-p', cpus, String(pid)], { stdio: 'ignore' });
@@ -80,9 +89,9 @@ function enablePinning(plan) {
   pinProcess(process.pid, plan.loadCpus);
   setAffinity({
     cpusFor: (role) => (role === 'proxy' ? plan.proxyCpus : plan.loadCpus),
-    // A gateway's own children (its embedded database) are moved to the load CPUs once it is ready.
+    // A gateway's embedded database is moved to the load CPUs once the gateway is ready (its `--workers` stay).
     moveChildrenToLoad: (pid) => {
-      for (const child of childPids(pid)) pinProcess(child, plan.loadCpus);
+      for (const child of childPids(pid)) if (isEmbeddedDatabase(child)) pinProcess(child, plan.loadCpus);
     },
   });
   return { mode: 'pinned', proxyCpus: plan.proxyCpus, loadCpus: plan.loadCpus };

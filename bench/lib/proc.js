@@ -1,6 +1,6 @@
 'use strict';
 /** Per-process CPU time and memory from /proc (Linux). Every reader returns null where /proc is missing. */
-const { readFileSync } = require('node:fs');
+const { readdirSync, readFileSync } = require('node:fs');
 const { execFileSync } = require('node:child_process');
 
 let clockTicks = null;
@@ -31,15 +31,36 @@ function cpuMicros(pid) {
   }
 }
 
-/** cpuMicros of one pid, or summed over a list of pids (e.g. nginx's master and workers); null if any is unreadable. */
-function cpuMicrosOf(pids) {
-  let total = 0;
-  for (const pid of [].concat(pids)) {
-    const micros = cpuMicros(pid);
-    if (micros === null) return null;
-    total += micros;
+/** The pids of `pid`'s children, grandchildren… (/proc/<pid>/task/<tid>/children); [] when unavailable. */
+function descendants(pid) {
+  const out = [];
+  let tasks;
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return out;
   }
-  return total;
+  for (const task of tasks) {
+    let children = '';
+    try {
+      children = readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8');
+    } catch {
+      continue;
+    }
+    for (const child of children.split(' ').filter(Boolean).map(Number)) out.push(child, ...descendants(child));
+  }
+  return out;
+}
+
+/**
+ * utime + stime of `pid` and every process below it (a gateway started with `--workers N`: the primary and its
+ * workers), in microseconds; null when the process itself is unreadable. A process that exits during the run takes
+ * its CPU time with it.
+ */
+function cpuMicrosTree(pid) {
+  const own = cpuMicros(pid);
+  if (own === null) return null;
+  return descendants(pid).reduce((sum, child) => sum + (cpuMicros(child) ?? 0), own);
 }
 
 /** { rssKb, hwmKb } from /proc/<pid>/status (VmRSS, VmHWM); null when unavailable. */
@@ -56,4 +77,14 @@ function memoryKb(pid) {
   }
 }
 
-module.exports = { cpuMicros, cpuMicrosOf, memoryKb, ticksPerSecond };
+/** {@link memoryKb} summed over `pid` and its descendants (hwmKb: the sum of each process's own peak). */
+function memoryKbTree(pid) {
+  const own = memoryKb(pid);
+  if (own === null) return null;
+  return descendants(pid).reduce((sum, child) => {
+    const memory = memoryKb(child);
+    return memory === null ? sum : { rssKb: sum.rssKb + memory.rssKb, hwmKb: sum.hwmKb + memory.hwmKb };
+  }, own);
+}
+
+module.exports = { cpuMicros, cpuMicrosTree, descendants, memoryKb, memoryKbTree, ticksPerSecond };

@@ -27,14 +27,19 @@ function table(header, rows) {
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
 }
 
-/** Writes `bench/results/latest.json` and `bench/results/<ISO date>.json` (colons made file-name safe). */
-function writeResults(dir, results) {
+/**
+ * Writes `bench/results/latest.json` and `bench/results/<ISO date>.json` (colons made file-name safe); with `name`,
+ * `<name>-latest.json` and `<name>-<ISO date>.json`.
+ */
+function writeResults(dir, results, name = null) {
   mkdirSync(dir, { recursive: true });
   const text = `${JSON.stringify(results, null, 2)}\n`;
-  const dated = join(dir, `${results.generatedAt.replace(/:/g, '-')}.json`);
-  writeFileSync(join(dir, 'latest.json'), text);
+  const prefix = name === null ? '' : `${name}-`;
+  const latest = join(dir, `${prefix}latest.json`);
+  const dated = join(dir, `${prefix}${results.generatedAt.replace(/:/g, '-')}.json`);
+  writeFileSync(latest, text);
   writeFileSync(dated, text);
-  return { latest: join(dir, 'latest.json'), dated };
+  return { latest, dated };
 }
 
 module.exports = { fmt, fmtInt, table, writeResults };

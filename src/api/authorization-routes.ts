@@ -6,9 +6,7 @@ import type { AuthorizationDecision } from '../authz/decision';
 import { problemFromDecision, type DecisionEngine } from '../authz/decision-engine';
 import { ADMIN_PERMISSIONS } from './admin-routes';
 import { normalizeRequestTarget } from '../http/normalize-target';
-import type { RequestAuthorizer } from '../gateway/request-authorizer';
 import type { IamRepository } from '../domain/iam-repository';
-import type { GatewayMetrics } from '../observability/metrics';
 import type { CompiledPolicy } from '../policy/compiled-policy';
 import { ProblemError, problems } from '../domain/problem';
 import { callerOf, factsOf, stateOf } from './iam-context';
@@ -22,15 +20,11 @@ import { assertValid, createBodyValidator } from './validate-body';
 export interface AuthorizationRoutesDeps {
   login: LoginService;
   engine: DecisionEngine;
-  authorizer: RequestAuthorizer;
   policy: () => CompiledPolicy;
   audit: AuditTrail;
   repository: IamRepository;
   requireSession: Middleware;
   allowPathParameters: boolean;
-  /** `server.max-url-length`, for forward-auth's URI. */
-  maxUrlLength: number;
-  metrics: Pick<GatewayMetrics, 'forwardAuth'>;
   /** "Explain as this user" (diagnostics with `userId`): the subject a login of that user would have. */
   subjectOf: (userId: string, clientType: string) => Promise<{ principal: IamPrincipal; clientType: string }>;
   /** `iam.session-cookie.secure`: which cookie a cookie-authenticated profile switch sets. */
@@ -121,5 +115,5 @@ export function registerAuthorizationRoutes(router: Router, deps: AuthorizationR
     ctx.body = typeof traceId === 'string' ? { ...(decision as object), traceId } : decision;
   });
 
-  registerForwardAuthRoute(router, { authorizer: deps.authorizer, metrics: deps.metrics, target: { allowPathParameters: deps.allowPathParameters, maxUrlLength: deps.maxUrlLength } });
+  registerForwardAuthRoute(router);
 }

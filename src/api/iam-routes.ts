@@ -6,8 +6,6 @@ import type { DecisionEngine } from '../authz/decision-engine';
 import type { GrantProvider } from '../authz/grant-provider';
 import type { AdminRepository } from '../domain/admin-repository';
 import type { IamRepository } from '../domain/iam-repository';
-import type { RequestAuthorizer } from '../gateway/request-authorizer';
-import type { GatewayMetrics } from '../observability/metrics';
 import type { PolicyHolder } from '../policy/policy-holder';
 import type { SessionService } from '../sessions/session-service';
 import { registerAdminRoutes } from './admin-routes';
@@ -32,12 +30,9 @@ export interface IamRoutesDeps {
   changes: { deliver(): Promise<void> };
   login: LoginService;
   engine: DecisionEngine;
-  authorizer: RequestAuthorizer;
   /** The serving policy (and the last failed reload). */
   policy: Pick<PolicyHolder, 'current' | 'lastError'>;
   audit: AuditTrail;
-  /** `iam_forward_auth_requests_total`. */
-  metrics: Pick<GatewayMetrics, 'forwardAuth'>;
   /** The public keys of `/iam/.well-known/jwks.json`. */
   jwks: () => JsonWebKey[];
   /** `iam.session-cookie.*`: which cookie logout clears, and the origins trusted besides the gateway's own. */
@@ -57,8 +52,6 @@ export interface IamRoutesDeps {
   oidc: Pick<OidcRoutesDeps, 'login' | 'backchannel' | 'rp'> | null;
   /** `iam.gateway.allow-path-parameters`. */
   allowPathParameters: boolean;
-  /** `server.max-url-length`. */
-  maxUrlLength: number;
 }
 
 /** Every route group of the `/iam` application (docs/http-contract.md); the one list of what it serves. */
@@ -82,7 +75,6 @@ export function registerIamRoutes(router: Router, deps: IamRoutesDeps): void {
   registerAuthorizationRoutes(router, {
     login,
     engine,
-    authorizer: deps.authorizer,
     policy: () => holder.current,
     subjectOf: (userId, clientType) => admin.subjectOf(userId, clientType),
     secureCookie: deps.sessionCookie.secure,
@@ -90,8 +82,6 @@ export function registerIamRoutes(router: Router, deps: IamRoutesDeps): void {
     repository,
     requireSession: sessionGuard,
     allowPathParameters: deps.allowPathParameters,
-    maxUrlLength: deps.maxUrlLength,
-    metrics: deps.metrics,
   });
   registerAdminRoutes(router, { admin, engine, grants: deps.grants, requireSession: sessionGuard });
   registerPolicyRoutes(router, { holder, engine, requireSession: sessionGuard });

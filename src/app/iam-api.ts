@@ -11,7 +11,7 @@ import type { GatewayConfig } from './config';
 /** The `/iam` application with every route group (docs/http-contract.md), as a Node request listener. */
 export function createIamApi(
   config: GatewayConfig,
-  deps: Omit<IamRoutesDeps, 'clientTypes' | 'allowPathParameters' | 'maxUrlLength' | 'sessionCookie' | 'browserLogin' | 'console'> & { logger: Logger; outages: OutageLog },
+  deps: Omit<IamRoutesDeps, 'clientTypes' | 'allowPathParameters' | 'sessionCookie' | 'browserLogin' | 'console'> & { logger: Logger; outages: OutageLog },
 ): (req: IncomingMessage, res: ServerResponse) => unknown {
   // The console ships with the package (console/); a checkout without it serves no console.
   const consoleDir = findConsoleDir();
@@ -34,7 +34,6 @@ export function createIamApi(
         console: consoleFiles,
         sessionCookie: { secure: config.iam.sessionCookie.secure, trustedOrigins: new Set(config.iam.sessionCookie.trustedOrigins) },
         allowPathParameters: config.iam.gateway.allowPathParameters,
-        maxUrlLength: config.server.maxUrlLength,
       }),
   });
   return app.callback();

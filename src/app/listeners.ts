@@ -4,40 +4,54 @@ import { listen, settlesWithin, SHUTDOWN_CLEANUP_GRACE_MS, stopServer, trackConn
 import type { Logger } from '../observability/logger';
 import type { GatewayMetrics } from '../observability/metrics';
 import type { GatewayConfig } from './config';
+import { serveManagement, type ManagementEndpoints } from './management-server';
 import type { GatewayServices, RunningGateway } from './running-gateway';
+
+/** The management port a worker of `serve --workers N` names: its primary's (which serves it for every worker). */
+export interface PrimaryManagementPort {
+  url: string;
+  port: number;
+}
 
 /**
  * Opens the proxy and management ports and returns the running gateway. A failed start holds no port
  * (#11.20). `close()` is the graceful stop: readiness fails, listeners close, in-flight requests finish (up to
  * `server.shutdown-timeout`), then the subsystems close (audit flushed, pools closed) within a grace.
+ * In a worker (`primary` set) only the proxy port is opened: in cluster mode it is shared with the other
+ * workers, and the primary serves the management port.
  */
 export async function startListening(
   config: GatewayConfig,
   logger: Logger,
   metrics: GatewayMetrics,
   server: Server,
-  management: Server,
-  hooks: { services: GatewayServices | null; beforeStop: () => void; afterStop: () => Promise<void> },
+  endpoints: ManagementEndpoints,
+  hooks: { services: GatewayServices | null; beforeStop: () => void; afterStop: () => Promise<void>; primary?: PrimaryManagementPort },
 ): Promise<RunningGateway> {
   const connections = trackConnections(server);
+  const management = hooks.primary === undefined ? serveManagement(endpoints, config.server, logger) : null;
+  const listeners = management === null ? [server] : [server, management];
   try {
     await listen(server, config.server.port, config.server.host);
-    await listen(management, config.server.managementPort, config.server.managementHost);
+    if (management !== null) await listen(management, config.server.managementPort, config.server.managementHost);
   } catch (error) {
     // A failed start holds no port (#11.20): close whichever listener did open, then fail.
-    await Promise.all([server, management].map((listener) => new Promise<void>((resolve) => (listener.listening ? listener.close(() => resolve()) : resolve()))));
+    await Promise.all(listeners.map((listener) => new Promise<void>((resolve) => (listener.listening ? listener.close(() => resolve()) : resolve()))));
     throw error;
   }
   const port = (server.address() as AddressInfo).port;
-  const managementPort = (management.address() as AddressInfo).port;
   const host = urlHost(config.server.host);
-  logger.info({ port, managementPort, upstream: config.upstream.url, enabled: config.iam.enabled }, 'iam-gateway listening');
+  const managementPort = management === null ? hooks.primary!.port : (management.address() as AddressInfo).port;
+  const managementUrl = management === null ? hooks.primary!.url : `http://${urlHost(config.server.managementHost)}:${managementPort}`;
+  if (management === null) logger.info({ port, pid: process.pid }, 'iam-gateway worker listening');
+  else logger.info({ port, managementPort, upstream: config.upstream.url, enabled: config.iam.enabled }, 'iam-gateway listening');
   let closing: Promise<void> | null = null;
   return {
     url: `http://${host}:${port}`,
     port,
-    managementUrl: `http://${urlHost(config.server.managementHost)}:${managementPort}`,
+    managementUrl,
     managementPort,
+    managementEndpoints: endpoints,
     logger,
     metrics,
     services: hooks.services,
@@ -45,8 +59,10 @@ export async function startListening(
       closing ??= (async () => {
         hooks.beforeStop();
         await stopServer(server, connections, config.server.shutdownTimeoutMs);
-        await new Promise<void>((resolve) => management.close(() => resolve()));
-        management.closeAllConnections();
+        if (management !== null) {
+          await new Promise<void>((resolve) => management.close(() => resolve()));
+          management.closeAllConnections();
+        }
         // Flushing the audit trail and closing pools needs the database and the token store; when they do
         // not answer (silent partition) the stop gives up after a grace instead of hanging forever.
         if (!(await settlesWithin(hooks.afterStop(), SHUTDOWN_CLEANUP_GRACE_MS))) {
@@ -60,7 +76,7 @@ export async function startListening(
 }
 
 /** The address to reach a listener bound to `host` from this machine (wildcards → loopback; IPv6 in brackets). */
-function urlHost(host: string): string {
+export function urlHost(host: string): string {
   if (host === '0.0.0.0' || host === '::') return '127.0.0.1';
   return host.includes(':') ? `[${host}]` : host;
 }

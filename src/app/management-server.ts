@@ -10,6 +10,23 @@ export interface ReadinessCheck {
   check: () => Promise<{ ok: boolean; detail?: Record<string, unknown> }>;
 }
 
+/** The body of `/health/ready`: only `ok` per component (why one is not ready goes to the log). */
+export interface ReadinessReport {
+  ready: boolean;
+  checks: Record<string, { ok: boolean }>;
+}
+
+/**
+ * What the management port serves besides liveness. One process: its own checks and registry
+ * ({@link localEndpoints}); `serve --workers N`: the primary asks every worker (app/workers/primary.ts).
+ */
+export interface ManagementEndpoints {
+  readiness(): Promise<ReadinessReport>;
+  /** The Prometheus text exposition. */
+  metrics(): Promise<string>;
+  contentType: string;
+}
+
 export interface ManagementServerOptions {
   registry: Registry;
   checks: ReadinessCheck[];
@@ -19,6 +36,16 @@ export interface ManagementServerOptions {
   logger: Logger;
 }
 
+/** One process's readiness (its checks, each state change logged once) and its registry. */
+export function localEndpoints(options: Pick<ManagementServerOptions, 'registry' | 'checks' | 'isShuttingDown' | 'logger'>): ManagementEndpoints {
+  const lastState = new Map<string, boolean>();
+  return {
+    readiness: () => readiness(options.checks, options.isShuttingDown(), options.logger, lastState),
+    metrics: () => options.registry.metrics(),
+    contentType: options.registry.contentType,
+  };
+}
+
 /**
  * The management port: `/health/live` (the process answers), `/health/ready` (database,
  * token store and policy), `/metrics` (Prometheus). Kept off the proxy port so it is never exposed with it.
@@ -26,8 +53,11 @@ export interface ManagementServerOptions {
  * serves only `ok` per component; why a component is not ready (file names, error text) goes to the log.
  */
 export function createManagementServer(options: ManagementServerOptions): Server {
-  const { server: limits } = options;
-  const lastState = new Map<string, boolean>();
+  return serveManagement(localEndpoints(options), options.server, options.logger);
+}
+
+/** The management port's HTTP server over `endpoints` (one process's, or the primary's for all workers). */
+export function serveManagement(endpoints: ManagementEndpoints, limits: GatewayConfig['server'], logger: Logger): Server {
   return createServer(
     serverOptions(limits),
     (req, res) => {
@@ -40,16 +70,14 @@ export function createManagementServer(options: ManagementServerOptions): Server
       if (req.method !== 'GET' && req.method !== 'HEAD') return send(405, { status: 'method not allowed' });
       if (path === '/health/live') return send(200, { status: 'ok' });
       if (path === '/health/ready') {
-        void readiness(options.checks, options.isShuttingDown(), options.logger, lastState).then(({ ready, checks }) =>
-          send(ready ? 200 : 503, { status: ready ? 'ready' : 'not ready', checks }),
-        );
+        void endpoints.readiness().then(({ ready, checks }) => send(ready ? 200 : 503, { status: ready ? 'ready' : 'not ready', checks }));
         return;
       }
       if (path === '/metrics') {
-        void options.registry.metrics().then(
-          (text) => send(200, text, options.registry.contentType),
+        void endpoints.metrics().then(
+          (text) => send(200, text, endpoints.contentType),
           (error: unknown) => {
-            options.logger.error({ err: error }, 'management: metrics failed');
+            logger.error({ err: error }, 'management: metrics failed');
             send(500, { status: 'metrics failed' });
           },
         );
@@ -60,12 +88,7 @@ export function createManagementServer(options: ManagementServerOptions): Server
   );
 }
 
-async function readiness(
-  checks: ReadinessCheck[],
-  shuttingDown: boolean,
-  logger: Logger,
-  lastState: Map<string, boolean>,
-): Promise<{ ready: boolean; checks: Record<string, { ok: boolean }> }> {
+async function readiness(checks: ReadinessCheck[], shuttingDown: boolean, logger: Logger, lastState: Map<string, boolean>): Promise<ReadinessReport> {
   const results: Record<string, { ok: boolean }> = {};
   let ready = !shuttingDown;
   if (shuttingDown) results.shutdown = { ok: false };

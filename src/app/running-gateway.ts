@@ -9,14 +9,17 @@ import type { GatewayMetrics } from '../observability/metrics';
 import type { PolicyHolder } from '../policy/policy-holder';
 import type { PolicyReloader } from '../policy/policy-watcher';
 import type { SessionService } from '../sessions/session-service';
+import type { ManagementEndpoints } from './management-server';
 
-/** A started gateway: both ports listening. */
+/** A started gateway: both ports listening (a worker of `serve --workers N`: the proxy port; the primary serves the management port). */
 export interface RunningGateway {
   /** Base URL of the proxy port, e.g. http://127.0.0.1:8080. */
   url: string;
   port: number;
   managementUrl: string;
   managementPort: number;
+  /** What this process's management port serves (readiness, metrics); a worker answers its primary with it. */
+  managementEndpoints: ManagementEndpoints;
   logger: Logger;
   metrics: GatewayMetrics;
   /** Present when `iam.enabled`. */

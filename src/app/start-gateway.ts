@@ -3,6 +3,7 @@ import { LoginService } from '../auth/login-service';
 import { DecisionEngine } from '../authz/decision-engine';
 import { ResourceResolverClient } from '../authz/resource-resolver';
 import { CorsPolicy } from '../gateway/cors';
+import { ForwardAuthHandler } from '../gateway/forward-auth-handler';
 import { createFrontDoor, createProxyServer } from '../gateway/front-door';
 import { ProxyHandler } from '../gateway/proxy-handler';
 import { RequestAuthorizer } from '../gateway/request-authorizer';
@@ -20,8 +21,8 @@ import { CleanupStack } from './cleanup-stack';
 import type { GatewayConfig } from './config';
 import { openGatewayDatabase } from './database';
 import { browserLoginPath, createIamApi } from './iam-api';
-import { startListening } from './listeners';
-import { createManagementServer } from './management-server';
+import { startListening, type PrimaryManagementPort } from './listeners';
+import { localEndpoints } from './management-server';
 import { startPolicy } from './policy';
 import { readinessChecks } from './readiness';
 import { bearerVerifier } from '../auth/oidc/access-tokens';
@@ -44,14 +45,29 @@ export interface StartOptions {
 }
 
 /**
+ * A worker process of `serve --workers N` (app/workers/): its cluster id (the `worker` field of its log and access
+ * log lines) and its primary's management port. The primary ran the migrations and the start-time provisioning
+ * before forking, and serves the management port for every worker.
+ */
+export interface WorkerRole {
+  id: number;
+  management: PrimaryManagementPort;
+}
+
+/**
  * The composition root (docs/architecture.md): the only place that knows the concrete classes. Each
  * subsystem is started by its own file in app/; this one puts them in order and hands the result to the
  * front door. A failed start closes whatever it had opened.
  */
-export async function startGateway(config: GatewayConfig, options: StartOptions = {}): Promise<RunningGateway> {
+export function startGateway(config: GatewayConfig, options: StartOptions = {}): Promise<RunningGateway> {
+  return startGatewayAs(config, options, null);
+}
+
+/** {@link startGateway} in one process (`worker` null) or as a worker of `serve --workers N`. */
+export async function startGatewayAs(config: GatewayConfig, options: StartOptions, worker: WorkerRole | null): Promise<RunningGateway> {
   const logger = options.logger ?? createLogger(config.log.level);
   const metrics = createMetrics();
-  if (!config.iam.enabled) return startTransparent(config, logger, metrics);
+  if (!config.iam.enabled) return startTransparent(config, logger, metrics, worker);
 
   // Every file the configuration names is read and checked before anything is opened.
   const files = preflight(config);
@@ -60,7 +76,8 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
   if (closeAuthenticator) cleanups.push(() => closeAuthenticator());
   try {
     const policy = await startPolicy(config, logger, metrics, cleanups);
-    const database = await openGatewayDatabase(config, logger, cleanups, files.provisioning);
+    // A worker's primary applied the provisioning file once before forking (the migrations too: here they find nothing to do).
+    const database = await openGatewayDatabase(config, logger, cleanups, worker === null ? files.provisioning : null);
     const repository = database.repository;
     const audit = startAudit(config, repository, logger, metrics, cleanups);
     const state = await startSessions(config, { repository, audit, logger, metrics, cleanups });
@@ -107,7 +124,10 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
     });
     const tracing = await startTracing(options.env ?? process.env, logger);
     cleanups.push(() => tracing.shutdown());
-    const accessLog = config.iam.accessLog.mode === 'off' ? null : new AccessLog(config.iam.accessLog.mode, config.iam.accessLog.sample, options.accessLogDestination);
+    const accessLog =
+      config.iam.accessLog.mode === 'off'
+        ? null
+        : new AccessLog(config.iam.accessLog.mode, config.iam.accessLog.sample, options.accessLogDestination, worker === null ? undefined : { worker: worker.id });
     if (accessLog) cleanups.push(async () => accessLog.flush());
     const loginPath = browserLoginPath(config);
     const proxy = new ProxyHandler({
@@ -134,13 +154,21 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       changes: state.changes,
       login,
       engine,
-      authorizer,
       policy: policy.holder,
       audit,
       jwks: () => (signer ? [signer.jwk] : []),
-      metrics,
       oidc,
       bearers,
+    });
+
+    // Forward-auth checks take the proxy's path (the same authorizer), not the /iam application's.
+    const forwardAuth = new ForwardAuthHandler({
+      authorizer,
+      metrics,
+      target: { allowPathParameters: config.iam.gateway.allowPathParameters, maxUrlLength: config.server.maxUrlLength },
+      logger,
+      outages,
+      tracer: tracing.tracer,
     });
 
     let shuttingDown = false;
@@ -154,18 +182,19 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
       },
       cors,
       iam,
+      forwardAuth,
       proxy,
       metrics,
       tracer: tracing.tracer,
     });
-    const management = createManagementServer({
+    const endpoints = localEndpoints({
       registry: metrics.registry,
       isShuttingDown: () => shuttingDown,
-      server: config.server,
       logger,
       checks: readinessChecks({ repository, databaseKind: database.kind, store, channelUp: state.channelUp, policy: policy.holder }),
     });
-    return await startListening(config, logger, metrics, server, management, {
+    return await startListening(config, logger, metrics, server, endpoints, {
+      ...(worker === null ? {} : { primary: worker.management }),
       services: { repository, store: state.backingStore, sessions, login, engine, grants, policy: policy.holder, policyReloader: policy.reloader, audit, subscription: state.subscription },
       beforeStop: () => {
         shuttingDown = true;
@@ -180,15 +209,16 @@ export async function startGateway(config: GatewayConfig, options: StartOptions 
 }
 
 /** `iam.enabled: false`, the rollback switch: a plain reverse proxy with the same limits, no `/iam`. */
-async function startTransparent(config: GatewayConfig, logger: Logger, metrics: GatewayMetrics): Promise<RunningGateway> {
+async function startTransparent(config: GatewayConfig, logger: Logger, metrics: GatewayMetrics, worker: WorkerRole | null): Promise<RunningGateway> {
   const forwarder = createTransparentProxy(config.upstream);
   let shuttingDown = false;
   // Node's own missing-Host check applies here: there is no request preparation to refuse it with a problem.
   const server = createProxyServer(config.server, true, forwarder.handle);
   server.on('upgrade', forwarder.handleUpgrade);
-  const management = createManagementServer({ registry: metrics.registry, isShuttingDown: () => shuttingDown, checks: [], server: config.server, logger });
+  const endpoints = localEndpoints({ registry: metrics.registry, isShuttingDown: () => shuttingDown, checks: [], logger });
   logger.warn({}, 'iam.enabled is false: transparent proxy, no /iam endpoints, no token or policy checks');
-  return startListening(config, logger, metrics, server, management, {
+  return startListening(config, logger, metrics, server, endpoints, {
+    ...(worker === null ? {} : { primary: worker.management }),
     services: null,
     beforeStop: () => {
       shuttingDown = true;

@@ -38,7 +38,8 @@ async function registerProvider(protocol: 'http/protobuf' | 'http/json', logger:
   const { resourceFromAttributes, defaultResource } = require('@opentelemetry/resources') as typeof import('@opentelemetry/resources');
   /* eslint-enable @typescript-eslint/no-require-imports */
   const exporter = protocol === 'http/json' ? jsonExporter() : protobufExporter();
-  const resource = defaultResource().merge(resourceFromAttributes({ 'service.name': process.env.OTEL_SERVICE_NAME ?? 'iam-gateway' }));
+  // process.pid: the spans of each worker of `serve --workers N` (a process each) can be told apart.
+  const resource = defaultResource().merge(resourceFromAttributes({ 'service.name': process.env.OTEL_SERVICE_NAME ?? 'iam-gateway', 'process.pid': process.pid }));
   const provider = new NodeTracerProvider({ resource, spanProcessors: [new BatchSpanProcessor(exporter)] });
   // The async-hooks context manager, so spans started inside a request nest under it (resolvers, logins).
   provider.register({ propagator: new W3CTraceContextPropagator() });

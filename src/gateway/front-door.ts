@@ -7,6 +7,7 @@ import { sendProblem, sendProblemOnSocket } from '../http/problem-response';
 import { refuseOnClosedConnections, serverOptions, type ServerLimits } from '../http/server-lifecycle';
 import type { GatewayMetrics } from '../observability/metrics';
 import type { CorsPolicy } from './cors';
+import type { ForwardAuthHandler } from './forward-auth-handler';
 import type { ProxyHandler } from './proxy-handler';
 import type { RequestTracer } from '../observability/tracing';
 
@@ -31,6 +32,11 @@ export interface FrontDoorDeps {
   cors: CorsPolicy | null;
   /** The `/iam` application (Koa's callback): receives requests whose normalized path is under `/iam`. */
   iam: (req: IncomingMessage, res: ServerResponse) => unknown;
+  /**
+   * `GET`/`HEAD /iam/authorization/forward-auth`, answered here like a proxied request, before the `/iam`
+   * application (its other methods stay there: 405, OPTIONS); null or absent: the `/iam` application answers it.
+   */
+  forwardAuth?: Pick<ForwardAuthHandler, 'accepts' | 'handle'> | null;
   /** Everything else: authorized and forwarded to the host. */
   proxy: Pick<ProxyHandler, 'handle' | 'handleUpgrade'>;
   metrics: GatewayMetrics;
@@ -41,12 +47,14 @@ export interface FrontDoorDeps {
 /**
  * The gateway's front door: every connection to the proxy port arrives here. Each request is prepared
  * (target normalized, client headers checked: http/prepare-request.ts), then dispatched to the `/iam`
- * application or to the proxy. What a client may send around a request is answered here too: `Expect`
+ * application, to forward-auth (gateway/forward-auth-handler.ts: the proxy's decision without Koa) or to the
+ * proxy. What a client may send around a request is answered here too: `Expect`
  * (only `100-continue`, and only after the request passed the same checks), `CONNECT` (never a tunnel) and
  * upgrades (only through the proxy's WebSocket path, never to `/iam`).
  */
 export function createFrontDoor(deps: FrontDoorDeps): Server {
   const { prepare, cors, iam, proxy, metrics } = deps;
+  const forwardAuth = deps.forwardAuth ?? null;
   const onRequest = (req: IncomingMessage, res: ServerResponse, expectContinue: boolean): void => {
     const prepared = prepareRequest(req, prepare);
     if (!prepared.ok) {
@@ -60,6 +68,7 @@ export function createFrontDoor(deps: FrontDoorDeps): Server {
       for (const [name, value] of cors.responseHeaders(req.headers.origin)) res.setHeader(name, value);
     }
     if (isIamPath(request.path)) {
+      if (forwardAuth !== null && forwardAuth.accepts(request)) return forwardAuth.handle(req, res, request, expectContinue);
       if (expectContinue) res.writeContinue();
       (req as RequestWithPrepared)[PREPARED_REQUEST] = request;
       req.url = request.path + request.search;

@@ -42,9 +42,15 @@ export class AccessLog {
     readonly mode: Exclude<AccessLogMode, 'off'>,
     private readonly sampleRate: number,
     destination?: DestinationStream,
+    /**
+     * Fields of every line (`{ worker: 2 }` in a worker of `serve --workers N`). Set, the lines share stdout with other
+     * processes: each write is then at most 4 KiB of whole lines (PIPE_BUF: one atomic write to a pipe), so lines of
+     * two workers never interleave.
+     */
+    fields?: Record<string, unknown>,
   ) {
-    this.stream = destination ?? pino.destination({ dest: 1, sync: false, minLength: 4096 });
-    this.logger = pino({ base: undefined, timestamp: pino.stdTimeFunctions.isoTime, messageKey: 'msg' }, this.stream);
+    this.stream = destination ?? pino.destination(fields === undefined ? { dest: 1, sync: false, minLength: 4096 } : { dest: 1, sync: false, minLength: 2048, maxWrite: 4096 });
+    this.logger = pino({ base: fields, timestamp: pino.stdTimeFunctions.isoTime, messageKey: 'msg' }, this.stream);
   }
 
   /** True when allowed requests are logged too (the proxy then watches each response to its end). */

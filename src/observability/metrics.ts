@@ -116,7 +116,9 @@ export function createMetrics(options: { collectDefaults?: boolean } = {}): Gate
       labelNames: ['result'],
       registers: [registry],
     }),
-    policyRoutes: new Gauge({ name: 'iam_policy_routes', help: 'Routes in the serving policy.', registers: [registry] }),
+    // `aggregator`: how `serve --workers N` combines the workers' values on the primary's /metrics (prom-client's
+    // AggregatorRegistry; counters and histograms are summed, gauges too unless they say otherwise here).
+    policyRoutes: new Gauge({ name: 'iam_policy_routes', help: 'Routes in the serving policy.', registers: [registry], aggregator: 'max' }),
     sessionCacheEntries: new Gauge({
       name: 'iam_session_cache_entries',
       help: 'Entries in the local session cache.',
@@ -129,6 +131,8 @@ export function createMetrics(options: { collectDefaults?: boolean } = {}): Gate
       name: 'iam_store_events_connected',
       help: '1 while the revocation channel is connected (local caches are trusted only then).',
       registers: [registry],
+      // With workers: 1 only while every worker is connected.
+      aggregator: 'min',
     }),
 
     // ---- #16 "Metrics you can alert on": resolvers, token store, revocation events, policy age, audit ----
@@ -176,6 +180,8 @@ export function createMetrics(options: { collectDefaults?: boolean } = {}): Gate
       name: 'iam_policy_loaded_timestamp_seconds',
       help: 'When the serving policy was loaded (start or successful reload), as Unix time in seconds; its age is time() minus this.',
       registers: [registry],
+      // With workers: the oldest worker's policy, so its age alerts when any worker serves a stale one.
+      aggregator: 'min',
     }),
     auditQueueDepth: new Gauge({
       name: 'iam_audit_queue_depth',
@@ -199,6 +205,37 @@ export function createMetrics(options: { collectDefaults?: boolean } = {}): Gate
     auditSpooled: new Counter({
       name: 'iam_audit_events_spooled_total',
       help: 'Audit events written to the local disk spool at stop because the database could not take them (replayed at the next start); a count of events.',
+      registers: [registry],
+    }),
+  };
+}
+
+/** The primary's own metrics with `serve --workers N` (its /metrics adds the workers' aggregated ones). */
+export interface PrimaryMetrics {
+  registry: Registry;
+  /** `iam_workers`: worker processes listening now. */
+  workers: Gauge;
+  /** `iam_worker_restarts_total{reason}`: workers started to replace one that exited (crashed) or stopped alone (stopped). */
+  workerRestarts: Counter<'reason'>;
+}
+
+/**
+ * The primary's registry: the worker gauges and its own process metrics (`iam_process_*`: CPU and memory of the
+ * primary, summed with the workers'; the `iam_nodejs_*` event-loop and heap figures are the workers' alone).
+ */
+export function createPrimaryMetrics(): PrimaryMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'iam_' });
+  for (const metric of registry.getMetricsAsArray()) {
+    if (!metric.name.startsWith('iam_process_')) registry.removeSingleMetric(metric.name);
+  }
+  return {
+    registry,
+    workers: new Gauge({ name: 'iam_workers', help: 'Worker processes serving the proxy port (serve --workers N), listening now.', registers: [registry] }),
+    workerRestarts: new Counter({
+      name: 'iam_worker_restarts_total',
+      help: 'Worker processes started to replace one that exited, by reason (crashed: exited on its own or killed; stopped: SIGTERM or SIGINT to that worker alone); a count of starts.',
+      labelNames: ['reason'],
       registers: [registry],
     }),
   };

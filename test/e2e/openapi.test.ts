@@ -92,11 +92,9 @@ function registeredRoutes(): Array<{ method: string; path: string }> {
     changes: unused,
     login: unused,
     engine: unused,
-    authorizer: unused,
     policy: unused,
     audit: unused,
     jwks: unused,
-    metrics: unused,
     clientTypes: ['WEB'],
     browserLogin: { clientType: 'WEB', oidcLoginPath: null, loginPath: '/iam/login' },
     console: unused,
@@ -104,7 +102,6 @@ function registeredRoutes(): Array<{ method: string; path: string }> {
     bearers: unused,
     sessionCookie: { secure: true, trustedOrigins: new Set() },
     allowPathParameters: false,
-    maxUrlLength: 8192,
   });
   const routes: Array<{ method: string; path: string }> = [];
   for (const layer of router.stack) {

@@ -2,8 +2,8 @@
  * OpenTelemetry tracing (docs/observability.md), switched on by the standard OTEL_* variables, exported by the real
  * OTLP/HTTP exporter to a real receiver (a loopback server decoding the JSON payload): the span tree of an allowed
  * proxied request continuing the client's trace (the host receives a traceparent whose parent is the forward span),
- * a denial (its decision id on the span, its trace id on the decision), a resolver call, a login; and the protobuf
- * protocol. Tracing is process-wide (the OpenTelemetry API is global): this file sets the variables for itself.
+ * a denial (its decision id on the span, its trace id on the decision), a resolver call, a login, a forward-auth check
+ * (its server span, its denial's trace, a resolver call under it); and the protobuf protocol. Tracing is process-wide (the OpenTelemetry API is global): this file sets the variables for itself.
  */
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
@@ -106,5 +106,36 @@ describe('a traced proxied request', () => {
     const server = byId(spans, span.parentSpanId);
     expect(server?.name).toBe('POST /iam/auth/login');
     expect(JSON.stringify(spans)).not.toContain('bob-password');
+  });
+});
+
+describe('a traced forward-auth check (answered by the front door, not the /iam app)', () => {
+  const check = (url: string, headers: Record<string, string>): Promise<Response> => fetch(`${url}/iam/authorization/forward-auth`, { headers });
+
+  it("continues the client trace as a server span with the answer's status; a denial's decision names that trace", async () => {
+    const { accessToken } = await login(fixture.gateway.url, 'alice');
+    const traceId = randomBytes(16).toString('hex');
+    const clientParent = randomBytes(8).toString('hex');
+    const answer = await check(fixture.gateway.url, { ...bearer(accessToken), 'x-forwarded-method': 'DELETE', 'x-forwarded-uri': '/api/admin/users', traceparent: `00-${traceId}-${clientParent}-01` });
+    expect(answer.status).toBe(403);
+    const { decisionId } = (await answer.json()) as { decisionId: string };
+    const spans = await receiver.waitFor((all) => all.some((span) => span.traceId === traceId && span.kind === 2), 'the forward-auth server span');
+    const server = spans.find((span) => span.traceId === traceId && span.kind === 2)!;
+    expect(server).toMatchObject({ parentSpanId: clientParent, name: 'GET /iam/authorization/forward-auth', attributes: { 'http.request.method': 'GET', 'http.response.status_code': 403 } });
+    const decision = (await (await fetch(`${fixture.gateway.url}/iam/authorization/decisions/${decisionId}`, { headers: bearer(accessToken) })).json()) as { traceId: string };
+    expect(decision.traceId).toBe(traceId);
+    expect(JSON.stringify(spans.filter((span) => span.traceId === traceId))).not.toContain(accessToken);
+  });
+
+  it("a resolver call while deciding is a child of the check's server span", async () => {
+    const { accessToken } = await login(example.url, 'alice');
+    const traceId = randomBytes(16).toString('hex');
+    const answer = await check(example.url, { ...bearer(accessToken), 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/api/projects/1', traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` });
+    expect(answer.status).toBe(200);
+    const isResolve = (span: ExportedSpan): boolean => span.traceId === traceId && span.name === 'resolve';
+    const spans = await receiver.waitFor((all) => all.some((span) => isResolve(span) && byId(all, span.parentSpanId) !== undefined), 'resolve span under the check');
+    const resolve = spans.find(isResolve)!;
+    expect(resolve.attributes['iam.resolver.result']).toBe('found');
+    expect(byId(spans, resolve.parentSpanId)).toMatchObject({ kind: 2, name: 'GET /iam/authorization/forward-auth', attributes: { 'http.response.status_code': 200 } });
   });
 });

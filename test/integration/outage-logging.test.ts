@@ -158,4 +158,49 @@ describeWithRedis('#11.39 token store outages', () => {
     expect(during.filter((line) => line.msg.startsWith('iam:'))).toEqual([]);
     expect(during.filter((line) => line.dependency === 'tokenStore' && /became unavailable/.test(line.msg))).toHaveLength(1);
   }, 30_000);
+
+  it('#11.39: forward-auth fails closed during a token store outage (503 with Retry-After, even for a cached session) and its 503s are counted, not logged', async () => {
+    const alice = await login(storeGateway.url, 'alice');
+    const check = (): Promise<Response> =>
+      fetch(`${storeGateway.url}/iam/authorization/forward-auth`, { headers: { ...bearer(alice.accessToken), 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/api/projects' } });
+    // Warm: the session is in the local cache.
+    expect((await check()).status).toBe(200);
+    const from = storeLines.length;
+    let unavailable = 0;
+    await redisRelay.cut();
+    try {
+      // The cache stops being trusted once the events channel is noticed down; a 200 before that is the cache's.
+      const deadline = Date.now() + 5000;
+      let answer = await check();
+      while (answer.status === 200 && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 25));
+        answer = await check();
+      }
+      for (let i = 0; i < 10; i++) {
+        if (i > 0) answer = await check();
+        expect(answer.status).toBe(503);
+        expect(answer.headers.get('retry-after')).toBe('5');
+        expect(answer.headers.get('x-iam-user-id')).toBeNull();
+        expect(((await answer.json()) as { code: string }).code).toBe('IAM_STORE_UNAVAILABLE');
+        unavailable++;
+      }
+    } finally {
+      await redisRelay.restore();
+    }
+    const started = Date.now();
+    let recovered: LogLine | undefined;
+    while (!(recovered = storeLines.slice(from).find((line) => line.dependency === 'tokenStore' && /recovered/.test(line.msg)))) {
+      expect(Date.now() - started).toBeLessThan(10_000);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(recovered.failures).toBe(unavailable);
+    const during = storeLines.slice(from);
+    expect(during.filter((line) => line.level >= 50)).toEqual([]);
+    expect(during.filter((line) => line.msg.startsWith('iam:'))).toEqual([]);
+    expect(during.filter((line) => line.dependency === 'tokenStore' && /became unavailable/.test(line.msg))).toHaveLength(1);
+    const after = Date.now() + 5000;
+    let status = 503;
+    while (status !== 200 && Date.now() < after) status = (await check()).status;
+    expect(status).toBe(200);
+  }, 30_000);
 });

@@ -63,10 +63,10 @@ export function ensureBuilt(): 'fresh' | 'built' {
 /**
  * Spawns a gateway process on OS-assigned ports against the test run's database and token store, and
  * resolves once it logged that it listens. `env` overrides any configuration key (e.g.
- * `{ SERVER_SHUTDOWN_TIMEOUT: '2s' }`).
+ * `{ SERVER_SHUTDOWN_TIMEOUT: '2s' }`); `args` follow `serve` (e.g. `['--workers', '2']`).
  */
-export async function startGatewayProcess(upstreamUrl: string, env: Record<string, string> = {}): Promise<GatewayProcess> {
-  const child = spawn(process.execPath, [BIN, 'serve'], {
+export async function startGatewayProcess(upstreamUrl: string, env: Record<string, string> = {}, args: string[] = []): Promise<GatewayProcess> {
+  const child = spawn(process.execPath, [BIN, 'serve', ...args], {
     cwd: ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {
@@ -166,11 +166,11 @@ export interface ServeOutcome {
 /**
  * Runs `iam-gateway serve` with only `env` (plus PATH, HOME, loopback, an upstream nobody listens on) and
  * resolves when it exits; kills it and rejects if it is still running after `boundMs`. For starts that must
- * fail fast.
+ * fail fast. `args` follow `serve`.
  */
-export function serveUntilExit(env: Record<string, string>, boundMs: number): Promise<ServeOutcome> {
+export function serveUntilExit(env: Record<string, string>, boundMs: number, args: string[] = []): Promise<ServeOutcome> {
   const started = Date.now();
-  const child = spawn(process.execPath, [BIN, 'serve'], {
+  const child = spawn(process.execPath, [BIN, 'serve', ...args], {
     cwd: ROOT,
     stdio: ['ignore', 'ignore', 'pipe'],
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', SERVER_HOST: '127.0.0.1', UPSTREAM_URL: 'http://127.0.0.1:9', ...env },

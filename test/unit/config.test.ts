@@ -50,6 +50,7 @@ describe('loadConfig defaults', () => {
         maxUrlLength: 8 * 1024,
         iamBodyLimit: 64 * 1024,
         shutdownTimeoutMs: 10_000,
+        workers: 1,
       },
       upstream: {
         url: 'http://127.0.0.1:3000',

@@ -93,7 +93,7 @@ export class EvictionPolicyError extends Error {
 }
 
 /** Logs state changes only (lost, restored, first error of an outage), never one line per retry. */
-export function watchConnection(redis: Redis | Cluster, role: string, logger: StoreLogger | undefined): void {
+export function watchConnection(redis: Redis | Cluster, role: string, logger: StoreLogger | undefined, closing: () => boolean = () => false): void {
   let up = false;
   let wasUp = false;
   let errorLogged = false;
@@ -104,7 +104,8 @@ export function watchConnection(redis: Redis | Cluster, role: string, logger: St
     errorLogged = false;
   });
   redis.on('close', () => {
-    if (up) logger?.warn({ role }, 'token store: Redis connection lost; reconnecting');
+    // Our own close (shutdown) is no loss.
+    if (up && !closing()) logger?.warn({ role }, 'token store: Redis connection lost; reconnecting');
     up = false;
   });
   // Without an 'error' listener ioredis prints every failed reconnect to stderr.

@@ -88,6 +88,8 @@ export class RedisTokenStore implements TokenStore {
   private readonly cluster: boolean;
   private waitReplicas = 1;
   private waitTimeoutMs = 500;
+  /** Shared with the connection watchers: true once close() began. */
+  private closingState = { closing: false };
   /** This instance's recent revocations, applied again when a failover is noticed. */
   private readonly recent: RecentRevocations;
 
@@ -138,8 +140,11 @@ export class RedisTokenStore implements TokenStore {
     };
     const commands = openCommands(topology, base, names.commands);
     const revocations = openCommands(topology, base, names.revocations);
-    watchConnection(commands, 'commands', options.logger);
-    watchConnection(revocations, 'revocations', options.logger);
+    // Set by close(): the connections' own 'close' is then no loss to report.
+    const state = { closing: false };
+    const closing = (): boolean => state.closing;
+    watchConnection(commands, 'commands', options.logger, closing);
+    watchConnection(revocations, 'revocations', options.logger, closing);
     let subscriber: Redis | null = null;
     let evictionPolicy: string | null = null;
     try {
@@ -148,7 +153,7 @@ export class RedisTokenStore implements TokenStore {
       // Resubscription is ours (RedisEventsChannel) so that `connected` follows the real confirmation.
       const channel = `${options.prefix}:events`;
       subscriber = openSubscriber(topology, { ...base, autoResubscribe: false }, names.subscriber, () => (commands instanceof Cluster ? subscriberNodes(commands, channel) : []));
-      watchConnection(subscriber, 'subscriber', options.logger);
+      watchConnection(subscriber, 'subscriber', options.logger, closing);
       await waitUntilReady(subscriber, connectTimeoutMs);
       await assertServerVersion(commands);
       evictionPolicy = await checkEvictionPolicy(commands, options.logger, options.refuseEvictingPolicy ?? false);
@@ -159,6 +164,7 @@ export class RedisTokenStore implements TokenStore {
       throw error instanceof EvictionPolicyError ? error : toUnavailable(error);
     }
     const store = new RedisTokenStore(options.prefix, commands, revocations, subscriber, options.logger, names, topology.kind, maxDelay, options.replayWindowMs ?? 60_000);
+    store.closingState = state;
     store.evictionPolicy = evictionPolicy;
     store.events.startPing(options.subscriberPingMs ?? 1000);
     store.slidingExpiry = options.slidingExpiry ?? true;
@@ -328,6 +334,7 @@ export class RedisTokenStore implements TokenStore {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.closingState.closing = true;
     this.events.stop();
     this.recent.stop();
     await Promise.all([quitConnection(this.commands), quitConnection(this.revocations), quitConnection(this.subscriber)]);

@@ -22,6 +22,7 @@ export interface RawConfig {
     'max-url-length': ByteSize;
     'iam-body-limit': ByteSize;
     'shutdown-timeout': Duration;
+    workers: number | string;
   };
   upstream: {
     url: string;
@@ -160,6 +161,8 @@ export const CONFIG_FORMATS: Readonly<Record<string, ConfigFormat>> = {
     expected: 'a redis:// or rediss:// URL, redis+cluster://host:port,host:port,… or redis+sentinel://host:port,…/master-name',
     echo: false,
   },
+  // `auto` (the numbers are integers: the schema's minimum and maximum bound them).
+  'worker-count': { validate: (v) => v === 'auto', expected: 'auto or a whole number of worker processes from 1 to 1024', echo: true },
   'ip-or-cidr': { validate: isAddressOrRange, expected: 'an IP address or CIDR range (10.0.0.0/8, ::1)', echo: true },
   // No glob characters: `tokens purge` deletes `<prefix>:*` with SCAN MATCH, so `*`, `?`, `[` would widen it.
   'store-prefix': {
@@ -281,6 +284,14 @@ export const configSchema = section({
     'max-url-length': byteSize('8kb', 'bytes of request target, 414 above'),
     'iam-body-limit': byteSize('64kb', 'bytes of a JSON body sent to /iam, 413 above'),
     'shutdown-timeout': duration('10s', 'in-flight requests get this long after SIGTERM'),
+    workers: {
+      type: ['string', 'integer'] as Array<'string' | 'integer'>,
+      format: 'worker-count',
+      minimum: 1,
+      maximum: 1024,
+      default: 1,
+      description: 'processes serving the proxy port (node:cluster); auto = one per available core; above 1 needs redis.url and database.url',
+    },
   }),
   upstream: section({
     url: text('http://127.0.0.1:3000', 'the host application behind the gateway', 'http-url'),

@@ -26,6 +26,11 @@ export interface GatewayConfig {
     iamBodyLimit: number;
     /** `server.shutdown-timeout`: in-flight requests get this long after SIGTERM. */
     shutdownTimeoutMs: number;
+    /**
+     * `server.workers` / `SERVER_WORKERS` (`serve --workers` wins): processes serving the proxy port; `auto` = one
+     * per available core (`os.availableParallelism()`), resolved by `serve` (app/workers/).
+     */
+    workers: number | 'auto';
   };
   upstream: {
     /** `upstream.url` / `UPSTREAM_URL`: the host behind the gateway. */

@@ -23,6 +23,7 @@ export function toGatewayConfig(raw: RawConfig, cwd: string, file: string): Gate
       maxUrlLength: bytes(server['max-url-length'], 'server.max-url-length'),
       iamBodyLimit: bytes(server['iam-body-limit'], 'server.iam-body-limit'),
       shutdownTimeoutMs: ms(server['shutdown-timeout'], 'server.shutdown-timeout'),
+      workers: server.workers === 'auto' ? 'auto' : Number(server.workers),
     },
     upstream: {
       url: upstream.url,
