@@ -140,9 +140,8 @@ export type RedisCommands = Redis | Cluster;
 export function openCommands(topology: RedisTopology, base: RedisOptions, name: string): RedisCommands {
   switch (topology.kind) {
     case 'single':
-      return new Redis(topology.url, { ...base, connectionName: name });
     case 'sentinel':
-      return new Redis({ ...base, ...sentinelOptions(topology), connectionName: name });
+      return openServer(topology, base, name);
     case 'cluster': {
       const { retryStrategy, ...nodeOptions } = base;
       return new Cluster(topology.nodes, {
@@ -174,9 +173,8 @@ export function openCommands(topology: RedisTopology, base: RedisOptions, name: 
 export function openSubscriber(topology: RedisTopology, base: RedisOptions, name: string, nodes?: () => HostPort[]): Redis {
   switch (topology.kind) {
     case 'single':
-      return new Redis(topology.url, { ...base, connectionName: name });
     case 'sentinel':
-      return new Redis({ ...base, ...sentinelOptions(topology), connectionName: name });
+      return openServer(topology, base, name);
     case 'cluster': {
       const seeds = topology.nodes;
       const options = {
@@ -193,6 +191,11 @@ export function openSubscriber(topology: RedisTopology, base: RedisOptions, name
       return new Redis(options as RedisOptions);
     }
   }
+}
+
+/** One connection to the server of a plain URL, or to the primary the Sentinels name. */
+function openServer(topology: Exclude<RedisTopology, { kind: 'cluster' }>, base: RedisOptions, name: string): Redis {
+  return topology.kind === 'single' ? new Redis(topology.url, { ...base, connectionName: name }) : new Redis({ ...base, ...sentinelOptions(topology), connectionName: name });
 }
 
 function credentials(topology: { username?: string; password?: string; tls: boolean }): Pick<RedisOptions, 'username' | 'password' | 'tls'> {
