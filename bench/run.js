@@ -140,7 +140,7 @@ function redisHooks(redisUrl) {
   };
 }
 
-async function runRounds(targets, options, redisUrl, upstreamPid) {
+async function runRounds(targets, options, redisUrl, upstreamPid, processes = []) {
   const rounds = [];
   for (let r = 0; r < options.rounds; r++) {
     // ABBA: every other round runs the targets in reverse order, so slow drift favours no target.
@@ -163,6 +163,11 @@ async function runRounds(targets, options, redisUrl, upstreamPid) {
         `  round ${r + 1}/${options.rounds}  ${target.label.padEnd(34)} ${fmtInt(result.rps).padStart(7)} req/s  p50 ${fmt(result.p50)} ms  p99 ${fmt(result.p99)} ms` +
           `${target.key === 'direct' ? '' : `  cpu ${fmt(result.cpuMicrosPerRequest.target, 1)} µs/req`}${bad ? `  !! ${bad} non-2xx/errors` : ''}`,
       );
+      // A process that went away (killed from outside: e.g. something running `pkill -x nginx`) is named, not left to
+      // show as refused connections later.
+      for (const handle of processes) {
+        if (handle.exitCode !== undefined) throw new Error(`${handle.name} exited (${handle.exitCode}) during the rounds; its last output:\n${handle.tail()}`);
+      }
     }
     rounds.push({ round: r + 1, order: order.map((target) => target.key), results });
   }
@@ -379,7 +384,7 @@ async function main(argv) {
     log(`  ready after ${((Date.now() - started) / 1000).toFixed(1)} s; sanity checks passed (200 + upstream body; 403 SCOPE_DENIED on project 2; 401 without token)\n`);
 
     log('throughput and latency under load:');
-    const rounds = await runRounds(targets, options, redis.url, upstream.pid);
+    const rounds = await runRounds(targets, options, redis.url, upstream.pid, [upstream, baseline, ...(floor ? [floor] : []), ...gateways, ...(nginx ? [nginx] : [])]);
     const rows = summarizeRounds(targets, rounds);
 
     log('\nunloaded latency (1 request at a time, gateway warm vs direct upstream):');
