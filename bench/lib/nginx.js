@@ -11,7 +11,7 @@
  * (test/support/front-proxy.ts).
  */
 const { spawnSync } = require('node:child_process');
-const { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } = require('node:fs');
+const { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } = require('node:fs');
 const net = require('node:net');
 const os = require('node:os');
 const { join } = require('node:path');
@@ -96,7 +96,11 @@ async function startNginxForwardAuth({ gatewayUrl, upstreamUrl, binary = nginxAv
   ].join('\n');
   const configFile = join(dir, 'nginx.conf');
   writeFileSync(configFile, config);
-  const handle = spawnProcess('nginx', binary, ['-p', dir, '-c', configFile, '-e', join(dir, 'error.log'), '-g', 'daemon off;'], {
+  // Run under a name of its own (a symlink in the temp directory): the process name is what `pkill -x nginx`
+  // (as in .ci/run, which stops any system nginx) matches, and a bench running beside it must survive that.
+  const ownBinary = join(dir, 'iam-bench-nginx');
+  symlinkSync(binary.includes('/') ? realpathSync(binary) : binary, ownBinary);
+  const handle = spawnProcess('nginx', ownBinary, ['-p', dir, '-c', configFile, '-e', join(dir, 'error.log'), '-g', 'daemon off;'], {
     role: 'proxy',
     parentDeathSignal: 'SIGTERM',
   });
