@@ -54,7 +54,7 @@ async function buildSteps() {
   const { SessionCache } = requireDist('sessions/session-cache');
   const { GrantProvider } = requireDist('authz/grant-provider');
   const { DecisionEngine } = requireDist('authz/decision-engine');
-  const { createMetrics } = requireDist('observability/metrics');
+  const { createMetrics, ProxyRequestMetrics } = requireDist('observability/metrics');
 
   const policy = compilePolicyFiles([{ file: 'bench.yaml', text: generatePolicy(1000).text }]).policy;
   const principal = { userId: 'u-alice', identityId: 'id-alice', identityDomain: 'example.com', activeProfileId: 'p-alice-editor', displayName: 'Alice', authorizationVersion: 0 };
@@ -88,6 +88,7 @@ async function buildSteps() {
     ['SessionCache.get (hit, LRU re-insert)', () => cache.get(tokenHash, Date.now()) !== null],
     ['GrantProvider.getGrant (hit, async)', () => grants.getGrant(principal)],
     ['DecisionEngine.decideRequest (whole decision, async)', () => engine.decideRequest({ method: 'GET', path: BENCH_PATH, policy, subject })],
+    ['DecisionEngine.decideRequestFast (whole decision, the proxy\'s sync path)', () => engine.decideRequestFast({ method: 'GET', path: BENCH_PATH, policy, subject }).allowed],
     ['  of which: randomUUID (decisionId)', () => randomUUID().length],
     ['  of which: new Date().toISOString() (evaluatedAt)', () => new Date().toISOString().length],
     ['identityHeaders + buildUpstreamHeaders', () =>
@@ -101,17 +102,12 @@ async function buildSteps() {
         stripAuthorization: true,
         identity: identityHeaders(principal, record.sessionId, 'project:read', null),
       }).length],
-    ['metrics: requests.inc + upstreamDuration.observe', () => {
-      metrics.requests.inc({ outcome: 'forwarded' });
-      metrics.upstreamDuration.observe({ status_class: '2xx' }, 0.001);
-      return true;
-    }],
-    ['  alternative: pre-bound label children', (() => {
-      const forwarded = metrics.requests.labels('forwarded');
-      const ok = metrics.upstreamDuration.labels('2xx');
+    ['metrics: decided + forwardedResponse + answered (ProxyRequestMetrics)', (() => {
+      const requestMetrics = new ProxyRequestMetrics(metrics);
       return () => {
-        forwarded.inc();
-        ok.observe(0.001);
+        requestMetrics.decided(true, 0.00002);
+        requestMetrics.forwardedResponse(200, 0.001);
+        requestMetrics.answered('/bench/projects/:projectId', 'GET', 200, 0.001);
         return true;
       };
     })()],
