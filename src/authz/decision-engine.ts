@@ -11,7 +11,7 @@ import { randomUUID } from 'node:crypto';
 import type { IamPrincipal } from '../domain/principal';
 import type { CompiledPolicy, CompiledRoute, RouteMatch } from '../policy/compiled-policy';
 import { ProblemError, problems, type ProblemCode } from '../domain/problem';
-import { caslSubject, type CompiledGrant } from './ability-compiler';
+import type { CompiledGrant } from './ability-compiler';
 import type { AuthorizationDecision, DecisionRoute, FailedStepCode, PassedStepCode } from './decision';
 import { parsePermissionCode } from '../domain/permission-code';
 import { decodeResourceId, type ResourceResolverClient, type ScopeRef } from './resource-resolver';
@@ -283,7 +283,7 @@ export class DecisionEngine {
           }
           if (result.kind === 'unavailable') return fail(decision, 'RESOURCE_RESOLUTION_UNAVAILABLE', result.reason, RESOLVER_DOWN);
           pass(decision, 'RESOURCE_RESOLVED', `${resource.type} ${resourceId} resolved to ${describeRefs(result.scopeRefs)}`);
-          return this.checkScope(input, decision, grant, parsed, shown, result.scopeRefs);
+          return this.checkScope(input, decision, grant, shown, result.scopeRefs);
         });
     }
     let scopeRefs: ScopeRef[];
@@ -298,7 +298,7 @@ export class DecisionEngine {
       scopeRefs = [{ type: resource.type, id: resourceId }];
       pass(decision, 'RESOURCE_RESOLVED', `${resource.type} has no resolver: ${resource.type} ${resourceId} is checked as its own scope`);
     }
-    return this.checkScope(input, decision, grant, parsed, shown, scopeRefs);
+    return this.checkScope(input, decision, grant, shown, scopeRefs);
   }
 
   /** The last step: does a scope of the profile cover the resource's scope refs for the access? */
@@ -306,7 +306,6 @@ export class DecisionEngine {
     input: DecideInput,
     decision: AuthorizationDecision,
     grant: CompiledGrant,
-    parsed: { resource: string; action: string },
     shown: NonNullable<AuthorizationDecision['resource']>,
     scopeRefs: ScopeRef[],
   ): AuthorizationDecision {
@@ -315,16 +314,14 @@ export class DecisionEngine {
     const permissionCode = input.permissionCode;
     shown.scopeRefs = scopeRefs;
 
-    const scopeRule = grant.ability.relevantRuleFor(parsed.action, caslSubject(parsed.resource, { scopeRefs, access: resource.access }));
-    if (scopeRule === null || scopeRule.inverted) {
+    const covering = grant.scopeIndex.covering(scopeRefs, resource.access);
+    if (covering === null) {
       return fail(decision, 'SCOPE_DENIED', `profile ${profileId} has no scope covering ${describeRefs(scopeRefs)} for ${resource.access}`, ACCESS_DENIED);
     }
     pass(
       decision,
       'SCOPE_GRANTED',
-      grant.scoped
-        ? `${scopeRule.reason} of profile ${profileId} covers ${describeRefs(scopeRefs)} for ${resource.access}`
-        : `profile ${profileId} is unscoped: ${permissionCode} applies to every resource`,
+      grant.scoped ? `${covering} of profile ${profileId} covers ${describeRefs(scopeRefs)} for ${resource.access}` : `profile ${profileId} is unscoped: ${permissionCode} applies to every resource`,
     );
     return decision;
   }

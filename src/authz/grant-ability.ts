@@ -1,10 +1,8 @@
 /**
- * The CASL side of a compiled grant, built one resource type at a time (#11.32). A grant holds codes ×
- * scope groups worth of rules; building them all at once blocked the proxy's event loop for tens of
- * milliseconds on a large grant. A decision only ever asks about one resource type, so each type's CASL
- * ability is built on its first question, from that type's codes and the wildcard-resource codes only, with one
- * rule per (exact actions, scope group) and one per (`*` action, scope group): its size is bounded by
- * the number of scope groups, whatever the number of codes.
+ * The CASL side of a compiled grant: which (action, resource type) its permission codes grant. Built one
+ * resource type at a time, on the first question about that type (#11.32), from that type's codes and the
+ * wildcard-resource code only: at most three rules per type (the type's exact actions, its `*`, and `*:*`),
+ * whatever the number of codes. Scopes are not CASL conditions: scope-index.ts answers the scope step.
  */
 import type * as Casl from '@casl/ability/dist/types';
 import { ANY } from '../domain/permission-code';
@@ -21,36 +19,22 @@ const CASL_OPTIONS = { anyAction: ANY, anySubjectType: ANY } as const;
 
 /**
  * What a decision reads from the CASL rule that answered it (CASL's own rule type would put @casl/ability's
- * internal types file into the package's declarations: see caslSubject in ability-compiler.ts).
+ * internal types file into the package's declarations: see ability-compiler.ts).
  */
 export interface GrantRule {
   readonly action: string | readonly string[];
   readonly subject: unknown;
   readonly inverted: boolean;
-  /** The scope group's description (GrantAlternative.description). */
-  readonly reason: string | undefined;
-}
-
-/** One alternative a scoped grant allows (a scope group); `null` conditions: unscoped, every resource. */
-export interface GrantAlternative {
-  conditions: Record<string, unknown> | null;
-  description: string;
 }
 
 export class GrantAbility {
   private readonly bySubject = new Map<string, MongoAbility>();
   private built = 0;
 
-  /**
-   * `actions`: resource type → the actions its codes grant (`*` included as given; `*` as a resource type
-   * holds the codes for every resource). `alternatives`: one per scope group, or one without conditions.
-   */
-  constructor(
-    private readonly actions: ReadonlyMap<string, readonly string[]>,
-    private readonly alternatives: readonly GrantAlternative[],
-  ) {}
+  /** `actions`: resource type → the actions its codes grant (`*` included as given; `*` as a resource type holds the codes for every resource). */
+  constructor(private readonly actions: ReadonlyMap<string, readonly string[]>) {}
 
-  /** CASL rules built so far (the grant cache weighs grants by what they may build: see approximateGrantBytes). */
+  /** CASL rules built so far (at most three per resource type asked about). */
   get builtRules(): number {
     return this.built;
   }
@@ -60,17 +44,17 @@ export class GrantAbility {
     return this.actions.size;
   }
 
-  can(action: string, subject: string | object): boolean {
-    return this.abilityFor(subject).can(action, subject as never);
+  /** Whether the codes grant `action` on resource type `type`. */
+  can(action: string, type: string): boolean {
+    return this.abilityFor(type).can(action, type);
   }
 
-  /** CASL's `relevantRuleFor` on the subject's own resource type (its array `action` lists exact actions). */
-  relevantRuleFor(action: string, subject: string | object): GrantRule | null {
-    return this.abilityFor(subject).relevantRuleFor(action, subject as never);
+  /** CASL's `relevantRuleFor` on a resource type (its array `action` lists exact actions). */
+  relevantRuleFor(action: string, type: string): GrantRule | null {
+    return this.abilityFor(type).relevantRuleFor(action, type);
   }
 
-  private abilityFor(subject: string | object): MongoAbility {
-    const type = typeof subject === 'string' ? subject : String(casl.detectSubjectType(subject as never));
+  private abilityFor(type: string): MongoAbility {
     const cached = this.bySubject.get(type);
     if (cached) return cached;
     const ability = casl.createMongoAbility(this.rulesFor(type), CASL_OPTIONS) as MongoAbility;
@@ -86,12 +70,9 @@ export class GrantAbility {
       const actions = this.actions.get(subject);
       if (!actions) continue;
       const exact = actions.filter((action) => action !== ANY);
-      for (const { conditions, description } of this.alternatives) {
-        const shared = { subject, reason: description, ...(conditions ? { conditions } : {}) };
-        // CASL prefers the rule defined last: an exact action names the code that grants it, over `resource:*`.
-        if (exact.length < actions.length) rules.push({ action: ANY, ...shared });
-        if (exact.length > 0) rules.push({ action: exact, ...shared });
-      }
+      // CASL prefers the rule defined last: an exact action names the code that grants it, over `resource:*`.
+      if (exact.length < actions.length) rules.push({ action: ANY, subject });
+      if (exact.length > 0) rules.push({ action: exact, subject });
     }
     return rules;
   }

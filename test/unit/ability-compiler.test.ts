@@ -1,4 +1,5 @@
-import { caslSubject, compileGrant } from '../../src/authz/ability-compiler';
+import { compileGrant } from '../../src/authz/ability-compiler';
+import { ScopeIndex } from '../../src/authz/scope-index';
 import { isValidPermissionCode, parsePermissionCode } from '../../src/domain/permission-code';
 import type { ProfileRecord, ScopeRecord } from '../../src/domain/records';
 
@@ -18,8 +19,9 @@ function grantOf(permissions: string[], scopes: ScopeRecord[] = []) {
   return compileGrant({ userId: 'u-1', authorizationVersion: 3, profile, template: { versionId: 't-1', name: 't', description: null, permissions } });
 }
 
-const on = (type: string, refs: Array<[string, string]>, access: 'READ' | 'WRITE') =>
-  caslSubject(type, { scopeRefs: refs.map(([t, id]) => ({ type: t, id })), access });
+/** The scope step's question for a grant: the covering scope's description, or null. */
+const covers = (grant: ReturnType<typeof grantOf>, refs: Array<[string, string]>, access: 'READ' | 'WRITE') =>
+  grant.scopeIndex.covering(refs.map(([type, id]) => ({ type, id })), access);
 
 describe('parsePermissionCode', () => {
   it.each([
@@ -92,10 +94,19 @@ describe('compileGrant', () => {
     expect(grantOf(['nope']).ability.can('read', 'nope')).toBe(false);
   });
 
-  it('puts no conditions on an unscoped profile: any resource instance passes', () => {
-    const { ability, scoped } = grantOf(['project:update']);
-    expect(scoped).toBe(false);
-    expect(ability.can('update', on('project', [['PROJECT', '42']], 'WRITE'))).toBe(true);
+  it('covers every resource instance for an unscoped profile', () => {
+    const grant = grantOf(['project:update']);
+    expect(grant.scoped).toBe(false);
+    expect(covers(grant, [['PROJECT', '42']], 'WRITE')).toBe('unscoped profile');
+    expect(covers(grant, [], 'READ')).toBe('unscoped profile');
+  });
+
+  it('builds at most three CASL rules per resource type, however many scopes the profile lists', () => {
+    const scopes: ScopeRecord[] = Array.from({ length: 50 }, (_, i) => ({ scopeType: i % 2 ? 'PROJECT' : 'TEAM', scopeRefId: String(i), accessMode: i % 3 ? 'READ' : 'WRITE' }));
+    const grant = grantOf(['project:read', 'project:*', '*:*'], scopes);
+    expect(grant.ability.can('read', 'project')).toBe(true);
+    // `*:*`, `project:*` and the exact `project:read`.
+    expect(grant.ability.builtRules).toBe(3);
   });
 
   describe('scoped profiles', () => {
@@ -109,43 +120,67 @@ describe('compileGrant', () => {
     });
 
     it('passes a READ on a covered resource and refuses a WRITE with a READ scope', () => {
-      expect(reader.ability.can('read', on('project', [['PROJECT', '1']], 'READ'))).toBe(true);
-      expect(reader.ability.can('update', on('project', [['PROJECT', '1']], 'WRITE'))).toBe(false);
+      expect(covers(reader, [['PROJECT', '1']], 'READ')).toBe('scope PROJECT 1 (READ)');
+      expect(covers(reader, [['PROJECT', '1']], 'WRITE')).toBeNull();
     });
 
     it('lets a WRITE scope cover READ and WRITE', () => {
-      expect(writer.ability.can('update', on('project', [['PROJECT', '1']], 'READ'))).toBe(true);
-      expect(writer.ability.can('update', on('project', [['PROJECT', '1']], 'WRITE'))).toBe(true);
+      expect(covers(writer, [['PROJECT', '1']], 'READ')).toBe('scope PROJECT 1 (WRITE)');
+      expect(covers(writer, [['PROJECT', '1']], 'WRITE')).toBe('scope PROJECT 1 (WRITE)');
     });
 
-    it('refuses another id or another scope type', () => {
-      expect(reader.ability.can('read', on('project', [['PROJECT', '2']], 'READ'))).toBe(false);
-      expect(reader.ability.can('read', on('project', [['TEAM', '1']], 'READ'))).toBe(false);
-      expect(reader.ability.can('read', on('project', [], 'READ'))).toBe(false);
+    it('refuses another id, another scope type, no ref at all, and ids that only look alike', () => {
+      expect(covers(reader, [['PROJECT', '2']], 'READ')).toBeNull();
+      expect(covers(reader, [['TEAM', '1']], 'READ')).toBeNull();
+      expect(covers(reader, [], 'READ')).toBeNull();
+      expect(covers(reader, [['PROJECT', '01']], 'READ')).toBeNull();
+      expect(covers(reader, [['PROJECT', '1 ']], 'READ')).toBeNull();
+      expect(covers(reader, [['project', '1']], 'READ')).toBeNull();
+      expect(covers(reader, [['PROJECT', '*']], 'READ')).toBeNull();
     });
 
     it('passes when any of several scope refs is covered', () => {
-      expect(reader.ability.can('read', on('project', [['TEAM', '9'], ['PROJECT', '1']], 'READ'))).toBe(true);
+      expect(covers(reader, [['TEAM', '9'], ['PROJECT', '1']], 'READ')).toBe('scope PROJECT 1 (READ)');
     });
 
     it('covers every id of a type with scopeRefId `*`', () => {
       const any = grantOf(['project:read'], [{ scopeType: 'PROJECT', scopeRefId: '*', accessMode: 'READ' }]);
-      expect(any.ability.can('read', on('project', [['PROJECT', '777']], 'READ'))).toBe(true);
-      expect(any.ability.can('read', on('project', [['TEAM', '777']], 'READ'))).toBe(false);
-      expect(any.ability.can('read', on('project', [['PROJECT', '777']], 'WRITE'))).toBe(false);
+      expect(covers(any, [['PROJECT', '777']], 'READ')).toBe('scope PROJECT * (READ)');
+      expect(covers(any, [['TEAM', '777']], 'READ')).toBeNull();
+      expect(covers(any, [['PROJECT', '777']], 'WRITE')).toBeNull();
     });
 
-    it('ORs several scopes, each with its own access mode, and names the deciding scope', () => {
+    it('ORs several scopes, each with its own access mode, and names the deciding scope (the last group that covers)', () => {
       const mixed = grantOf(['project:*'], [
         { scopeType: 'PROJECT', scopeRefId: '1', accessMode: 'READ' },
         { scopeType: 'PROJECT', scopeRefId: '2', accessMode: 'READ' },
         { scopeType: 'PROJECT', scopeRefId: '3', accessMode: 'WRITE' },
+        { scopeType: 'PROJECT', scopeRefId: '2', accessMode: 'READ' },
       ]);
-      expect(mixed.ability.can('read', on('project', [['PROJECT', '2']], 'READ'))).toBe(true);
-      expect(mixed.ability.can('edit', on('project', [['PROJECT', '2']], 'WRITE'))).toBe(false);
-      expect(mixed.ability.can('edit', on('project', [['PROJECT', '3']], 'WRITE'))).toBe(true);
-      expect(mixed.ability.relevantRuleFor('edit', on('project', [['PROJECT', '3']], 'WRITE'))?.reason).toBe('scope PROJECT 3 (WRITE)');
-      expect(mixed.ability.relevantRuleFor('read', on('project', [['PROJECT', '2']], 'READ'))?.reason).toBe('scope PROJECT 1, 2 (READ)');
+      expect(covers(mixed, [['PROJECT', '2']], 'READ')).toBe('scope PROJECT 1, 2 (READ)');
+      expect(covers(mixed, [['PROJECT', '2']], 'WRITE')).toBeNull();
+      expect(covers(mixed, [['PROJECT', '3']], 'WRITE')).toBe('scope PROJECT 3 (WRITE)');
+      expect(covers(mixed, [['PROJECT', '3']], 'READ')).toBe('scope PROJECT 3 (WRITE)');
+      expect(covers(mixed, [['PROJECT', '1'], ['PROJECT', '3']], 'READ')).toBe('scope PROJECT 3 (WRITE)');
+    });
+
+    it('covers nothing for a scoped profile whose scopes were all removed', () => {
+      const profile: ProfileRecord = { profileId: 'p', userId: 'u', profileName: 'p', templateVersionId: 't', clientTypes: ['WEB'], enabled: true, revoked: false, unscoped: false, scopes: [], version: 1 };
+      const grant = compileGrant({ userId: 'u', authorizationVersion: 1, profile, template: { versionId: 't', name: 't', description: null, permissions: ['project:read'] } });
+      expect(grant.scoped).toBe(true);
+      expect(grant.ability.can('read', 'project')).toBe(true);
+      expect(covers(grant, [['PROJECT', '1']], 'READ')).toBeNull();
+      expect(ScopeIndex.of([]).covering([{ type: 'PROJECT', id: '1' }], 'READ')).toBeNull();
+    });
+
+    it('keeps a scope next to `unscoped: true` scoped (fail closed)', () => {
+      const profile: ProfileRecord = {
+        profileId: 'p', userId: 'u', profileName: 'p', templateVersionId: 't', clientTypes: ['WEB'], enabled: true, revoked: false, unscoped: true,
+        scopes: [{ scopeType: 'PROJECT', scopeRefId: '1', accessMode: 'READ' }], version: 1,
+      };
+      const grant = compileGrant({ userId: 'u', authorizationVersion: 1, profile, template: { versionId: 't', name: 't', description: null, permissions: ['project:read'] } });
+      expect(grant.scoped).toBe(true);
+      expect(covers(grant, [['PROJECT', '2']], 'READ')).toBeNull();
     });
   });
 });
