@@ -20,7 +20,8 @@
  * gateway), --workers N (this build's gateways run `serve --workers N`; needs DATABASE_URL and Redis; CPU is then
  * the primary's and its workers'). Other tools: --forward-auth (bench/forward-auth.js: forward-auth decisions
  * against inline proxying, same flags), --match (bench/match.js), --memory (bench/memory.js),
- * --profile (lib/cpu-profile.js), --work (lib/work-count.js), --hot-path (lib/hot-path.js). See bench/README.md.
+ * --profile (lib/cpu-profile.js), --work (lib/work-count.js), --hot-path (lib/hot-path.js), --login-cost
+ * (lib/login-cost.js). See bench/README.md.
  */
 const { existsSync, mkdtempSync, rmSync, writeFileSync } = require('node:fs');
 const os = require('node:os');
@@ -300,6 +301,7 @@ async function main(argv) {
   if (argv.includes('--profile')) return require('./lib/cpu-profile').main(argv.filter((arg) => arg !== '--profile'));
   if (argv.includes('--work')) return require('./lib/work-count').main(argv.filter((arg) => arg !== '--work'));
   if (argv.includes('--hot-path')) return require('./lib/hot-path').main(argv.filter((arg) => arg !== '--hot-path'));
+  if (argv.includes('--login-cost')) return require('./lib/login-cost').main(argv.filter((arg) => arg !== '--login-cost'));
   const options = parseArgs(argv);
   // --pin before anything starts (the forward-auth scenario included): the runner moves to the load CPUs, children
   // are placed by role (lib/pin.js).
