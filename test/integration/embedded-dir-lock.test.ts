@@ -3,7 +3,7 @@
  * and corrupt it. The directory is locked: a second `iam-gateway serve` exits at once, non-zero, naming the
  * directory; the first keeps serving; a lock left by a killed process does not block the next start.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ensureBuilt, serveUntilExit, startGatewayProcess, type GatewayProcess, type ServeOutcome } from '../support/gateway-process';
@@ -13,6 +13,15 @@ const serveOn = (dir: string, boundMs: number): Promise<ServeOutcome> =>
   serveUntilExit({ PORT: '0', MANAGEMENT_PORT: '0', DATABASE_URL: '', DATABASE_EMBEDDED_DIR: dir, REDIS_URL: '' }, boundMs);
 
 const embeddedOn = (dir: string): Record<string, string> => ({ DATABASE_URL: '', DATABASE_EMBEDDED_DIR: dir, REDIS_URL: '', DATABASE_POOL_SIZE: '1' });
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 describe('#11.23 one process per embedded data directory', () => {
   let root: string;
@@ -24,7 +33,8 @@ describe('#11.23 one process per embedded data directory', () => {
   }, 180_000);
   afterAll(async () => {
     for (const process of running) await process.kill();
-    rmSync(root, { recursive: true, force: true });
+    // A killed gateway's database process closes the directory for a moment after it (retried, not raced).
+    rmSync(root, { recursive: true, force: true, maxRetries: 50, retryDelay: 100 });
   });
 
   it('#11.23: a second process on the same directory exits at once, non-zero, naming it; the first keeps serving; a killed holder\'s lock is taken over', async () => {
@@ -40,10 +50,17 @@ describe('#11.23 one process per embedded data directory', () => {
 
     expect((await fetch(`${first.managementUrl}/health/ready`)).status).toBe(200);
 
-    // A lock left by a killed process (SIGKILL: no chance to remove it) does not block the next start.
+    // The lock names the gateway and its embedded database process.
+    const [gatewayPid, databasePid] = readFileSync(join(dir, 'iam-gateway.lock'), 'utf8').trim().split('\n').map(Number);
+    expect(gatewayPid).toBe(first.pid);
+    expect(isAlive(databasePid!)).toBe(true);
+
+    // A lock left by a killed process (SIGKILL: no chance to remove it) does not block the next start, and the
+    // next gateway opens the directory only once the killed one's database process has closed it and exited.
     await first.kill();
     const next = await startGatewayProcess('http://127.0.0.1:9', embeddedOn(dir));
     running.push(next);
+    expect(isAlive(databasePid!)).toBe(false);
     expect((await fetch(`${next.managementUrl}/health/ready`)).status).toBe(200);
   }, 120_000);
 });

@@ -40,7 +40,10 @@ const { PGLiteSocketServer } = require(process.env.IAM_PGLITE_SOCKET_MODULE);
 export async function startEmbeddedDatabaseProcess(dataDir: string, startTimeoutMs = 60_000): Promise<EmbeddedDatabase> {
   if (!dataDir.startsWith('memory://')) mkdirSync(dataDir, { recursive: true });
   // #11.23: one process per data directory; a second one fails here, naming the directory.
-  const release = dataDir.startsWith('memory://') ? (): void => undefined : lockDataDirectory(dataDir);
+  // The lock also names the database process (adopt below): a gateway killed with SIGKILL leaves it closing the
+  // directory for a moment, and no next gateway may open it meanwhile.
+  const lock = dataDir.startsWith('memory://') ? null : await lockDataDirectory(dataDir);
+  const release = (): void => lock?.release();
   // #11.14: a Unix socket in a directory only this user can enter, never a TCP port without a password.
   const socket = privateSocket();
   const child: ChildProcess = spawn(process.execPath, ['-e', CHILD_PROGRAM], {
@@ -53,6 +56,7 @@ export async function startEmbeddedDatabaseProcess(dataDir: string, startTimeout
       IAM_PGLITE_SOCKET: socket.path,
     },
   });
+  if (child.pid !== undefined) lock?.adopt(child.pid);
   const exitedDuringStart = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => fail(new Error(`the embedded database did not start within ${startTimeoutMs} ms`)), startTimeoutMs);
