@@ -22,6 +22,7 @@ const { BENCH_PATH, generatePolicy } = require('./policy');
 const { purgePrefixes, resolveRedis } = require('./redis');
 const { fmt, fmtInt, table } = require('./report');
 const { startUpstream } = require('./services');
+const { median } = require('./stats');
 
 const log = (message) => process.stdout.write(`${message}\n`);
 const LOGINS_PER_SECOND = 20;
@@ -33,11 +34,6 @@ function numberFlag(argv, name, fallback) {
   if (!Number.isFinite(value) || value <= 0) throw Object.assign(new Error(`${name} needs a positive number`), { usage: true });
   return value;
 }
-
-const median = (values) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)];
-};
 
 async function main(argv = []) {
   const rounds = numberFlag(argv, '--rounds', 3);
