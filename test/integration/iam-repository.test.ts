@@ -113,6 +113,19 @@ describe('ensurePrincipal', () => {
     await expect(repository.getUser('u-mallory')).resolves.toBeNull();
   });
 
+  it('refuses an existing user logging in with an identity owned by another user (the read-only path does not answer)', async () => {
+    await repository.ensurePrincipal(alice);
+    await repository.ensurePrincipal({ userId: 'u-mallory', identityId: 'id-mallory', identityDomain: 'example.com', displayName: 'Mallory' });
+    await expect(repository.ensurePrincipal({ ...alice, userId: 'u-mallory' })).rejects.toThrow(/belongs to user "u-alice"/);
+  });
+
+  it('answers a returning user with the same records as the first login', async () => {
+    const first = await repository.ensurePrincipal(alice);
+    const again = await repository.ensurePrincipal(alice);
+    expect(again).toEqual(first);
+    expect(await rowCounts()).toMatchObject({ iam_users: 1, iam_identities: 1 });
+  });
+
   it('returns null for unknown users and identities', async () => {
     await expect(repository.getUser('nobody')).resolves.toBeNull();
     await expect(repository.getIdentity('nobody')).resolves.toBeNull();

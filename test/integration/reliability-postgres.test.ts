@@ -4,7 +4,10 @@
  * cut, so the driver sees real resets and refused connections; the shared server itself is never stopped.
  * This file always runs: without DATABASE_URL it relays to PGlite.
  */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { parse, stringify } from 'yaml';
 import type { RunningGateway } from '../../src/app/start-gateway';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { testDatabaseKind, testDatabaseUrl } from '../support/env';
@@ -15,19 +18,36 @@ import { timed as timedFetch, type Answer } from '../support/timed-fetch';
 import { expectProblem } from '../support/problems';
 
 const POLICIES = join(ROOT, 'test/fixtures/e2e-policies');
+/**
+ * Users who log in for the first time in one fault case each (`newcomer-N`, alice's password hash): a returning
+ * user's login only reads its principal, so the principal transaction's faults need a user it creates.
+ */
+const NEWCOMERS = ['newcomer-1', 'newcomer-2', 'newcomer-3', 'newcomer-4'];
 const USERS = [
   { username: 'alice', userId: 'u-alice' },
   { username: 'bob', userId: 'u-bob' },
   { username: 'admin', userId: 'u-admin' },
+  ...NEWCOMERS.map((username) => ({ username, userId: `u-${username}` })),
 ];
+
+/** The example users plus the newcomers, written to `dir`; returns the file's path. */
+function writeUsersFile(dir: string): string {
+  const example = parse(readFileSync(join(ROOT, 'config/users.example.yaml'), 'utf8')) as { users: Array<Record<string, unknown>> };
+  const alice = example.users.find((user) => user.username === 'alice')!;
+  const newcomers = NEWCOMERS.map((username) => ({ ...alice, username, userId: `u-${username}`, identityId: `id-${username}`, displayName: username }));
+  const path = join(dir, 'users.yaml');
+  writeFileSync(path, stringify({ users: [...example.users, ...newcomers] }));
+  return path;
+}
 
 const timed = (url: string, init: RequestInit = {}): Promise<Answer> => timedFetch(url, init, 15_000);
 
 function tryLogin(gateway: RunningGateway, username: string): Promise<Answer> {
+  const password = username.startsWith('newcomer-') ? 'alice-password' : `${username}-password`;
   return timed(`${gateway.url}/iam/auth/login`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ username, password: `${username}-password`, clientType: 'WEB' }),
+    body: JSON.stringify({ username, password, clientType: 'WEB' }),
   });
 }
 
@@ -44,14 +64,16 @@ let upstream: RecordingUpstream;
 let relay: TcpRelay;
 let gateway: RunningGateway;
 let db: TestDatabase;
+let usersDir: string;
 
 beforeAll(async () => {
+  usersDir = mkdtempSync(join(tmpdir(), 'iam-reliability-users-'));
   db = await createTestDatabase();
   const url = testDatabaseUrl();
   const target = targetOf(url);
   relay = await startTcpRelay(target.host, target.port);
   upstream = await startRecordingUpstream();
-  gateway = await startTestGateway(upstream.url, { IAM_POLICIES_DIR: POLICIES, DATABASE_URL: relayedUrl(url, relay) });
+  gateway = await startTestGateway(upstream.url, { IAM_POLICIES_DIR: POLICIES, DATABASE_URL: relayedUrl(url, relay), IAM_AUTHENTICATOR_PATH: writeUsersFile(usersDir) });
   console.log(`reliability: PostgreSQL fault tests run against ${testDatabaseKind() === 'postgres' ? 'PostgreSQL (DATABASE_URL)' : 'the embedded PGlite'} through a TCP relay`);
 }, 30_000);
 
@@ -60,6 +82,7 @@ afterAll(async () => {
   await relay?.close();
   await upstream?.close();
   await db?.close();
+  if (usersDir) rmSync(usersDir, { recursive: true, force: true });
 });
 
 /**
@@ -137,26 +160,40 @@ describe('PostgreSQL goes down mid-run (relay cut), then comes back', () => {
   }, 45_000);
 
   // The login write path, broken at its worst moments: the statement reached the database, the answer
-  // never came back (the client cannot know whether it took effect).
+  // never came back (the client cannot know whether it took effect). A first login creates the user and identity
+  // in one transaction; a returning user's login reads them (no transaction); every login inserts its session.
   it.each([
-    ['as the principal transaction begins', 'BEGIN', true],
-    ['inside the principal transaction', 'insert into "iam_users"', false],
-    ['inside the principal transaction, after the server ran the statement', 'insert into "iam_users"', true],
-    ['just before the session insert', 'insert into "iam_sessions"', false],
-    ['after the session insert committed, before its reply', 'insert into "iam_sessions"', true],
-  ])('a login cut %s answers 503 and leaves nothing half-written', async (_name, statement, deliver) => {
+    ['as the principal transaction begins', 'newcomer-1', 'BEGIN', true],
+    ['inside the principal transaction', 'newcomer-2', 'insert into "iam_users"', false],
+    ['inside the principal transaction, after the server ran the statement', 'newcomer-3', 'insert into "iam_users"', true],
+    ['inside the principal transaction, after the identity insert ran', 'newcomer-4', 'insert into "iam_identities"', true],
+    ["as a returning user's principal is read", 'alice', 'from "iam_users"', false],
+    ["after the server answered a returning user's principal read", 'alice', 'from "iam_users"', true],
+    ["after the server answered a returning user's identity read", 'alice', 'from "iam_identities"', true],
+    ['just before the session insert', 'alice', 'insert into "iam_sessions"', false],
+    ['after the session insert committed, before its reply', 'alice', 'insert into "iam_sessions"', true],
+  ])('a login cut %s answers 503 and leaves nothing half-written', async (_name, username, statement, deliver) => {
     const since = new Date();
+    const firstLogin = username.startsWith('newcomer-');
+    if (firstLogin) expect(await db.repository.getUser(`u-${username}`)).toBeNull();
+    else expect((await tryLogin(gateway, username)).status).toBe(200);
     const armed = relay.cutOnRequest(statement, { deliver });
     let answer: Answer;
     try {
-      answer = await tryLogin(gateway, 'alice');
+      answer = await tryLogin(gateway, username);
       await armed;
     } finally {
       await relay.restore();
     }
     expectProblem(answer, 503, 'IAM_DATABASE_UNAVAILABLE', { requestId: expect.any(String) });
     expect(Number(answer.headers.get('retry-after'))).toBeGreaterThan(0);
-    await eventually('login after restore', 10_000, async () => (await tryLogin(gateway, 'alice')).status === 200);
+    await eventually('login after restore', 10_000, async () => (await tryLogin(gateway, username)).status === 200);
+    // The principal is whole: the user and its identity, the identity the user's (a first login's transaction took
+    // effect entirely or not at all, and the login after it completed it); a returning user's login, now a read, works.
+    const user = await db.repository.getUser(`u-${username}`);
+    const identity = await db.repository.getIdentity(`id-${username}`);
+    expect({ user: user?.userId, identity: identity?.identityId, owner: identity?.userId }).toEqual({ user: `u-${username}`, identity: `id-${username}`, owner: `u-${username}` });
+    if (firstLogin) expect((await tryLogin(gateway, username)).status).toBe(200);
     // Repairs the gateway makes in the background get a moment once the database is back.
     await eventually('store and table agree', 5000, async () => expectStoreAndTableAgree(since).then(() => true, () => false)).catch(() => undefined);
     await expectStoreAndTableAgree(since);

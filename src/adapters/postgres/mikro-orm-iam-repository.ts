@@ -53,13 +53,26 @@ export class MikroOrmIamRepository implements IamRepository {
   }
 
   /**
+   * A returning user (every login but the first) has both rows and nothing to fill in: two reads answer, without
+   * the transaction below (its BEGIN, two `insert … on conflict do nothing`, locking read and COMMIT are a third
+   * of a login's statements, each costing database-thread and database CPU while the proxy runs). Otherwise,
+   * or when the identity is another user's, the transaction decides (and refuses) as before.
+   *
    * Two first logins of the same new user can race: both inserts use `on conflict do nothing`, so the
    * loser simply reads the winner's rows instead of failing on the primary key.
    */
-  ensurePrincipal(input: { userId: string; identityId: string; identityDomain: string; displayName?: string }): Promise<{
+  async ensurePrincipal(input: { userId: string; identityId: string; identityDomain: string; displayName?: string }): Promise<{
     user: UserRecord;
     identity: IdentityRecord;
   }> {
+    const existing = await this.run(async (em) => {
+      const user = await em.findOne(UserEntity, { userId: input.userId });
+      if (user === null || (user.displayName === null && input.displayName !== undefined)) return null;
+      const identity = await em.findOne(IdentityEntity, { identityId: input.identityId });
+      if (identity === null || identity.user.userId !== input.userId) return null;
+      return { user: toUserRecord(user), identity: toIdentityRecord(identity) };
+    });
+    if (existing) return existing;
     return this.run((em) =>
       em.transactional(async (tx) => {
         const now = new Date();
