@@ -253,8 +253,29 @@ async function loginUnderLoad(subjects, options, users) {
       pairs[s].push({ without, with: withLogins });
     }
   }
-  return subjects.map((_, s) => summarizeLoginPairs(pairs[s], options, users));
+  const summaries = subjects.map((_, s) => summarizeLoginPairs(pairs[s], options, users));
+  // The same logins below saturation (this build's gateway only): an open-loop load at half the req/s it reached
+  // without logins. At saturation every CPU millisecond a login takes comes out of the proxied load, so that p99
+  // measures the machine's share; here there is idle CPU, and the ratio shows what logins do to a gateway with headroom.
+  const { gateway, watched } = subjects[0];
+  const rate = Math.max(1, Math.round(OPEN_LOOP_SHARE * summaries[0].rpsWithout));
+  const openPairs = [];
+  for (let i = 0; i < options.loginPairs; i++) {
+    const without = await measure({ ...loadOn(gateway, options.loginDurationS, watched), overallRate: rate });
+    const withLogins = await measure({ ...loadOn(gateway, options.loginDurationS, watched), overallRate: rate, during: startDriver(gateway, options.loginDurationS + 1) });
+    const logins = withLogins.background;
+    log(
+      `  ${subjects[0].label}open loop at ${fmtInt(rate)} req/s (${OPEN_LOOP_SHARE * 100}% of the saturated req/s), pair ${i + 1}/${options.loginPairs}  p99 ${fmt(without.p99)} ms without logins, ${fmt(withLogins.p99)} ms with ${fmt(logins.ratePerSecond, 1)} logins/s` +
+        ` (×${fmt(ratio(withLogins.p99, without.p99))}; req/s ${fmtInt(without.rps)} → ${fmtInt(withLogins.rps)}; login p50 ${fmt(logins.loginP50Ms, 1)} ms, p99 ${fmt(logins.loginP99Ms, 1)} ms, ${logins.failed} failed)`,
+    );
+    openPairs.push({ without, with: withLogins });
+  }
+  summaries[0].openLoop = { ...summarizeLoginPairs(openPairs, options, users), requestsPerSecond: rate, share: OPEN_LOOP_SHARE };
+  return summaries;
 }
+
+/** The open-loop login phase's proxied load, as a share of the req/s gateway warm reached without logins. */
+const OPEN_LOOP_SHARE = 0.5;
 
 function summarizeLoginPairs(pairs, options, users) {
   const p99Without = median(pairs.map((pair) => pair.without.p99));
@@ -329,7 +350,7 @@ async function main(argv) {
   try {
     writePolicy(policyDir);
     const loginUsers = writeLoginUsers(usersDir);
-    const targetCount = 4 + (options.floor ? 1 : 0) + (options.forwardAuthTarget ? 1 : 0) + (nginxCheck.ok ? 1 : 0) + (options.compare ? 2 : 0);
+    const targetCount = 4 + (options.floor ? 2 : 0) + (options.forwardAuthTarget ? 1 : 0) + (nginxCheck.ok ? 1 : 0) + (options.compare ? 2 : 0);
     log(`iam-gateway bench (${options.quick ? 'quick' : 'full'}, ${placement.mode}): ${options.rounds} rounds × ${targetCount} targets, ${options.connections} connections, ${options.warmupS} s warm-up + ${options.durationS} s each`);
     if (placement.mode === 'pinned') log(`  --pin: proxies under test (gateways, baseline, forwarder, nginx) on CPU ${placement.proxyCpus}; this runner (load generator), upstream and the gateways' embedded databases on CPU ${placement.loadCpus}`);
     if (options.nginx && !nginxCheck.ok) log(`  nginx skipped: ${nginxCheck.reason}`);
@@ -340,6 +361,7 @@ async function main(argv) {
     const upstream = await startUpstream();
     const baseline = await startBaselineProxy(upstream.url);
     const floor = options.floor ? await startBareForwarder(upstream.url) : null;
+    const contractFloor = options.floor ? await startBareForwarder(upstream.url, [], { contract: true }) : null;
     if (options.workers > 1 && !redis.url) throw usageError('--workers N (N > 1) needs Redis (REDIS_URL, or one answering on 127.0.0.1:6379)');
     const common = { upstreamUrl: upstream.url, policyDir, redisUrl: redis.url, databaseUrl: database?.url ?? null };
     // --workers N: this build's gateways only (`serve --workers N` through SERVER_WORKERS); CPU and RSS are then the
@@ -370,6 +392,9 @@ async function main(argv) {
     ];
     // Optional reference: the gateway's forwarder with nothing in front (what the gateway's own pipeline is measured against).
     if (floor) targets.splice(2, 0, { key: 'floor', label: 'forwarder only (no auth)', url: `${floor.url}${BENCH_PATH}`, headers: warm.headers, pid: floor.pid });
+    // And the same forwarder sending the host what the contract requires (request id, X-Forwarded-*, identity headers):
+    // what the gateway costs beyond the headers it must send (lib/bare-forwarder.js).
+    if (contractFloor) targets.splice(3, 0, { key: 'contractFloor', label: 'forwarder + contract headers (no auth)', url: `${contractFloor.url}${BENCH_PATH}`, headers: warm.headers, pid: contractFloor.pid });
     if (options.forwardAuthTarget) targets.push(forwardAuthTarget(warm, watched(warm.pid)));
     if (nginx) {
       // Its CPU: nginx's processes and the gateway answering its auth subrequests, together and each on its own.
@@ -387,7 +412,7 @@ async function main(argv) {
     log(`  ready after ${((Date.now() - started) / 1000).toFixed(1)} s; sanity checks passed (200 + upstream body; 403 SCOPE_DENIED on project 2; 401 without token)\n`);
 
     log('throughput and latency under load:');
-    const rounds = await runRounds(targets, options, redis.url, upstream.pid, [upstream, baseline, ...(floor ? [floor] : []), ...gateways, ...(nginx ? [nginx] : [])]);
+    const rounds = await runRounds(targets, options, redis.url, upstream.pid, [upstream, baseline, ...(floor ? [floor, contractFloor] : []), ...gateways, ...(nginx ? [nginx] : [])]);
     const rows = summarizeRounds(targets, rounds);
 
     log('\nunloaded latency (1 request at a time, gateway warm vs direct upstream):');
@@ -421,6 +446,8 @@ async function main(argv) {
       loginLoadP99Ratio: round(loginLoad.p99Ratio),
       warmVsFloorRps: floor ? round(ratio(rows.warm.rps, rows.floor.rps)) : null,
       warmVsFloorCpu: floor ? round(ratio(rows.warm.cpuMicrosPerRequest, rows.floor.cpuMicrosPerRequest)) : null,
+      warmVsContractFloorRps: contractFloor ? round(ratio(rows.warm.rps, rows.contractFloor.rps)) : null,
+      warmVsContractFloorCpu: contractFloor ? round(ratio(rows.warm.cpuMicrosPerRequest, rows.contractFloor.cpuMicrosPerRequest)) : null,
       coldVsWarmRps: round(ratio(rows.cold.rps, rows.warm.rps)),
       nginxVsWarmRps: nginx ? round(ratio(rows.nginx.rps, rows.warm.rps)) : null,
     };

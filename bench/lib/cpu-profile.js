@@ -6,10 +6,10 @@
  * written at exit) and summarizes the .cpuprofile: self and inclusive time per function, per file and per
  * package, in microseconds per request.
  *
- * Usage: node bench/lib/cpu-profile.js [--cold | --baseline | --floor] [--forward-auth] [--logins PER_SECOND] [--duration S] [--keep DIR]
+ * Usage: node bench/lib/cpu-profile.js [--cold | --baseline | --floor | --contract-floor] [--forward-auth] [--logins PER_SECOND] [--duration S] [--keep DIR]
  *        (also: npm run bench -- --profile [--cold | --baseline | --floor] [--forward-auth])
- * --cold profiles with IAM_TOKEN_CACHE_ENABLED=false; --baseline profiles bench/baseline-proxy.js and --floor
- * bench/lib/bare-forwarder.js instead, for comparison; --logins runs that many logins per second in parallel
+ * --cold profiles with IAM_TOKEN_CACHE_ENABLED=false; --baseline profiles bench/baseline-proxy.js, --floor
+ * bench/lib/bare-forwarder.js and --contract-floor the same with the contract's headers instead, for comparison; --logins runs that many logins per second in parallel
  * (the login-under-load phase); --forward-auth drives the forward-auth check of the same request as nginx asks it
  * (bench/forward-auth.js) instead of the proxied request; --keep writes the raw .cpuprofile into DIR (open it in
  * Chrome DevTools → Performance, or speedscope).
@@ -109,9 +109,10 @@ function top(map, count, filter = () => true) {
 async function main(argv = []) {
   const cold = argv.includes('--cold');
   const baseline = argv.includes('--baseline');
-  const floor = argv.includes('--floor');
+  const contractFloor = argv.includes('--contract-floor');
+  const floor = argv.includes('--floor') || contractFloor;
   const forwardAuth = argv.includes('--forward-auth') && !baseline && !floor;
-  const label = baseline ? 'baseline proxy' : floor ? 'forwarder only (floor)' : `gateway ${cold ? 'cold' : 'warm'}${forwardAuth ? ', forward-auth' : ''}`;
+  const label = baseline ? 'baseline proxy' : contractFloor ? 'forwarder + contract headers' : floor ? 'forwarder only (floor)' : `gateway ${cold ? 'cold' : 'warm'}${forwardAuth ? ', forward-auth' : ''}`;
   const durationIndex = argv.indexOf('--duration');
   const durationS = durationIndex >= 0 ? Number(argv[durationIndex + 1]) : 10;
   const loginsIndex = argv.indexOf('--logins');
@@ -136,7 +137,7 @@ async function main(argv = []) {
     let target;
     let headers = {};
     if (baseline || floor) {
-      target = await (baseline ? startBaselineProxy : startBareForwarder)(upstream.url, nodeFlags);
+      target = await (baseline ? startBaselineProxy(upstream.url, nodeFlags) : startBareForwarder(upstream.url, nodeFlags, { contract: contractFloor }));
     } else {
       target = await startGatewayProcess({
         name: 'gateway-profiled',

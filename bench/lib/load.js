@@ -40,8 +40,11 @@ function runAutocannon(options, onResponse) {
  * percentiles (ms), error counts and, per watched process (a pid, `{ tree: pid }` or a list of them), CPU microseconds per 2xx request.
  * `during` (optional) is started with the measured run and awaited after it (e.g. a login driver);
  * `hooks.before()` runs right before the measured run, `hooks.after(beforeValue, requests)` right after.
+ * `overallRate` (req/s, all connections together) makes the load open-loop: requests at that rate rather than as fast
+ * as answers come. Latencies are then still measured from each request's send (not corrected for coordinated
+ * omission), so use it well below saturation.
  */
-async function measure({ url, connections, durationS, warmupS, headers = {}, watch = {}, during = null, hooks = {} }) {
+async function measure({ url, connections, durationS, warmupS, headers = {}, watch = {}, during = null, hooks = {}, overallRate = 0 }) {
   if (warmupS > 0) await runAutocannon({ url, connections, duration: warmupS, headers });
   const hookBefore = hooks.before ? await hooks.before() : null;
   const latencies = new Float64Array(MAX_SAMPLES);
@@ -50,7 +53,8 @@ async function measure({ url, connections, durationS, warmupS, headers = {}, wat
   for (const [name, watched] of Object.entries(watch)) cpuBefore[name] = cpuOf(watched);
   const started = process.hrtime.bigint();
   const background = during ? during.start() : null;
-  const result = await runAutocannon({ url, connections, duration: durationS, headers }, (_client, statusCode, _bytes, responseTime) => {
+  // `overallRate`: an open-loop load at that many requests/s in all (0: every connection as fast as answers come).
+  const result = await runAutocannon({ url, connections, duration: durationS, headers, ...(overallRate > 0 ? { overallRate } : {}) }, (_client, statusCode, _bytes, responseTime) => {
     if (statusCode >= 200 && statusCode < 300 && samples < MAX_SAMPLES) latencies[samples++] = responseTime;
   });
   const ended = process.hrtime.bigint();

@@ -28,9 +28,13 @@ async function startDatabaseProcess() {
 
 module.exports.startDatabaseProcess = startDatabaseProcess;
 
-/** Starts lib/bare-forwarder.js (the gateway's forwarder alone) in front of `upstreamUrl`; resolves the handle with `url`. */
-async function startBareForwarder(upstreamUrl, nodeFlags = []) {
-  const handle = spawnNode('bare-forwarder', join(__dirname, 'bare-forwarder.js'), [upstreamUrl, '0'], { ipc: true, nodeFlags, role: 'proxy' });
+/**
+ * Starts lib/bare-forwarder.js (the gateway's forwarder alone) in front of `upstreamUrl`; with `contract`, the one that
+ * also sends the headers the gateway's contract requires. Resolves the handle with `url`.
+ */
+async function startBareForwarder(upstreamUrl, nodeFlags = [], { contract = false } = {}) {
+  const args = [upstreamUrl, '0', ...(contract ? ['--contract'] : [])];
+  const handle = spawnNode(contract ? 'contract-forwarder' : 'bare-forwarder', join(__dirname, 'bare-forwarder.js'), args, { ipc: true, nodeFlags, role: 'proxy' });
   const ready = await handle.ready;
   return Object.assign(handle, { url: `http://127.0.0.1:${ready.port}` });
 }
