@@ -2,12 +2,13 @@
  * PasswordVerifierPool (src/auth/password-verifier-pool.ts): argon2id verification on dedicated threads that
  * run at a lower priority than the proxy (logins must not raise the proxied p99).
  */
-import { execFile } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { hashPassword } from '../../src/auth/password-hash';
 import { PASSWORD_THREAD_NICE, PasswordVerifierPool } from '../../src/auth/password-verifier-pool';
 import { ProblemError } from '../../src/domain/problem';
-import { threadNiceValues } from '../support/threads';
+import { threadNiceValues, threadPolicies } from '../support/threads';
+import { SCHED_IDLE } from '../../src/threads/low-priority-worker';
 import { notRun } from '../support/env';
 
 const ROOT = join(__dirname, '..', '..');
@@ -63,6 +64,88 @@ describe('PasswordVerifierPool', () => {
       await pool.close();
     }
   });
+
+  // SCHED_IDLE needs Linux and util-linux's chrt (in every Debian install, and in CI); elsewhere the nice value applies.
+  const chrt = process.platform === 'linux' && (() => {
+    try {
+      execFileSync('chrt', ['--version'], { stdio: 'ignore' });
+      return true;
+    } catch {
+      return false;
+    }
+  })();
+  if (!chrt && !process.env.CI) notRun('password-verifier-pool: SCHED_IDLE tests (need Linux and chrt)');
+  else {
+    /** Polls `probe` every 10 ms until true (or fails after 5 s): the policy changes of another thread land asynchronously. */
+    const eventually = async (what: string, probe: () => boolean): Promise<void> => {
+      const started = Date.now();
+      while (!probe()) {
+        if (Date.now() - started > 5000) throw new Error(`not within 5 s: ${what}`);
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
+    };
+    const idleThreads = (): number => threadPolicies().filter((policy) => policy === SCHED_IDLE).length;
+
+    it('verifies under SCHED_IDLE (only idle CPU, preempted by any ordinary thread), the calling thread untouched', async () => {
+      const before = idleThreads();
+      const pool = new PasswordVerifierPool({ threads: 1 });
+      try {
+        expect(await pool.verify(aliceHash, 'alice-secret')).toBe(true);
+        expect(await pool.verify(aliceHash, 'wrong')).toBe(false);
+        expect(idleThreads()).toBe(before + 1);
+        expect(threadPolicies()[0]).toBe(0); // the main (proxy) thread keeps the ordinary policy
+        expect(pool.starvations).toBe(0);
+      } finally {
+        await pool.close();
+      }
+    });
+
+    it('a verification starving under SCHED_IDLE moves to the nice value at once, and the threads stay there for a while', async () => {
+      const before = idleThreads();
+      // Every verification "starves" after 1 ms (argon2id needs ~20 ms or more), as on a machine with no idle CPU.
+      const pool = new PasswordVerifierPool({ threads: 1, starvedAfterMs: 1, idleRetryMs: 60_000 });
+      try {
+        expect(await pool.verify(aliceHash, 'alice-secret')).toBe(true);
+        expect(pool.starvations).toBe(1);
+        await eventually('the starving thread left SCHED_IDLE', () => idleThreads() === before);
+        expect(threadNiceValues().filter((nice) => nice === PASSWORD_THREAD_NICE).length).toBeGreaterThanOrEqual(1);
+        // Within idleRetryMs the next verifications run at the nice value from the start (no new starvation to notice).
+        expect(await pool.verify(bobHash, 'bob-secret')).toBe(true);
+        expect(pool.starvations).toBe(1);
+        expect(idleThreads()).toBe(before);
+      } finally {
+        await pool.close();
+      }
+    });
+
+    it('tries SCHED_IDLE again once idleRetryMs has passed since the last starving verification', async () => {
+      const before = idleThreads();
+      const pool = new PasswordVerifierPool({ threads: 1, starvedAfterMs: 1, idleRetryMs: 0 });
+      try {
+        expect(await pool.verify(aliceHash, 'alice-secret')).toBe(true);
+        expect(pool.starvations).toBe(1);
+        await eventually('the starving thread left SCHED_IDLE', () => idleThreads() === before);
+        // The next verification starts under SCHED_IDLE again (and starves again, with a 1 ms threshold).
+        expect(await pool.verify(aliceHash, 'alice-secret')).toBe(true);
+        expect(pool.starvations).toBe(2);
+      } finally {
+        await pool.close();
+      }
+    });
+
+    it('verifies at the nice value where SCHED_IDLE is refused (no chrt)', async () => {
+      const before = idleThreads();
+      const pool = new PasswordVerifierPool({ threads: 1, chrt: '/nonexistent/chrt' });
+      try {
+        expect(await pool.verify(aliceHash, 'alice-secret')).toBe(true);
+        expect(await pool.verify(aliceHash, 'wrong')).toBe(false);
+        expect(idleThreads()).toBe(before);
+        expect(threadNiceValues().filter((nice) => nice === PASSWORD_THREAD_NICE).length).toBeGreaterThanOrEqual(1);
+      } finally {
+        await pool.close();
+      }
+    });
+  }
 
   it('rejects the verifications of a thread that dies, and starts a new thread for the next one', async () => {
     const pool = new PasswordVerifierPool({ threads: 1 });

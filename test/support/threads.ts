@@ -13,3 +13,17 @@ export function threadNiceValues(): number[] {
     return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
   });
 }
+
+/** The scheduling policy of every thread of this process, main thread first (field 41; 0 ordinary, 5 SCHED_IDLE). */
+export function threadPolicies(): number[] {
+  const main = String(process.pid);
+  const tids = readdirSync('/proc/self/task').sort((a, b) => (a === main ? -1 : b === main ? 1 : Number(a) - Number(b)));
+  return tids.map((tid) => {
+    try {
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[38]);
+    } catch {
+      return -1; // the thread ended meanwhile
+    }
+  });
+}
