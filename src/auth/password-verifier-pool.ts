@@ -24,18 +24,15 @@ export const IDLE_RETRY_MS = 5000;
 const WORKER_PROGRAM = `
 const { parentPort, workerData } = require('node:worker_threads');
 const { verifySync } = require(workerData.argon2Module);
-let idle = false;
 // SCHED_IDLE refused once (no chrt, another platform): not tried again.
 let idleAvailable = lowPriority.tid !== null;
 parentPort.on('message', (job) => {
-  // The pool says which policy this verification runs under; the thread switches itself before it starts. The pool
-  // may have moved it off SCHED_IDLE meanwhile (a starving verification), hence the check of what it is now.
-  const now = idle && lowPriority.isIdle();
+  // The pool says which policy this verification runs under; the thread switches itself before it starts. What it
+  // is now is read, not remembered: the pool may have moved it off SCHED_IDLE meanwhile (a starving verification).
+  const now = lowPriority.isIdle();
   const wanted = job.idle && idleAvailable;
-  if (wanted !== now) {
-    idle = lowPriority.setIdle(wanted);
-    if (wanted && !idle) idleAvailable = false;
-  } else idle = now;
+  const idle = wanted === now ? now : lowPriority.setIdle(wanted);
+  if (wanted && !idle) idleAvailable = false;
   parentPort.postMessage({ started: job.id, tid: lowPriority.tid, idle });
   let ok = false;
   try { ok = verifySync(job.passwordHash, job.password); } catch { ok = false; }

@@ -14,8 +14,8 @@ export const SCHED_IDLE = 5;
  * - `setIdle(idle)`: moves the thread to the SCHED_IDLE policy (sched(7): it runs only on CPU time no ordinary
  *   thread wants, and any ordinary thread that wakes up preempts it at once) or back to the ordinary policy, at
  *   its nice value. Node has no call for it, so this runs util-linux's `chrt` (`workerData.chrt`, default `chrt` on
- *   the PATH) on the thread; it answers whether
- *   the thread is SCHED_IDLE afterwards (false where `chrt` is missing or refused: the nice value still applies);
+ *   the PATH) on the thread; it answers whether the thread is SCHED_IDLE afterwards (false where `chrt` is missing
+ *   or refused: the nice value still applies);
  * - `isIdle()`: whether the thread is SCHED_IDLE now.
  */
 export function startLowPriorityWorker(program: string, nice: number, workerData: Record<string, unknown>): Worker {
