@@ -23,6 +23,7 @@ import {
   eachLimited,
   loginMany,
   percentile,
+  replicationClogBytes,
   revocationLatency,
   runFailover,
   runLostRevocation,
@@ -187,7 +188,7 @@ describeScale('three gateways behind nginx on a Redis Cluster (3 primaries, 3 re
       keepers: untouched.filter((session) => session !== victim).slice(0, 10),
       pauseReplica: () => cluster.pause(replica),
       resumeReplica: () => cluster.resume(replica),
-      clogReplication: async () => void (await command(primary, 'SET', clogKey, Buffer.alloc(48 * 1024 * 1024, 120))),
+      clogReplication: async () => void (await command(primary, 'SET', clogKey, Buffer.alloc(replicationClogBytes(), 120))),
       replicaHasToken: async () => Number(await commands(replica, ['READONLY'], ['EXISTS', key])) === 1,
       kill: () => cluster.killPrimary(primary),
       waitForFailover: async () => {

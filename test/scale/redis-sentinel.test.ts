@@ -14,7 +14,7 @@ import { ensureBuilt, type GatewayProcess } from '../support/gateway-process';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
 import { command, redisEnginesAvailable } from '../support/redis-node';
 import { startRedisSentinel, type RedisSentinelSetup } from '../support/redis-sentinel';
-import { loginMany, percentile, revocationLatency, runFailover, runLostRevocation, startGatewayFleet, statusOf, tokenKey, type Session } from '../support/scale';
+import { loginMany, percentile, replicationClogBytes, revocationLatency, runFailover, runLostRevocation, startGatewayFleet, statusOf, tokenKey, type Session } from '../support/scale';
 
 const runnable = redisEnginesAvailable();
 if (!runnable) notRun('redis-sentinel scale: 2 gateways on Redis Sentinel (needs redis-server and redis-cli; CI has them)');
@@ -107,7 +107,7 @@ describeScale('two gateways on Redis Sentinel (1 primary, 1 replica, 3 sentinels
       keepers,
       pauseReplica: () => sentinel.pauseReplica(),
       resumeReplica: () => sentinel.resumeReplica(),
-      clogReplication: async () => void (await command(primary, 'SET', 'clog', Buffer.alloc(48 * 1024 * 1024, 120))),
+      clogReplication: async () => void (await command(primary, 'SET', 'clog', Buffer.alloc(replicationClogBytes(), 120))),
       replicaHasToken: async () => Number(await command(replica, 'EXISTS', tokenKey(prefix, victim!.accessToken))) > 0,
       kill: () => sentinel.killPrimary(),
       waitForFailover: async () => {

@@ -4,6 +4,7 @@
  * revoked and valid tokens while a Redis primary is killed and replaced.
  */
 import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { uniquePrefix } from './env';
@@ -382,6 +383,26 @@ export interface LostRevocationScenario {
   kill(): Promise<void>;
   waitForFailover(): Promise<{ description: string; afterKillMs: number }>;
   diagnostics(): string;
+}
+
+/**
+ * How many bytes `clogReplication` writes so that a paused replica's connection cannot take them all: the kernel's
+ * largest TCP receive buffer (the paused replica's side grows up to it) plus its largest send buffer (the primary's
+ * side), plus 32 MiB left in the primary's own output buffer; at least 48 MiB. Capped at 192 MiB, under Redis's
+ * 256 MiB hard output limit for a replica (which would drop it instead). A VM whose `tcp_rmem` allows 32 MiB took a
+ * fixed 48 MiB in its socket buffers and let the revocation through.
+ */
+export function replicationClogBytes(): number {
+  const largest = (file: string): number => {
+    try {
+      return Number(readFileSync(file, 'utf8').trim().split(/\s+/).pop()) || 0;
+    } catch {
+      return 0;
+    }
+  };
+  const mib = 1024 * 1024;
+  const buffers = largest('/proc/sys/net/ipv4/tcp_rmem') + largest('/proc/sys/net/ipv4/tcp_wmem');
+  return Math.min(192 * mib, Math.max(48 * mib, buffers + 32 * mib));
 }
 
 /**
