@@ -188,7 +188,10 @@ describe('a callback that is not the one this browser started', () => {
     const callback = await op.loginThrough(authorizationUrl, 'alice', 'alice-password', `${gw}/iam/auth/oidc/callback`, jar);
     const other = await begin();
     const [head, iv, body, tag] = stateCookie.split('.');
-    const flipped = `${head}.${iv}.${body!.slice(0, -2)}${body!.endsWith('A') ? 'B' : 'A'}${body!.slice(-1)}.${tag}`;
+    // The second-to-last character changes (the last may carry only padding bits a decoder ignores), always to
+    // another one: choosing by the last character left it unchanged one time in 64, and the "tampered" cookie was the real one.
+    const flipped = `${head}.${iv}.${body!.slice(0, -2)}${body!.at(-2) === 'A' ? 'B' : 'A'}${body!.slice(-1)}.${tag}`;
+    expect(flipped).not.toBe(stateCookie);
     for (const cookie of ['', `__Host-iam-oidc=${flipped}`, `__Host-iam-oidc=${other.stateCookie}`, '__Host-iam-oidc=v1.garbage']) {
       const refused = await send(callback, { headers: cookie ? { cookie } : {} });
       expect([cookie, refused.status, await codeOf(refused), cookieValue(refused, '__Host-iam-session')]).toEqual([cookie, 400, 'IAM_OIDC_STATE_INVALID', null]);
