@@ -424,6 +424,13 @@ export async function runLostRevocation(scenario: LostRevocationScenario): Promi
   let lost = false;
   let replayed = false;
   try {
+    // The replica must hold the token before it is paused, or there is no revocation for it to miss: right after a
+    // (diskless) resync the primary streams nothing to it until its first REPLCONF ACK (seen in CI: never had the token).
+    const until = Date.now() + 10_000;
+    while (!(await scenario.replicaHasToken())) {
+      if (Date.now() > until) throw new Error(`${scenario.label}: the replica never received the victim's token\n${scenario.diagnostics()}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
     scenario.pauseReplica();
     await scenario.clogReplication();
     const started = Date.now();
@@ -440,8 +447,8 @@ export async function runLostRevocation(scenario: LostRevocationScenario): Promi
     // The harness did what it says: the promoted replica will hold the revoked token (checked before the promotion).
     lost = await scenario.replicaHasToken();
     failover = await scenario.waitForFailover();
-    const until = Date.now() + 8000;
-    while (Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 250));
+    const watchedUntil = Date.now() + 8000;
+    while (Date.now() < watchedUntil) await new Promise((resolve) => setTimeout(resolve, 250));
     // The instance that revoked it noticed the failover and deleted it again (RedisTokenStore.replayRevocations).
     replayed = !(await scenario.replicaHasToken());
   } finally {
