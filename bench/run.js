@@ -15,7 +15,8 @@
  *
  * Flags: --quick (short run), --rounds N, --duration S, --warmup S, --connections N, --strict (exit 1 when a
  * target is missed), --no-floor (skip the gateway's forwarder alone, measured by default), --no-nginx (skip nginx
- * auth_request → forward-auth, measured by default where nginx exists), --pin (the proxy under test on CPU 0,
+ * auth_request → forward-auth, measured by default where nginx exists), --no-workers (skip gateway warm with
+ * `serve --workers 2`, measured by default where DATABASE_URL and Redis exist), --pin (the proxy under test on CPU 0,
  * everything else on the other CPUs), --external-db (PGlite in its own process instead of inside each
  * gateway), --workers N (this build's gateways run `serve --workers N`; needs DATABASE_URL and Redis; CPU is then
  * the primary's and its workers'). Other tools: --forward-auth (bench/forward-auth.js: forward-auth decisions
@@ -54,7 +55,7 @@ function usageError(message) {
 }
 
 function parseArgs(argv) {
-  const flags = ['--quick', '--strict', '--floor', '--no-floor', '--nginx', '--no-nginx', '--no-forward-auth', '--pin', '--external-db', '--forward-auth'];
+  const flags = ['--quick', '--strict', '--floor', '--no-floor', '--nginx', '--no-nginx', '--no-forward-auth', '--no-workers', '--pin', '--external-db', '--forward-auth'];
   const options = {
     ...(argv.includes('--quick') ? QUICK : FULL),
     quick: argv.includes('--quick'),
@@ -65,6 +66,8 @@ function parseArgs(argv) {
     // Forward-auth decisions of gateway warm in the same rounds (lib/forward-auth-target.js); --forward-auth runs the
     // separate scenario of bench/forward-auth.js instead.
     forwardAuthTarget: !argv.includes('--no-forward-auth'),
+    // `serve --workers 2` beside gateway warm in the same rounds (the workers row), where a shared database and Redis exist.
+    workersTarget: !argv.includes('--no-workers'),
     pin: argv.includes('--pin'),
     externalDb: argv.includes('--external-db'),
     forwardAuth: argv.includes('--forward-auth'),
@@ -274,6 +277,27 @@ async function loginUnderLoad(subjects, options, users) {
   return summaries;
 }
 
+/**
+ * Whether this run can measure `serve --workers 2` beside gateway warm: the workers share one database (a real one,
+ * DATABASE_URL: several processes cannot share the embedded one) and the token store (Redis).
+ */
+function workersAvailable(options, redisUrl) {
+  if (!options.workersTarget) return { ok: false, reason: 'not asked (--no-workers)' };
+  if (options.workers > 1) return { ok: false, reason: `this run's gateways already run --workers ${options.workers}` };
+  if (!process.env.DATABASE_URL) return { ok: false, reason: 'needs DATABASE_URL (workers share one database; the embedded one is per process)' };
+  if (!redisUrl) return { ok: false, reason: 'needs Redis (workers share the token store)' };
+  return { ok: true };
+}
+
+/**
+ * The cores a gateway's workers can use besides the load generator and the upstream: with --pin, the proxy CPUs;
+ * otherwise every core but one (the load generator and the upstream need one between them at least).
+ */
+function freeCores(placement) {
+  if (placement.mode === 'pinned') return placement.proxyCpus.split(',').length;
+  return Math.max(0, os.cpus().length - 1);
+}
+
 /** The open-loop login phase's proxied load, as a share of the req/s gateway warm reached without logins. */
 const OPEN_LOOP_SHARE = 0.5;
 
@@ -337,7 +361,7 @@ async function main(argv) {
   const generatedAt = new Date().toISOString();
   const redis = await resolveRedis();
   const prefix = `bench-${require('node:crypto').randomBytes(4).toString('hex')}`;
-  const prefixes = [`${prefix}-warm`, `${prefix}-cold`, `${prefix}-other-warm`, `${prefix}-other-cold`];
+  const prefixes = [`${prefix}-warm`, `${prefix}-cold`, `${prefix}-other-warm`, `${prefix}-other-cold`, `${prefix}-workers`];
   const policyDir = mkdtempSync(join(os.tmpdir(), 'iam-bench-policy-'));
   const usersDir = mkdtempSync(join(os.tmpdir(), 'iam-bench-users-'));
   const loadStart = os.loadavg();
@@ -350,10 +374,12 @@ async function main(argv) {
   try {
     writePolicy(policyDir);
     const loginUsers = writeLoginUsers(usersDir);
-    const targetCount = 4 + (options.floor ? 2 : 0) + (options.forwardAuthTarget ? 1 : 0) + (nginxCheck.ok ? 1 : 0) + (options.compare ? 2 : 0);
+    const workersCheck = workersAvailable(options, redis.url);
+    const targetCount = 4 + (options.floor ? 2 : 0) + (options.forwardAuthTarget ? 1 : 0) + (nginxCheck.ok ? 1 : 0) + (workersCheck.ok ? 1 : 0) + (options.compare ? 2 : 0);
     log(`iam-gateway bench (${options.quick ? 'quick' : 'full'}, ${placement.mode}): ${options.rounds} rounds × ${targetCount} targets, ${options.connections} connections, ${options.warmupS} s warm-up + ${options.durationS} s each`);
     if (placement.mode === 'pinned') log(`  --pin: proxies under test (gateways, baseline, forwarder, nginx) on CPU ${placement.proxyCpus}; this runner (load generator), upstream and the gateways' embedded databases on CPU ${placement.loadCpus}`);
     if (options.nginx && !nginxCheck.ok) log(`  nginx skipped: ${nginxCheck.reason}`);
+    if (options.workersTarget && !workersCheck.ok) log(`  --workers 2 skipped: ${workersCheck.reason}`);
     log(`  token store: ${redis.url ? `Redis ${redact(redis.url)} (${redis.source})` : 'in-process store (no Redis answered): "cold" then measures the in-process store, not a Redis round trip'}`);
     const database = options.externalDb && !process.env.DATABASE_URL ? await startDatabaseProcess() : null;
     const databaseLabel = process.env.DATABASE_URL ? 'DATABASE_URL' : database ? 'PGlite in a separate process (--external-db)' : 'embedded PGlite in each gateway process, in memory';
@@ -379,7 +405,9 @@ async function main(argv) {
           cold: await startGatewayProcess({ ...common, name: 'other-cold', prefix: prefixes[3], root: options.compare, extraEnv: { ...loginUsers.env, IAM_TOKEN_CACHE_ENABLED: 'false' } }),
         }
       : null;
-    const gateways = [warm, cold, ...(other ? [other.warm, other.cold] : [])];
+    // The workers row: the same gateway as warm (same database, Redis and settings) with `serve --workers 2`.
+    const workers2 = workersCheck.ok ? await startGatewayProcess({ ...common, name: 'gateway-workers-2', prefix: prefixes[4], extraEnv: { SERVER_WORKERS: '2' } }) : null;
+    const gateways = [warm, cold, ...(workers2 ? [workers2] : []), ...(other ? [other.warm, other.cold] : [])];
     for (const gateway of gateways) gateway.headers = { authorization: `Bearer ${(await login(gateway.url, 'alice', 'alice-password')).accessToken}` };
     // nginx in front of the upstream, asking gateway warm's forward-auth endpoint (lib/nginx.js), with alice's warm session.
     nginx = nginxCheck.ok ? await startNginxForwardAuth({ gatewayUrl: warm.url, upstreamUrl: upstream.url, binary: nginxCheck.binary }) : null;
@@ -396,6 +424,7 @@ async function main(argv) {
     // what the gateway costs beyond the headers it must send (lib/bare-forwarder.js).
     if (contractFloor) targets.splice(3, 0, { key: 'contractFloor', label: 'forwarder + contract headers (no auth)', url: `${contractFloor.url}${BENCH_PATH}`, headers: warm.headers, pid: contractFloor.pid });
     if (options.forwardAuthTarget) targets.push(forwardAuthTarget(warm, watched(warm.pid)));
+    if (workers2) targets.push({ key: 'workers2', label: 'gateway warm, --workers 2', url: `${workers2.url}${BENCH_PATH}`, headers: workers2.headers, pid: { tree: workers2.pid }, gateway: true });
     if (nginx) {
       // Its CPU: nginx's processes and the gateway answering its auth subrequests, together and each on its own.
       const nginxPids = nginx.pids();
@@ -451,8 +480,8 @@ async function main(argv) {
       coldVsWarmRps: round(ratio(rows.cold.rps, rows.warm.rps)),
       nginxVsWarmRps: nginx ? round(ratio(rows.nginx.rps, rows.warm.rps)) : null,
     };
-    // Hooks for the scenarios that measure the other rows of issue #18's table (see lib/targets.js for their shape):
-    // forward-auth decisions/s and unloaded p50, `serve --workers 2` ÷ 1 worker. Null: not measured in this run.
+    // The scenarios that measure the other rows of issue #18's table (see lib/targets.js for their shape): forward-auth
+    // decisions/s and unloaded p50 (null: not measured in this run), `serve --workers 2` ÷ 1 worker ({skipped} with why).
     const scenarios = {
       forwardAuth: byKey.forwardAuth
         ? {
@@ -465,7 +494,16 @@ async function main(argv) {
             unloadedP50OverDirectMs: unloadedDecision.overDirectMs,
           }
         : null,
-      workers: null,
+      workers: workers2
+        ? {
+            rps1: rows.warm.rps,
+            rps2: rows.workers2.rps,
+            cpuMicrosPerRequest1: rows.warm.cpuMicrosPerRequest,
+            cpuMicrosPerRequest2: rows.workers2.cpuMicrosPerRequest,
+            perRound: rounds.map((entry) => round(ratio(entry.results.workers2.rps, entry.results.warm.rps))),
+            freeCores: freeCores(placement),
+          }
+        : { skipped: workersCheck.reason },
     };
     summary.forwardAuthVsInline = scenarios.forwardAuth ? round(scenarios.forwardAuth.vsInline) : null;
     summary.forwardAuthUnloadedP50Ms = scenarios.forwardAuth ? round(scenarios.forwardAuth.unloadedP50Ms, 4) : null;

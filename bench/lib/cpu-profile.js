@@ -6,7 +6,7 @@
  * written at exit) and summarizes the .cpuprofile: self and inclusive time per function, per file and per
  * package, in microseconds per request.
  *
- * Usage: node bench/lib/cpu-profile.js [--cold | --baseline | --floor | --contract-floor] [--forward-auth] [--logins PER_SECOND] [--duration S] [--keep DIR]
+ * Usage: node bench/lib/cpu-profile.js [--cold | --baseline | --floor | --contract-floor] [--forward-auth] [--logins PER_SECOND] [--duration S] [--keep DIR] [--pin]
  *        (also: npm run bench -- --profile [--cold | --baseline | --floor] [--forward-auth])
  * --cold profiles with IAM_TOKEN_CACHE_ENABLED=false; --baseline profiles bench/baseline-proxy.js, --floor
  * bench/lib/bare-forwarder.js and --contract-floor the same with the contract's headers instead, for comparison; --logins runs that many logins per second in parallel
@@ -25,6 +25,7 @@ const { loginDriver } = require('./login-driver');
 const { loginEachOnce, writeLoginUsers } = require('./login-users');
 const { BENCH_PATH, generatePolicy } = require('./policy');
 const { purgePrefixes, resolveRedis } = require('./redis');
+const { enablePinning, pinPlan } = require('./pin');
 const { fmt, table } = require('./report');
 const { startBareForwarder, startBaselineProxy, startUpstream } = require('./services');
 
@@ -119,6 +120,13 @@ async function main(argv = []) {
   const loginsPerSecond = loginsIndex >= 0 ? Number(argv[loginsIndex + 1]) : 0;
   const keepIndex = argv.indexOf('--keep');
   const keepDir = keepIndex >= 0 ? argv[keepIndex + 1] : null;
+  // --pin: the profiled proxy alone on one CPU, load and upstream on the others (lib/pin.js), so that the profile's
+  // wall-clock samples are the proxy's own CPU time, not time it spent preempted by the load generator.
+  if (argv.includes('--pin')) {
+    const pinning = pinPlan();
+    if (pinning.ok) log(`--pin: the profiled proxy on CPU ${enablePinning(pinning).proxyCpus}, load on ${pinning.loadCpus}`);
+    else log(`--pin skipped: ${pinning.reason}; running unpinned`);
+  }
   const redis = await resolveRedis();
   const policyDir = mkdtempSync(join(os.tmpdir(), 'iam-bench-policy-'));
   const profileDir = mkdtempSync(join(os.tmpdir(), 'iam-bench-cpuprof-'));

@@ -117,6 +117,11 @@ async function main(argv = []) {
     const session = new Session();
     session.connect();
     const bareWork = await countWork(session, `${bare.url}${BENCH_PATH}`, {}, count);
+    await bare.close();
+    // The same forwarder sending the contract's headers (lib/bare-forwarder.js --contract): "gateway − this" is what
+    // deciding costs.
+    bare = await startBareForwarderServer(upstream.url, 0, { contract: true });
+    const contractWork = await countWork(session, `${bare.url}${BENCH_PATH}`, {}, count);
 
     const { loadConfig } = requireDist('app/config');
     const { startGateway } = requireDist('app/start-gateway');
@@ -144,14 +149,20 @@ async function main(argv = []) {
     const types = [...new Set([...Object.keys(gatewayWork.asyncResources), ...Object.keys(bareWork.asyncResources)])].sort(
       (a, b) => (gatewayWork.asyncResources[b] ?? 0) - (gatewayWork.asyncResources[a] ?? 0),
     );
-    const rows = types.map((type) => [type, fmt(gatewayWork.asyncResources[type] ?? 0, 2), fmt(bareWork.asyncResources[type] ?? 0, 2)]);
+    const works = [gatewayWork, contractWork, bareWork];
+    const rows = types.map((type) => [type, ...works.map((work) => fmt(work.asyncResources[type] ?? 0, 2))]);
     const sum = (work) => Object.values(work.asyncResources).reduce((a, b) => a + b, 0);
-    rows.push(['all async resources', fmt(sum(gatewayWork), 2), fmt(sum(bareWork), 2)]);
-    rows.push(['heap bytes allocated', fmt(gatewayWork.allocatedBytesPerRequest, 0), fmt(bareWork.allocatedBytesPerRequest, 0)]);
-    rows.push(['cpu µs (this process, sequential)', fmt(gatewayWork.cpuMicrosPerRequest, 1), fmt(bareWork.cpuMicrosPerRequest, 1)]);
-    log(table(['per request', 'gateway warm', 'forwarder only'], rows));
+    rows.push(['all async resources', ...works.map((work) => fmt(sum(work), 2))]);
+    rows.push(['heap bytes allocated', ...works.map((work) => fmt(work.allocatedBytesPerRequest, 0))]);
+    rows.push(['cpu µs (this process, sequential)', ...works.map((work) => fmt(work.cpuMicrosPerRequest, 1))]);
+    log(table(['per request', 'gateway warm', 'forwarder + contract headers', 'forwarder only'], rows));
     log('\nheap bytes allocated per request by function, gateway warm (top 25; V8 sampling heap profiler):');
     log(table(['function', 'bytes/req'], gatewayWork.allocationsByFunction.slice(0, 25).map(([fn, bytes]) => [fn, fmt(bytes, 0)])));
+    // Where the gateway allocates more than the forwarder sending the same headers: what deciding allocates.
+    const contractBytes = new Map(contractWork.allocationsByFunction);
+    const extra = gatewayWork.allocationsByFunction.map(([fn, bytes]) => [fn, bytes - (contractBytes.get(fn) ?? 0)]).sort((a, b) => b[1] - a[1]);
+    log('\nheap bytes per request the gateway allocates beyond the forwarder sending the contract\'s headers, by function (top 25):');
+    log(table(['function', 'bytes/req'], extra.slice(0, 25).map(([fn, bytes]) => [fn, fmt(bytes, 0)])));
     log(`\nawait new Promise(): ${fmt(promiseNsBefore, 0)} ns before the gateway started, ${fmt(promiseNsAfter, 0)} ns after` +
       (promiseNsAfter > 2 * promiseNsBefore ? ' → promise hooks are ON in the gateway process (an AsyncLocalStorage was enabled; every promise pays an init hook)' : ' → no promise hooks'));
     return 0;
