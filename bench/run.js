@@ -29,7 +29,7 @@ const os = require('node:os');
 const { join, resolve } = require('node:path');
 const { addCleanup, stopAll, runMain } = require('./lib/children');
 const { requireDist } = require('./lib/dist');
-const { startGatewayProcess } = require('./lib/gateway');
+const { gatewayMetricValue, startGatewayProcess } = require('./lib/gateway');
 const { login, request } = require('./lib/http');
 const { measure } = require('./lib/load');
 const { loginDriver } = require('./lib/login-driver');
@@ -247,11 +247,16 @@ async function loginUnderLoad(subjects, options, users) {
       const { label, gateway, watched } = subjects[s];
       const without = await measure(loadOn(gateway, options.loginDurationS, watched));
       // Many users in turn (lib/login-users.js): alice alone would reach the session cap and revoke the measured session.
+      const starvedBefore = await gatewayMetricValue(gateway.managementUrl, STARVED_METRIC);
       const withLogins = await measure({ ...loadOn(gateway, options.loginDurationS, watched), during: startDriver(gateway, options.loginDurationS + 1) });
       const logins = withLogins.background;
+      // Password checks that found no idle CPU for 250 ms and left SCHED_IDLE (null: a build without the metric).
+      const starvedAfter = await gatewayMetricValue(gateway.managementUrl, STARVED_METRIC);
+      logins.starvedVerifications = starvedBefore === null || starvedAfter === null ? null : starvedAfter - starvedBefore;
       log(
         `  ${label}pair ${i + 1}/${options.loginPairs}  p99 ${fmt(without.p99)} ms without logins, ${fmt(withLogins.p99)} ms with ${fmt(logins.ratePerSecond, 1)} logins/s` +
-          ` (×${fmt(ratio(withLogins.p99, without.p99))}; req/s ${fmtInt(without.rps)} → ${fmtInt(withLogins.rps)}; login p50 ${fmt(logins.loginP50Ms, 1)} ms, p99 ${fmt(logins.loginP99Ms, 1)} ms, ${logins.failed} failed, ${logins.skipped} skipped)`,
+          ` (×${fmt(ratio(withLogins.p99, without.p99))}; req/s ${fmtInt(without.rps)} → ${fmtInt(withLogins.rps)}; login p50 ${fmt(logins.loginP50Ms, 1)} ms, p99 ${fmt(logins.loginP99Ms, 1)} ms, ${logins.failed} failed, ${logins.skipped} skipped` +
+          `${logins.starvedVerifications === null ? '' : `, ${logins.starvedVerifications} password checks starved`})`,
       );
       pairs[s].push({ without, with: withLogins });
     }
@@ -297,6 +302,9 @@ function freeCores(placement) {
   if (placement.mode === 'pinned') return placement.proxyCpus.split(',').length;
   return Math.max(0, os.cpus().length - 1);
 }
+
+/** The gateway's count of password checks that found no idle CPU in time and moved off SCHED_IDLE. */
+const STARVED_METRIC = 'iam_password_verifications_starved_total';
 
 /** The open-loop login phase's proxied load, as a share of the req/s gateway warm reached without logins. */
 const OPEN_LOOP_SHARE = 0.5;

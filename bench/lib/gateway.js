@@ -113,4 +113,12 @@ async function gatewayMemoryMetrics(managementUrl) {
   };
 }
 
-module.exports = { startGatewayProcess, freePort, gatewayMemoryMetrics, EXAMPLE_IDENTITIES_ENV };
+/** The value of an unlabelled metric on the gateway's Prometheus endpoint (e.g. a counter's total), or null when unreadable. */
+async function gatewayMetricValue(managementUrl, name) {
+  const answer = await request(`${managementUrl}/metrics`).catch(() => null);
+  if (!answer || answer.status !== 200) return null;
+  const line = answer.body.split('\n').find((entry) => entry.startsWith(`${name} `));
+  return line ? Number(line.slice(name.length + 1)) : null;
+}
+
+module.exports = { startGatewayProcess, freePort, gatewayMemoryMetrics, gatewayMetricValue, EXAMPLE_IDENTITIES_ENV };

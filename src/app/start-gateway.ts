@@ -87,6 +87,8 @@ export async function startGatewayAs(config: GatewayConfig, options: StartOption
     cleanups.push(() => resolvers.close());
     const engine = new DecisionEngine({ grants, resolvers });
     const authenticator = files.authenticator;
+    const starved = authenticator.starvedVerifications?.bind(authenticator);
+    if (starved) metrics.observePasswordStarvations(starved);
     if (authenticator.type === 'none') logger.warn({}, 'iam.authenticator.type is none: logins are off (501 IAM_LOGIN_NOT_CONFIGURED) until an authenticator is configured');
     const login = new LoginService({
       authenticator,

@@ -38,4 +38,9 @@ export interface IdentityAuthenticator {
   readonly type: 'none' | 'users-file' | 'http' | 'module' | 'oidc';
   authenticate(request: LoginRequest, context?: LoginContext): Promise<AuthenticationOutcome>;
   close?(): Promise<void>;
+  /**
+   * Password verifications so far that found no idle CPU on their SCHED_IDLE thread in time and were moved to the
+   * thread's nice value (auth/password-verifier-pool.ts); absent where the gateway verifies no passwords itself.
+   */
+  starvedVerifications?(): number;
 }

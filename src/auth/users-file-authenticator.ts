@@ -94,6 +94,10 @@ export class UsersFileAuthenticator implements IdentityAuthenticator {
     };
   }
 
+  starvedVerifications(): number {
+    return this.passwords.starvations;
+  }
+
   async close(): Promise<void> {
     await this.passwords.close();
   }

@@ -51,6 +51,10 @@ export interface GatewayMetrics {
   auditSpooled: Counter;
   /** Makes `iam_audit_queue_depth` report `depth()` at every scrape. */
   observeAuditQueue(depth: () => number): void;
+  /** `iam_password_verifications_starved_total`: logins whose password check found no idle CPU in time. */
+  passwordStarvations: Counter;
+  /** Makes `iam_password_verifications_starved_total` follow `count()` (a running total) at every scrape. */
+  observePasswordStarvations(count: () => number): void;
 }
 
 export function createMetrics(options: { collectDefaults?: boolean } = {}): GatewayMetrics {
@@ -58,6 +62,8 @@ export function createMetrics(options: { collectDefaults?: boolean } = {}): Gate
   if (options.collectDefaults !== false) collectDefaultMetrics({ register: registry, prefix: 'iam_' });
   let sessionCacheSize: () => number = () => 0;
   let auditQueueDepth: () => number = () => 0;
+  let starvedVerifications: () => number = () => 0;
+  let starvedReported = 0;
   const storeOperationFlushes: Array<() => void> = [];
   return {
     observeSessionCache(size) {
@@ -189,6 +195,20 @@ export function createMetrics(options: { collectDefaults?: boolean } = {}): Gate
       registers: [registry],
       collect() {
         this.set(auditQueueDepth());
+      },
+    }),
+    observePasswordStarvations(count) {
+      starvedVerifications = count;
+    },
+    passwordStarvations: new Counter({
+      name: 'iam_password_verifications_starved_total',
+      help: 'Password verifications that waited 250 ms on a SCHED_IDLE thread without getting CPU (the machine had no idle CPU) and were moved to the nice value; a count of verifications.',
+      registers: [registry],
+      collect() {
+        // The pool counts in a plain number; the counter catches up with it at each scrape.
+        const total = starvedVerifications();
+        if (total > starvedReported) this.inc(total - starvedReported);
+        starvedReported = Math.max(starvedReported, total);
       },
     }),
     auditDropped: new Counter({

@@ -184,6 +184,7 @@ describe('policy, cache and channel gauges', () => {
         'iam_audit_events_dropped_total',
         'iam_audit_events_written_total',
         'iam_audit_events_spooled_total',
+        'iam_password_verifications_starved_total',
       ].sort(),
     );
   });

@@ -6,6 +6,8 @@ import { execFile, execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { hashPassword } from '../../src/auth/password-hash';
 import { PASSWORD_THREAD_NICE, PasswordVerifierPool } from '../../src/auth/password-verifier-pool';
+import { UsersFileAuthenticator } from '../../src/auth/users-file-authenticator';
+import { createMetrics, type GatewayMetrics } from '../../src/observability/metrics';
 import { ProblemError } from '../../src/domain/problem';
 import { threadNiceValues, threadPolicies } from '../support/threads';
 import { SCHED_IDLE } from '../../src/threads/low-priority-worker';
@@ -115,6 +117,29 @@ describe('PasswordVerifierPool', () => {
         expect(idleThreads()).toBe(before);
       } finally {
         await pool.close();
+      }
+    });
+
+    it('counts starving verifications in iam_password_verifications_starved_total, through the users-file authenticator', async () => {
+      const pool = new PasswordVerifierPool({ threads: 1, starvedAfterMs: 1, idleRetryMs: 0 });
+      const authenticator = new UsersFileAuthenticator(join(ROOT, 'config', 'users.example.yaml'), pool);
+      const metrics = createMetrics({ collectDefaults: false });
+      metrics.observePasswordStarvations(() => authenticator.starvedVerifications());
+      const starved = async (gateway: GatewayMetrics): Promise<number> => (await gateway.passwordStarvations.get()).values[0]?.value ?? 0;
+      try {
+        expect(await starved(metrics)).toBe(0);
+        for (const [username, password] of [
+          ['alice', 'alice-password'],
+          ['bob', 'bob-password'],
+        ]) {
+          expect((await authenticator.authenticate({ username: username!, password: password!, clientType: 'WEB' })).kind).toBe('accepted');
+        }
+        expect(pool.starvations).toBe(2);
+        expect(await starved(metrics)).toBe(2);
+        // A scrape adds only what happened since the last one.
+        expect(await starved(metrics)).toBe(2);
+      } finally {
+        await authenticator.close();
       }
     });
 
