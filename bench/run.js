@@ -284,10 +284,13 @@ async function loginUnderLoad(subjects, options, users) {
 
 /**
  * Whether this run can measure `serve --workers 2` beside gateway warm: the workers share one database (a real one,
- * DATABASE_URL: several processes cannot share the embedded one) and the token store (Redis).
+ * DATABASE_URL: several processes cannot share the embedded one) and the token store (Redis); with --pin, the proxies
+ * need two CPUs of their own.
  */
-function workersAvailable(options, redisUrl) {
+function workersAvailable(options, redisUrl, placement) {
   if (!options.workersTarget) return { ok: false, reason: 'not asked (--no-workers)' };
+  // Two workers on one pinned CPU only take turns on it: that measures the core, not the workers.
+  if (placement.mode === 'pinned' && freeCores(placement) < 2) return { ok: false, reason: `--pin gives the proxies ${freeCores(placement)} CPU; two workers would share it` };
   if (options.workers > 1) return { ok: false, reason: `this run's gateways already run --workers ${options.workers}` };
   if (!process.env.DATABASE_URL) return { ok: false, reason: 'needs DATABASE_URL (workers share one database; the embedded one is per process)' };
   if (!redisUrl) return { ok: false, reason: 'needs Redis (workers share the token store)' };
@@ -382,7 +385,7 @@ async function main(argv) {
   try {
     writePolicy(policyDir);
     const loginUsers = writeLoginUsers(usersDir);
-    const workersCheck = workersAvailable(options, redis.url);
+    const workersCheck = workersAvailable(options, redis.url, placement);
     const targetCount = 4 + (options.floor ? 2 : 0) + (options.forwardAuthTarget ? 1 : 0) + (nginxCheck.ok ? 1 : 0) + (workersCheck.ok ? 1 : 0) + (options.compare ? 2 : 0);
     log(`iam-gateway bench (${options.quick ? 'quick' : 'full'}, ${placement.mode}): ${options.rounds} rounds × ${targetCount} targets, ${options.connections} connections, ${options.warmupS} s warm-up + ${options.durationS} s each`);
     if (placement.mode === 'pinned') log(`  --pin: proxies under test (gateways, baseline, forwarder, nginx) on CPU ${placement.proxyCpus}; this runner (load generator), upstream and the gateways' embedded databases on CPU ${placement.loadCpus}`);
