@@ -7,21 +7,13 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ensureBuilt, serveUntilExit, startGatewayProcess, type GatewayProcess, type ServeOutcome } from '../support/gateway-process';
+import { hasExited } from '../support/processes';
 
 /** `iam-gateway serve` on the embedded data directory `dir`, until it exits. */
 const serveOn = (dir: string, boundMs: number): Promise<ServeOutcome> =>
   serveUntilExit({ PORT: '0', MANAGEMENT_PORT: '0', DATABASE_URL: '', DATABASE_EMBEDDED_DIR: dir, REDIS_URL: '' }, boundMs);
 
 const embeddedOn = (dir: string): Record<string, string> => ({ DATABASE_URL: '', DATABASE_EMBEDDED_DIR: dir, REDIS_URL: '', DATABASE_POOL_SIZE: '1' });
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe('#11.23 one process per embedded data directory', () => {
   let root: string;
@@ -53,14 +45,15 @@ describe('#11.23 one process per embedded data directory', () => {
     // The lock names the gateway and its embedded database process.
     const [gatewayPid, databasePid] = readFileSync(join(dir, 'iam-gateway.lock'), 'utf8').trim().split('\n').map(Number);
     expect(gatewayPid).toBe(first.pid);
-    expect(isAlive(databasePid!)).toBe(true);
+    expect(hasExited(databasePid!)).toBe(false);
 
     // A lock left by a killed process (SIGKILL: no chance to remove it) does not block the next start, and the
-    // next gateway opens the directory only once the killed one's database process has closed it and exited.
+    // next gateway opens the directory only once the killed one's database process has closed it and exited. An
+    // orphan that exited may stay a zombie until it is reaped: it holds nothing, and `kill(pid, 0)` would still find it.
     await first.kill();
     const next = await startGatewayProcess('http://127.0.0.1:9', embeddedOn(dir));
     running.push(next);
-    expect(isAlive(databasePid!)).toBe(false);
+    expect(hasExited(databasePid!)).toBe(true);
     expect((await fetch(`${next.managementUrl}/health/ready`)).status).toBe(200);
   }, 120_000);
 });

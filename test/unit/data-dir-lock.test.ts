@@ -8,6 +8,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataDirectoryLockedError, LOCK_FILE, lockDataDirectory } from '../../src/adapters/pglite/data-dir-lock';
+import { processState } from '../support/processes';
 
 const children: ChildProcess[] = [];
 
@@ -23,16 +24,6 @@ async function deadPid(): Promise<number> {
   const child = spawn(process.execPath, ['-e', ''], { stdio: 'ignore' });
   await new Promise((resolve) => child.once('exit', resolve));
   return child.pid!;
-}
-
-/** The kernel's state letter for `pid` (`/proc/<pid>/stat`), or 'gone' once it has been reaped. */
-function processState(pid: number): string {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
-  } catch {
-    return 'gone';
-  }
 }
 
 describe('#11.23 embedded data directory lock', () => {
