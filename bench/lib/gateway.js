@@ -98,12 +98,8 @@ async function startGatewayProcess({ name, upstreamUrl, policyDir, redisUrl, pre
  * `iam_`), in bytes: heap used/total, external (ArrayBuffers, WASM) and resident memory. Null when unreadable.
  */
 async function gatewayMemoryMetrics(managementUrl) {
-  const answer = await request(`${managementUrl}/metrics`).catch(() => null);
-  if (!answer || answer.status !== 200) return null;
-  const value = (name) => {
-    const line = answer.body.split('\n').find((entry) => entry.startsWith(`${name} `));
-    return line ? Number(line.slice(name.length + 1)) : null;
-  };
+  const value = await scrapeMetrics(managementUrl);
+  if (value === null) return null;
   return {
     heapUsed: value('iam_nodejs_heap_size_used_bytes'),
     heapTotal: value('iam_nodejs_heap_size_total_bytes'),
@@ -113,12 +109,24 @@ async function gatewayMemoryMetrics(managementUrl) {
   };
 }
 
-/** The value of an unlabelled metric on the gateway's Prometheus endpoint (e.g. a counter's total), or null when unreadable. */
-async function gatewayMetricValue(managementUrl, name) {
+/**
+ * One scrape of the gateway's Prometheus endpoint, as a reader of unlabelled metrics: `value(name)` is the metric's
+ * number, or null when it is absent. Null when the endpoint cannot be read.
+ */
+async function scrapeMetrics(managementUrl) {
   const answer = await request(`${managementUrl}/metrics`).catch(() => null);
   if (!answer || answer.status !== 200) return null;
-  const line = answer.body.split('\n').find((entry) => entry.startsWith(`${name} `));
-  return line ? Number(line.slice(name.length + 1)) : null;
+  const lines = answer.body.split('\n');
+  return (name) => {
+    const line = lines.find((entry) => entry.startsWith(`${name} `));
+    return line ? Number(line.slice(name.length + 1)) : null;
+  };
+}
+
+/** The value of an unlabelled metric on the gateway's Prometheus endpoint (e.g. a counter's total), or null when unreadable. */
+async function gatewayMetricValue(managementUrl, name) {
+  const value = await scrapeMetrics(managementUrl);
+  return value === null ? null : value(name);
 }
 
 module.exports = { startGatewayProcess, freePort, gatewayMemoryMetrics, gatewayMetricValue, EXAMPLE_IDENTITIES_ENV };

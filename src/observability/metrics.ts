@@ -207,8 +207,10 @@ export function createMetrics(options: { collectDefaults?: boolean } = {}): Gate
       collect() {
         // The pool counts in a plain number; the counter catches up with it at each scrape.
         const total = starvedVerifications();
-        if (total > starvedReported) this.inc(total - starvedReported);
-        starvedReported = Math.max(starvedReported, total);
+        if (total > starvedReported) {
+          this.inc(total - starvedReported);
+          starvedReported = total;
+        }
       },
     }),
     auditDropped: new Counter({

@@ -96,8 +96,7 @@ describe('#11.23 embedded data directory lock and unreaped processes', () => {
       for (let i = 0; i < 100 && zombie === 0; i++) {
         await new Promise((resolve) => setTimeout(resolve, 50));
         for (const task of readdirSafe(`/proc/${parent.pid}/task/${parent.pid}/children`)) {
-          const state = readFileSync(`/proc/${task}/stat`, 'utf8');
-          if (state.slice(state.lastIndexOf(')') + 2, state.lastIndexOf(')') + 3) === 'Z') zombie = task;
+          if (processState(task) === 'Z') zombie = task;
         }
       }
       expect(zombie).toBeGreaterThan(0);
