@@ -8,11 +8,9 @@ if (!existsSync(entry)) {
   process.stderr.write('iam-gateway: not built yet; run `npm run build` (npm install does it for you)\n');
   process.exit(1);
 }
-// V8's allocation-site pretenuring can decide, under load, that a per-request allocation site is long-lived and
-// allocate it in the old generation for the rest of the process's life; everything young it points to then
-// survives each scavenge (measured: a third of what a request allocates promoted, scavenges 10x longer, +50% CPU
-// per request; docs/performance.md "Garbage collection"). Off unless `node --allocation-site-pretenuring` asks for it.
-if (!process.execArgv.includes('--allocation-site-pretenuring')) require('node:v8').setFlagsFromString('--no-allocation-site-pretenuring');
+// First, before the gateway allocates anything: V8's allocation-site pretenuring off (dist/src/app/gc-tuning.js says why;
+// `node --allocation-site-pretenuring` keeps it on).
+require(join(__dirname, '..', 'dist', 'src', 'app', 'gc-tuning.js')).turnOffPretenuring();
 require(entry)
   .main(process.argv.slice(2))
   .then((code) => {

@@ -13,6 +13,8 @@ if (!existsSync(join(root, 'dist', 'src', 'app', 'main.js'))) {
   console.error('demo: the gateway is not built; run `npm install` (or `npm run build`) first');
   process.exit(1);
 }
+// As bin/iam-gateway.js does, before the gateway allocates anything (dist/src/app/gc-tuning.js).
+require(join(root, 'dist', 'src', 'app', 'gc-tuning.js')).turnOffPretenuring();
 const { startHost } = require(join(root, 'dist', 'examples', 'host', 'server.js'));
 const { loadConfig } = require(join(root, 'dist', 'src', 'app', 'config'));
 const { startGateway } = require(join(root, 'dist', 'src', 'app', 'start-gateway.js'));
