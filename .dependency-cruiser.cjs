@@ -30,8 +30,11 @@ const SAME_TIER = {
 
 const ADAPTER_MAY_IMPORT = ['domain', 'observability', 'threads'];
 
-/** Modules nothing imports: the package API, the CLI, and the database thread (started by file path). */
-const ENTRY_POINTS = ['src/index.ts', 'src/app/main.ts', 'src/adapters/postgres/database-thread-worker.ts'];
+/**
+ * Modules nothing imports: the package API, the CLI, the database thread (started by file path), and the V8 tuning
+ * that bin/iam-gateway.js and scripts/demo.js load before anything else.
+ */
+const ENTRY_POINTS = ['src/index.ts', 'src/app/main.ts', 'src/adapters/postgres/database-thread-worker.ts', 'src/app/gc-tuning.ts'];
 
 const folders = (names) => `^src/(${names.join('|')})/`;
 const escape = (path) => path.replace(/[.]/g, '\\.');
