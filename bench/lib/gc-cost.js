@@ -18,6 +18,7 @@
 const { mkdirSync, mkdtempSync, rmSync, writeFileSync } = require('node:fs');
 const os = require('node:os');
 const { join } = require('node:path');
+const { numberFlag } = require('./args');
 const { runMain, stopAll } = require('./children');
 const { startGatewayProcess } = require('./gateway');
 const { login } = require('./http');
@@ -34,14 +35,6 @@ const MODES = [
   { key: 'off', label: 'pretenuring off (the gateway)', nodeFlags: [] },
   { key: 'v8', label: 'pretenuring on (V8 default)', nodeFlags: ['--allocation-site-pretenuring'] },
 ];
-
-function numberFlag(argv, name, fallback) {
-  const at = argv.indexOf(name);
-  if (at < 0) return fallback;
-  const value = Number(argv[at + 1]);
-  if (!Number.isFinite(value) || value <= 0) throw Object.assign(new Error(`${name} needs a positive number`), { usage: true });
-  return value;
-}
 
 /** Sums of the scavenge and mark-compact lines `--trace-gc-nvp` printed (`gc=s` / `gc=mc`, name=value pairs). */
 function gcTotals(lines) {

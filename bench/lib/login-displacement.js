@@ -12,6 +12,7 @@
 const { mkdirSync, mkdtempSync, rmSync, writeFileSync } = require('node:fs');
 const os = require('node:os');
 const { join } = require('node:path');
+const { numberFlag } = require('./args');
 const { runMain, stopAll } = require('./children');
 const { startGatewayProcess } = require('./gateway');
 const { login } = require('./http');
@@ -26,14 +27,6 @@ const { median } = require('./stats');
 
 const log = (message) => process.stdout.write(`${message}\n`);
 const LOGINS_PER_SECOND = 20;
-
-function numberFlag(argv, name, fallback) {
-  const at = argv.indexOf(name);
-  if (at < 0) return fallback;
-  const value = Number(argv[at + 1]);
-  if (!Number.isFinite(value) || value <= 0) throw Object.assign(new Error(`${name} needs a positive number`), { usage: true });
-  return value;
-}
 
 async function main(argv = []) {
   const rounds = numberFlag(argv, '--rounds', 3);

@@ -6,6 +6,7 @@
 import { GrantCache } from '../../src/authz/grant-cache';
 import { SessionCache } from '../../src/sessions/session-cache';
 import type { TokenRecord } from '../../src/domain/token-record';
+import { seededRandom } from '../support/random';
 
 /** A bounded LRU as an array in recency order (oldest first): obviously right, and slow. */
 class ModelLru {
@@ -29,24 +30,12 @@ class ModelLru {
   }
 }
 
-/** Deterministic PRNG (mulberry32), so a failure names a seed that replays it. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const KEYS = ['k0', 'k1', 'k2', 'k3', 'k4', 'k5'];
 
 describe('GrantCache against a model LRU', () => {
   it.each([1, 2, 3, 4])('max %i: 2,000 random get/set/delete/clear steps agree', (max) => {
     for (let seed = 1; seed <= 10; seed++) {
-      const next = random(seed * 31 + max);
+      const next = seededRandom(seed * 31 + max);
       const cache = new GrantCache<number>(max);
       const model = new ModelLru(max);
       for (let step = 0; step < 2000; step++) {
@@ -75,7 +64,7 @@ describe('SessionCache against a model LRU', () => {
 
   it.each([1, 2, 3, 4])('max %i: 2,000 random get/set/deleteToken/deleteUser steps agree', (max) => {
     for (let seed = 1; seed <= 10; seed++) {
-      const next = random(seed * 17 + max);
+      const next = seededRandom(seed * 17 + max);
       const cache = new SessionCache(max, () => true, 60_000);
       const model = new ModelLru(max);
       const values = new Map<TokenRecord, number>();

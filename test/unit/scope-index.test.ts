@@ -6,6 +6,7 @@
 import type * as Casl from '@casl/ability/dist/types';
 import { ScopeIndex, groupScopes } from '../../src/authz/scope-index';
 import type { ScopeRecord } from '../../src/domain/records';
+import { seededRandom } from '../support/random';
 
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- @casl/ability's types come from their file (see src/authz/ability-compiler.ts)
 const casl = require('@casl/ability') as typeof Casl;
@@ -27,21 +28,9 @@ function referenceCovering(scopes: ScopeRecord[], refs: Array<{ type: string; id
   return rule ? (rule.reason ?? null) : null;
 }
 
-/** A small deterministic generator (mulberry32), so a failure is reproducible from its seed. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 describe('ScopeIndex', () => {
   it('agrees with the CASL conditions it replaced on 5,000 random profiles and resources', () => {
-    const next = random(18);
+    const next = seededRandom(18);
     const pick = <T>(items: readonly T[]): T => items[Math.floor(next() * items.length)]!;
     const types = ['PROJECT', 'TEAM', 'ORG'];
     const ids = ['1', '2', '3', '10', '*'];
