@@ -38,17 +38,15 @@ const MODES = [
 
 /** Sums of the scavenge and mark-compact lines `--trace-gc-nvp` printed (`gc=s` / `gc=mc`, name=value pairs). */
 function gcTotals(lines) {
-  const totals = { scavenges: 0, scavengeMs: 0, promotedBytes: 0, markCompacts: 0, markCompactMs: 0 };
+  const totals = { scavengeMs: 0, promotedBytes: 0, markCompactMs: 0 };
   for (const line of lines) {
     const pause = /\bpause=([\d.]+)/.exec(line);
     if (pause === null) continue;
     if (/\bgc=s\b/.test(line)) {
-      totals.scavenges++;
       totals.scavengeMs += Number(pause[1]);
       const promoted = /\bpromoted=(\d+)/.exec(line);
       if (promoted !== null) totals.promotedBytes += Number(promoted[1]);
     } else if (/\bgc=mc\b/.test(line)) {
-      totals.markCompacts++;
       totals.markCompactMs += Number(pause[1]);
     }
   }
@@ -86,7 +84,6 @@ async function measureMode(mode, common, durationS) {
       scavengeUs: perRequest(gc.scavengeMs * 1000),
       promotedBytes: perRequest(gc.promotedBytes),
       markCompactUs: perRequest(gc.markCompactMs * 1000),
-      scavenges: gc.scavenges,
     };
   } finally {
     await gateway.stop();
@@ -130,4 +127,4 @@ async function main(argv = []) {
 
 if (require.main === module) runMain('bench gc', main);
 
-module.exports = { main, gcTotals };
+module.exports = { main };
