@@ -22,7 +22,7 @@
  * the primary's and its workers'). Other tools: --forward-auth (bench/forward-auth.js: forward-auth decisions
  * against inline proxying, same flags), --match (bench/match.js), --memory (bench/memory.js),
  * --profile (lib/cpu-profile.js), --work (lib/work-count.js), --hot-path (lib/hot-path.js), --login-cost
- * (lib/login-cost.js), --login-displacement (lib/login-displacement.js), --gc (lib/gc-cost.js). See bench/README.md.
+ * (lib/login-cost.js), --login-displacement (lib/login-displacement.js), --gc (lib/gc-cost.js), --ab DIR (lib/ab-pairs.js). See bench/README.md.
  */
 const { existsSync, mkdtempSync, rmSync, writeFileSync } = require('node:fs');
 const os = require('node:os');
@@ -360,6 +360,7 @@ async function main(argv) {
   if (argv.includes('--login-cost')) return require('./lib/login-cost').main(argv.filter((arg) => arg !== '--login-cost'));
   if (argv.includes('--login-displacement')) return require('./lib/login-displacement').main(argv.filter((arg) => arg !== '--login-displacement'));
   if (argv.includes('--gc')) return require('./lib/gc-cost').main(argv.filter((arg) => arg !== '--gc'));
+  if (argv.includes('--ab')) return require('./lib/ab-pairs').main(argv.filter((arg) => arg !== '--ab'));
   const options = parseArgs(argv);
   // --pin before anything starts (the forward-auth scenario included): the runner moves to the load CPUs, children
   // are placed by role (lib/pin.js).
