@@ -18,7 +18,7 @@
  * Usage: node bench/lib/ab-pairs.js DIR [--pairs N] [--duration S] [--cold]   (also: npm run bench -- --ab DIR)
  * `--cold`: both gateways without the session cache (one Redis read per request; needs Redis).
  */
-const { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } = require('node:fs');
+const { existsSync } = require('node:fs');
 const os = require('node:os');
 const { join, resolve } = require('node:path');
 const { numberFlag } = require('./args');
@@ -26,7 +26,7 @@ const { runMain, stopAll, ROOT } = require('./children');
 const { startGatewayProcess } = require('./gateway');
 const { login } = require('./http');
 const { measure } = require('./load');
-const { BENCH_PATH, generatePolicy } = require('./policy');
+const { BENCH_PATH, benchWorkspace } = require('./policy');
 const { purgePrefixes, resolveRedis } = require('./redis');
 const { fmt, fmtInt } = require('./report');
 const { startUpstream } = require('./services');
@@ -72,11 +72,8 @@ async function main(argv = []) {
     log('bench --ab --cold: needs Redis (REDIS_URL, or one answering on 127.0.0.1:6379)');
     return 2;
   }
-  const prefix = `bench-${require('node:crypto').randomBytes(4).toString('hex')}-ab`;
-  const dir = mkdtempSync(join(os.tmpdir(), 'iam-bench-ab-'));
-  const policyDir = join(dir, 'policy');
-  mkdirSync(policyDir);
-  writeFileSync(join(policyDir, 'bench.yaml'), generatePolicy(1000).text);
+  const workspace = benchWorkspace('ab');
+  const { policyDir, prefix } = workspace;
   try {
     const upstream = await startUpstream();
     const common = { upstreamUrl: upstream.url, policyDir, redisUrl: redis.url, prefix, extraEnv: cold ? { IAM_TOKEN_CACHE_ENABLED: 'false' } : {} };
@@ -105,7 +102,7 @@ async function main(argv = []) {
   } finally {
     await stopAll();
     if (redis.url) await purgePrefixes(redis.url, [prefix]).catch(() => undefined);
-    rmSync(dir, { recursive: true, force: true });
+    workspace.remove();
   }
 }
 

@@ -15,15 +15,13 @@
  *
  * Usage: node bench/lib/gc-cost.js [--rounds N] [--duration S]   (also: npm run bench -- --gc)
  */
-const { mkdirSync, mkdtempSync, rmSync, writeFileSync } = require('node:fs');
 const os = require('node:os');
-const { join } = require('node:path');
 const { numberFlag } = require('./args');
 const { runMain, stopAll } = require('./children');
 const { startGatewayProcess } = require('./gateway');
 const { login } = require('./http');
 const { measure } = require('./load');
-const { BENCH_PATH, generatePolicy } = require('./policy');
+const { BENCH_PATH, benchWorkspace } = require('./policy');
 const { purgePrefixes, resolveRedis } = require('./redis');
 const { fmt, fmtInt, table } = require('./report');
 const { startUpstream } = require('./services');
@@ -94,11 +92,8 @@ async function main(argv = []) {
   const rounds = numberFlag(argv, '--rounds', 4);
   const durationS = numberFlag(argv, '--duration', 6);
   const redis = process.env.REDIS_URL ? await resolveRedis() : { url: null };
-  const prefix = `bench-${require('node:crypto').randomBytes(4).toString('hex')}-gc`;
-  const dir = mkdtempSync(join(os.tmpdir(), 'iam-bench-gc-'));
-  const policyDir = join(dir, 'policy');
-  mkdirSync(policyDir);
-  writeFileSync(join(policyDir, 'bench.yaml'), generatePolicy(1000).text);
+  const workspace = benchWorkspace('gc');
+  const { policyDir, prefix } = workspace;
   try {
     const upstream = await startUpstream();
     const common = { upstreamUrl: upstream.url, policyDir, redisUrl: redis.url, prefix };
@@ -121,7 +116,7 @@ async function main(argv = []) {
   } finally {
     await stopAll();
     if (redis.url) await purgePrefixes(redis.url, [prefix]).catch(() => undefined);
-    rmSync(dir, { recursive: true, force: true });
+    workspace.remove();
   }
 }
 

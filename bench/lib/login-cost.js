@@ -14,14 +14,13 @@
  * Uses REDIS_URL / DATABASE_URL like the other benchmarks (else Redis on 127.0.0.1 when it answers, and the
  * embedded database in memory).
  */
-const { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } = require('node:fs');
+const { readdirSync, readFileSync } = require('node:fs');
 const os = require('node:os');
-const { join } = require('node:path');
 const { runMain, stopAll } = require('./children');
 const { startGatewayProcess } = require('./gateway');
 const { login } = require('./http');
 const { loginEachOnce, writeLoginUsers } = require('./login-users');
-const { generatePolicy } = require('./policy');
+const { benchWorkspace } = require('./policy');
 const { ticksPerSecond } = require('./proc');
 const { purgePrefixes, resolveRedis } = require('./redis');
 const { fmt, table } = require('./report');
@@ -57,11 +56,8 @@ async function main(argv = []) {
   const count = countIndex >= 0 ? Number(argv[countIndex + 1]) : 100;
   if (!Number.isInteger(count) || count < 1) throw new Error('--logins needs a positive whole number');
   const redis = await resolveRedis();
-  const prefix = `bench-${require('node:crypto').randomBytes(4).toString('hex')}-login-cost`;
-  const dir = mkdtempSync(join(os.tmpdir(), 'iam-bench-login-cost-'));
-  const policyDir = join(dir, 'policy');
-  require('node:fs').mkdirSync(policyDir);
-  writeFileSync(join(policyDir, 'bench.yaml'), generatePolicy(1000).text);
+  const workspace = benchWorkspace('login-cost');
+  const { dir, policyDir, prefix } = workspace;
   const users = writeLoginUsers(dir);
   try {
     const upstream = await startUpstream();
@@ -92,7 +88,7 @@ async function main(argv = []) {
   } finally {
     await stopAll();
     if (redis.url) await purgePrefixes(redis.url, [prefix]).catch(() => undefined);
-    rmSync(dir, { recursive: true, force: true });
+    workspace.remove();
   }
 }
 

@@ -9,9 +9,7 @@
  *
  * Usage: node bench/lib/login-displacement.js [--rounds N] [--duration S]   (also: npm run bench -- --login-displacement)
  */
-const { mkdirSync, mkdtempSync, rmSync, writeFileSync } = require('node:fs');
 const os = require('node:os');
-const { join } = require('node:path');
 const { numberFlag } = require('./args');
 const { runMain, stopAll } = require('./children');
 const { startGatewayProcess } = require('./gateway');
@@ -19,7 +17,7 @@ const { login } = require('./http');
 const { measure } = require('./load');
 const { loginDriver } = require('./login-driver');
 const { loginEachOnce, writeLoginUsers } = require('./login-users');
-const { BENCH_PATH, generatePolicy } = require('./policy');
+const { BENCH_PATH, benchWorkspace } = require('./policy');
 const { purgePrefixes, resolveRedis } = require('./redis');
 const { fmt, fmtInt, table } = require('./report');
 const { startUpstream } = require('./services');
@@ -32,13 +30,10 @@ async function main(argv = []) {
   const rounds = numberFlag(argv, '--rounds', 3);
   const durationS = numberFlag(argv, '--duration', 8);
   const redis = await resolveRedis();
-  const prefix = `bench-${require('node:crypto').randomBytes(4).toString('hex')}-displacement`;
+  const workspace = benchWorkspace('displacement');
+  const { policyDir, prefix } = workspace;
   const prefixes = [`${prefix}-a`, `${prefix}-b`];
-  const dir = mkdtempSync(join(os.tmpdir(), 'iam-bench-displacement-'));
-  const policyDir = join(dir, 'policy');
-  mkdirSync(policyDir);
-  writeFileSync(join(policyDir, 'bench.yaml'), generatePolicy(1000).text);
-  const users = writeLoginUsers(dir);
+  const users = writeLoginUsers(workspace.dir);
   try {
     const upstream = await startUpstream();
     const common = { upstreamUrl: upstream.url, policyDir, redisUrl: redis.url, extraEnv: users.env };
@@ -80,7 +75,7 @@ async function main(argv = []) {
   } finally {
     await stopAll();
     if (redis.url) await purgePrefixes(redis.url, prefixes).catch(() => undefined);
-    rmSync(dir, { recursive: true, force: true });
+    workspace.remove();
   }
 }
 
