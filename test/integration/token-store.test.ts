@@ -96,14 +96,14 @@ function describeTokenStoreContract(target: ContractTarget): void {
 
     it('forgets a token at its absolute expiry', async () => {
       const hash = newHash();
-      await store.putToken(hash, makeRecord({ ttlMs: 300 }));
+      await store.putToken(hash, makeRecord({ ttlMs: 1000 }));
       if (target.raw) {
         const pttl = await target.raw().pttl(`${prefix}:token:${hash}`);
         expect(pttl).toBeGreaterThan(0);
-        expect(pttl).toBeLessThanOrEqual(300);
+        expect(pttl).toBeLessThanOrEqual(1000);
       }
       expect(await store.getToken(hash)).not.toBeNull();
-      await sleep(450);
+      await sleep(1150);
       expect(await store.getToken(hash)).toBeNull();
       if (target.raw) expect(await target.raw().exists(`${prefix}:token:${hash}`)).toBe(0);
     });
@@ -115,16 +115,19 @@ function describeTokenStoreContract(target: ContractTarget): void {
     });
 
     it('slides the idle window on every read and expires an idle token', async () => {
+      // Windows long enough that a busy machine (a CI run) cannot end one between two steps.
+      const idleMs = 1200;
       const hash = newHash();
       const key = `${prefix}:token:${hash}`;
-      await store.putToken(hash, makeRecord({ ttlMs: 60_000, idleMs: 400 }));
-      if (target.raw) expect(await target.raw().pttl(key)).toBeLessThanOrEqual(400);
-      await sleep(250);
-      expect(await store.getToken(hash)).not.toBeNull(); // slides: idle until ~650
-      if (target.raw) expect(await target.raw().pttl(key)).toBeGreaterThan(300);
-      await sleep(250);
-      expect(await store.getToken(hash)).not.toBeNull(); // 500 ms after put, 250 ms idle
-      await sleep(550);
+      await store.putToken(hash, makeRecord({ ttlMs: 60_000, idleMs }));
+      if (target.raw) expect(await target.raw().pttl(key)).toBeLessThanOrEqual(idleMs);
+      await sleep(600);
+      expect(await store.getToken(hash)).not.toBeNull(); // slides: idle until ~1800
+      if (target.raw) expect(await target.raw().pttl(key)).toBeGreaterThan(idleMs - 300);
+      await sleep(600);
+      expect(await store.getToken(hash)).not.toBeNull(); // 1200 ms after put, 600 ms idle
+      // Not polled: every read would slide the window again.
+      await sleep(idleMs + 400);
       expect(await store.getToken(hash)).toBeNull();
     });
 
@@ -149,7 +152,7 @@ function describeTokenStoreContract(target: ContractTarget): void {
       const longHash = newHash();
       const shortHash = newHash();
       const longRecord = makeRecord({ userId, ttlMs: 60_000 });
-      const shortRecord = makeRecord({ userId, ttlMs: 300 });
+      const shortRecord = makeRecord({ userId, ttlMs: 1000 });
       await store.putToken(longHash, longRecord);
       await store.putToken(shortHash, shortRecord);
       const indexKey = `${prefix}:user:${userId}:sessions`;
@@ -163,7 +166,7 @@ function describeTokenStoreContract(target: ContractTarget): void {
           [shortRecord.sessionId, shortHash],
         ]),
       );
-      await sleep(450);
+      await sleep(1150);
       expect(await store.listUserTokens(userId)).toEqual(new Map([[longRecord.sessionId, longHash]]));
       if (target.raw) expect(await target.raw().hkeys(indexKey)).toEqual([longRecord.sessionId]);
 
@@ -195,24 +198,28 @@ function describeTokenStoreContract(target: ContractTarget): void {
     });
 
     it('counts hits in a fixed window that starts at the first hit', async () => {
+      // A window long enough that a busy machine (a CI run) cannot end it between two steps; its end is waited for.
+      const windowMs = 2000;
       const key = randomId('login:alice');
-      const first = await store.hit(key, 600);
+      const startedAt = Date.now();
+      const first = await store.hit(key, windowMs);
       expect(first.count).toBe(1);
       expect(first.resetInMs).toBeGreaterThan(0);
-      expect(first.resetInMs).toBeLessThanOrEqual(600);
+      expect(first.resetInMs).toBeLessThanOrEqual(windowMs);
       await sleep(300);
-      const second = await store.hit(key, 600);
+      const second = await store.hit(key, windowMs);
       expect(second.count).toBe(2);
-      expect(second.resetInMs).toBeLessThanOrEqual(320); // the window did not restart
+      expect(second.resetInMs).toBeLessThanOrEqual(windowMs - 280); // the window did not restart
       const peeked = await store.peek(key);
       expect(peeked.count).toBe(2);
       expect((await store.peek(key)).count).toBe(2); // peek does not count
-      await sleep(400);
+      await waitFor('the window to end', async () => (await store.peek(key)).count === 0, windowMs + 5000);
+      expect(Date.now() - startedAt).toBeGreaterThanOrEqual(windowMs - 20); // not before its length
       expect(await store.peek(key)).toEqual({ count: 0, resetInMs: 0 });
-      expect((await store.hit(key, 600)).count).toBe(1); // a new window
+      expect((await store.hit(key, windowMs)).count).toBe(1); // a new window
       await store.resetCounter(key);
       expect(await store.peek(key)).toEqual({ count: 0, resetInMs: 0 });
-      expect((await store.hit(key, 600)).count).toBe(1);
+      expect((await store.hit(key, windowMs)).count).toBe(1);
     });
 
     it('purges every key under its prefix and reports how many', async () => {
