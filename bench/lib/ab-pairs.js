@@ -22,12 +22,13 @@ const { existsSync } = require('node:fs');
 const os = require('node:os');
 const { join, resolve } = require('node:path');
 const { numberFlag } = require('./args');
-const { runMain, stopAll, ROOT } = require('./children');
+const { runMain, ROOT } = require('./children');
 const { startGatewayProcess } = require('./gateway');
 const { login } = require('./http');
 const { measure } = require('./load');
-const { BENCH_PATH, benchWorkspace } = require('./policy');
-const { purgePrefixes, resolveRedis } = require('./redis');
+const { BENCH_PATH } = require('./policy');
+const { benchWorkspace } = require('./workspace');
+const { resolveRedis } = require('./redis');
 const { fmt, fmtInt } = require('./report');
 const { startUpstream } = require('./services');
 const { median } = require('./stats');
@@ -100,9 +101,7 @@ async function main(argv = []) {
     log(`\nthis ÷ other, median of ${pairs} pairs: CPU per request ${fmt(median(ratios.cpu), 3)} (pairs ${range(ratios.cpu)}; lower in ${lower} of ${pairs}), req/s ${fmt(median(ratios.rps), 3)} (pairs ${range(ratios.rps)})`);
     return 0;
   } finally {
-    await stopAll();
-    if (redis.url) await purgePrefixes(redis.url, [prefix]).catch(() => undefined);
-    workspace.remove();
+    await workspace.close(redis.url);
   }
 }
 

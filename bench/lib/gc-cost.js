@@ -17,12 +17,13 @@
  */
 const os = require('node:os');
 const { numberFlag } = require('./args');
-const { runMain, stopAll } = require('./children');
+const { runMain } = require('./children');
 const { startGatewayProcess } = require('./gateway');
 const { login } = require('./http');
 const { measure } = require('./load');
-const { BENCH_PATH, benchWorkspace } = require('./policy');
-const { purgePrefixes, resolveRedis } = require('./redis');
+const { BENCH_PATH } = require('./policy');
+const { benchWorkspace } = require('./workspace');
+const { resolveRedis } = require('./redis');
 const { fmt, fmtInt, table } = require('./report');
 const { startUpstream } = require('./services');
 const { median } = require('./stats');
@@ -114,9 +115,7 @@ async function main(argv = []) {
     log(table(['gateway', 'req/s', 'cpu µs/req', 'scavenge µs/req', 'promoted B/req', 'mark-compact µs/req'], rows));
     return 0;
   } finally {
-    await stopAll();
-    if (redis.url) await purgePrefixes(redis.url, [prefix]).catch(() => undefined);
-    workspace.remove();
+    await workspace.close(redis.url);
   }
 }
 

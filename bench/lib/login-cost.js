@@ -16,13 +16,13 @@
  */
 const { readdirSync, readFileSync } = require('node:fs');
 const os = require('node:os');
-const { runMain, stopAll } = require('./children');
+const { runMain } = require('./children');
 const { startGatewayProcess } = require('./gateway');
 const { login } = require('./http');
 const { loginEachOnce, writeLoginUsers } = require('./login-users');
-const { benchWorkspace } = require('./policy');
+const { benchWorkspace } = require('./workspace');
 const { ticksPerSecond } = require('./proc');
-const { purgePrefixes, resolveRedis } = require('./redis');
+const { resolveRedis } = require('./redis');
 const { fmt, table } = require('./report');
 const { startUpstream } = require('./services');
 
@@ -86,9 +86,7 @@ async function main(argv = []) {
       `${process.env.DATABASE_URL ? ", PostgreSQL's own processes not counted" : ''}.`);
     return 0;
   } finally {
-    await stopAll();
-    if (redis.url) await purgePrefixes(redis.url, [prefix]).catch(() => undefined);
-    workspace.remove();
+    await workspace.close(redis.url);
   }
 }
 

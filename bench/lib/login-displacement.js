@@ -11,14 +11,15 @@
  */
 const os = require('node:os');
 const { numberFlag } = require('./args');
-const { runMain, stopAll } = require('./children');
+const { runMain } = require('./children');
 const { startGatewayProcess } = require('./gateway');
 const { login } = require('./http');
 const { measure } = require('./load');
 const { loginDriver } = require('./login-driver');
 const { loginEachOnce, writeLoginUsers } = require('./login-users');
-const { BENCH_PATH, benchWorkspace } = require('./policy');
-const { purgePrefixes, resolveRedis } = require('./redis');
+const { BENCH_PATH } = require('./policy');
+const { benchWorkspace } = require('./workspace');
+const { resolveRedis } = require('./redis');
 const { fmt, fmtInt, table } = require('./report');
 const { startUpstream } = require('./services');
 const { median } = require('./stats');
@@ -73,9 +74,7 @@ async function main(argv = []) {
     log(table(['logins', 'req/s', 'p99 ms', 'p99 ÷ none', 'logins/s'], rows));
     return 0;
   } finally {
-    await stopAll();
-    if (redis.url) await purgePrefixes(redis.url, prefixes).catch(() => undefined);
-    workspace.remove();
+    await workspace.close(redis.url, prefixes);
   }
 }
 

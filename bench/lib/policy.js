@@ -16,11 +16,6 @@
  * `/misc/r<j>` routes.
  */
 
-const { randomBytes } = require('node:crypto');
-const { mkdirSync, mkdtempSync, rmSync, writeFileSync } = require('node:fs');
-const os = require('node:os');
-const { join } = require('node:path');
-
 const ROUTES_PER_UNIT = 9;
 const BENCH_PATH = '/bench/projects/1';
 
@@ -102,17 +97,4 @@ function spreadPaths(units, count) {
   return out;
 }
 
-/**
- * What a bench tool's gateways need around them: a temporary directory (`dir`, for other files too) holding the
- * 1,000-route policy in `policyDir`, and a random token-store prefix naming `label` (`bench-<hex>-<label>`) for the
- * caller to purge at the end. `remove()` deletes the directory.
- */
-function benchWorkspace(label) {
-  const dir = mkdtempSync(join(os.tmpdir(), `iam-bench-${label}-`));
-  const policyDir = join(dir, 'policy');
-  mkdirSync(policyDir);
-  writeFileSync(join(policyDir, 'bench.yaml'), generatePolicy(1000).text);
-  return { dir, policyDir, prefix: `bench-${randomBytes(4).toString('hex')}-${label}`, remove: () => rmSync(dir, { recursive: true, force: true }) };
-}
-
-module.exports = { BENCH_PATH, ROUTES_PER_UNIT, benchWorkspace, generatePolicy, samplePaths, spreadPaths };
+module.exports = { BENCH_PATH, ROUTES_PER_UNIT, generatePolicy, samplePaths, spreadPaths };
