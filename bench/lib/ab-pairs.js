@@ -73,7 +73,7 @@ async function main(argv = []) {
     log('bench --ab --cold: needs Redis (REDIS_URL, or one answering on 127.0.0.1:6379)');
     return 2;
   }
-  const workspace = benchWorkspace('ab');
+  const workspace = benchWorkspace('ab', redis.url);
   const { policyDir, prefix } = workspace;
   try {
     const upstream = await startUpstream();
@@ -101,7 +101,7 @@ async function main(argv = []) {
     log(`\nthis ÷ other, median of ${pairs} pairs: CPU per request ${fmt(median(ratios.cpu), 3)} (pairs ${range(ratios.cpu)}; lower in ${lower} of ${pairs}), req/s ${fmt(median(ratios.rps), 3)} (pairs ${range(ratios.rps)})`);
     return 0;
   } finally {
-    await workspace.close(redis.url);
+    await workspace.close();
   }
 }
 

@@ -93,7 +93,7 @@ async function main(argv = []) {
   const rounds = numberFlag(argv, '--rounds', 4);
   const durationS = numberFlag(argv, '--duration', 6);
   const redis = process.env.REDIS_URL ? await resolveRedis() : { url: null };
-  const workspace = benchWorkspace('gc');
+  const workspace = benchWorkspace('gc', redis.url);
   const { policyDir, prefix } = workspace;
   try {
     const upstream = await startUpstream();
@@ -115,7 +115,7 @@ async function main(argv = []) {
     log(table(['gateway', 'req/s', 'cpu µs/req', 'scavenge µs/req', 'promoted B/req', 'mark-compact µs/req'], rows));
     return 0;
   } finally {
-    await workspace.close(redis.url);
+    await workspace.close();
   }
 }
 

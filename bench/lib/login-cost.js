@@ -56,7 +56,7 @@ async function main(argv = []) {
   const count = countIndex >= 0 ? Number(argv[countIndex + 1]) : 100;
   if (!Number.isInteger(count) || count < 1) throw new Error('--logins needs a positive whole number');
   const redis = await resolveRedis();
-  const workspace = benchWorkspace('login-cost');
+  const workspace = benchWorkspace('login-cost', redis.url);
   const { dir, policyDir, prefix } = workspace;
   const users = writeLoginUsers(dir);
   try {
@@ -86,7 +86,7 @@ async function main(argv = []) {
       `${process.env.DATABASE_URL ? ", PostgreSQL's own processes not counted" : ''}.`);
     return 0;
   } finally {
-    await workspace.close(redis.url);
+    await workspace.close();
   }
 }
 

@@ -31,9 +31,8 @@ async function main(argv = []) {
   const rounds = numberFlag(argv, '--rounds', 3);
   const durationS = numberFlag(argv, '--duration', 8);
   const redis = await resolveRedis();
-  const workspace = benchWorkspace('displacement');
-  const { policyDir, prefix } = workspace;
-  const prefixes = [`${prefix}-a`, `${prefix}-b`];
+  const workspace = benchWorkspace('displacement', redis.url, ['-a', '-b']);
+  const { policyDir, prefixes } = workspace;
   const users = writeLoginUsers(workspace.dir);
   try {
     const upstream = await startUpstream();
@@ -74,7 +73,7 @@ async function main(argv = []) {
     log(table(['logins', 'req/s', 'p99 ms', 'p99 ÷ none', 'logins/s'], rows));
     return 0;
   } finally {
-    await workspace.close(redis.url, prefixes);
+    await workspace.close();
   }
 }
 
