@@ -70,10 +70,15 @@ export function registerLoginPageRoutes(router: Router, deps: LoginPageDeps): vo
   });
 }
 
-/** A redirect without a body (Koa's `redirect()` would add a "Redirecting to…" text). */
-export function redirect(ctx: Context, status: 302 | 303, location: string): void {
+/**
+ * A redirect without a body (Koa's `redirect()` would add a "Redirecting to…" text). A string is a path on the
+ * gateway's own origin and is checked in the exact form it is emitted (`safeReturnTo`: anything that would leave the
+ * origin becomes `/`), whoever computed it; a `URL` is an address the configuration or the provider's discovery
+ * named (the OpenID Provider's authorization and end-session endpoints), never one a client chose.
+ */
+export function redirect(ctx: Context, status: 302 | 303, location: string | URL): void {
   ctx.status = status;
-  ctx.set('Location', location);
+  ctx.set('Location', typeof location === 'string' ? safeReturnTo(location) : location.href);
   ctx.set('Cache-Control', 'no-store');
   ctx.body = '';
 }

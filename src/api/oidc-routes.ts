@@ -70,7 +70,7 @@ export function registerOidcRoutes(router: Router, deps: OidcRoutesDeps): void {
       // RP-initiated logout at the provider when it offers it; if it cannot be reached, the gateway session is
       // ended anyway and the browser goes home.
       const endSession = await deps.rp.endSessionUrl().catch(() => null);
-      redirect(ctx, 302, endSession?.href ?? '/');
+      redirect(ctx, 302, endSession ?? '/');
     });
   });
 

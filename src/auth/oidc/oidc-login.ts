@@ -47,10 +47,10 @@ export const oidcIdentityId = (subject: string): string => `oidc:${subject}`;
 export class OidcLogin {
   constructor(private readonly deps: OidcLoginDeps) {}
 
-  async begin(returnTo: string): Promise<{ location: string; stateCookie: string }> {
+  async begin(returnTo: string): Promise<{ location: URL; stateCookie: string }> {
     const { url, pending } = await this.deps.rp.beginLogin();
     const stateCookie = this.deps.seal.seal({ ...pending, returnTo, expiresAtMs: Date.now() + LOGIN_STATE_TTL_MS });
-    return { location: url.href, stateCookie };
+    return { location: url, stateCookie };
   }
 
   /**
