@@ -13,7 +13,7 @@ import { ProblemError, problems } from '../domain/problem';
 import { parseAuditListQuery, parseUserListQuery } from './admin-query';
 import { parseSessionListQuery } from './session-query';
 import { IDENTIFIER_PATTERN } from '../auth/identity-validation';
-import { IdentityInput, ProfileInput, RevokeInput, ScopesInput, TemplateInput, UserInput } from './schemas/requests';
+import { IdentityInput, profileInput, RevokeInput, ScopesInput, TemplateInput, UserInput, type ProfileBody } from './schemas/requests';
 import type { AdminActor, AdminService } from './admin-service';
 
 /** A path parameter naming an object: the identifier rule of the bodies. */
@@ -25,6 +25,8 @@ export interface AdminRoutesDeps {
   /** The actor's compiled grant: what an admin write may grant at most (escalation prevention). */
   grants: Pick<GrantProvider, 'getGrant'>;
   requireSession: Middleware;
+  /** `iam.client-types`: a profile may name only these (400 otherwise, as provisioning refuses them). */
+  clientTypes: readonly string[];
 }
 
 /** The admin permission codes (docs/http-contract.md). */
@@ -53,7 +55,7 @@ export function registerAdminRoutes(router: Router, deps: AdminRoutesDeps): void
   const validateTemplate = ajv.compile<Static<typeof TemplateInput>>(TemplateInput);
   const validateUser = ajv.compile<Static<typeof UserInput>>(UserInput);
   const validateIdentity = ajv.compile<Static<typeof IdentityInput>>(IdentityInput);
-  const validateProfile = ajv.compile<Static<typeof ProfileInput>>(ProfileInput);
+  const validateProfile = ajv.compile<ProfileBody>(profileInput(deps.clientTypes));
   const validateScopes = ajv.compile<Static<typeof ScopesInput>>(ScopesInput);
   const validateRevoke = ajv.compile<Static<typeof RevokeInput>>(RevokeInput);
   // An admin write is a span of its own when tracing is on (under the request's), named by its permission.
@@ -155,7 +157,7 @@ async function adminActor(ctx: Context, grants: AdminRoutesDeps['grants']): Prom
   const principal = callerOf(ctx).record.principal;
   const grant = await grants.getGrant(principal);
   if (grant === null) throw new ProblemError('IAM_ACCESS_DENIED', `profile ${principal.activeProfileId ?? '(none)'} is not available`);
-  return { userId: principal.userId, facts: factsOf(ctx), holds: { permissions: grant.permissions, unscoped: !grant.scoped, scopes: grant.scopes } };
+  return { userId: principal.userId, facts: factsOf(ctx), holds: { permissions: grant.permissions, unscoped: !grant.scoped, scopes: grant.scopes, clientTypes: grant.clientTypes } };
 }
 
 /** Path ids follow the identifier rule of the bodies (visible ASCII, 1–200 characters). */

@@ -83,7 +83,7 @@ export function registerIamRoutes(router: Router, deps: IamRoutesDeps): void {
     requireSession: sessionGuard,
     allowPathParameters: deps.allowPathParameters,
   });
-  registerAdminRoutes(router, { admin, engine, grants: deps.grants, requireSession: sessionGuard });
+  registerAdminRoutes(router, { admin, engine, grants: deps.grants, requireSession: sessionGuard, clientTypes: deps.clientTypes });
   registerPolicyRoutes(router, { holder, engine, requireSession: sessionGuard });
   if (deps.console) registerConsoleRoutes(router, { files: deps.console, bearers: deps.bearers, loginPath: deps.browserLogin.loginPath });
 }

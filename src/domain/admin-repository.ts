@@ -45,10 +45,12 @@ export interface HeldGrant {
   /** True when the actor's profile applies to every resource (then `scopes` does not matter). */
   unscoped: boolean;
   scopes: ScopeRecord[];
+  /** The client types the actor's profile applies to; null = every client type (trusted callers). */
+  clientTypes: readonly string[] | null;
 }
 
-/** Holds everything: `*:*` on every resource (trusted callers such as provisioning and tests). */
-export const FULL_GRANT: HeldGrant = Object.freeze({ permissions: ['*:*'], unscoped: true, scopes: [] });
+/** Holds everything: `*:*` on every resource, for every client type (trusted callers such as provisioning and tests). */
+export const FULL_GRANT: HeldGrant = Object.freeze({ permissions: ['*:*'], unscoped: true, scopes: [], clientTypes: null });
 
 /** The stable name of the rule in the 403 body (`rule`). */
 export const ESCALATION_RULE = 'ESCALATION_PREVENTION' as const;

@@ -6,7 +6,7 @@
  */
 import { openApiDocument } from '../../src/api/openapi-document';
 import { MikroOrmAdminRepository } from '../../src/adapters/postgres/admin-repository';
-import { type HeldGrant } from '../../src/domain/admin-repository';
+import { FULL_GRANT, type HeldGrant } from '../../src/domain/admin-repository';
 import type { ProvisioningDocument } from '../../src/domain/records';
 import type { RunningGateway } from '../../src/app/start-gateway';
 import { type TestDatabase } from '../support/database';
@@ -171,6 +171,41 @@ describe('#11.4 delegated admins cannot escalate', () => {
     expect((await call('PUT', '/iam/admin/identities/id-esc-plain', tokens.uw!, { userId: 'u-esc-plain', identityDomain: 'example.com', enabled: true })).status).toBe(201);
   });
 
+  it('round 3: escalation prevention covers client types: an admin serving only WEB cannot hand out an API profile', async () => {
+    // The pw admin (WEB only) holds iam.admin.profiles:write and project:read: the codes are his, the API client is not.
+    const forBob = await call('PUT', '/iam/admin/profiles/p-esc-ct-bob', tokens.pw!, { ...profileBody('u-bob', 't-esc-read'), clientTypes: ['WEB', 'API'] });
+    expectEscalation(forBob, '/clientTypes/1');
+    expect(await db.repository.getProfile('p-esc-ct-bob')).toBeNull();
+    // The reproduction: his own admin profile for API, MOBILE and DESKTOP logins, then an API login to the admin API.
+    const forHimself = await call('PUT', '/iam/admin/profiles/p-esc-ct-self', tokens.pw!, { ...profileBody('u-alice', 't-esc-pw'), clientTypes: ['API', 'MOBILE', 'DESKTOP'] });
+    expectEscalation(forHimself, '/clientTypes/0');
+    expect(forHimself.body.errors.map((e: { pointer: string }) => e.pointer)).toEqual(['/clientTypes/0', '/clientTypes/1', '/clientTypes/2']);
+    expect(await db.repository.getProfile('p-esc-ct-self')).toBeNull();
+    const apiLogin = await login(gateway.url, 'alice', 'alice-password', 'API');
+    expect((await call('POST', '/iam/authorization/profiles/p-esc-ct-self/switch', apiLogin.accessToken)).status).toBe(404);
+    // An existing WEB profile widened to API by update: refused, unchanged.
+    expectEscalation(await call('PUT', '/iam/admin/profiles/p-esc-pw', tokens.pw!, { ...profileBody('u-alice', 't-esc-pw'), clientTypes: ['WEB', 'API'] }), '/clientTypes/1');
+    expect((await db.repository.getProfile('p-esc-pw'))!.clientTypes).toEqual(['WEB']);
+    // What he serves he grants; a disabled draft grants nothing, whatever its client types.
+    expect((await call('PUT', '/iam/admin/profiles/p-esc-ct-bob', tokens.pw!, profileBody('u-bob', 't-esc-read'))).status).toBe(201);
+    expect((await call('PUT', '/iam/admin/profiles/p-esc-ct-draft', tokens.pw!, { ...profileBody('u-bob', 't-esc-read', false), clientTypes: ['API'] })).status).toBe(201);
+    // The full admin's profile serves every client type: he grants MOBILE; the pw admin does not.
+    expectEscalation(await call('PUT', '/iam/admin/profiles/p-esc-ct-mobile', tokens.pw!, { ...profileBody('u-bob', 't-esc-read'), clientTypes: ['MOBILE'] }), '/clientTypes/0');
+    expect((await call('PUT', '/iam/admin/profiles/p-esc-ct-mobile', fullAdmin, { ...profileBody('u-bob', 't-esc-read'), clientTypes: ['MOBILE'] })).status).toBe(201);
+    // The template escalation covers them too: codes added to a template reach its profiles' client types.
+    expect((await call('PUT', '/iam/admin/templates/t-esc-ct', fullAdmin, { name: 'ct', permissions: [] })).status).toBe(201);
+    expect((await call('PUT', '/iam/admin/profiles/p-esc-ct-api', fullAdmin, { ...profileBody('u-bob', 't-esc-ct'), clientTypes: ['API'] })).status).toBe(201);
+    expectEscalation(await call('PUT', '/iam/admin/templates/t-esc-ct', tokens.tw!, { name: 'ct', permissions: ['project:read'] }), '/permissions');
+  });
+
+  it('round 3: a profile names only configured client types (400, as provisioning), whoever writes it', async () => {
+    for (const clientTypes of [['TOASTER'], ['WEB', 'web'], ['WEB', 'API', 'SMART-FRIDGE']]) {
+      const answer = await call('PUT', '/iam/admin/profiles/p-esc-ct-unknown', fullAdmin, { ...profileBody('u-bob', 't-esc-read'), clientTypes });
+      expect([clientTypes, answer.status, answer.body.code]).toEqual([clientTypes, 400, 'IAM_VALIDATION_FAILED']);
+    }
+    expect(await db.repository.getProfile('p-esc-ct-unknown')).toBeNull();
+  });
+
   it('#11.4: a scoped admin grants only within his scopes, never unscoped, and cannot widen a template used outside them', async () => {
     const scoped = tokens.scoped!;
     // A new profile has no scopes (every resource): only as a disabled draft.
@@ -206,12 +241,12 @@ describe('#11.4 delegated admins cannot escalate', () => {
 describe('#11.4 escalation prevention under concurrency', () => {
   it('#11.4: a template edit and a profile bind racing each other never let a grant through that neither actor holds', async () => {
     const repository = new MikroOrmAdminRepository(db.orm);
-    const holds: HeldGrant = { permissions: ['project:read', 'iam.admin.templates:write', 'iam.admin.profiles:write'], unscoped: true, scopes: [] };
+    const holds: HeldGrant = { permissions: ['project:read', 'iam.admin.templates:write', 'iam.admin.profiles:write'], unscoped: true, scopes: [], clientTypes: null };
     const audit = { actorUserId: 'u-alice', requestId: null, clientAddress: null, holds };
     let bothWritten = 0;
     for (let i = 0; i < 12; i++) {
       const versionId = `t-esc-race-${i}`;
-      await repository.upsertTemplate(versionId, { name: versionId, permissions: ['project:read'] }, { ...audit, holds: { permissions: ['*:*'], unscoped: true, scopes: [] } });
+      await repository.upsertTemplate(versionId, { name: versionId, permissions: ['project:read'] }, { ...audit, holds: FULL_GRANT });
       // Unused, the template may take a code the actor lacks; bound, it may not. Binding it needs holding all its codes.
       const results = await Promise.allSettled([
         repository.upsertTemplate(versionId, { name: versionId, permissions: ['project:read', 'project:delete'] }, audit),

@@ -26,6 +26,8 @@ beforeAll(async () => {
   fixture = await startGatewayWithUpstream({
     IAM_POLICIES_DIR: join(ROOT, 'test/fixtures/e2e-policies'),
     IAM_LOGIN_RATE_LIMIT_MAX_FAILURES: '3',
+    // One configured client type no profile serves (the CLIENT_TYPE_MISMATCH diagnostics case).
+    IAM_CLIENT_TYPES: '["WEB","MOBILE","DESKTOP","API","KIOSK"]',
   });
   ({ upstream, gateway } = fixture);
 });
@@ -514,7 +516,7 @@ describe('authorization', () => {
     const path = '/iam/authorization/diagnostics';
     it.each([
       ['an administrator: a granted permission on a resource', 'admin', { permissionCode: 'admin:write', resourceType: 'PROJECT', resourceId: '1', scopeAccess: 'READ' }, true, 'SCOPE_GRANTED'],
-      ['an administrator: a client type the profile does not serve', 'admin', { permissionCode: 'admin:write', clientType: 'MOBILE' }, false, 'CLIENT_TYPE_MISMATCH'],
+      ['an administrator: a client type the profile does not serve', 'admin', { permissionCode: 'admin:write', clientType: 'KIOSK' }, false, 'CLIENT_TYPE_MISMATCH'],
       ['an administrator: another identity domain', 'admin', { permissionCode: 'admin:write', domain: 'elsewhere.org' }, false, 'DOMAIN_MISMATCH'],
       ['a declared host route', 'alice', { method: 'GET', path: '/api/projects/1' }, true, 'PERMISSION_GRANTED'],
       ['an undeclared host route', 'alice', { method: 'GET', path: '/nowhere' }, false, 'ROUTE_NOT_DECLARED'],

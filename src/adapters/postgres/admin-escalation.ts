@@ -21,6 +21,8 @@ export interface GrantedProfile {
   permissions: string[];
   unscoped: boolean;
   scopes: ScopeRecord[];
+  /** The client types whose logins the profile applies to. */
+  clientTypes: readonly string[];
 }
 
 type Problem = { pointer: string; message: string };
@@ -52,9 +54,16 @@ export function missingPermissions(held: HeldGrant, codes: readonly string[]): s
   return codes.filter((code) => !holdsPermission(held.permissions, code));
 }
 
+/** Whether the actor's profile applies to logins of `clientType` (null: every client type). */
+export function holdsClientType(held: HeldGrant, clientType: string): boolean {
+  return held.clientTypes === null || held.clientTypes.includes(clientType);
+}
+
 /**
  * Why granting `profile` would escalate, as JSON pointers into the profile (`/templateVersionId` for
- * codes, `/scopes/{i}`, `/unscoped`); empty when the actor holds all of it or the profile is inactive.
+ * codes, `/scopes/{i}`, `/unscoped`, `/clientTypes/{i}`); empty when the actor holds all of it or the profile is
+ * inactive. Every part of the grant is covered: what (codes), where (scopes) and from which clients (client types:
+ * an admin whose profile applies only to WEB cannot hand out an API profile).
  */
 export function profileEscalations(held: HeldGrant, profile: GrantedProfile, where = ''): Problem[] {
   if (!profile.active) return [];
@@ -62,6 +71,10 @@ export function profileEscalations(held: HeldGrant, profile: GrantedProfile, whe
     pointer: `${where}/templateVersionId`,
     message: `profile ${profile.profileId} would grant "${code}", which your active profile does not hold`,
   }));
+  profile.clientTypes.forEach((clientType, index) => {
+    if (holdsClientType(held, clientType)) return;
+    found.push({ pointer: `${where}/clientTypes/${index}`, message: `profile ${profile.profileId} would apply to ${clientType} logins; your active profile applies only to ${held.clientTypes!.join(', ') || 'none'}` });
+  });
   if (profile.unscoped && !held.unscoped) {
     found.push({ pointer: `${where}/unscoped`, message: `profile ${profile.profileId} would apply to every resource; your active profile is scoped` });
   } else if (!profile.unscoped) {
@@ -95,6 +108,7 @@ export function grantedBy(profile: ProfileEntity, overrides: Partial<GrantedProf
     permissions: overrides.permissions ?? profile.template.permissions.getItems().map((permission) => permission.permissionCode),
     unscoped: overrides.unscoped ?? profile.unscoped,
     scopes,
+    clientTypes: overrides.clientTypes ?? profile.clientTypes,
   };
 }
 
@@ -118,7 +132,7 @@ export async function activeProfilesOf(em: EntityManager, userId: string): Promi
 
 /** Refuses when the actor does not hold all of what the user's active profiles grant. */
 export async function refuseUserEscalation(em: EntityManager, held: HeldGrant, userId: string, pointer: string): Promise<void> {
-  if (held.unscoped && held.permissions.includes('*:*')) return;
+  if (held.unscoped && held.permissions.includes('*:*') && held.clientTypes === null) return;
   const found = (await activeProfilesOf(em, userId)).flatMap((profile) =>
     profileEscalations(held, profile).map((problem) => ({ pointer, message: `user ${userId}: ${problem.message}` })),
   );

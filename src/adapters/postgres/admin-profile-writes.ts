@@ -64,7 +64,7 @@ export async function writeProfile(
   const unscoped = input.unscoped ?? stored?.unscoped ?? true;
   const scopes = unscoped || stored === null ? [] : grantedBy(stored, { permissions }).scopes;
   // What the profile grants once written: the new template, flags and scoping.
-  refuseEscalation(profileEscalations(audit.holds, { profileId, permissions, scopes, unscoped, active: input.enabled && !input.revoked }));
+  refuseEscalation(profileEscalations(audit.holds, { profileId, permissions, scopes, unscoped, clientTypes: unique(input.clientTypes), active: input.enabled && !input.revoked }));
 
   const before = stored === null ? null : toProfileRecord(stored);
   const now = new Date();

@@ -93,12 +93,22 @@ export const IdentityInput = StrictObject({
 });
 export type IdentityBody = Static<typeof IdentityInput>;
 
-/** `PUT /iam/admin/profiles/{profileId}` (scopes have their own endpoint). */
-export const ProfileInput = StrictObject({
+/**
+ * `PUT /iam/admin/profiles/{profileId}` (scopes have their own endpoint). `clientTypes` (the configured
+ * `iam.client-types`) narrows the profile's client types for validation, as provisioning does; the document shows it
+ * without (null).
+ */
+export const profileInput = (clientTypes: readonly string[] | null) =>
+  StrictObject({
   userId: Identifier('An existing user (else 422).'),
   profileName: Type.String({ minLength: 1, maxLength: 200 }),
   templateVersionId: Identifier('An existing template version (else 422).'),
-  clientTypes: Type.Array(Type.String({ minLength: 1, maxLength: 50 }), { uniqueItems: true, maxItems: 50 }),
+  clientTypes: Type.Array(
+    clientTypes === null
+      ? Type.String({ minLength: 1, maxLength: 50, description: 'One of `iam.client-types`; others get 400.' })
+      : Type.Unsafe<string>({ type: 'string', enum: [...clientTypes] }),
+    { uniqueItems: true, maxItems: 50 },
+  ),
   enabled: Type.Boolean(),
   revoked: Type.Boolean(),
   unscoped: Type.Optional(
@@ -107,6 +117,7 @@ export const ProfileInput = StrictObject({
     }),
   ),
 });
+export const ProfileInput = profileInput(null);
 export type ProfileBody = Static<typeof ProfileInput>;
 
 /** One resource a profile's permissions apply to. */
