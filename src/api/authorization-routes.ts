@@ -2,7 +2,7 @@ import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import type { AuditTrail } from '../audit/audit-trail';
 import type { LoginService } from '../auth/login-service';
-import type { AuthorizationDecision } from '../authz/decision';
+import { decisionView, type AuthorizationDecision, type DecisionAudience } from '../authz/decision';
 import { problemFromDecision, type DecisionEngine } from '../authz/decision-engine';
 import { ADMIN_PERMISSIONS } from './admin-routes';
 import { normalizeRequestTarget } from '../http/normalize-target';
@@ -71,10 +71,12 @@ export function registerAuthorizationRoutes(router: Router, deps: AuthorizationR
     let subject = { principal: caller.record.principal, clientType: caller.record.clientType };
     const policy = deps.policy();
     let decision: AuthorizationDecision;
+    // A diagnostics administrator sees the full trace; anyone else their own view of it (decisionView).
+    const administrator = await decidePermission(deps.engine, caller, ADMIN_PERMISSIONS.diagnosticsRead);
+    const audience: DecisionAudience = administrator.allowed ? 'full' : 'caller';
     if ('method' in body && body.userId !== undefined) {
       // Explaining another user's access is an administrator's question.
-      const admitted = await decidePermission(deps.engine, caller, ADMIN_PERMISSIONS.diagnosticsRead);
-      if (!admitted.allowed) throw problemFromDecision(admitted);
+      if (!administrator.allowed) throw problemFromDecision(administrator);
       subject = await deps.subjectOf(body.userId, body.clientType ?? 'WEB');
     }
     if ('method' in body) {
@@ -84,8 +86,7 @@ export function registerAuthorizationRoutes(router: Router, deps: AuthorizationR
     } else {
       // Pairing any permission with any resource type and id would make the resolvers an oracle (which task
       // belongs to which project): this form is for administrators; `{method, path}` is for everyone.
-      const admitted = await decidePermission(deps.engine, caller, ADMIN_PERMISSIONS.diagnosticsRead);
-      if (!admitted.allowed) throw problemFromDecision(admitted);
+      if (!administrator.allowed) throw problemFromDecision(administrator);
       decision = await deps.engine.decide({
         subject,
         permissionCode: body.permissionCode,
@@ -97,22 +98,22 @@ export function registerAuthorizationRoutes(router: Router, deps: AuthorizationR
         resources: policy.resources,
       });
     }
-    ctx.body = decision;
+    ctx.body = decisionView(decision, audience);
   });
 
   router.get('/authorization/decisions/:decisionId', deps.requireSession, async (ctx) => {
     const caller = callerOf(ctx);
     await deps.audit.flush();
     const event = await deps.repository.findAuditByDecisionId(ctx.params.decisionId ?? '');
-    let visible = event !== null && event.actorUserId === caller.record.principal.userId;
-    if (event && !visible) {
-      visible = (await decidePermission(deps.engine, caller, 'iam.admin.audit:read')).allowed;
-    }
-    const decision = event?.details?.decision;
+    // An auditor sees every decision in full; the user it concerns sees their own view of it (decisionView).
+    const auditor = event !== null && (await decidePermission(deps.engine, caller, ADMIN_PERMISSIONS.auditRead)).allowed;
+    const visible = auditor || (event !== null && event.actorUserId === caller.record.principal.userId);
+    const decision = event?.details?.decision as AuthorizationDecision | undefined;
     if (!visible || !decision) throw new ProblemError('IAM_DECISION_NOT_FOUND', 'No such decision is visible to you.');
+    const shown = decisionView(decision, auditor ? 'full' : 'caller');
     // The trace of the request that was decided, when tracing was on: the decision leads to the trace.
     const traceId = event?.details?.traceId;
-    ctx.body = typeof traceId === 'string' ? { ...(decision as object), traceId } : decision;
+    ctx.body = typeof traceId === 'string' ? { ...shown, traceId } : shown;
   });
 
   registerForwardAuthRoute(router);

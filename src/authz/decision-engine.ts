@@ -107,12 +107,12 @@ function newDecision(
   };
 }
 
-function pass(decision: AuthorizationDecision, code: PassedStepCode, reason: string): void {
-  decision.steps.push({ code, passed: true, reason });
+function pass(decision: AuthorizationDecision, code: PassedStepCode, reason: string, callerReason?: string): void {
+  decision.steps.push(callerReason === undefined ? { code, passed: true, reason } : { code, passed: true, reason, callerReason });
 }
 
-function fail(decision: AuthorizationDecision, code: FailedStepCode, reason: string, failure: DecisionFailure): AuthorizationDecision {
-  decision.steps.push({ code, passed: false, reason });
+function fail(decision: AuthorizationDecision, code: FailedStepCode, reason: string, failure: DecisionFailure, callerReason?: string): AuthorizationDecision {
+  decision.steps.push(callerReason === undefined ? { code, passed: false, reason } : { code, passed: false, reason, callerReason });
   decision.allowed = false;
   decision.failedStep = code;
   decision.status = failure.status;
@@ -122,6 +122,16 @@ function fail(decision: AuthorizationDecision, code: FailedStepCode, reason: str
 
 function describeRefs(refs: ScopeRef[]): string {
   return refs.map((ref) => `${ref.type} ${ref.id}`).join(', ');
+}
+
+const MAX_LISTED_SCOPES = 10;
+
+/** The profile's own scopes, for the caller's view of a scope denial (what they hold, not what the resource is in). */
+function describeHeldScopes(grant: CompiledGrant): string {
+  if (grant.scopes.length === 0) return 'it has no scopes';
+  const listed = grant.scopes.slice(0, MAX_LISTED_SCOPES).map((scope) => `${scope.scopeType} ${scope.scopeRefId} (${scope.accessMode})`);
+  const more = grant.scopes.length - listed.length;
+  return `its scopes: ${listed.join(', ')}${more > 0 ? ` and ${more} more` : ''}`;
 }
 
 function noActiveProfile(principal: IamPrincipal): string {
@@ -282,7 +292,7 @@ export class DecisionEngine {
             return fail(decision, 'RESOURCE_NOT_FOUND', `the resolver for ${resource.type} knows no ${resource.type} ${resourceId}`, NOT_FOUND);
           }
           if (result.kind === 'unavailable') return fail(decision, 'RESOURCE_RESOLUTION_UNAVAILABLE', result.reason, RESOLVER_DOWN);
-          pass(decision, 'RESOURCE_RESOLVED', `${resource.type} ${resourceId} resolved to ${describeRefs(result.scopeRefs)}`);
+          pass(decision, 'RESOURCE_RESOLVED', `${resource.type} ${resourceId} resolved to ${describeRefs(result.scopeRefs)}`, `${resource.type} ${resourceId} resolved`);
           return this.checkScope(input, decision, grant, shown, result.scopeRefs);
         });
     }
@@ -316,7 +326,13 @@ export class DecisionEngine {
 
     const covering = grant.scopeIndex.covering(scopeRefs, resource.access);
     if (covering === null) {
-      return fail(decision, 'SCOPE_DENIED', `profile ${profileId} has no scope covering ${describeRefs(scopeRefs)} for ${resource.access}`, ACCESS_DENIED);
+      return fail(
+        decision,
+        'SCOPE_DENIED',
+        `profile ${profileId} has no scope covering ${describeRefs(scopeRefs)} for ${resource.access}`,
+        ACCESS_DENIED,
+        `profile ${profileId} has no scope covering ${resource.type} ${shown.id} for ${resource.access} (${describeHeldScopes(grant)})`,
+      );
     }
     pass(
       decision,
@@ -400,7 +416,8 @@ export function problemFromDecision(decision: AuthorizationDecision, options: { 
   }
   const failed = decision.steps[decision.steps.length - 1];
   const extensions = { decisionId: decision.decisionId, step: decision.failedStep };
-  const detail = SERVER_SIDE_DETAIL[decision.problemCode] ?? failed?.reason ?? 'Access denied.';
+  // The problem goes to the caller: their view of the failed step (decisionView), never a resolver's answer.
+  const detail = SERVER_SIDE_DETAIL[decision.problemCode] ?? failed?.callerReason ?? failed?.reason ?? 'Access denied.';
   if (decision.problemCode === 'IAM_UNAUTHENTICATED') {
     const challenge = problems.unauthenticated(detail, options.tokenSent ?? false);
     return new ProblemError('IAM_UNAUTHENTICATED', detail, { extensions, headers: challenge.headers });

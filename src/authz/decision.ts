@@ -14,6 +14,12 @@ export interface DecisionStep {
   passed: boolean;
   /** A short human sentence naming the permission, profile and scope involved. */
   reason: string;
+  /**
+   * The sentence for the caller it concerns, when `reason` says more than the caller may learn: what a resolver
+   * answered (which project a task belongs to) stays in the full trace. Only in the engine's trace and the audit
+   * row; {@link decisionView} picks one of the two and never shows this field.
+   */
+  callerReason?: string;
 }
 
 /** The matched policy route as a decision shows it (file:line, so a denial points at its rule). */
@@ -57,4 +63,30 @@ export interface AuthorizationDecision {
   shadowed: boolean;
   /** ISO 8601 UTC. */
   evaluatedAt: string;
+}
+
+/**
+ * Who a decision is shown to: `caller` — the user it concerns (the 403 body, their own decision lookup, their
+ * own diagnostics); `full` — an auditor or a diagnostics administrator. The caller learns what they asked and what
+ * their own profile holds, never what a resolver answered about the resource (its parent scope refs): that would
+ * let anyone map resources to projects by asking. One trace, two views, no second evaluator.
+ */
+export type DecisionAudience = 'caller' | 'full';
+
+/** The caller's sentence for the steps that name a resolver's answer, for decisions recorded without one. */
+const RESOLVED_STEPS: Partial<Record<DecisionStep['code'], (decision: AuthorizationDecision) => string>> = {
+  RESOURCE_RESOLVED: ({ resource }) => `${resource?.type} ${resource?.id} resolved`,
+  SCOPE_DENIED: ({ resource, profileId }) => `profile ${profileId} has no scope covering ${resource?.type} ${resource?.id} for ${resource?.access}`,
+};
+
+/** The decision as `audience` may see it (a copy; the trace itself is unchanged). */
+export function decisionView(decision: AuthorizationDecision, audience: DecisionAudience): AuthorizationDecision {
+  const resolvedElsewhere = decision.resource?.scopeRefs?.some((ref) => ref.type !== decision.resource!.type || ref.id !== decision.resource!.id) ?? false;
+  const steps = decision.steps.map(({ callerReason, ...step }) => {
+    if (audience === 'full') return step;
+    return { ...step, reason: callerReason ?? (resolvedElsewhere ? RESOLVED_STEPS[step.code]?.(decision) : undefined) ?? step.reason };
+  });
+  if (audience === 'full' || !decision.resource?.scopeRefs) return { ...decision, steps };
+  const { scopeRefs: _resolved, ...resource } = decision.resource;
+  return { ...decision, resource, steps };
 }
