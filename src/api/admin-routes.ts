@@ -163,7 +163,7 @@ async function adminActor(ctx: Context, grants: AdminRoutesDeps['grants']): Prom
 /** Path ids follow the identifier rule of the bodies (visible ASCII, 1–200 characters). */
 function pathId(ctx: Context, name: string): string {
   const value = (ctx.params as Record<string, string | undefined>)[name] ?? '';
-  if (!IDENTIFIER_REGEX.test(value)) throw problems.validation([{ pointer: `/${name}`, message: 'must be 1 to 200 visible ASCII characters' }], 'The path is not valid.');
+  if (!IDENTIFIER_REGEX.test(value)) throw problems.validation([{ pointer: `/${name}`, message: 'must be 1 to 200 visible ASCII characters, without / \\ % or ;, and not . or ..' }], 'The path is not valid.');
   return value;
 }
 

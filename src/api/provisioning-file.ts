@@ -1,7 +1,7 @@
 import Ajv from 'ajv';
 import { readFileSync } from 'node:fs';
 import { isNode, LineCounter, parseDocument } from 'yaml';
-import { IDENTIFIER_PATTERN, projectedProfileSchema } from '../auth/identity-validation';
+import { HEADER_SAFE_PATTERN, IDENTIFIER_PATTERN, projectedProfileSchema } from '../auth/identity-validation';
 import { MAX_TEMPLATE_PERMISSIONS } from '../domain/grant-limits';
 import { isValidPermissionCode } from '../domain/permission-code';
 import type { ProvisioningDocument } from '../domain/records';
@@ -44,7 +44,7 @@ export const provisioningSchema = {
               required: ['identityId', 'identityDomain'],
               properties: {
                 identityId: { type: 'string', pattern: IDENTIFIER_PATTERN },
-                identityDomain: { type: 'string', pattern: IDENTIFIER_PATTERN },
+                identityDomain: { type: 'string', pattern: HEADER_SAFE_PATTERN },
                 enabled: { type: 'boolean' },
               },
             },

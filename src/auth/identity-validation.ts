@@ -3,18 +3,27 @@ import { MAX_PROFILE_SCOPES } from '../domain/grant-limits';
 import type { AuthenticatedIdentity } from './authenticator';
 
 /**
- * Identifiers travel to the host in headers (docs/http-contract.md): they must be visible ASCII so that no
- * authenticator answer can inject a header line or a control character.
+ * Values that travel to the host in headers (docs/http-contract.md): visible ASCII, so that no authenticator answer
+ * can inject a header line or a control character. Identity domains (an OpenID Provider's issuer URL by default) and
+ * scope types and ids are such values.
  */
-export const IDENTIFIER_PATTERN = '^[\\x21-\\x7E]{1,200}$';
+export const HEADER_SAFE_PATTERN = '^[\\x21-\\x7E]{1,200}$';
+
+/**
+ * The ids the admin API names in its paths (users, identities, profiles, template versions): header-safe, and one
+ * path segment that reaches the router unchanged, so every id the gateway accepts can be managed. Refused: `/` and
+ * `\\` (segment separators; encoded, the front door refuses them), `%` (an encoded `%25` is refused as a
+ * double-encoding), `;` (path parameters), and the dot segments `.` and `..` (removed by normalization).
+ */
+export const IDENTIFIER_PATTERN = '^(?!\\.{1,2}$)[\\x21-\\x24\\x26-\\x2E\\x30-\\x3A\\x3C-\\x5B\\x5D-\\x7E]{1,200}$';
 
 const scopeSchema = {
   type: 'object',
   additionalProperties: false,
   required: ['scopeType', 'scopeRefId', 'accessMode'],
   properties: {
-    scopeType: { type: 'string', pattern: IDENTIFIER_PATTERN },
-    scopeRefId: { type: 'string', pattern: IDENTIFIER_PATTERN },
+    scopeType: { type: 'string', pattern: HEADER_SAFE_PATTERN },
+    scopeRefId: { type: 'string', pattern: HEADER_SAFE_PATTERN },
     accessMode: { enum: ['READ', 'WRITE'] },
   },
 } as const;
@@ -45,7 +54,7 @@ export const authenticatedIdentitySchema = {
   properties: {
     userId: { type: 'string', pattern: IDENTIFIER_PATTERN },
     identityId: { type: 'string', pattern: IDENTIFIER_PATTERN },
-    identityDomain: { type: 'string', pattern: IDENTIFIER_PATTERN },
+    identityDomain: { type: 'string', pattern: HEADER_SAFE_PATTERN },
     displayName: { type: 'string', maxLength: 200 },
     profiles: { type: 'array', items: projectedProfileSchema },
   },

@@ -2,7 +2,7 @@ import Ajv from 'ajv';
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import type { AuthenticationOutcome, IdentityAuthenticator, LoginContext, LoginRequest } from './authenticator';
-import { IDENTIFIER_PATTERN } from './identity-validation';
+import { HEADER_SAFE_PATTERN, IDENTIFIER_PATTERN } from './identity-validation';
 import { dummyPasswordHash } from './password-hash';
 import { PasswordVerifierPool } from './password-verifier-pool';
 
@@ -32,7 +32,7 @@ const usersFileSchema = {
           passwordHash: { type: 'string', pattern: '^\\$argon2id\\$' },
           userId: { type: 'string', pattern: IDENTIFIER_PATTERN },
           identityId: { type: 'string', pattern: IDENTIFIER_PATTERN },
-          identityDomain: { type: 'string', pattern: IDENTIFIER_PATTERN },
+          identityDomain: { type: 'string', pattern: HEADER_SAFE_PATTERN },
           displayName: { type: 'string', maxLength: 200 },
           enabled: { type: 'boolean' },
         },

@@ -4,13 +4,20 @@
  * document (src/api/openapi-document.ts) embeds it as it is.
  */
 import { Type, type ObjectOptions, type SchemaOptions, type Static, type StringOptions, type TProperties, type TSchema, type TUnsafe } from '@sinclair/typebox';
-import { IDENTIFIER_PATTERN } from '../../auth/identity-validation';
+import { HEADER_SAFE_PATTERN, IDENTIFIER_PATTERN } from '../../auth/identity-validation';
 
 /** An object that rejects unknown properties; optional members are `Type.Optional(...)`. */
 export const StrictObject = <T extends TProperties>(properties: T, options: ObjectOptions = {}) => Type.Object(properties, { additionalProperties: false, ...options });
 
-/** An id that travels in headers: visible ASCII, 1–200 characters (docs/http-contract.md). */
+/**
+ * An id the admin API names in a path (docs/http-contract.md): visible ASCII without `/`, `\\`, `%` and `;`, not `.`
+ * or `..`, 1–200 characters. Request bodies use it; responses use {@link HeaderSafe}, which also holds ids stored
+ * before the rule.
+ */
 export const Identifier = (description?: string) => Type.String({ pattern: IDENTIFIER_PATTERN, ...(description ? { description } : {}) });
+
+/** A value that travels in headers (an identity domain, a scope): visible ASCII, 1–200 characters. */
+export const HeaderSafe = (description?: string) => Type.String({ pattern: HEADER_SAFE_PATTERN, ...(description ? { description } : {}) });
 
 /** An ISO 8601 UTC instant. */
 export const Timestamp = (description: string) => Type.String({ format: 'date-time', description });

@@ -4,7 +4,7 @@
  */
 import { Type, type Static } from '@sinclair/typebox';
 import { MAX_PROFILE_SCOPES, MAX_TEMPLATE_PERMISSIONS } from '../../domain/grant-limits';
-import { Enum, Identifier, StrictObject } from './kit';
+import { Enum, HeaderSafe, Identifier, StrictObject } from './kit';
 
 const ACCESS_MODES = ['READ', 'WRITE'] as const;
 
@@ -88,7 +88,7 @@ export type UserBody = Static<typeof UserInput>;
 /** `PUT /iam/admin/identities/{identityId}`. */
 export const IdentityInput = StrictObject({
   userId: Identifier('An existing user (else 422).'),
-  identityDomain: Identifier('Domain.'),
+  identityDomain: HeaderSafe('Domain.'),
   enabled: Type.Boolean(),
 });
 export type IdentityBody = Static<typeof IdentityInput>;
@@ -122,8 +122,8 @@ export type ProfileBody = Static<typeof ProfileInput>;
 
 /** One resource a profile's permissions apply to. */
 export const Scope = StrictObject({
-  scopeType: Identifier('Resource type, e.g. PROJECT.'),
-  scopeRefId: Identifier('Resource id; `*` = every resource of the type.'),
+  scopeType: HeaderSafe('Resource type, e.g. PROJECT.'),
+  scopeRefId: HeaderSafe('Resource id; `*` = every resource of the type.'),
   accessMode: Enum(ACCESS_MODES, { description: 'WRITE also covers READ.' }),
 });
 

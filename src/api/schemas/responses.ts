@@ -8,7 +8,7 @@ import { FAILED_STEP_CODES, PASSED_STEP_CODES } from '../../authz/decision';
 import { ESCALATION_RULE } from '../../domain/admin-repository';
 import { PROBLEM_CATALOG, type ProblemCode } from '../../domain/problem';
 import { REQUEST_ID_PATTERN } from '../../http/prepare-request';
-import { Enum, Identifier, Nullable, NullableString, Ref, StrictObject, Timestamp } from './kit';
+import { Enum, HeaderSafe, Nullable, NullableString, Ref, StrictObject, Timestamp } from './kit';
 import { Scope } from './requests';
 
 const PROBLEM_CODES = Object.keys(PROBLEM_CATALOG) as ProblemCode[];
@@ -45,10 +45,10 @@ export const Problem = StrictObject(
 );
 
 export const Principal = StrictObject({
-  userId: Identifier("The user (the host's id, never renumbered)."),
-  identityId: Identifier('The identity the user logged in with.'),
-  identityDomain: Identifier('The domain of that identity.'),
-  activeProfileId: Nullable(Identifier(), { description: 'The profile whose permissions this session carries; null when none applies to the client type.' }),
+  userId: HeaderSafe("The user (the host's id, never renumbered)."),
+  identityId: HeaderSafe('The identity the user logged in with.'),
+  identityDomain: HeaderSafe('The domain of that identity.'),
+  activeProfileId: Nullable(HeaderSafe(), { description: 'The profile whose permissions this session carries; null when none applies to the client type.' }),
   displayName: Type.Optional(Type.String()),
   authorizationVersion: Type.Integer({ minimum: 0 }),
 });
@@ -71,7 +71,7 @@ export const Session = StrictObject(
   {
     sessionId: Type.String({ format: 'uuid' }),
     clientType: Type.String({ minLength: 1 }),
-    activeProfileId: Nullable(Identifier(), { description: 'The profile the session acts under.' }),
+    activeProfileId: Nullable(HeaderSafe(), { description: 'The profile the session acts under.' }),
     createdAt: Timestamp('When the session was issued.'),
     expiresAt: Timestamp('Absolute expiry.'),
     lastSeenAt: Nullable(Timestamp('Last authenticated request (recorded with a short delay).')),
@@ -90,10 +90,10 @@ export const Session = StrictObject(
 );
 
 export const Profile = StrictObject({
-  profileId: Identifier('Chosen by the host or the admin.'),
-  userId: Identifier('Owner.'),
+  profileId: HeaderSafe('Chosen by the host or the admin.'),
+  userId: HeaderSafe('Owner.'),
   profileName: Type.String({ minLength: 1 }),
-  templateVersionId: Identifier('The permission template version the profile aggregates.'),
+  templateVersionId: HeaderSafe('The permission template version the profile aggregates.'),
   clientTypes: Type.Array(Type.String({ minLength: 1 }), { uniqueItems: true }),
   enabled: Type.Boolean(),
   revoked: Type.Boolean(),
@@ -132,8 +132,8 @@ export const Decision = StrictObject(
     decisionId: Type.String({ format: 'uuid' }),
     allowed: Type.Boolean(),
     permissionCode: NullableString(),
-    profileId: Nullable(Identifier(), { description: 'The profile that was evaluated.' }),
-    userId: Nullable(Identifier(), { description: 'The user the decision is about.' }),
+    profileId: Nullable(HeaderSafe(), { description: 'The profile that was evaluated.' }),
+    userId: Nullable(HeaderSafe(), { description: 'The user the decision is about.' }),
     route: Type.Optional(Nullable(Ref<typeof DecisionRoute>('DecisionRoute'), { description: 'The matched policy route (file:line); null when none.' })),
     resource: Type.Optional(Nullable(Ref<typeof DecisionResource>('DecisionResource'))),
     steps: Type.Array(Ref<typeof DecisionStep>('DecisionStep')),
@@ -184,14 +184,14 @@ export const OpenApi = Type.Object(
 );
 
 export const Template = StrictObject({
-  versionId: Identifier('From the path.'),
+  versionId: HeaderSafe('From the path.'),
   name: Type.String(),
   description: NullableString(),
   permissions: Type.Array(Type.String({ pattern: PERMISSION_CODE_PATTERN })),
 });
 
 export const User = StrictObject({
-  userId: Identifier("The host's user id."),
+  userId: HeaderSafe("The host's user id."),
   displayName: NullableString(),
   enabled: Type.Boolean(),
   authorizationVersion: Type.Integer({ minimum: 0 }),
@@ -201,13 +201,13 @@ export const User = StrictObject({
 });
 
 export const Identity = StrictObject({
-  identityId: Identifier('From the path.'),
-  userId: Identifier('Owner.'),
-  identityDomain: Identifier('Domain.'),
+  identityId: HeaderSafe('From the path.'),
+  userId: HeaderSafe('Owner.'),
+  identityDomain: HeaderSafe('Domain.'),
   enabled: Type.Boolean(),
 });
 
-export const AuthorizationVersion = StrictObject({ userId: Identifier('The user.'), authorizationVersion: Type.Integer({ minimum: 0 }) });
+export const AuthorizationVersion = StrictObject({ userId: HeaderSafe('The user.'), authorizationVersion: Type.Integer({ minimum: 0 }) });
 
 export const RevokedCount = StrictObject({ revoked: Type.Integer({ minimum: 0, description: 'How many sessions ended.' }) });
 
