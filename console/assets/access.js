@@ -118,7 +118,8 @@ async function renderUserDetail(section, userId, permissionsPromise, isCurrent) 
     } else {
       const write = async (enabled) => {
         try {
-          await api(`/iam/admin/users/${seg(userId)}`, { method: 'PUT', body: { enabled } });
+          // If-Match: a page older than another admin's change gets 409 and reloads, never undoes it.
+          await api(`/iam/admin/users/${seg(userId)}`, { method: 'PUT', body: { enabled }, headers: { 'if-match': `"${user.version}"` } });
           announce(`User ${userId} ${enabled ? 'enabled' : 'disabled'}.`);
           await reload();
         } catch (error) {

@@ -8,7 +8,6 @@ import { requirePermission } from './require-session';
 import { withSpan } from '../observability/tracing';
 import { assertValid, createBodyValidator } from './validate-body';
 import type { VersionPrecondition } from '../domain/admin-repository';
-import type { ProfileRecord } from '../domain/records';
 import { ProblemError, problems } from '../domain/problem';
 import { parseAuditListQuery, parseUserListQuery } from './admin-query';
 import { parseSessionListQuery } from './session-query';
@@ -70,13 +69,14 @@ export function registerAdminRoutes(router: Router, deps: AdminRoutesDeps): void
   });
 
   router.get('/admin/templates/:versionId', ...guard(ADMIN_PERMISSIONS.templatesRead), async (ctx) => {
-    respond(ctx, 200, await admin.getTemplate(pathId(ctx, 'versionId')));
+    respondVersioned(ctx, 200, await admin.getTemplate(pathId(ctx, 'versionId')));
   });
 
   router.put('/admin/templates/:versionId', ...guard(ADMIN_PERMISSIONS.templatesWrite), async (ctx) => {
     const body = assertValid(validateTemplate, ctx.request.body);
-    const { template, created } = await admin.upsertTemplate(await actorOf(ctx), pathId(ctx, 'versionId'), body);
-    respond(ctx, created ? 201 : 200, template);
+    const precondition = ifMatch(ctx);
+    const { template, created } = await admin.upsertTemplate(await actorOf(ctx), pathId(ctx, 'versionId'), body, precondition);
+    respondVersioned(ctx, created ? 201 : 200, template);
   });
 
   router.get('/admin/users', ...guard(ADMIN_PERMISSIONS.usersRead), async (ctx) => {
@@ -84,13 +84,14 @@ export function registerAdminRoutes(router: Router, deps: AdminRoutesDeps): void
   });
 
   router.get('/admin/users/:userId', ...guard(ADMIN_PERMISSIONS.usersRead), async (ctx) => {
-    respond(ctx, 200, await admin.getUser(pathId(ctx, 'userId')));
+    respondVersioned(ctx, 200, await admin.getUser(pathId(ctx, 'userId')));
   });
 
   router.put('/admin/users/:userId', ...guard(ADMIN_PERMISSIONS.usersWrite), async (ctx) => {
     const body = assertValid(validateUser, ctx.request.body);
-    const { user, created } = await admin.upsertUser(await actorOf(ctx), pathId(ctx, 'userId'), body);
-    respond(ctx, created ? 201 : 200, user);
+    const precondition = ifMatch(ctx);
+    const { user, created } = await admin.upsertUser(await actorOf(ctx), pathId(ctx, 'userId'), body, precondition);
+    respondVersioned(ctx, created ? 201 : 200, user);
   });
 
   router.get('/admin/users/:userId/identities', ...guard(ADMIN_PERMISSIONS.usersRead), async (ctx) => {
@@ -120,25 +121,26 @@ export function registerAdminRoutes(router: Router, deps: AdminRoutesDeps): void
 
   router.put('/admin/identities/:identityId', ...guard(ADMIN_PERMISSIONS.identitiesWrite), async (ctx) => {
     const body = assertValid(validateIdentity, ctx.request.body);
-    const { identity, created } = await admin.upsertIdentity(await actorOf(ctx), pathId(ctx, 'identityId'), body);
-    respond(ctx, created ? 201 : 200, identity);
+    const precondition = ifMatch(ctx);
+    const { identity, created } = await admin.upsertIdentity(await actorOf(ctx), pathId(ctx, 'identityId'), body, precondition);
+    respondVersioned(ctx, created ? 201 : 200, identity);
   });
 
   router.get('/admin/profiles/:profileId', ...guard(ADMIN_PERMISSIONS.profilesRead), async (ctx) => {
-    respondProfile(ctx, 200, await admin.getProfile(pathId(ctx, 'profileId')));
+    respondVersioned(ctx, 200, await admin.getProfile(pathId(ctx, 'profileId')));
   });
 
   router.put('/admin/profiles/:profileId', ...guard(ADMIN_PERMISSIONS.profilesWrite), async (ctx) => {
     const body = assertValid(validateProfile, ctx.request.body);
     const precondition = ifMatch(ctx);
     const { profile, created } = await admin.upsertProfile(await actorOf(ctx), pathId(ctx, 'profileId'), body, precondition);
-    respondProfile(ctx, created ? 201 : 200, profile);
+    respondVersioned(ctx, created ? 201 : 200, profile);
   });
 
   router.put('/admin/profiles/:profileId/scopes', ...guard(ADMIN_PERMISSIONS.profilesWrite), async (ctx) => {
     const body = assertValid(validateScopes, ctx.request.body);
     const precondition = ifMatch(ctx);
-    respondProfile(ctx, 200, await admin.replaceScopes(await actorOf(ctx), pathId(ctx, 'profileId'), body, precondition));
+    respondVersioned(ctx, 200, await admin.replaceScopes(await actorOf(ctx), pathId(ctx, 'profileId'), body, precondition));
   });
 
   router.post('/admin/sessions/:sessionId/revoke', ...guard(ADMIN_PERMISSIONS.sessionsRevoke), async (ctx) => {
@@ -173,10 +175,13 @@ function respond(ctx: Context, status: number, body: unknown): void {
   ctx.set('Cache-Control', 'no-store');
 }
 
-/** The profile's version is its entity tag (RFC 9110 §8.8.3), for `If-Match` on the next write. */
-function respondProfile(ctx: Context, status: number, profile: ProfileRecord): void {
-  respond(ctx, status, profile);
-  ctx.set('ETag', `"${profile.version}"`);
+/**
+ * A writable object's version is its entity tag (RFC 9110 §8.8.3), for `If-Match` on the next write: every GET and
+ * PUT of a template, user, identity or profile answers it.
+ */
+function respondVersioned(ctx: Context, status: number, object: { version?: number }): void {
+  respond(ctx, status, object);
+  if (object.version !== undefined) ctx.set('ETag', `"${object.version}"`);
 }
 
 /**
@@ -189,7 +194,7 @@ function ifMatch(ctx: Context): VersionPrecondition {
   if (header === '*') return '*';
   const match = /^"?([0-9]{1,9})"?$/.exec(header);
   if (match === null || (header.startsWith('"') !== header.endsWith('"'))) {
-    throw problems.validation([{ pointer: '/If-Match', message: 'must be * or one profile version tag, e.g. "3"' }], 'The If-Match header is not valid.');
+    throw problems.validation([{ pointer: '/If-Match', message: 'must be * or one version tag, e.g. "3" (the ETag of the object)' }], 'The If-Match header is not valid.');
   }
   return Number(match[1]);
 }

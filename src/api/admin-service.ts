@@ -73,13 +73,13 @@ const isAuditId = (key: string): boolean => /^[0-9]{1,19}$/.test(key) && BigInt(
 export class AdminService {
   constructor(private readonly deps: AdminServiceDeps) {}
 
-  async upsertTemplate(actor: AdminActor, versionId: string, body: TemplateBody): Promise<{ template: TemplateRecord; created: boolean }> {
+  async upsertTemplate(actor: AdminActor, versionId: string, body: TemplateBody, precondition: VersionPrecondition = null): Promise<{ template: TemplateRecord; created: boolean }> {
     const invalid = body.permissions
       .map((code, index) => ({ code, index }))
       .filter(({ code }) => !isValidPermissionCode(code))
       .map(({ code, index }) => ({ pointer: `/permissions/${index}`, message: `"${code}" is not a permission code <resource>:<action>` }));
     if (invalid.length > 0) throw problems.validation(invalid);
-    const result = await this.write(() => this.deps.admin.upsertTemplate(versionId, body, auditContext(actor)));
+    const result = await this.write(() => this.deps.admin.upsertTemplate(versionId, body, auditContext(actor), precondition));
     return { template: result.template, created: result.created };
   }
 
@@ -91,8 +91,8 @@ export class AdminService {
   }
 
   /** Disabling a user ends every session at once (their tokens get 401 on the next request, on every instance). */
-  async upsertUser(actor: AdminActor, userId: string, body: UserBody): Promise<{ user: UserRecord; created: boolean }> {
-    const result = await this.write(() => this.deps.admin.upsertUser(userId, body, auditContext(actor)));
+  async upsertUser(actor: AdminActor, userId: string, body: UserBody, precondition: VersionPrecondition = null): Promise<{ user: UserRecord; created: boolean }> {
+    const result = await this.write(() => this.deps.admin.upsertUser(userId, body, auditContext(actor), precondition));
     return { user: result.user, created: result.created };
   }
 
@@ -161,8 +161,8 @@ export class AdminService {
   }
 
   /** A disabled identity can no longer log in, and the sessions opened through it end at once. */
-  async upsertIdentity(actor: AdminActor, identityId: string, body: IdentityBody): Promise<{ identity: IdentityRecord; created: boolean }> {
-    return this.write(() => this.deps.admin.upsertIdentity(identityId, body, auditContext(actor)));
+  async upsertIdentity(actor: AdminActor, identityId: string, body: IdentityBody, precondition: VersionPrecondition = null): Promise<{ identity: IdentityRecord; created: boolean }> {
+    return this.write(() => this.deps.admin.upsertIdentity(identityId, body, auditContext(actor), precondition));
   }
 
   /** A disabled or revoked profile stops granting on the next request of every session using it. */

@@ -76,7 +76,7 @@ const components: OpenApiDocument['components'] = {
       schema: { type: 'string', pattern: '^(__Host-)?iam-oidc=v1\\.' },
     },
     Location: { description: 'Where the browser goes next.', required: true, schema: { type: 'string', minLength: 1 } },
-    ETag: { description: 'The profile version as a strong entity tag (RFC 9110 §8.8.3); send it back in If-Match.', required: true, schema: { type: 'string', pattern: '^"[0-9]+"$' } },
+    ETag: { description: "The object's version as a strong entity tag (RFC 9110 §8.8.3); send it back in If-Match.", required: true, schema: { type: 'string', pattern: '^"[0-9]+"$' } },
   },
   parameters: {
     Limit: { name: 'limit', in: 'query', description: 'Page size; larger values are capped at 200.', schema: { type: 'integer', minimum: 1, default: 50 } },

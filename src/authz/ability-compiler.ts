@@ -51,7 +51,8 @@ export function compileGrant(input: {
   userId: string;
   authorizationVersion: number;
   profile: ProfileRecord;
-  template: TemplateRecord;
+  /** Only its codes count (a policy test's synthetic template has no stored version). */
+  template: Omit<TemplateRecord, 'version'>;
 }): CompiledGrant {
   const { profile, template } = input;
   const seen = new Set<string>();

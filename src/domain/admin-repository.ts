@@ -123,13 +123,13 @@ export interface AuditListQuery {
  * `AdminWriteError` reports what the caller can fix; `DatabaseUnavailableError` a database outage.
  */
 export interface AdminRepository {
-  upsertTemplate(versionId: string, input: { name: string; description?: string; permissions: string[] }, audit: AdminAuditContext): Promise<TemplateWriteResult>;
+  upsertTemplate(versionId: string, input: { name: string; description?: string; permissions: string[] }, audit: AdminAuditContext, precondition?: VersionPrecondition): Promise<TemplateWriteResult>;
   /** Up to `limit + 1` users: one more than asked tells the caller there is a next page. */
   listUsers(query: UserListQuery): Promise<UserRecord[]>;
-  upsertUser(userId: string, input: { displayName?: string; enabled: boolean }, audit: AdminAuditContext): Promise<UserWriteResult>;
+  upsertUser(userId: string, input: { displayName?: string; enabled: boolean }, audit: AdminAuditContext, precondition?: VersionPrecondition): Promise<UserWriteResult>;
   /** The user's identities by identityId, or null when the user does not exist. */
   listIdentities(userId: string): Promise<IdentityRecord[] | null>;
-  upsertIdentity(identityId: string, input: { userId: string; identityDomain: string; enabled: boolean }, audit: AdminAuditContext): Promise<IdentityWriteResult>;
+  upsertIdentity(identityId: string, input: { userId: string; identityDomain: string; enabled: boolean }, audit: AdminAuditContext, precondition?: VersionPrecondition): Promise<IdentityWriteResult>;
   upsertProfile(profileId: string, input: ProfileInput, precondition: VersionPrecondition, audit: AdminAuditContext): Promise<ProfileWriteResult>;
   replaceProfileScopes(profileId: string, scopes: ScopeRecord[], precondition: VersionPrecondition, audit: AdminAuditContext): Promise<ProfileWriteResult>;
   /** Raises the user's authorization version by 1; null when the user does not exist. */

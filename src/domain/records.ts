@@ -11,6 +11,8 @@ export interface UserRecord {
   sessionEpoch?: number;
   createdAt: Date;
   updatedAt: Date;
+  /** Optimistic-lock version, raised on every change: the admin API's entity tag (`If-Match`); 0 for a record not read from the database. */
+  version: number;
 }
 
 export interface IdentityRecord {
@@ -18,6 +20,8 @@ export interface IdentityRecord {
   userId: string;
   identityDomain: string;
   enabled: boolean;
+  /** Optimistic-lock version, raised on every change: the admin API's entity tag (`If-Match`); 0 for a record not read from the database. */
+  version: number;
 }
 
 export interface TemplateRecord {
@@ -26,6 +30,8 @@ export interface TemplateRecord {
   description: string | null;
   /** Permission codes `<resource>:<action>`, `<resource>:*`, `*:*`. */
   permissions: string[];
+  /** Optimistic-lock version, raised on every change: the admin API's entity tag (`If-Match`); 0 for a record not read from the database. */
+  version: number;
 }
 
 export interface ScopeRecord {

@@ -139,10 +139,10 @@ describe('PUT /iam/admin/templates/{versionId}', () => {
   it('creates (201), then updates (200) and answers the template', async () => {
     const created = await call('PUT', '/iam/admin/templates/t-new-v1', adminToken, { name: 'new', permissions: ['project:read', 'task:*'] });
     expect(created.status).toBe(201);
-    expect(created.body).toEqual({ versionId: 't-new-v1', name: 'new', description: null, permissions: ['project:read', 'task:*'] });
+    expect(created.body).toEqual({ versionId: 't-new-v1', name: 'new', description: null, permissions: ['project:read', 'task:*'], version: 1 });
     const updated = await call('PUT', '/iam/admin/templates/t-new-v1', adminToken, { name: 'renamed', description: 'd', permissions: ['*:*'] });
     expect(updated.status).toBe(200);
-    expect(updated.body).toEqual({ versionId: 't-new-v1', name: 'renamed', description: 'd', permissions: ['*:*'] });
+    expect(updated.body).toEqual({ versionId: 't-new-v1', name: 'renamed', description: 'd', permissions: ['*:*'], version: 2 });
     expect(await db.repository.getTemplate('t-new-v1')).toMatchObject({ name: 'renamed', permissions: ['*:*'] });
   });
 
@@ -198,7 +198,7 @@ describe('GET /iam/admin/users', () => {
     const first = await call<{ items: Array<Record<string, unknown>>; nextCursor: string }>('GET', '/iam/admin/users', adminToken);
     expect(first.body.items).toHaveLength(50);
     expect(typeof first.body.nextCursor).toBe('string');
-    expect(Object.keys(first.body.items[0]!).sort()).toEqual(['authorizationVersion', 'createdAt', 'displayName', 'enabled', 'sessionEpoch', 'updatedAt', 'userId']);
+    expect(Object.keys(first.body.items[0]!).sort()).toEqual(['authorizationVersion', 'createdAt', 'displayName', 'enabled', 'sessionEpoch', 'updatedAt', 'userId', 'version']);
     const capped = await call<{ items: unknown[] }>('GET', '/iam/admin/users?limit=1000', adminToken);
     expect(capped.body.items).toHaveLength(200);
   });
@@ -269,7 +269,7 @@ describe('identities', () => {
   it('lists a user\'s identities; 404 IAM_NOT_FOUND for an unknown user', async () => {
     const list = await call('GET', '/iam/admin/users/u-admin/identities', adminToken);
     expect(list.status).toBe(200);
-    expect(list.body).toEqual([{ identityId: 'id-admin', userId: 'u-admin', identityDomain: 'example.com', enabled: true }]);
+    expect(list.body).toEqual([{ identityId: 'id-admin', userId: 'u-admin', identityDomain: 'example.com', enabled: true, version: 1 }]);
     const missing = await call('GET', '/iam/admin/users/u-nobody/identities', adminToken);
     expect(missing.status).toBe(404);
     expect(codeOf(missing)).toBe('IAM_NOT_FOUND');
@@ -281,7 +281,7 @@ describe('identities', () => {
     expect(created.status).toBe(201);
     const updated = await call('PUT', '/iam/admin/identities/id-ident', adminToken, { userId: 'u-ident', identityDomain: 'b.example', enabled: false });
     expect(updated.status).toBe(200);
-    expect(updated.body).toEqual({ identityId: 'id-ident', userId: 'u-ident', identityDomain: 'b.example', enabled: false });
+    expect(updated.body).toEqual({ identityId: 'id-ident', userId: 'u-ident', identityDomain: 'b.example', enabled: false, version: 2 });
     const unknown = await call('PUT', '/iam/admin/identities/id-x', adminToken, { userId: 'u-nobody', identityDomain: 'a', enabled: true });
     expect(unknown.status).toBe(404);
     expect(codeOf(unknown)).toBe('IAM_NOT_FOUND');
@@ -307,6 +307,72 @@ describe('identities', () => {
     } finally {
       await call('PUT', '/iam/admin/identities/id-alice', adminToken, { userId: 'u-alice', identityDomain: 'example.com', enabled: true });
     }
+  });
+});
+
+describe('round 3: If-Match on templates, users and identities', () => {
+  /** Each writable object: its path, a body, and a change another admin makes meanwhile. */
+  const OBJECTS = [
+    {
+      name: 'template',
+      path: '/iam/admin/templates/t-ifmatch',
+      read: '/iam/admin/templates/t-ifmatch',
+      body: { name: 'ifmatch', permissions: ['project:read', 'admin:write'] },
+      change: { name: 'ifmatch', permissions: ['project:read'] },
+    },
+    { name: 'user', path: '/iam/admin/users/u-ifmatch', read: '/iam/admin/users/u-ifmatch', body: { displayName: 'If Match', enabled: true }, change: { displayName: 'If Match', enabled: false } },
+    {
+      name: 'identity',
+      path: '/iam/admin/identities/id-ifmatch',
+      read: null,
+      body: { userId: 'u-ifmatch', identityDomain: 'example.com', enabled: true },
+      change: { userId: 'u-ifmatch', identityDomain: 'example.com', enabled: false },
+    },
+  ];
+
+  it.each(OBJECTS)('$name: every GET and PUT answers an ETag; a stale If-Match is 409 and writes nothing; a current one wins', async ({ path, read, body, change }) => {
+    const created = await call('PUT', path, adminToken, body, { 'if-match': '*' });
+    // `*` needs an existing object.
+    expect([created.status, codeOf(created)]).toEqual([409, 'IAM_CONFLICT']);
+    const first = await call('PUT', path, adminToken, body);
+    expect(first.status).toBe(201);
+    const tag = first.headers.get('etag');
+    expect(tag).toMatch(/^"[0-9]+"$/);
+    expect(first.body.version).toBe(Number(JSON.parse(tag!)));
+    if (read !== null) expect((await call('GET', read, adminToken)).headers.get('etag')).toBe(tag);
+
+    // Another admin changes it (the version moves on) ...
+    const other = await call('PUT', path, adminToken, change, { 'if-match': tag! });
+    expect(other.status).toBe(200);
+    expect(other.headers.get('etag')).not.toBe(tag);
+    // ... and a save made from the first read puts nothing back: 409, the other admin's change stays.
+    const stale = await call('PUT', path, adminToken, body, { 'if-match': tag! });
+    expect([stale.status, codeOf(stale)]).toEqual([409, 'IAM_CONFLICT']);
+    const invented = await call('PUT', path, adminToken, body, { 'if-match': '"999"' });
+    expect([invented.status, codeOf(invented)]).toEqual([409, 'IAM_CONFLICT']);
+    const current = read === null ? other.body : (await call('GET', read, adminToken)).body;
+    expect(current).toMatchObject(change);
+    // A malformed or weak tag is refused, never ignored.
+    for (const malformed of ['W/"1"', '"1", "2"', 'abc']) {
+      const answer = await call('PUT', path, adminToken, body, { 'if-match': malformed });
+      expect([malformed, answer.status, codeOf(answer)]).toEqual([malformed, 400, 'IAM_VALIDATION_FAILED']);
+    }
+    // With the current tag the write goes through.
+    const fresh = await call('PUT', path, adminToken, body, { 'if-match': other.headers.get('etag')! });
+    expect(fresh.status).toBe(200);
+  });
+
+  it('the identity list carries each identity\'s version for If-Match', async () => {
+    const listed = await call<Array<{ identityId: string; version: number }>>('GET', '/iam/admin/users/u-ifmatch/identities', adminToken);
+    const identity = listed.body.find((entry) => entry.identityId === 'id-ifmatch')!;
+    expect((await call('PUT', '/iam/admin/identities/id-ifmatch', adminToken, { userId: 'u-ifmatch', identityDomain: 'example.com', enabled: false }, { 'if-match': `"${identity.version}"` })).status).toBe(200);
+  });
+
+  it('concurrent template saves with the same If-Match: one wins, the others 409', async () => {
+    const base = await call('PUT', '/iam/admin/templates/t-ifmatch-race', adminToken, { name: 'race', permissions: [] });
+    const tag = base.headers.get('etag')!;
+    const results = await Promise.all([1, 2, 3, 4].map((n) => call('PUT', '/iam/admin/templates/t-ifmatch-race', adminToken, { name: `race ${n}`, permissions: [] }, { 'if-match': tag })));
+    expect(results.map((result) => result.status).sort()).toEqual([200, 409, 409, 409]);
   });
 });
 

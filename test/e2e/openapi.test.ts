@@ -687,7 +687,7 @@ describe('admin endpoints', () => {
     await adminCall('PUT', `/iam/admin/identities/id-oa-${stamp}`, 200, { json: { userId, identityDomain: 'openapi.example', enabled: false } });
     await adminCall('PUT', `/iam/admin/identities/id-oa-${stamp}`, 409, { json: { userId: 'u-bob', identityDomain: 'openapi.example', enabled: true }, code: 'IAM_CONFLICT' });
     const listed = await adminCall('GET', `/iam/admin/users/${userId}/identities`, 200);
-    expect(listed.body).toEqual([{ identityId: `id-oa-${stamp}`, userId, identityDomain: 'openapi.example', enabled: false }]);
+    expect(listed.body).toEqual([{ identityId: `id-oa-${stamp}`, userId, identityDomain: 'openapi.example', enabled: false, version: 2 }]);
     await adminCall('GET', '/iam/admin/users/u-nobody-here/identities', 404, { code: 'IAM_NOT_FOUND' });
   });
 

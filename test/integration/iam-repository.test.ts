@@ -78,7 +78,7 @@ describe('ensurePrincipal', () => {
     const { user, identity } = await repository.ensurePrincipal(alice);
     expect(user).toMatchObject({ userId: 'u-alice', displayName: 'Alice', enabled: true, authorizationVersion: 0 });
     expect(user.createdAt).toBeInstanceOf(Date);
-    expect(identity).toEqual({ identityId: 'id-alice', userId: 'u-alice', identityDomain: 'example.com', enabled: true });
+    expect(identity).toEqual({ identityId: 'id-alice', userId: 'u-alice', identityDomain: 'example.com', enabled: true, version: 1 });
     await expect(repository.getUser('u-alice')).resolves.toMatchObject({ displayName: 'Alice' });
     await expect(repository.getIdentity('id-alice')).resolves.toEqual(identity);
   });
@@ -198,6 +198,7 @@ describe('profiles and templates', () => {
       name: 'writer',
       description: 'Writes',
       permissions: ['project:read', 'project:write'],
+      version: expect.any(Number),
     });
     await expect(repository.getTemplate('none')).resolves.toBeNull();
     const templates = await repository.listTemplates();
@@ -400,6 +401,7 @@ describe('applyProvisioning', () => {
       name: 'reader',
       description: 'Reads projects',
       permissions: ['project:read'],
+      version: expect.any(Number),
     });
   });
 

@@ -173,7 +173,7 @@ function policyWithDefault(action: DefaultAction): CompiledPolicy {
 const SESSION_CLIENT_TYPE = 'WEB';
 
 function grantsFor(principal: NonNullable<DecisionCase['principal']>) {
-  const user: UserRecord = { userId: 'u-test', displayName: null, enabled: true, authorizationVersion: 1, createdAt: new Date(0), updatedAt: new Date(0) };
+  const user: UserRecord = { userId: 'u-test', displayName: null, enabled: true, authorizationVersion: 1, createdAt: new Date(0), updatedAt: new Date(0), version: 1 };
   const profile: ProfileRecord = {
     profileId: principal.profileState === 'missing' ? 'p-gone' : 'p-test',
     userId: principal.profileState === 'foreign' ? 'u-other' : 'u-test',
@@ -186,7 +186,7 @@ function grantsFor(principal: NonNullable<DecisionCase['principal']>) {
     scopes: principal.scopes ?? [],
     version: 1,
   };
-  const template: TemplateRecord = { versionId: 't-test', name: 'test', description: null, permissions: principal.permissions };
+  const template: TemplateRecord = { versionId: 't-test', name: 'test', description: null, permissions: principal.permissions, version: 1 };
   const repository = {
     getUser: async () => user,
     getProfile: async (id: string) => (id === profile.profileId ? profile : null),

@@ -102,9 +102,9 @@ describe('#11.32 grant cache memory bound', () => {
   it('#11.32: GrantProvider keeps the compiled grants it caches under iam.authz.ability-cache-memory', async () => {
     const users = new Map<string, UserRecord>();
     const profiles = new Map<string, ProfileRecord>();
-    const template: TemplateRecord = { versionId: 't-big', name: 'big', description: null, permissions: codes(MAX_TEMPLATE_PERMISSIONS) };
+    const template: TemplateRecord = { versionId: 't-big', name: 'big', description: null, permissions: codes(MAX_TEMPLATE_PERMISSIONS), version: 1 };
     for (let i = 0; i < 20; i++) {
-      users.set(`u-${i}`, { userId: `u-${i}`, displayName: null, enabled: true, authorizationVersion: 1, createdAt: new Date(0), updatedAt: new Date(0) });
+      users.set(`u-${i}`, { userId: `u-${i}`, displayName: null, enabled: true, authorizationVersion: 1, createdAt: new Date(0), updatedAt: new Date(0), version: 1 });
       profiles.set(`p-${i}`, profile(`p-${i}`, `u-${i}`, 't-big', scopes(16)));
     }
     const one = approximateGrantBytes(compileGrant({ userId: 'u-0', authorizationVersion: 1, profile: profiles.get('p-0')!, template }));

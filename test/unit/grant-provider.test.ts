@@ -39,7 +39,7 @@ class FakeRepository {
   }
 
   addUser(userId: string, profileId: string, templateVersionId = 'reader-v1', overrides: Partial<ProfileRecord> = {}): void {
-    this.users.set(userId, { userId, displayName: null, enabled: true, authorizationVersion: 1, createdAt: new Date(0), updatedAt: new Date(0) });
+    this.users.set(userId, { userId, displayName: null, enabled: true, authorizationVersion: 1, createdAt: new Date(0), updatedAt: new Date(0), version: 1 });
     this.profiles.set(profileId, {
       profileId,
       userId,
@@ -66,8 +66,8 @@ const principal = (userId: string, activeProfileId: string | null): IamPrincipal
 
 function setup(options: { maxEntries?: number; trust?: () => boolean } = {}) {
   const repository = new FakeRepository();
-  repository.templates.set('reader-v1', { versionId: 'reader-v1', name: 'reader', description: null, permissions: ['project:read'] });
-  repository.templates.set('writer-v1', { versionId: 'writer-v1', name: 'writer', description: null, permissions: ['project:update'] });
+  repository.templates.set('reader-v1', { versionId: 'reader-v1', name: 'reader', description: null, permissions: ['project:read'], version: 1 });
+  repository.templates.set('writer-v1', { versionId: 'writer-v1', name: 'writer', description: null, permissions: ['project:update'], version: 1 });
   repository.addUser('u-alice', 'p-alice');
   repository.addUser('u-bob', 'p-bob', 'writer-v1');
   const provider = new GrantProvider({ repository, maxEntries: options.maxEntries ?? 100, trustCache: options.trust ?? (() => true) });
@@ -277,7 +277,7 @@ describe('#11.24 grant cache keys cannot collide', () => {
   function collidingSetup() {
     const setupResult = setup();
     setupResult.repository.addUser('auth0|victim', 'admin', 'writer-v1');
-    setupResult.repository.users.set('auth0', { userId: 'auth0', displayName: null, enabled: true, authorizationVersion: 1, createdAt: new Date(0), updatedAt: new Date(0) });
+    setupResult.repository.users.set('auth0', { userId: 'auth0', displayName: null, enabled: true, authorizationVersion: 1, createdAt: new Date(0), updatedAt: new Date(0), version: 1 });
     return setupResult;
   }
 

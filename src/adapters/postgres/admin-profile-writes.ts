@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { unique } from './apply-profile';
-import { changedFields, insertAdminAudit, lockRow, raiseAuthorizationVersions } from './admin-write-support';
+import { changedFields, checkPrecondition, insertAdminAudit, lockRow, raiseAuthorizationVersions } from './admin-write-support';
 import { AdminWriteError, type AdminAuditContext } from '../../domain/admin-repository';
 import { grantedBy, profileEscalations, refuseEscalation, shareLockTemplate } from './admin-escalation';
 import { PermissionTemplateEntity } from './entities/permission-template-entity';
@@ -25,9 +25,7 @@ function summary(profile: ProfileRecord): Record<string, unknown> {
 async function lockProfile(em: EntityManager, profileId: string, precondition: VersionPrecondition): Promise<ProfileEntity | null> {
   const exists = await lockRow(em, 'iam_profiles', 'profile_id', profileId);
   const stored = exists ? await em.findOneOrFail(ProfileEntity, { profileId }, { populate: ['scopes', 'template', 'user'] }) : null;
-  if (precondition !== null && (stored === null || (precondition !== '*' && stored.version !== precondition))) {
-    throw new AdminWriteError('conflict', `If-Match ${String(precondition)} does not match the profile's current version ${stored?.version ?? '(none)'}.`);
-  }
+  checkPrecondition('profile', stored, precondition);
   return stored;
 }
 

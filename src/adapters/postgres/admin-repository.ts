@@ -4,7 +4,7 @@ import { sameSet, unique } from './apply-profile';
 import { refuseTemplateEscalation, refuseUserEscalation } from './admin-escalation';
 import { writeProfile, writeProfileScopes } from './admin-profile-writes';
 import { type ProfileInput, type ProfileWriteResult, type VersionPrecondition } from '../../domain/admin-repository';
-import { changedFields, insertAdminAudit, lockRow, raiseAuthorizationVersions, toAdminWriteError } from './admin-write-support';
+import { changedFields, checkPrecondition, insertAdminAudit, lockRow, raiseAuthorizationVersions, toAdminWriteError } from './admin-write-support';
 import { AdminWriteError, type AdminAuditContext, type RaisedAuthorization } from '../../domain/admin-repository';
 import { recordPrincipalChanges } from './change-log';
 import { type PrincipalChange } from '../../domain/changes';
@@ -40,10 +40,11 @@ export class MikroOrmAdminRepository implements AdminRepository {
     return this.run((em) => em.transactional((tx) => work(tx)));
   }
 
-  upsertTemplate(versionId: string, input: { name: string; description?: string; permissions: string[] }, audit: AdminAuditContext): Promise<TemplateWriteResult> {
+  upsertTemplate(versionId: string, input: { name: string; description?: string; permissions: string[] }, audit: AdminAuditContext, precondition: VersionPrecondition = null): Promise<TemplateWriteResult> {
     return this.write(async (tx) => {
       const exists = await lockRow(tx, 'iam_permission_templates', 'version_id', versionId);
       const stored = exists ? await tx.findOneOrFail(PermissionTemplateEntity, { versionId }, { populate: ['permissions'] }) : null;
+      checkPrecondition('template', stored, precondition);
       const before = stored === null ? null : toTemplateRecord(stored);
       const wanted = unique(input.permissions);
       if (before !== null) await refuseTemplateEscalation(tx, audit.holds, versionId, wanted, before.permissions);
@@ -61,10 +62,12 @@ export class MikroOrmAdminRepository implements AdminRepository {
         }
         for (const code of wanted) if (!current.has(code)) template.permissions.add(tx.create(TemplatePermissionEntity, { template, permissionCode: code }));
       }
-      const after: TemplateRecord = { versionId, name: input.name, description, permissions: [...wanted].sort() };
-      const changed = changedFields(before as unknown as Record<string, unknown> | null, after as unknown as Record<string, unknown>);
+      const after: TemplateRecord = { versionId, name: input.name, description, permissions: [...wanted].sort(), version: stored?.version ?? 0 };
+      const changed = changedFields(templateSummary(before), templateSummary(after));
       if (stored !== null && changed.length > 0) stored.updatedAt = new Date();
       await tx.flush();
+      // The version the flush assigned: the entity tag of what was written.
+      after.version = (await tx.findOneOrFail(PermissionTemplateEntity, { versionId }, { refresh: true })).version;
       const permissionsChanged = before !== null && !sameSet(before.permissions, wanted);
       const raised = permissionsChanged ? await raiseAuthorizationVersions(tx, { templateVersionId: versionId }) : [];
       if (raised.length > 0) {
@@ -74,7 +77,7 @@ export class MikroOrmAdminRepository implements AdminRepository {
         action: stored === null ? 'admin.template.create' : 'admin.template.update',
         targetType: 'template',
         targetId: versionId,
-        details: { before, after, changed, affectedUserIds: raised.map((user) => user.userId) },
+        details: { before: before && templateSummary(before), after: templateSummary(after), changed, affectedUserIds: raised.map((user) => user.userId) },
       });
       return { template: after, created: stored === null, raised };
     });
@@ -99,7 +102,7 @@ export class MikroOrmAdminRepository implements AdminRepository {
       }
       params.push(query.limit + 1);
       const rows = await em.execute<UserRow[]>(
-        `select u.user_id, u.display_name, u.enabled, u.authorization_version, u.session_epoch, u.created_at, u.updated_at from iam_users u
+        `select u.user_id, u.display_name, u.enabled, u.authorization_version, u.session_epoch, u.created_at, u.updated_at, u.version from iam_users u
          ${where.length > 0 ? `where ${where.join(' and ')}` : ''} order by u.user_id limit ?`,
         params,
       );
@@ -107,10 +110,11 @@ export class MikroOrmAdminRepository implements AdminRepository {
     });
   }
 
-  upsertUser(userId: string, input: { displayName?: string; enabled: boolean }, audit: AdminAuditContext): Promise<UserWriteResult> {
+  upsertUser(userId: string, input: { displayName?: string; enabled: boolean }, audit: AdminAuditContext, precondition: VersionPrecondition = null): Promise<UserWriteResult> {
     return this.write(async (tx) => {
       const exists = await lockRow(tx, 'iam_users', 'user_id', userId);
       const stored = exists ? await tx.findOneOrFail(UserEntity, { userId }) : null;
+      checkPrecondition('user', stored, precondition);
       const before = stored === null ? null : toUserRecord(stored);
       // Re-enabling a user hands back everything their active profiles grant.
       if (before !== null && !before.enabled && input.enabled) await refuseUserEscalation(tx, audit.holds, userId, '/enabled');
@@ -135,6 +139,8 @@ export class MikroOrmAdminRepository implements AdminRepository {
       if (enabledChanged) changes.push({ kind: 'authorization-changed', userId, authorizationVersion: after.authorizationVersion });
       const epochs = await recordPrincipalChanges(tx, changes, audit);
       after.sessionEpoch = epochs.get(userId) ?? after.sessionEpoch;
+      // Ending the sessions raised the epoch in the row: the entity tag is the version the transaction leaves.
+      if (changes.length > 0) after.version = (await tx.findOneOrFail(UserEntity, { userId }, { refresh: true })).version;
       await insertAdminAudit(tx, audit, {
         action: stored === null ? 'admin.user.create' : 'admin.user.update',
         targetType: 'user',
@@ -154,12 +160,13 @@ export class MikroOrmAdminRepository implements AdminRepository {
     });
   }
 
-  upsertIdentity(identityId: string, input: { userId: string; identityDomain: string; enabled: boolean }, audit: AdminAuditContext): Promise<IdentityWriteResult> {
+  upsertIdentity(identityId: string, input: { userId: string; identityDomain: string; enabled: boolean }, audit: AdminAuditContext, precondition: VersionPrecondition = null): Promise<IdentityWriteResult> {
     return this.write(async (tx) => {
       const user = await tx.findOne(UserEntity, { userId: input.userId });
       if (user === null) throw new AdminWriteError('not-found', `No user "${input.userId}".`, [{ pointer: '/userId', message: 'does not exist' }]);
       const exists = await lockRow(tx, 'iam_identities', 'identity_id', identityId);
       const stored = exists ? await tx.findOneOrFail(IdentityEntity, { identityId }) : null;
+      checkPrecondition('identity', stored, precondition);
       if (stored !== null && stored.user.userId !== input.userId) {
         // Re-pointing an identity would log its owner in as someone else.
         throw new AdminWriteError('conflict', `Identity "${identityId}" belongs to user "${stored.user.userId}"; it cannot be moved.`);
@@ -175,16 +182,16 @@ export class MikroOrmAdminRepository implements AdminRepository {
         identity.identityDomain = input.identityDomain;
         identity.enabled = input.enabled;
       }
-      const after = toIdentityRecord(identity);
-      const changed = changedFields(before as unknown as Record<string, unknown> | null, after as unknown as Record<string, unknown>);
+      const changed = changedFields(identitySummary(before), identitySummary(toIdentityRecord(identity)));
       if (stored !== null && changed.length > 0) identity.updatedAt = now;
       await tx.flush();
+      const after = toIdentityRecord(identity);
       if (!after.enabled && stored !== null) await recordPrincipalChanges(tx, [{ kind: 'identity-disabled', userId: input.userId, identityId }], audit);
       await insertAdminAudit(tx, audit, {
         action: stored === null ? 'admin.identity.create' : 'admin.identity.update',
         targetType: 'identity',
         targetId: identityId,
-        details: { before, after, changed },
+        details: { before: before && identitySummary(before), after: identitySummary(after), changed },
       });
       return { identity: after, created: stored === null };
     });
@@ -266,6 +273,7 @@ interface UserRow {
   session_epoch: number;
   created_at: Date | string;
   updated_at: Date | string;
+  version: number | string;
 }
 
 interface AuditRow {
@@ -286,6 +294,24 @@ function userSummary(user: Pick<UserRecord, 'displayName' | 'enabled' | 'authori
   return { displayName: user.displayName, enabled: user.enabled, authorizationVersion: user.authorizationVersion };
 }
 
+/** What an audit row keeps of a template and compares for `changed` (not its lock version). */
+function templateSummary(template: TemplateRecord): Record<string, unknown>;
+function templateSummary(template: TemplateRecord | null): Record<string, unknown> | null;
+function templateSummary(template: TemplateRecord | null): Record<string, unknown> | null {
+  if (template === null) return null;
+  const { version: _version, ...rest } = template;
+  return rest;
+}
+
+/** What an audit row keeps of an identity and compares for `changed` (not its lock version). */
+function identitySummary(identity: IdentityRecord): Record<string, unknown>;
+function identitySummary(identity: IdentityRecord | null): Record<string, unknown> | null;
+function identitySummary(identity: IdentityRecord | null): Record<string, unknown> | null {
+  if (identity === null) return null;
+  const { version: _version, ...rest } = identity;
+  return rest;
+}
+
 function fromUserRow(row: UserRow): UserRecord {
   return {
     userId: row.user_id,
@@ -295,6 +321,7 @@ function fromUserRow(row: UserRow): UserRecord {
     sessionEpoch: Number(row.session_epoch),
     createdAt: new Date(row.created_at),
     updatedAt: new Date(row.updated_at),
+    version: Number(row.version),
   };
 }
 

@@ -2,7 +2,7 @@ import { OptimisticLockError, UniqueConstraintViolationException } from '@mikro-
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { AuditEventEntity } from './entities/audit-event-entity';
 import type { AuditEventRecord } from '../../domain/records';
-import { type AdminAuditContext, AdminWriteError, type RaisedAuthorization } from '../../domain/admin-repository';
+import { type AdminAuditContext, AdminWriteError, type RaisedAuthorization, type VersionPrecondition } from '../../domain/admin-repository';
 
 /**
  * Inserts the audit row of an admin change inside the caller's transaction, as its last statement: if the
@@ -69,4 +69,15 @@ export function toAdminWriteError(error: unknown): unknown {
 export function changedFields(before: Record<string, unknown> | null, after: Record<string, unknown>): string[] {
   if (before === null) return Object.keys(after);
   return Object.keys(after).filter((key) => JSON.stringify(before[key]) !== JSON.stringify(after[key]));
+}
+
+/**
+ * `If-Match` against the version read under the row lock (RFC 9110 §13.1.1): `*` needs the object to exist, a
+ * version must be the current one; otherwise the write changes nothing (409), so an update is never lost silently.
+ */
+export function checkPrecondition(what: string, stored: { version: number } | null, precondition: VersionPrecondition): void {
+  if (precondition === null) return;
+  if (stored === null || (precondition !== '*' && stored.version !== precondition)) {
+    throw new AdminWriteError('conflict', `If-Match ${String(precondition)} does not match the ${what}'s current version ${stored?.version ?? '(none)'}.`);
+  }
 }

@@ -25,6 +25,7 @@ export function toUserRecord(user: UserEntity): UserRecord {
     sessionEpoch: user.sessionEpoch,
     createdAt: user.createdAt,
     updatedAt: user.updatedAt,
+    version: user.version,
   };
 }
 
@@ -34,6 +35,7 @@ export function toIdentityRecord(identity: IdentityEntity): IdentityRecord {
     userId: identity.user.userId,
     identityDomain: identity.identityDomain,
     enabled: identity.enabled,
+    version: identity.version,
   };
 }
 
@@ -74,6 +76,7 @@ export function toTemplateRecord(template: PermissionTemplateEntity): TemplateRe
       .getItems()
       .map((permission) => permission.permissionCode)
       .sort(),
+    version: template.version,
   };
 }
 

@@ -188,6 +188,7 @@ export const Template = StrictObject({
   name: Type.String(),
   description: NullableString(),
   permissions: Type.Array(Type.String({ pattern: PERMISSION_CODE_PATTERN })),
+  version: Type.Integer({ minimum: 0, description: "Raised on every change; the admin API's ETag." }),
 });
 
 export const User = StrictObject({
@@ -198,6 +199,7 @@ export const User = StrictObject({
   sessionEpoch: Type.Optional(Type.Integer({ minimum: 0, description: 'Raised whenever every session of the user ends; tokens issued before are refused for good.' })),
   createdAt: Type.Optional(Timestamp('First seen.')),
   updatedAt: Type.Optional(Timestamp('Last changed.')),
+  version: Type.Integer({ minimum: 0, description: "Raised on every change; the admin API's ETag." }),
 });
 
 export const Identity = StrictObject({
@@ -205,6 +207,7 @@ export const Identity = StrictObject({
   userId: HeaderSafe('Owner.'),
   identityDomain: HeaderSafe('Domain.'),
   enabled: Type.Boolean(),
+  version: Type.Integer({ minimum: 0, description: "Raised on every change; the admin API's ETag." }),
 });
 
 export const AuthorizationVersion = StrictObject({ userId: HeaderSafe('The user.'), authorizationVersion: Type.Integer({ minimum: 0 }) });

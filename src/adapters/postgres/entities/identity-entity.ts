@@ -4,13 +4,15 @@ import { UserEntity } from './user-entity';
 /** Row of `iam_identities`: how a user logs in (an identity in a domain); many per user. */
 export class IdentityEntity {
   [PrimaryKeyProp]?: 'identityId';
-  [OptionalProps]?: 'enabled' | 'createdAt' | 'updatedAt';
+  [OptionalProps]?: 'enabled' | 'createdAt' | 'updatedAt' | 'version';
   identityId!: string;
   user!: UserEntity;
   identityDomain!: string;
   enabled = true;
   createdAt: Date = new Date();
   updatedAt: Date = new Date();
+  /** Optimistic lock (MikroORM `version: true`): the admin API's entity tag. */
+  version!: number;
 }
 
 export const IdentitySchema = new EntitySchema<IdentityEntity>({
@@ -23,5 +25,6 @@ export const IdentitySchema = new EntitySchema<IdentityEntity>({
     enabled: { type: 'boolean' },
     createdAt: { type: 'datetime', columnType: 'timestamptz' },
     updatedAt: { type: 'datetime', columnType: 'timestamptz', onUpdate: () => new Date() },
+    version: { type: 'integer', version: true },
   },
 });
