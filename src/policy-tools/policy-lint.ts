@@ -10,10 +10,14 @@
  *   taken by more specific routes (e.g. `/a/**` next to `/a` and `/a/:x/**` for the same methods). A
  *   route hidden only by same-shape routes is the loader's `duplicate` warning and is not repeated.
  * - `shadowed` (warning): a more specific route takes requests away from a broader one and checks less
- *   for them: public or shadow mode (lets everything through) over a route that needs a session, or no
- *   permission over a route that needs one. `/api/admin/stats` public under `/api/admin/**` is the
- *   classic hole; a `HEAD` route that is weaker than the `GET` route of the same path is another. A
- *   site-wide `/**` is not counted: like `default`, it exists to have exceptions.
+ *   for them: public or shadow mode (lets everything through) over a route that needs a session, no
+ *   permission over a route that needs one, or no resource (no scope check) over a route that checks one,
+ *   or READ over WRITE on the same resource type. `/api/admin/stats` public under `/api/admin/**` is the
+ *   classic hole; `/api/projects/:id/export` without a resource under `/api/projects/:id/**` with one is
+ *   another (a user scoped to project 1 exports project 2); a `HEAD` route that is weaker than the `GET`
+ *   route of the same path is a third. A more specific route never inherits a broader route's checks (its
+ *   own fields are what it checks): the warning is how an author learns. A site-wide `/**` is not counted:
+ *   like `default`, it exists to have exceptions.
  * - `unknown-permission` (warning): a route asks for a permission code that no known template grants
  *   (exactly, through `<resource>:*`, or `*:*`), so nobody can pass it. Only when templates are given.
  * - `path-syntax` (warning): a static segment written like another router's parameter (`{id}`, `<id>`):
@@ -63,6 +67,9 @@ export function lintPolicy(policy: CompiledPolicy, options: PolicyLintOptions = 
     issues.push({ severity: 'warning', kind, message, source: route.source, ...(related ? { related: related.source } : {}) });
   };
   const maxDepth = Math.max(0, ...policy.routes.map((route) => segmentsOf(route).length));
+  // The routes that check a resource, with their patterns parsed once: the candidates a route could drop a scope check of.
+  const parsed = new PrefixIndex(policy.routes.map((route) => ({ route, segments: segmentsOf(route) })), policy.caseSensitive);
+  const scopeChecking = new PrefixIndex(parsed.all.filter(({ route }) => route.resource !== null && protectionLevel(route) === 2), policy.caseSensitive);
 
   for (const route of policy.routes) {
     const segments = segmentsOf(route);
@@ -89,10 +96,10 @@ export function lintPolicy(policy: CompiledPolicy, options: PolicyLintOptions = 
       warn('unreachable', `route ${describeMethods(route)} ${route.pattern} is never selected: more specific routes take every request it matches (${names})`, route, hidden[0]);
       continue;
     }
-    for (const { method, broader } of weakerOverrides(policy, route, segments)) {
+    for (const { method, broader } of weakerOverrides(policy, route, segments, parsed, scopeChecking)) {
       warn(
         'shadowed',
-        `${method} ${route.pattern} (${protectionOf(route)}) takes precedence over ${broader.pattern} (${protectionOf(broader)}, ${broader.id}): those requests skip ${broader.permission ?? 'authentication'}`,
+        `${method} ${route.pattern} (${protectionOf(route)}) takes precedence over ${broader.pattern} (${protectionOf(broader)}, ${broader.id}): those requests skip ${skippedBy(route, broader)}`,
         route,
         broader,
       );
@@ -227,22 +234,89 @@ function protectionLevel(route: CompiledRoute): number {
 function protectionOf(route: CompiledRoute): string {
   if (route.public) return 'public';
   if (route.mode === 'shadow') return `shadow mode${route.permission ? `, ${route.permission} not enforced` : ''}`;
-  return route.permission ?? 'any session, no permission';
+  if (route.permission === null) return 'any session, no permission';
+  return route.resource === null ? route.permission : `${route.permission} on ${route.resource.type} ${route.resource.access}`;
+}
+
+/**
+ * Whether `route` checks less than `broader` for the requests it takes from it (see `shadowed` above). A dropped scope
+ * check counts only when the route's requests name the resource the broader route checks: the segment the broader
+ * route takes the resource id from is a parameter in the route too (`/projects/:id/export` under `/projects/:id/**`),
+ * not a static name (`/projects/archived` next to `/projects/:id` is another endpoint, not project "archived").
+ */
+function checksLess(route: CompiledRoute, broader: CompiledRoute): boolean {
+  const level = protectionLevel(route);
+  const broaderLevel = protectionLevel(broader);
+  if (level !== broaderLevel) return level < broaderLevel;
+  if (level < 2 || broader.resource === null) return false;
+  const idParam = broader.resource.idParam;
+  const at = segmentsOf(broader).findIndex((segment) => segment.kind === 'param' && segment.name === idParam);
+  if (at === -1 || segmentsOf(route)[at]?.kind !== 'param') return false;
+  if (route.resource === null) return true;
+  return route.resource.type === broader.resource.type && route.resource.access === 'READ' && broader.resource.access === 'WRITE';
+}
+
+/** What the requests a weaker route takes skip of the broader route's checks. */
+function skippedBy(route: CompiledRoute, broader: CompiledRoute): string {
+  if (protectionLevel(route) < protectionLevel(broader)) return broader.permission ?? 'authentication';
+  if (route.resource === null) return `the scope check on ${broader.resource!.type}`;
+  return `the ${broader.resource!.type} WRITE scope check (READ is checked)`;
+}
+
+/**
+ * Whether the pattern can match the stand-in path given as its segments (a parameter stand-in matches any parameter;
+ * `**` is taken to match any rest, even an empty one: a superset, for pre-filtering only).
+ */
+function patternMatches(segments: readonly PatternSegment[], parts: readonly string[], caseSensitive: boolean): boolean {
+  if (segments.length > parts.length + 1) return false;
+  for (let i = 0; i < segments.length; i++) {
+    const segment = segments[i]!;
+    if (segment.kind === 'wildcard') return true;
+    const part = parts[i];
+    if (part === undefined) return false;
+    if (segment.kind === 'static' && (caseSensitive ? segment.value !== part : foldAsciiCase(segment.value) !== foldAsciiCase(part))) return false;
+  }
+  return parts.length === segments.length;
 }
 
 /** Broader routes that would decide the route's requests if it did not exist, and check more. */
-function weakerOverrides(policy: CompiledPolicy, route: CompiledRoute, segments: readonly PatternSegment[]): Array<{ method: string; broader: CompiledRoute }> {
+function weakerOverrides(
+  policy: CompiledPolicy,
+  route: CompiledRoute,
+  segments: readonly PatternSegment[],
+  parsed: PrefixIndex,
+  scopeChecking: PrefixIndex,
+): Array<{ method: string; broader: CompiledRoute }> {
   const level = protectionLevel(route);
-  if (level === 2) return [];
-  let without: RouteTree | null = null;
+  const paths = standInPaths(segments, segments.length);
+  const pathParts = paths.map((path) => path.split('/').slice(1));
+  /** The routes of `index` other than this one whose patterns can match one of its stand-in paths. */
+  const matching = (index: PrefixIndex): CompiledRoute[] => {
+    const found = new Set<CompiledRoute>();
+    for (const parts of pathParts) for (const other of index.candidates(parts)) if (other.route !== route && patternMatches(other.segments, parts, policy.caseSensitive)) found.add(other.route);
+    return [...found];
+  };
+  // A route that checks a permission can only check less than a broader one on the resource: look further only when
+  // some other route checking a resource matches its requests (cheap, and keeps large policies fast).
+  if (level === 2) {
+    if (route.resource !== null && route.resource.access === 'WRITE') return [];
+    if (matching(scopeChecking).length === 0) return [];
+  }
+
   const found = new Map<string, { method: string; broader: CompiledRoute }>();
+  // What would decide these paths without the route: a tree of only the other routes that can match them (a
+  // superset is fine: the tree picks the most specific), built once per route, never of the whole table.
+  let without: RouteTree | null = null;
   for (const method of probeMethods(route)) {
-    for (const path of standInPaths(segments, segments.length)) {
+    for (const path of paths) {
       if (policy.match(method, path)?.route !== route) continue;
-      without ??= RouteTree.fromRoutes(policy.routes.filter((other) => other !== route), { caseSensitive: policy.caseSensitive, defaultAction: policy.defaultAction });
+      without ??= RouteTree.fromRoutes(
+        matching(parsed),
+        { caseSensitive: policy.caseSensitive, defaultAction: policy.defaultAction },
+      );
       const broader = without.match(method, path)?.route;
       // `/**` plays the part of `default`: exceptions to it are the point, not a hole.
-      if (broader && broader.pattern !== '/**' && protectionLevel(broader) > level && !found.has(broader.id)) found.set(broader.id, { method, broader });
+      if (broader && broader.pattern !== '/**' && checksLess(route, broader) && !found.has(broader.id)) found.set(broader.id, { method, broader });
     }
   }
   return [...found.values()];
@@ -250,4 +324,55 @@ function weakerOverrides(policy: CompiledPolicy, route: CompiledRoute, segments:
 
 function describeMethods(route: CompiledRoute): string {
   return route.methods.join(',');
+}
+
+interface ParsedRoute {
+  route: CompiledRoute;
+  segments: readonly PatternSegment[];
+}
+
+/**
+ * Routes by their leading static segments, so finding the routes that may match a path looks only at patterns that
+ * share its static prefix (lint of a 10,000-route table stays linear-ish instead of comparing every pair).
+ */
+class PrefixIndex {
+  private readonly root: PrefixNode = { children: new Map(), here: [] };
+
+  constructor(
+    readonly all: ParsedRoute[],
+    private readonly caseSensitive: boolean,
+  ) {
+    for (const entry of all) {
+      let node = this.root;
+      for (const segment of entry.segments) {
+        if (segment.kind !== 'static') break;
+        const key = this.key(segment.value);
+        let child = node.children.get(key);
+        if (!child) node.children.set(key, (child = { children: new Map(), here: [] }));
+        node = child;
+      }
+      node.here.push(entry);
+    }
+  }
+
+  /** Every route whose leading static segments are a prefix of `parts` (a superset of those that match it). */
+  candidates(parts: readonly string[]): ParsedRoute[] {
+    const out: ParsedRoute[] = [];
+    let node: PrefixNode | undefined = this.root;
+    for (let i = 0; node !== undefined; i++) {
+      out.push(...node.here);
+      node = i < parts.length ? node.children.get(this.key(parts[i]!)) : undefined;
+    }
+    return out;
+  }
+
+  private key(value: string): string {
+    return this.caseSensitive ? value : foldAsciiCase(value);
+  }
+}
+
+interface PrefixNode {
+  children: Map<string, PrefixNode>;
+  /** Routes whose static prefix ends here (their next segment is a parameter or `**`, or they end here). */
+  here: ParsedRoute[];
 }

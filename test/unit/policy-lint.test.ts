@@ -139,6 +139,36 @@ routes:
     ]);
   });
 
+  it('shadowed (round 3): a more specific route that drops the broader route\'s scope check, or checks READ where it checks WRITE', () => {
+    const policy = compile(`version: 1
+routes:
+  - { path: /api/projects/:projectId/**, methods: [GET], permission: project:read, resource: { type: PROJECT, id: projectId, access: READ } }
+  - { path: /api/projects/:projectId/export, methods: [GET], permission: project:read }
+  - { path: /api/projects/:projectId/zip, methods: [GET], permission: project:export }
+  - { path: /api/docs/:docId, methods: [PUT], permission: doc:write, resource: { type: DOC, id: docId, access: WRITE } }
+  - { path: /api/docs/:docId, methods: [PATCH], permission: doc:write, resource: { type: DOC, id: docId, access: WRITE } }
+  - { path: /api/docs/:docId/**, methods: [PUT], permission: doc:write, resource: { type: DOC, id: docId, access: WRITE } }
+  - { path: /api/docs/:docId/title, methods: [PUT], permission: doc:write, resource: { type: DOC, id: docId, access: READ } }
+`);
+    expect(lintPolicy(policy).map((issue) => `${issue.source?.line} ${issue.message}`)).toEqual([
+      '4 GET /api/projects/:projectId/export (project:read) takes precedence over /api/projects/:projectId/** (project:read on PROJECT READ, p.yaml:3): those requests skip the scope check on PROJECT',
+      '5 GET /api/projects/:projectId/zip (project:export) takes precedence over /api/projects/:projectId/** (project:read on PROJECT READ, p.yaml:3): those requests skip the scope check on PROJECT',
+      '9 PUT /api/docs/:docId/title (doc:write on DOC READ) takes precedence over /api/docs/:docId/** (doc:write on DOC WRITE, p.yaml:8): those requests skip the DOC WRITE scope check (READ is checked)',
+    ]);
+  });
+
+  it('shadowed (round 3): not for a static sibling of the resource parameter, nor for a route that checks the resource itself', () => {
+    const policy = compile(`version: 1
+routes:
+  - { path: /api/projects/:projectId, methods: [GET], permission: project:read, resource: { type: PROJECT, id: projectId, access: READ } }
+  - { path: /api/projects/archived, methods: [GET], permission: project:list }
+  - { path: /api/projects/:projectId/**, methods: [GET], permission: project:read, resource: { type: PROJECT, id: projectId, access: READ } }
+  - { path: /api/projects/:projectId/export, methods: [GET], permission: project:export, resource: { type: PROJECT, id: projectId, access: READ } }
+  - { path: /api/projects/:projectId/tasks/:taskId, methods: [GET], permission: task:read, resource: { type: TASK, id: taskId, access: WRITE } }
+`);
+    expect(lintPolicy(policy)).toEqual([]);
+  });
+
   it('unknown-permission: exact codes, <resource>:* and *:* grant; only checked when templates are known', () => {
     const policy = compile(`version: 1
 routes:
