@@ -99,7 +99,7 @@ export class MikroOrmAdminRepository implements AdminRepository {
       }
       params.push(query.limit + 1);
       const rows = await em.execute<UserRow[]>(
-        `select u.user_id, u.display_name, u.enabled, u.authorization_version, u.session_epoch, u.created_at, u.updated_at from iam_users u
+        `select u.user_id, u.display_name, u.enabled, u.authorization_version, u.session_epoch, u.sessions_revoked_at, u.created_at, u.updated_at from iam_users u
          ${where.length > 0 ? `where ${where.join(' and ')}` : ''} order by u.user_id limit ?`,
         params,
       );
@@ -134,7 +134,8 @@ export class MikroOrmAdminRepository implements AdminRepository {
       if (!after.enabled && stored !== null) changes.push({ kind: 'user-disabled', userId });
       if (enabledChanged) changes.push({ kind: 'authorization-changed', userId, authorizationVersion: after.authorizationVersion });
       const epochs = await recordPrincipalChanges(tx, changes, audit);
-      after.sessionEpoch = epochs.get(userId) ?? after.sessionEpoch;
+      const revocation = epochs.get(userId);
+      if (revocation) Object.assign(after, { sessionEpoch: revocation.sessionEpoch, sessionsRevokedAt: revocation.sessionsRevokedAt });
       await insertAdminAudit(tx, audit, {
         action: stored === null ? 'admin.user.create' : 'admin.user.update',
         targetType: 'user',
@@ -264,6 +265,7 @@ interface UserRow {
   enabled: boolean;
   authorization_version: number;
   session_epoch: number;
+  sessions_revoked_at: Date | string | null;
   created_at: Date | string;
   updated_at: Date | string;
 }
@@ -293,6 +295,7 @@ function fromUserRow(row: UserRow): UserRecord {
     enabled: row.enabled,
     authorizationVersion: Number(row.authorization_version),
     sessionEpoch: Number(row.session_epoch),
+    sessionsRevokedAt: row.sessions_revoked_at === null ? null : new Date(row.sessions_revoked_at),
     createdAt: new Date(row.created_at),
     updatedAt: new Date(row.updated_at),
   };
