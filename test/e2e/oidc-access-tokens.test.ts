@@ -200,6 +200,21 @@ describe('#28 revocation is decided by time, not by first use', () => {
     expect(await status(unseen)).toBe(401);
   });
 
+  it('#28: a user disabled and enabled again: the tokens issued before the disable stay refused (the disable ended every session)', async () => {
+    const unseen = await freshAccessToken('bob');
+    const admin = (await login(gw, 'admin')).accessToken;
+    const put = (enabled: boolean): Promise<Response> =>
+      fetch(`${gw}/iam/admin/users/u-bob`, { method: 'PUT', headers: { ...bearer(admin), 'content-type': 'application/json' }, body: JSON.stringify({ enabled }) });
+    const disabled = await put(false);
+    expect(disabled.status).toBe(200);
+    const { sessionsRevokedAt } = (await disabled.json()) as { sessionsRevokedAt: string | null };
+    expect(Date.parse(sessionsRevokedAt ?? '')).toBeGreaterThan(lastRevokedAt);
+    lastRevokedAt = Date.parse(sessionsRevokedAt!);
+    expect((await put(true)).status).toBe(200);
+    expect(await status(unseen)).toBe(401);
+    expect(await status(await freshAccessToken('bob'))).toBe(200);
+  });
+
   it('#28: a gateway started afterwards on the same database refuses it too (the instant is read from PostgreSQL)', async () => {
     let token = '';
     const first = await startTestGateway(fixture.upstream.url, overrides());
