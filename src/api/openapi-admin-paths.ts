@@ -229,6 +229,8 @@ export const adminPaths: Record<string, PathItemObject> = {
     post: admin('iam.admin.sessions:revoke', {
       operationId: 'revokeUserSessions',
       summary: 'Revoke every session of a user',
+      description:
+        "Every token of the user issued before is refused for good, on every instance: the gateway's own (the user's session epoch is raised) and, with `iam.oidc.accept-access-tokens`, the identity provider's access tokens issued (`iat`) at or before the recorded instant (`sessionsRevokedAt` of the user), also those never presented before.",
       requestBody: jsonBody(ref('RevokeInput'), 'Optional reason (default `revoked_by_admin`).', false),
       responses: { '200': json('How many sessions ended.', ref('RevokedCount'), NO_STORE), ...ADMIN_WRITE_FAILURES, '404': unknownUser },
     }),

@@ -1,4 +1,4 @@
-import { AccessTokenVerifier } from '../auth/oidc/access-tokens';
+import { AccessTokenVerifier, type AccessTokenDeps } from '../auth/oidc/access-tokens';
 import { BackchannelLogout } from '../auth/oidc/backchannel-logout';
 import { LoginStateSeal } from '../auth/oidc/login-state';
 import { OidcLogin } from '../auth/oidc/oidc-login';
@@ -6,7 +6,6 @@ import { RelyingParty } from '../auth/oidc/relying-party';
 import type { AuditTrail } from '../audit/audit-trail';
 import type { LoginService } from '../auth/login-service';
 import type { IamRepository } from '../domain/iam-repository';
-import type { TokenRecord } from '../domain/token-record';
 import type { TokenStore } from '../domain/token-store';
 import type { SessionService } from '../sessions/session-service';
 import type { GatewayConfig } from './config';
@@ -61,7 +60,7 @@ export function createOidc(
 export function createAccessTokenVerifier(
   config: GatewayConfig,
   rp: RelyingParty | null,
-  deps: { repository: IamRepository; revocations: { refuses(record: TokenRecord): boolean } },
+  deps: { repository: IamRepository; revocations: AccessTokenDeps['revocations'] },
 ): AccessTokenVerifier | null {
   const oidc = config.iam.oidc;
   if (!oidc.acceptAccessTokens || rp === null) return null;

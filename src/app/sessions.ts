@@ -48,7 +48,7 @@ export async function startSessions(
 ): Promise<SessionState> {
   const { repository, audit, logger, metrics, cleanups } = deps;
   const revocationState = await repository.loadRevocationState();
-  const revocations = new RevocationRegistry(config.iam.token.ttlMs);
+  const revocations = new RevocationRegistry(config.iam.token.ttlMs, config.iam.oidc.revocationMarginMs);
   revocations.load(revocationState);
 
   const backingStore: TokenStore = config.redis.url

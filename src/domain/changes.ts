@@ -19,8 +19,12 @@ export interface EndSessionsRequest {
   allExcept?: string | null;
   /** Only sessions opened through this identity. */
   identityId?: string;
-  /** Raise the user's session epoch: every token issued before is refused, also one not recorded yet. */
+  /**
+   * Raise the user's session epoch: every token issued before is refused, also one not recorded yet; `at` is
+   * recorded with it as the user's revocation instant (a provider access token issued before it is refused).
+   */
   raiseEpoch?: boolean;
+  /** When the sessions ended (the deciding instance's clock): their revoked_at / logout_at, and the revocation instant. */
   at: Date;
 }
 
@@ -34,6 +38,15 @@ export interface EndSessionsResult {
   ended: EndedSession[];
   /** The user's new session epoch when it was raised. */
   sessionEpoch: number | null;
+  /** The user's revocation instant when the epoch was raised (never earlier than one recorded before). */
+  sessionsRevokedAt: Date | null;
+}
+
+/** A user's "every session ended" as the durable record has it: the epoch and its instant (null: none recorded). */
+export interface UserRevocation {
+  userId: string;
+  sessionEpoch: number;
+  sessionsRevokedAt: Date | null;
 }
 
 /** Who caused a change, for audit rows written in the same transaction (null actor: provisioning). */
@@ -56,10 +69,10 @@ export interface ChangeRow {
   event: StoreEvent;
 }
 
-/** What an instance loads at start: revoked sessions that have not expired and raised session epochs. */
+/** What an instance loads at start: revoked sessions that have not expired, raised session epochs and their instants. */
 export interface RevocationState {
   /** Read the feed after this id (a minute back, so transactions committing late are not missed). */
   cursor: number;
   sessions: Array<{ sessionId: string; expiresAt: Date }>;
-  epochs: Array<{ userId: string; sessionEpoch: number }>;
+  epochs: UserRevocation[];
 }

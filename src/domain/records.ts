@@ -9,6 +9,11 @@ export interface UserRecord {
   authorizationVersion: number;
   /** Raised when every session of the user ends; a token issued under an older epoch is refused (absent: 0). */
   sessionEpoch?: number;
+  /**
+   * When the epoch was last raised (every session ended): an identity provider's access token issued before this
+   * instant is refused, also one first presented afterwards (absent or null: never).
+   */
+  sessionsRevokedAt?: Date | null;
   createdAt: Date;
   updatedAt: Date;
   /** Optimistic-lock version, raised on every change: the admin API's entity tag (`If-Match`); 0 for a record not read from the database. */

@@ -40,7 +40,11 @@ export type StoreEvent = StoreEventBody & { sentAt?: number };
 /** What each kind of event says. */
 export type StoreEventBody =
   | { type: 'session-ended'; sessionId: string; tokenHash: string; userId: string; reason: string; expiresAt?: string }
-  | { type: 'user-sessions-ended'; userId: string; reason: string; sessionEpoch?: number }
+  /**
+   * `revokedAt` (ISO 8601): the user's revocation instant, a provider access token issued before it is refused;
+   * absent in events of older instances (then the epoch alone decides).
+   */
+  | { type: 'user-sessions-ended'; userId: string; reason: string; sessionEpoch?: number; revokedAt?: string }
   | { type: 'authorization-changed'; userId: string; authorizationVersion?: number }
   | { type: 'profile-changed'; profileId: string; userId: string }
   | { type: 'template-changed'; versionId: string }

@@ -1,5 +1,5 @@
 import type { Logger } from '../observability/logger';
-import type { EndedSession, EndSessionsRequest } from '../domain/changes';
+import type { EndedSession, EndSessionsRequest, EndSessionsResult } from '../domain/changes';
 import { DatabaseUnavailableError, type IamRepository } from '../domain/iam-repository';
 import type { RevocationRegistry } from './revocation-registry';
 import type { SessionCache } from './session-cache';
@@ -54,6 +54,9 @@ export class SessionEnding {
   /** Resolves once the sessions are ended (see above); `onRecorded` runs when the database recorded it. */
   async end(target: EndTarget, onRecorded: (ended: EndedSession[]) => void): Promise<void> {
     const { store, cache, revocations } = this.deps;
+    // One instant for the whole ending: the rows' revoked_at/logout_at and, for "every session", the user's
+    // revocation instant, published at once (step 1) and recorded with the epoch (step 2).
+    const at = new Date();
     const events: StoreEvent[] = target.sessions.map((session) => ({
       type: 'session-ended',
       sessionId: session.sessionId,
@@ -62,7 +65,7 @@ export class SessionEnding {
       reason: target.logout ? 'logout' : target.reason,
       ...(session.expiresAt === undefined ? {} : { expiresAt: session.expiresAt }),
     }));
-    if (target.allSessions) events.push({ type: 'user-sessions-ended', userId: target.userId, reason: target.reason });
+    if (target.allSessions) events.push({ type: 'user-sessions-ended', userId: target.userId, reason: target.reason, revokedAt: at.toISOString() });
     let storeError: unknown = null;
     let deleted = 0;
     try {
@@ -75,11 +78,11 @@ export class SessionEnding {
     } catch (error) {
       storeError = error;
     }
-    const request: EndSessionsRequest = { userId: target.userId, reason: target.reason, logout: target.logout, at: new Date(), ...target.durable };
+    const request: EndSessionsRequest = { userId: target.userId, reason: target.reason, logout: target.logout, at, ...target.durable };
     try {
       const result = await this.deps.repository.endSessions(request);
       for (const event of events) revocations.apply(event);
-      this.applyRecorded(target.userId, result.ended, result.sessionEpoch);
+      this.applyRecorded(target.userId, result);
       // The recorded change is published until done. The answer waits for it when step 1 did not already
       // say everything: it failed, the epoch was raised, or the record ended sessions the store's index missed.
       const delivery = this.deps.changes?.deliver();
@@ -110,12 +113,12 @@ export class SessionEnding {
     return this.pending.length;
   }
 
-  private applyRecorded(userId: string, ended: EndedSession[], sessionEpoch: number | null): void {
-    for (const session of ended) {
+  private applyRecorded(userId: string, result: EndSessionsResult): void {
+    for (const session of result.ended) {
       this.deps.cache?.deleteToken(session.tokenHash);
       this.deps.revocations.endSession(session.sessionId, session.expiresAt.getTime());
     }
-    if (sessionEpoch !== null) this.deps.revocations.raiseEpoch(userId, sessionEpoch);
+    if (result.sessionEpoch !== null) this.deps.revocations.raiseEpoch(userId, result.sessionEpoch, result.sessionsRevokedAt?.getTime());
   }
 
   private recordLater(request: EndSessionsRequest, onRecorded: (ended: EndedSession[]) => void): void {
@@ -151,7 +154,7 @@ export class SessionEnding {
       const next = this.pending[0]!;
       const result = await this.deps.repository.endSessions(next.request);
       this.pending.shift();
-      this.applyRecorded(next.request.userId, result.ended, result.sessionEpoch);
+      this.applyRecorded(next.request.userId, result);
       void this.deps.changes?.deliver();
       next.onRecorded(result.ended);
     }

@@ -198,7 +198,7 @@ describe('GET /iam/admin/users', () => {
     const first = await call<{ items: Array<Record<string, unknown>>; nextCursor: string }>('GET', '/iam/admin/users', adminToken);
     expect(first.body.items).toHaveLength(50);
     expect(typeof first.body.nextCursor).toBe('string');
-    expect(Object.keys(first.body.items[0]!).sort()).toEqual(['authorizationVersion', 'createdAt', 'displayName', 'enabled', 'sessionEpoch', 'updatedAt', 'userId', 'version']);
+    expect(Object.keys(first.body.items[0]!).sort()).toEqual(['authorizationVersion', 'createdAt', 'displayName', 'enabled', 'sessionEpoch', 'sessionsRevokedAt', 'updatedAt', 'userId', 'version']);
     const capped = await call<{ items: unknown[] }>('GET', '/iam/admin/users?limit=1000', adminToken);
     expect(capped.body.items).toHaveLength(200);
   });

@@ -4,7 +4,9 @@
  * two worker pids; a revocation through the port is refused by whichever worker answers next; /metrics on the
  * management port sums the workers' counters; a worker killed with SIGKILL is replaced while the port keeps
  * answering; SIGTERM to the primary drains an in-flight request on a worker and exits 0. Starts that cannot work
- * (more than one worker without Redis or without a database server) exit 1 naming the fix.
+ * (more than one worker without Redis or without a database server) exit 1 naming the fix. #28: after "revoke every
+ * session" through the port, the provider's access tokens issued before it are refused by every worker, also those a
+ * worker never saw.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { get } from 'node:http';
@@ -14,7 +16,9 @@ import { createTestOrm, dropPublicSchema } from '../support/database';
 import { describeWithRedis, notRun, testDatabaseKind } from '../support/env';
 import { bearer, login } from '../support/gateway';
 import { ensureBuilt, serveUntilExit, startGatewayProcess, type GatewayProcess } from '../support/gateway-process';
+import { startTestOp, type TestOp } from '../support/oidc-op';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
+import { until } from '../support/wait';
 
 const POLICY = `
 version: 1
@@ -24,6 +28,8 @@ routes:
   - { path: /slow/:ms, methods: [GET], public: true }
   - { path: /api/projects, methods: [GET], permission: project:list }
 `;
+/** The audience of the provider's access tokens the workers accept. */
+const API = 'https://api.example.test';
 
 /** One request on a connection of its own (no keep-alive), so node:cluster hands each to the next worker in turn. */
 function fresh(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: string }> {
@@ -83,6 +89,7 @@ describeWithServers('serve --workers 2 (Redis and PostgreSQL)', () => {
   let policies: string;
   let upstream: RecordingUpstream;
   let gateway: GatewayProcess;
+  let op: TestOp;
   const others: GatewayProcess[] = [];
 
   beforeAll(async () => {
@@ -94,12 +101,18 @@ describeWithServers('serve --workers 2 (Redis and PostgreSQL)', () => {
     policies = mkdtempSync(join(tmpdir(), 'iam-workers-'));
     writeFileSync(join(policies, 'routes.yaml'), POLICY);
     upstream = await startRecordingUpstream();
-    gateway = await startGatewayProcess(upstream.url, { IAM_POLICIES_DIR: policies, IAM_ACCESS_LOG: 'all' }, ['--workers', '2']);
+    op = await startTestOp({ clients: [{ client_id: 'app', client_secret: 'app-secret', redirect_uris: ['http://127.0.0.1:1/cb'] }], resourceAudience: API });
+    gateway = await startGatewayProcess(
+      upstream.url,
+      { IAM_POLICIES_DIR: policies, IAM_ACCESS_LOG: 'all', IAM_OIDC_ISSUER: op.issuer, IAM_OIDC_ACCEPT_ACCESS_TOKENS: 'true', IAM_OIDC_AUDIENCE: API, IAM_OIDC_USERS: 'existing', IAM_OIDC_CLIENT_ID: 'iam-gateway' },
+      ['--workers', '2'],
+    );
   }, 120_000);
 
   afterAll(async () => {
     for (const started of [gateway, ...others]) await started?.kill();
     await upstream?.close();
+    await op?.close();
   });
 
   it('the primary migrates once, then two workers with their own pids listen on the one port', async () => {
@@ -143,6 +156,25 @@ describeWithServers('serve --workers 2 (Redis and PostgreSQL)', () => {
     expect(answer.status).toBe(204);
     expect(await statuses(`${gateway.url}/api/projects`, 20, bearer(victim.accessToken))).toEqual(Array(20).fill(401));
     expect(await statuses(`${gateway.url}/api/projects`, 6, bearer(keeper.accessToken))).toEqual(Array(6).fill(200));
+  });
+
+  it('#28: after "revoke every session" through the port, provider tokens issued before it are refused by every worker (seen or not); later ones work', async () => {
+    const now = (): number => Math.floor(Date.now() / 1000);
+    // Signed with the provider's own key: what it issues for u-bob (resource-server mode, `users: existing`).
+    const providerToken = (iat: number): Promise<string> => op.sign({ iss: op.issuer, aud: API, sub: 'u-bob', iat, exp: now() + 300 });
+    const seen = await providerToken(now());
+    const unseen = await providerToken(now() - 1);
+    // Both workers have verified (and cached) `seen`; `unseen` was issued but never presented.
+    expect(await statuses(`${gateway.url}/api/projects`, 10, bearer(seen))).toEqual(Array(10).fill(200));
+    const admin = { ...bearer((await login(gateway.url, 'admin')).accessToken), connection: 'close' };
+    expect((await fetch(`${gateway.url}/iam/admin/users/u-bob/sessions/revoke`, { method: 'POST', headers: admin })).status).toBe(200);
+    const user = (await (await fetch(`${gateway.url}/iam/admin/users/u-bob`, { headers: admin })).json()) as { sessionsRevokedAt: string };
+    expect(await statuses(`${gateway.url}/api/projects`, 10, bearer(unseen))).toEqual(Array(10).fill(401));
+    expect(await statuses(`${gateway.url}/api/projects`, 10, bearer(seen))).toEqual(Array(10).fill(401));
+    // `iat` has whole seconds: the provider's next token comes from the first second after the revocation.
+    const next = (Math.floor(Date.parse(user.sessionsRevokedAt) / 1000) + 1) * 1000;
+    await until('the first whole second after the revocation', () => Date.now() >= next);
+    expect(await statuses(`${gateway.url}/api/projects`, 10, bearer(await providerToken(now())))).toEqual(Array(10).fill(200));
   });
 
   it('/metrics on the management port sums the requests of both workers', async () => {

@@ -276,6 +276,37 @@ describe('sessions', () => {
   });
 });
 
+describe('#28 the revocation instant', () => {
+  const T1 = new Date('2030-01-01T12:00:00.500Z');
+  beforeEach(async () => {
+    await repository.ensurePrincipal({ userId: 'u-alice', identityId: 'id-alice', identityDomain: 'example.com' });
+    await repository.ensurePrincipal({ userId: 'u-bob', identityId: 'id-bob', identityDomain: 'example.com' });
+  });
+  const userSessionsEnded = async () =>
+    (await repository.listChanges(0, [], 100)).map((row) => row.event).filter((event) => event.type === 'user-sessions-ended');
+
+  it('#28: is recorded with the raised epoch, in the same change-feed row, and loaded at start', async () => {
+    await expect(repository.getUser('u-alice')).resolves.toMatchObject({ sessionEpoch: 0, sessionsRevokedAt: null });
+    const result = await repository.endSessions({ userId: 'u-alice', reason: 'revoked_by_admin', allExcept: null, raiseEpoch: true, at: T1 });
+    expect(result).toMatchObject({ sessionEpoch: 1, sessionsRevokedAt: T1 });
+    await expect(repository.getUser('u-alice')).resolves.toMatchObject({ sessionEpoch: 1, sessionsRevokedAt: T1 });
+    expect(await userSessionsEnded()).toEqual([{ type: 'user-sessions-ended', userId: 'u-alice', reason: 'revoked_by_admin', sessionEpoch: 1, revokedAt: T1.toISOString() }]);
+    const state = await repository.loadRevocationState();
+    expect(state.epochs).toEqual([{ userId: 'u-alice', sessionEpoch: 1, sessionsRevokedAt: T1 }]);
+  });
+
+  it('#28: never moves back (a record the retry queue writes late), and ending some sessions leaves it alone', async () => {
+    await repository.endSessions({ userId: 'u-alice', reason: 'revoked_by_admin', allExcept: null, raiseEpoch: true, at: T1 });
+    const late = await repository.endSessions({ userId: 'u-alice', reason: 'revoked_by_admin', allExcept: null, raiseEpoch: true, at: new Date('2030-01-01T11:00:00Z') });
+    expect(late).toMatchObject({ sessionEpoch: 2, sessionsRevokedAt: T1 });
+    const some = await repository.endSessions({ userId: 'u-alice', reason: 'revoked_by_user', sessionIds: [], at: new Date('2030-01-01T13:00:00Z') });
+    expect(some).toMatchObject({ sessionEpoch: null, sessionsRevokedAt: null });
+    await expect(repository.getUser('u-alice')).resolves.toMatchObject({ sessionEpoch: 2, sessionsRevokedAt: T1 });
+    expect((await userSessionsEnded()).map((event) => 'revokedAt' in event && event.revokedAt)).toEqual([T1.toISOString(), T1.toISOString()]);
+    await expect(repository.getUser('u-bob')).resolves.toMatchObject({ sessionEpoch: 0, sessionsRevokedAt: null });
+  });
+});
+
 describe('audit', () => {
   const event = (overrides: Partial<AuditEventRecord>): AuditEventRecord => ({
     occurredAt: new Date('2030-01-01T10:00:00.000Z'),

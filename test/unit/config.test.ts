@@ -98,6 +98,7 @@ describe('loadConfig defaults', () => {
           audience: null,
           algorithms: ['RS256', 'PS256', 'ES256', 'EdDSA'],
           clockToleranceMs: 30_000,
+          revocationMarginMs: 0,
           timeoutMs: 5_000,
         },
         cors: {
@@ -233,6 +234,8 @@ describe('loadConfig rejects what it does not understand', () => {
     expect(load('', { ...base, IAM_OIDC_ISSUER: 'http://127.0.0.1:8081' }).iam.oidc.issuer).toBe('http://127.0.0.1:8081');
     expect(loadError('', { ...base, IAM_OIDC_ISSUER: 'http://idp.example' }).message).toMatch(/must be https:\/\/ \(plain http only on loopback/);
     expect(loadError('', { ...base, IAM_OIDC_ISSUER: 'https://idp.example', IAM_OIDC_CLOCK_TOLERANCE: '10m' }).message).toMatch(/clock-tolerance: at most 5m/);
+    expect(loadError('', { ...base, IAM_OIDC_ISSUER: 'https://idp.example', IAM_OIDC_REVOCATION_MARGIN: '6m' }).message).toMatch(/revocation-margin: at most 5m/);
+    expect(load('', { ...base, IAM_OIDC_ISSUER: 'https://idp.example', IAM_OIDC_REVOCATION_MARGIN: '2s' }).iam.oidc.revocationMarginMs).toBe(2_000);
     expect(loadError('', { ...base, IAM_OIDC_ISSUER: 'https://idp.example', IAM_OIDC_ALGORITHMS: 'RS256,HS256' }).message).toMatch(/asymmetric JWS algorithm/);
     expect(loadError('', { ...base, IAM_OIDC_ISSUER: 'https://idp.example', IAM_OIDC_ALGORITHMS: 'none' }).message).toMatch(/asymmetric JWS algorithm/);
     // A secret is never echoed in an error.

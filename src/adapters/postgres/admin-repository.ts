@@ -102,7 +102,7 @@ export class MikroOrmAdminRepository implements AdminRepository {
       }
       params.push(query.limit + 1);
       const rows = await em.execute<UserRow[]>(
-        `select u.user_id, u.display_name, u.enabled, u.authorization_version, u.session_epoch, u.created_at, u.updated_at, u.version from iam_users u
+        `select u.user_id, u.display_name, u.enabled, u.authorization_version, u.session_epoch, u.sessions_revoked_at, u.created_at, u.updated_at, u.version from iam_users u
          ${where.length > 0 ? `where ${where.join(' and ')}` : ''} order by u.user_id limit ?`,
         params,
       );
@@ -138,7 +138,8 @@ export class MikroOrmAdminRepository implements AdminRepository {
       if (!after.enabled && stored !== null) changes.push({ kind: 'user-disabled', userId });
       if (enabledChanged) changes.push({ kind: 'authorization-changed', userId, authorizationVersion: after.authorizationVersion });
       const epochs = await recordPrincipalChanges(tx, changes, audit);
-      after.sessionEpoch = epochs.get(userId) ?? after.sessionEpoch;
+      const revocation = epochs.get(userId);
+      if (revocation) Object.assign(after, { sessionEpoch: revocation.sessionEpoch, sessionsRevokedAt: revocation.sessionsRevokedAt });
       // Ending the sessions raised the epoch in the row: the entity tag is the version the transaction leaves.
       if (changes.length > 0) after.version = (await tx.findOneOrFail(UserEntity, { userId }, { refresh: true })).version;
       await insertAdminAudit(tx, audit, {
@@ -271,6 +272,7 @@ interface UserRow {
   enabled: boolean;
   authorization_version: number;
   session_epoch: number;
+  sessions_revoked_at: Date | string | null;
   created_at: Date | string;
   updated_at: Date | string;
   version: number | string;
@@ -319,6 +321,7 @@ function fromUserRow(row: UserRow): UserRecord {
     enabled: row.enabled,
     authorizationVersion: Number(row.authorization_version),
     sessionEpoch: Number(row.session_epoch),
+    sessionsRevokedAt: row.sessions_revoked_at === null ? null : new Date(row.sessions_revoked_at),
     createdAt: new Date(row.created_at),
     updatedAt: new Date(row.updated_at),
     version: Number(row.version),

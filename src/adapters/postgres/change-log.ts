@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { StoreEvent } from '../../domain/token-record';
-import type { EndSessionsRequest, EndSessionsResult, ChangeActor, PrincipalChange, ChangeRow, RevocationState } from '../../domain/changes';
+import type { EndSessionsRequest, EndSessionsResult, ChangeActor, PrincipalChange, ChangeRow, RevocationState, UserRevocation } from '../../domain/changes';
 
 /**
  * The change feed (`iam_changes`, a transactional outbox): every change other gateway instances must act on
@@ -18,12 +18,20 @@ export async function insertChanges(em: EntityManager, events: StoreEvent[]): Pr
 /** Ends live sessions in the caller's transaction and writes their change rows (and audit rows with `actor`). */
 export async function endSessionsInTx(em: EntityManager, request: EndSessionsRequest, actor?: ChangeActor): Promise<EndSessionsResult> {
   let sessionEpoch: number | null = null;
+  let sessionsRevokedAt: Date | null = null;
   if (request.raiseEpoch) {
-    const rows = await em.execute<Array<{ session_epoch: number }>>(
-      'update iam_users set session_epoch = session_epoch + 1, version = version + 1, updated_at = now() where user_id = ? returning session_epoch',
-      [request.userId],
+    // The instant goes with the epoch, in this transaction: whoever sees the one sees the other. It never moves
+    // back (greatest ignores null): a record written late by the retry queue keeps a later revocation's instant.
+    const rows = await em.execute<Array<{ session_epoch: number; sessions_revoked_at: Date | string }>>(
+      `update iam_users set session_epoch = session_epoch + 1, sessions_revoked_at = greatest(sessions_revoked_at, cast(? as timestamptz)),
+       version = version + 1, updated_at = now() where user_id = ? returning session_epoch, sessions_revoked_at`,
+      [request.at, request.userId],
     );
-    sessionEpoch = rows[0] === undefined ? null : Number(rows[0].session_epoch);
+    const row = rows[0];
+    if (row !== undefined) {
+      sessionEpoch = Number(row.session_epoch);
+      sessionsRevokedAt = new Date(row.sessions_revoked_at);
+    }
   }
   const where = ['user_id = ?', 'revoked_at is null', 'logout_at is null', 'expires_at > ?'];
   const params: unknown[] = [request.userId, request.at];
@@ -56,29 +64,29 @@ export async function endSessionsInTx(em: EntityManager, request: EndSessionsReq
     reason,
     expiresAt: session.expiresAt.toISOString(),
   }));
-  if (sessionEpoch !== null) events.push({ type: 'user-sessions-ended', userId: request.userId, reason, sessionEpoch });
+  if (sessionEpoch !== null) events.push({ type: 'user-sessions-ended', userId: request.userId, reason, sessionEpoch, revokedAt: sessionsRevokedAt!.toISOString() });
   await insertChanges(em, events);
   if (actor) {
     for (const session of ended) {
       await insertAudit(em, actor, 'session.revoke', 'session', session.sessionId, { reason, userId: request.userId });
     }
   }
-  return { ended, sessionEpoch };
+  return { ended, sessionEpoch, sessionsRevokedAt };
 }
 
 /**
  * Records principal changes in the caller's transaction (call it after the change itself is flushed):
  * a disabled user loses every session (epoch raised), a disabled identity the sessions opened through it,
- * and every change becomes a row of the feed. Resolves the new session epoch of each disabled user.
+ * and every change becomes a row of the feed. Resolves the new session epoch (and its instant) of each disabled user.
  */
-export async function recordPrincipalChanges(em: EntityManager, changes: PrincipalChange[], actor: ChangeActor): Promise<Map<string, number>> {
-  const epochs = new Map<string, number>();
+export async function recordPrincipalChanges(em: EntityManager, changes: PrincipalChange[], actor: ChangeActor): Promise<Map<string, UserRevocation>> {
+  const epochs = new Map<string, UserRevocation>();
   const at = new Date();
   for (const change of changes) {
     switch (change.kind) {
       case 'user-disabled': {
         const result = await endSessionsInTx(em, { userId: change.userId, reason: 'user_disabled', allExcept: null, raiseEpoch: true, at }, actor);
-        if (result.sessionEpoch !== null) epochs.set(change.userId, result.sessionEpoch);
+        if (result.sessionEpoch !== null) epochs.set(change.userId, { userId: change.userId, sessionEpoch: result.sessionEpoch, sessionsRevokedAt: result.sessionsRevokedAt });
         break;
       }
       case 'identity-disabled':
@@ -134,11 +142,17 @@ export async function loadRevocationState(em: EntityManager): Promise<Revocation
   const sessions = await em.execute<Array<{ session_id: string; expires_at: Date | string }>>(
     'select session_id, expires_at from iam_sessions where (revoked_at is not null or logout_at is not null) and expires_at > now()',
   );
-  const epochs = await em.execute<Array<{ user_id: string; session_epoch: number }>>('select user_id, session_epoch from iam_users where session_epoch > 0');
+  const epochs = await em.execute<Array<{ user_id: string; session_epoch: number; sessions_revoked_at: Date | string | null }>>(
+    'select user_id, session_epoch, sessions_revoked_at from iam_users where session_epoch > 0 or sessions_revoked_at is not null',
+  );
   return {
     cursor: Number(cursorRow?.cursor ?? 0),
     sessions: sessions.map((row) => ({ sessionId: row.session_id, expiresAt: new Date(row.expires_at) })),
-    epochs: epochs.map((row) => ({ userId: row.user_id, sessionEpoch: Number(row.session_epoch) })),
+    epochs: epochs.map((row) => ({
+      userId: row.user_id,
+      sessionEpoch: Number(row.session_epoch),
+      sessionsRevokedAt: row.sessions_revoked_at === null ? null : new Date(row.sessions_revoked_at),
+    })),
   };
 }
 

@@ -4,7 +4,8 @@ import { Migration20261124000001_profile_unscoped } from '../../../migrations/Mi
 import { Migration20261124000708_session_origin } from '../../../migrations/Migration20261124000708_session_origin';
 import { Migration20261124070001_change_feed } from '../../../migrations/Migration20261124070001_change_feed';
 import { Migration20261126000001_session_idp_sid } from '../../../migrations/Migration20261126000001_session_idp_sid';
-import { Migration20261128000001_identity_version } from '../../../migrations/Migration20261128000001_identity_version';
+import { Migration20261128000001_user_sessions_revoked_at } from '../../../migrations/Migration20261128000001_user_sessions_revoked_at';
+import { Migration20261128000002_identity_version } from '../../../migrations/Migration20261128000002_identity_version';
 
 /**
  * Every migration, oldest first, handed to MikroORM as `migrations.migrationsList`. Listing them
@@ -18,5 +19,6 @@ export const IAM_MIGRATIONS: MigrationObject[] = [
   { name: 'Migration20261124000708_session_origin', class: Migration20261124000708_session_origin },
   { name: 'Migration20261124070001_change_feed', class: Migration20261124070001_change_feed },
   { name: 'Migration20261126000001_session_idp_sid', class: Migration20261126000001_session_idp_sid },
-  { name: 'Migration20261128000001_identity_version', class: Migration20261128000001_identity_version },
+  { name: 'Migration20261128000001_user_sessions_revoked_at', class: Migration20261128000001_user_sessions_revoked_at },
+  { name: 'Migration20261128000002_identity_version', class: Migration20261128000002_identity_version },
 ];

@@ -23,6 +23,7 @@ export function toUserRecord(user: UserEntity): UserRecord {
     enabled: user.enabled,
     authorizationVersion: user.authorizationVersion,
     sessionEpoch: user.sessionEpoch,
+    sessionsRevokedAt: user.sessionsRevokedAt,
     createdAt: user.createdAt,
     updatedAt: user.updatedAt,
     version: user.version,

@@ -197,6 +197,7 @@ export const User = StrictObject({
   enabled: Type.Boolean(),
   authorizationVersion: Type.Integer({ minimum: 0 }),
   sessionEpoch: Type.Optional(Type.Integer({ minimum: 0, description: 'Raised whenever every session of the user ends; tokens issued before are refused for good.' })),
+  sessionsRevokedAt: Type.Optional(Nullable(Timestamp("When every session of the user last ended (null: never); the identity provider's access tokens issued before are refused for good."))),
   createdAt: Type.Optional(Timestamp('First seen.')),
   updatedAt: Type.Optional(Timestamp('Last changed.')),
   version: Type.Integer({ minimum: 0, description: "Raised on every change; the admin API's ETag." }),

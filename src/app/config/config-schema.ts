@@ -87,6 +87,7 @@ export interface RawConfig {
       audience?: string | null;
       algorithms: string[];
       'clock-tolerance': Duration;
+      'revocation-margin': Duration;
       timeout: Duration;
     };
     cors: {
@@ -431,6 +432,7 @@ export const configSchema = section({
       audience: nullableText('`aud` a JWT access token must carry; null = the client id'),
       algorithms: list(['RS256', 'PS256', 'ES256', 'EdDSA'], 'jws-alg', 'signature algorithms accepted on id tokens, logout tokens and access tokens (asymmetric only)'),
       'clock-tolerance': duration('30s', 'clock skew allowed on exp, nbf and iat (at most 5m)'),
+      'revocation-margin': duration('0', "an access token issued less than this after its user's sessions were revoked is refused too: how far the provider's clock may run ahead of the gateway's (at most 5m)"),
       timeout: duration('5s', 'timeout of each call to the provider (discovery, token, JWKS): 504 above', true),
     }),
     cors: section({

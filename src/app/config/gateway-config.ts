@@ -155,6 +155,11 @@ export interface GatewayConfig {
       audience: string | null;
       algorithms: string[];
       clockToleranceMs: number;
+      /**
+       * `iam.oidc.revocation-margin`: a provider access token issued (`iat`) less than this after its user's
+       * sessions were all ended is refused too (a provider clock running ahead of the gateway's); 0 = the instant.
+       */
+      revocationMarginMs: number;
       timeoutMs: number;
     };
     cors: {

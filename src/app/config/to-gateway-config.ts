@@ -118,6 +118,7 @@ export function toGatewayConfig(raw: RawConfig, cwd: string, file: string): Gate
         audience: iam.oidc.audience ?? null,
         algorithms: [...iam.oidc.algorithms],
         clockToleranceMs: ms(iam.oidc['clock-tolerance'], 'iam.oidc.clock-tolerance'),
+        revocationMarginMs: ms(iam.oidc['revocation-margin'], 'iam.oidc.revocation-margin'),
         timeoutMs: ms(iam.oidc.timeout, 'iam.oidc.timeout'),
       },
       cors: {

@@ -92,9 +92,11 @@ export function crossChecks(data: Data): Problem[] {
   if (typeof issuer === 'string' && URL.canParse(issuer) && new URL(issuer).protocol === 'http:' && !isLoopbackHost(new URL(issuer).hostname)) {
     problems.push({ path: ['iam', 'oidc', 'issuer'], message: 'iam.oidc.issuer: must be https:// (plain http only on loopback, for development)' });
   }
-  const tolerance = get('iam.oidc.clock-tolerance');
-  if ((typeof tolerance === 'string' || typeof tolerance === 'number') && (tryParseDuration(tolerance) ?? 0) > 5 * 60_000) {
-    problems.push({ path: ['iam', 'oidc', 'clock-tolerance'], message: 'iam.oidc.clock-tolerance: at most 5m' });
+  for (const key of ['clock-tolerance', 'revocation-margin']) {
+    const value = get(`iam.oidc.${key}`);
+    if ((typeof value === 'string' || typeof value === 'number') && (tryParseDuration(value) ?? 0) > 5 * 60_000) {
+      problems.push({ path: ['iam', 'oidc', key], message: `iam.oidc.${key}: at most 5m` });
+    }
   }
   const port = get('server.port');
   if (typeof port === 'number' && port !== 0 && get('server.management-port') === port) {

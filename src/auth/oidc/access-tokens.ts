@@ -2,6 +2,7 @@ import type { IamRepository } from '../../domain/iam-repository';
 import { ProblemError } from '../../domain/problem';
 import { hashToken } from '../../domain/token-hash';
 import type { TokenRecord } from '../../domain/token-record';
+import type { RevocationRegistry } from '../../sessions/revocation-registry';
 import type { SessionService, VerifiedSession } from '../../sessions/session-service';
 import { admitIdentity, principalOf, selectActiveProfile } from '../login-service';
 import type { ClaimMapping } from './oidc-login';
@@ -25,8 +26,13 @@ export interface AccessTokenDeps {
   /** The client type of a provider access token's principal (`API` when configured). */
   clientType: string;
   repository: Pick<IamRepository, 'getUser' | 'ensurePrincipal' | 'listProfiles'>;
-  /** Ended sessions and raised user epochs (every instance's events): a disabled user's tokens stop at once. */
-  revocations: { refuses(record: TokenRecord): boolean };
+  /**
+   * Ended sessions, raised user epochs and their instants (every instance's events): a disabled user's tokens stop
+   * at once, and a token issued before its user's sessions were all ended is refused whenever it is first presented.
+   * The user's record read at a first verification is handed to it too (raiseEpoch), so this instance knows a
+   * revocation the database committed before its event arrived.
+   */
+  revocations: Pick<RevocationRegistry, 'refuses' | 'raiseEpoch'>;
   /** Bound of the verified-token cache. */
   maxEntries: number;
 }
@@ -42,8 +48,9 @@ interface Entry {
  * `aud`, `exp`/`nbf` within the clock tolerance), its claims name the principal exactly as at an OpenID Connect login
  * (same user, identity and domain), and the gateway's records decide enabled and the active profile. The result is
  * cached by token hash until the token's `exp` (bounded, oldest out first), so only a token's first request reads the
- * database; a user whose sessions are all revoked or who is disabled has every token refused at once (the user's
- * session epoch, on every instance).
+ * database; a user whose sessions are all revoked or who is disabled has every token issued before (its `iat`, which
+ * is therefore required as RFC 9068 §2.2 does) refused at once and for good, on every instance, also a token first
+ * presented afterwards (the revocation registry's time rule).
  */
 export class AccessTokenVerifier {
   private readonly cache = new Map<string, Entry>();
@@ -66,13 +73,19 @@ export class AccessTokenVerifier {
     if (cached !== 'miss') return cached;
     let claims;
     try {
-      claims = await this.deps.rp.verifyJwt(token, { audience: this.deps.audience, requiredClaims: ['exp', 'sub'] });
+      // `iat` is what decides a revocation (RFC 9068 §2.2 requires it): without one, no token could be told apart
+      // from one issued before its user's sessions were revoked.
+      claims = await this.deps.rp.verifyJwt(token, { audience: this.deps.audience, requiredClaims: ['exp', 'sub', 'iat'] });
     } catch (error) {
       // The provider's keys could not be fetched: 502/504, never a guess. Any other failure: not a valid token.
       const outage = RelyingParty.outageOf(error);
       if (outage) throw outage;
       return null;
     }
+    const issuedAtMs = (claims.iat as number) * 1000;
+    const expiresAtMs = (claims.exp as number) * 1000;
+    // Numbers jose accepts but a Date cannot hold (1e300): not a token, rather than a RangeError later.
+    if (!isInstant(issuedAtMs) || !isInstant(expiresAtMs)) return null;
     let identity;
     try {
       identity = identityFromClaims(claims, this.deps.claims, this.deps.rp.issuer);
@@ -84,16 +97,19 @@ export class AccessTokenVerifier {
     const admitted = await admitIdentity(this.deps.repository, identity, this.deps.claims.users === 'existing');
     if ('refused' in admitted) return null;
     const { user } = admitted;
+    // What the database says now: a revocation committed on another instance whose event has not arrived yet.
+    this.deps.revocations.raiseEpoch(user.userId, user.sessionEpoch ?? 0, user.sessionsRevokedAt?.getTime());
     const profiles = await this.deps.repository.listProfiles(identity.userId);
     const principal = principalOf(identity, admitted, selectActiveProfile(profiles, this.deps.clientType)?.profileId ?? null);
     const tokenHash = hashToken(token);
-    const expiresAtMs = (claims.exp as number) * 1000;
     const record: TokenRecord = {
       // What the host receives as X-IAM-Session-Id: the token's own id when it has one.
       sessionId: `at:${typeof claims.jti === 'string' && claims.jti.length <= 100 ? claims.jti : tokenHash.slice(0, 32)}`,
       principal,
       clientType: this.deps.clientType,
-      createdAt: new Date(typeof claims.iat === 'number' ? claims.iat * 1000 : Date.now()).toISOString(),
+      // The provider's issue time (whole seconds, its clock): the revocation registry compares it with the user's
+      // revocation instant.
+      createdAt: new Date(issuedAtMs).toISOString(),
       expiresAt: new Date(expiresAtMs).toISOString(),
       idleTimeoutMs: 0,
       sessionEpoch: user.sessionEpoch ?? 0,
@@ -114,6 +130,9 @@ export class AccessTokenVerifier {
     }
   }
 }
+
+/** True for epoch milliseconds a Date can hold (ECMA-262: ±8.64e15). */
+const isInstant = (ms: number): boolean => Number.isFinite(ms) && Math.abs(ms) <= 8.64e15;
 
 /** Gateway tokens to the session service, provider JWTs to the access-token verifier. */
 export function bearerVerifier(sessions: BearerVerifier, accessTokens: AccessTokenVerifier | null): BearerVerifier {

@@ -3,7 +3,7 @@ import { EntitySchema, OptionalProps, PrimaryKeyProp } from '@mikro-orm/core';
 /** Row of `iam_users`: a principal of the host (created by the first login or by provisioning). */
 export class UserEntity {
   [PrimaryKeyProp]?: 'userId';
-  [OptionalProps]?: 'displayName' | 'enabled' | 'authorizationVersion' | 'sessionEpoch' | 'createdAt' | 'updatedAt' | 'version';
+  [OptionalProps]?: 'displayName' | 'enabled' | 'authorizationVersion' | 'sessionEpoch' | 'sessionsRevokedAt' | 'createdAt' | 'updatedAt' | 'version';
   userId!: string;
   displayName: string | null = null;
   enabled = true;
@@ -11,6 +11,8 @@ export class UserEntity {
   authorizationVersion = 0;
   /** Raised when every session of the user ends: tokens issued under an older epoch are refused. */
   sessionEpoch = 0;
+  /** When the epoch was last raised (the gateway's clock): a provider access token issued before is refused. */
+  sessionsRevokedAt: Date | null = null;
   createdAt: Date = new Date();
   updatedAt: Date = new Date();
   /** Optimistic lock (MikroORM `version: true`). */
@@ -26,6 +28,7 @@ export const UserSchema = new EntitySchema<UserEntity>({
     enabled: { type: 'boolean' },
     authorizationVersion: { type: 'integer' },
     sessionEpoch: { type: 'integer' },
+    sessionsRevokedAt: { type: 'datetime', columnType: 'timestamptz', nullable: true },
     createdAt: { type: 'datetime', columnType: 'timestamptz' },
     updatedAt: { type: 'datetime', columnType: 'timestamptz', onUpdate: () => new Date() },
     version: { type: 'integer', version: true },
