@@ -22,7 +22,7 @@ const MAX_JWT_LENGTH = 8192;
 export const looksLikeJwt = (token: string): boolean => token.length <= MAX_JWT_LENGTH && JWT_SHAPE.test(token);
 
 export interface AccessTokenDeps {
-  rp: RelyingParty;
+  rp: Pick<RelyingParty, 'issuer' | 'verifyJwt'>;
   /** The `aud` an access token must carry (`iam.oidc.audience`; the configuration makes it differ from the client id). */
   audience: string;
   /** The `typ` values an access token may carry (`iam.oidc.access-token-types`; never the logout token's). */
