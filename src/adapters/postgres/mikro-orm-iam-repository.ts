@@ -1,4 +1,4 @@
-import { LockMode } from '@mikro-orm/core';
+import { LockMode, type QueryResult } from '@mikro-orm/core';
 import { withOrmContext } from './async-context-gate';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { applyProvisioningDocument } from './apply-provisioning';
@@ -86,7 +86,7 @@ export class MikroOrmIamRepository implements IamRepository {
           .insert({ userId: input.userId, displayName: input.displayName ?? null, createdAt: now, updatedAt: now })
           .onConflict('userId')
           .ignore()
-          .execute('run');
+          .execute<QueryResult<UserEntity>>('run');
         const userIsNew = inserted.affectedRows === 1;
         const user = await tx.findOneOrFail(UserEntity, { userId: input.userId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
         const found = await tx.findOne(IdentityEntity, { identityId: input.identityId });
