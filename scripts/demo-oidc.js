@@ -7,7 +7,7 @@
  * HOST_PORT, OIDC_PORT, PORT, MANAGEMENT_PORT (0 = any free port). Never for production.
  */
 const { spawn } = require('node:child_process');
-const { existsSync, mkdtempSync, rmSync, writeFileSync } = require('node:fs');
+const { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } = require('node:fs');
 const { createServer } = require('node:net');
 const { tmpdir } = require('node:os');
 const { join } = require('node:path');
@@ -21,7 +21,11 @@ const { startHost } = require(join(root, 'dist', 'examples', 'host', 'server.js'
 const { loadConfig } = require(join(root, 'dist', 'src', 'app', 'config'));
 const { startGateway } = require(join(root, 'dist', 'src', 'app', 'start-gateway.js'));
 
-/** The demo users, as in config/users.example.yaml: the provider's `sub` is the gateway's userId. */
+/**
+ * The demo users, as in config/users.example.yaml: the provider's `sub` is the gateway's userId. Those users exist
+ * already (config/provision.example.yaml), so their provider accounts sign in only once linked to them: see
+ * {@link linkedProvisioning}.
+ */
 const ACCOUNTS = {
   alice: { sub: 'u-alice', password: 'alice-password', claims: { name: 'Alice', email: 'alice@example.com' } },
   bob: { sub: 'u-bob', password: 'bob-password', claims: { name: 'Bob', email: 'bob@example.com' } },
@@ -66,6 +70,25 @@ async function startProvider(port, client) {
   }
 }
 
+/**
+ * config/provision.example.yaml plus, for each demo account, the identity `oidc:<sub>` in the provider's domain (its
+ * issuer): what an administrator does so that a provider account signs in as a user the gateway already has (a new
+ * account never joins an existing user by itself; docs/oidc.md). Written to a private directory; resolves the file
+ * and that directory.
+ */
+function linkedProvisioning(issuer) {
+  const { parse, stringify } = require('yaml');
+  const document = parse(readFileSync(join(root, 'config', 'provision.example.yaml'), 'utf8'));
+  const subjects = new Set(Object.values(ACCOUNTS).map((account) => account.sub));
+  for (const user of document.users ?? []) {
+    if (subjects.has(user.userId)) user.identities = [...(user.identities ?? []), { identityId: `oidc:${user.userId}`, identityDomain: issuer }];
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'iam-demo-oidc-provision-'));
+  const file = join(dir, 'provision.yaml');
+  writeFileSync(file, stringify(document), { mode: 0o600 });
+  return { file, dir };
+}
+
 async function run() {
   const host = await startHost(Number(process.env.HOST_PORT || 3000));
   const gatewayPort = Number(process.env.PORT || 8080) || (await freePort());
@@ -97,12 +120,20 @@ async function run() {
     IAM_OIDC_REDIRECT_URI: client.redirect_uris[0],
     IAM_OIDC_POST_LOGOUT_REDIRECT_URI: client.post_logout_redirect_uris[0],
   };
-  const config = loadConfig({ file: join(root, 'examples', 'demo.yaml'), env, cwd: root });
-  const gateway = await startGateway(config);
+  const provisioning = linkedProvisioning(provider.issuer);
+  let gateway;
+  try {
+    const config = loadConfig({ file: join(root, 'examples', 'demo.yaml'), env: { ...env, IAM_PROVISION_FILE: provisioning.file }, cwd: root });
+    gateway = await startGateway(config);
+  } finally {
+    // Applied at start; not needed afterwards.
+    rmSync(provisioning.dir, { recursive: true, force: true });
+  }
   console.log(`
 iam-gateway demo with an OpenID Provider
   example host     ${host.url}
-  OpenID Provider  ${provider.issuer}   (examples/oidc-provider: users alice, bob, admin; password <name>-password)
+  OpenID Provider  ${provider.issuer}   (examples/oidc-provider: users alice, bob, admin; password <name>-password;
+                                        their accounts are linked to u-alice, u-bob, u-admin by provisioning)
   gateway          ${gateway.url}   (iam.authenticator.type: oidc)
   management       ${gateway.managementUrl}
 

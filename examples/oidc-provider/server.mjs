@@ -89,7 +89,7 @@ server.listen(port, '127.0.0.1', () => {
     jwks: config.jwks,
     clients: config.clients ?? [],
     cookies: { keys: [randomBytes(32).toString('base64url')] },
-    claims: { openid: ['sub'], email: ['email'], profile: ['name'], groups: ['groups'] },
+    claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'], groups: ['groups'] },
     scopes: ['openid', 'profile', 'email', 'groups', 'offline_access'],
     conformIdTokenClaims: config.conformIdTokenClaims ?? false,
     pkce: { required: () => true },

@@ -49,7 +49,7 @@ export function createOidc(
     seal: new LoginStateSeal(oidc.clientSecret!),
     login: deps.login,
     store: deps.store,
-    claims: { ...oidc.claims, users: oidc.users },
+    claims: { ...oidc.claims, users: oidc.users, linkBy: oidc.linkBy },
     clientType: browserClientType(config.iam.clientTypes),
   });
   const backchannel = new BackchannelLogout({ rp, store: deps.store, repository: deps.repository, sessions: deps.sessions });
@@ -60,14 +60,18 @@ export function createOidc(
 export function createAccessTokenVerifier(
   config: GatewayConfig,
   rp: RelyingParty | null,
-  deps: { repository: IamRepository; revocations: AccessTokenDeps['revocations'] },
+  deps: { repository: IamRepository; revocations: AccessTokenDeps['revocations']; audit: AuditTrail },
 ): AccessTokenVerifier | null {
   const oidc = config.iam.oidc;
   if (!oidc.acceptAccessTokens || rp === null) return null;
+  // The configuration check makes the audience explicit and not the client id (docs/oidc.md); never a fallback here.
+  if (oidc.audience === null || oidc.audience === oidc.clientId) throw new Error('iam.oidc.audience must be set, and differ from iam.oidc.client-id, with accept-access-tokens');
   return new AccessTokenVerifier({
     rp,
-    audience: oidc.audience ?? oidc.clientId ?? '',
-    claims: { ...oidc.claims, users: oidc.users },
+    audience: oidc.audience,
+    types: oidc.accessTokenTypes,
+    audit: deps.audit,
+    claims: { ...oidc.claims, users: oidc.users, linkBy: oidc.linkBy },
     clientType: config.iam.clientTypes.includes('API') ? 'API' : config.iam.clientTypes[0]!,
     repository: deps.repository,
     revocations: deps.revocations,

@@ -105,7 +105,7 @@ export async function startGatewayAs(config: GatewayConfig, options: StartOption
     const rp = createRelyingParty(config);
     const oidc = createOidc(config, rp, { login, store, repository, sessions, audit });
     // Gateway tokens to the session service; with accept-access-tokens, the provider's JWTs to their verifier.
-    const bearers = bearerVerifier(sessions, createAccessTokenVerifier(config, rp, { repository, revocations: state.revocations }));
+    const bearers = bearerVerifier(sessions, createAccessTokenVerifier(config, rp, { repository, revocations: state.revocations, audit }));
 
     const isTrustedProxy = compileTrustedProxies(config.iam.forward.trustedProxies);
     const assertion = config.iam.forward.assertion;

@@ -2,7 +2,7 @@ import type { AuditTrail } from '../audit/audit-trail';
 import { withSpan } from '../observability/tracing';
 import type { Logger } from '../observability/logger';
 import type { GatewayMetrics } from '../observability/metrics';
-import type { IamRepository } from '../domain/iam-repository';
+import { IdentityLinkError, type IamRepository, type IdentityAttach, type IdentityLinkRefusal } from '../domain/iam-repository';
 import type { IdentityRecord, ProfileRecord, UserRecord } from '../domain/records';
 import { ProblemError, problems } from '../domain/problem';
 import { notASession, type AuthenticationResult, type RequestFacts, type SessionService, type VerifiedSession } from '../sessions/session-service';
@@ -33,6 +33,8 @@ export interface EstablishOptions {
   authenticator: string;
   /** Refuse a user the gateway does not know yet (`iam.oidc.users: existing`) instead of creating it. */
   mustExist?: boolean;
+  /** Whether a new identity may join a user that already exists (default `any`: the authenticator vouches for the userId). */
+  attach?: IdentityAttach;
   /** A profile to activate when the user has it (available, for this client type); else the usual choice. */
   preferredProfileId?: string | null;
   /** The provider's session id (`sid`), kept with the session for back-channel logout. */
@@ -105,7 +107,7 @@ export class LoginService {
    * issued and the login audited. Refusals are audited and answered 401 IAM_INVALID_CREDENTIALS.
    */
   private async establish(identity: AuthenticatedIdentity, clientType: string, facts: RequestFacts, login: EstablishOptions): Promise<AuthenticationResult> {
-    const admitted = await admitIdentity(this.deps.repository, identity, login.mustExist === true);
+    const admitted = await admitIdentity(this.deps.repository, identity, { mustExist: login.mustExist === true, attach: login.attach ?? 'any' });
     if ('refused' in admitted) return this.fail({ username: login.username, clientType }, facts, admitted.refused, admitted.userId);
     const { user } = admitted;
 
@@ -196,20 +198,37 @@ function isAvailable(profile: ProfileRecord): boolean {
 }
 
 /** Why the gateway's records refuse an identity an authenticator or provider vouched for (audited as the reason). */
-export type IdentityRefusal = 'unknown-user' | 'user-disabled' | 'identity-disabled' | 'identity-domain-mismatch';
+export type IdentityRefusal = 'unknown-user' | 'user-disabled' | 'identity-disabled' | 'identity-domain-mismatch' | IdentityLinkRefusal;
+
+/** What {@link admitIdentity} applies besides the records: may the user be new, may a new identity join an existing user. */
+export interface AdmissionRules {
+  /** Refuse a user the gateway does not know yet instead of creating it. */
+  mustExist: boolean;
+  /** Whether a new identity may join a user that already exists (the repository decides it atomically). */
+  attach: IdentityAttach;
+}
 
 /**
  * The gateway's own records decide whether an identity someone vouched for (a password authenticator, an OpenID
- * Provider's login or access token) may act: the user is created unless `mustExist`, and must be enabled; the
- * identity must be enabled and the user's; its stored domain is the truth (admins and provisioning set it).
+ * Provider's login or access token) may act: the user is created unless `mustExist`, and must be enabled; a stored
+ * identity names its user (one naming another user is refused, never moved); a new identity joins an existing
+ * user only as `attach` allows; the identity must be enabled; its stored domain is the truth (admins and
+ * provisioning set it).
  */
 export async function admitIdentity(
   repository: Pick<IamRepository, 'getUser' | 'ensurePrincipal'>,
   identity: AuthenticatedIdentity,
-  mustExist: boolean,
+  rules: AdmissionRules,
 ): Promise<{ user: UserRecord; storedIdentity: IdentityRecord } | { refused: IdentityRefusal; userId: string | null }> {
-  if (mustExist && !(await repository.getUser(identity.userId))) return { refused: 'unknown-user', userId: null };
-  const { user, identity: storedIdentity } = await repository.ensurePrincipal(identity);
+  if (rules.mustExist && !(await repository.getUser(identity.userId))) return { refused: 'unknown-user', userId: null };
+  let ensured;
+  try {
+    ensured = await repository.ensurePrincipal({ ...identity, attach: rules.attach });
+  } catch (error) {
+    if (error instanceof IdentityLinkError) return { refused: error.reason, userId: identity.userId };
+    throw error;
+  }
+  const { user, identity: storedIdentity } = ensured;
   if (!user.enabled) return { refused: 'user-disabled', userId: identity.userId };
   if (!storedIdentity.enabled || storedIdentity.userId !== identity.userId) return { refused: 'identity-disabled', userId: identity.userId };
   if (storedIdentity.identityDomain !== identity.identityDomain) return { refused: 'identity-domain-mismatch', userId: identity.userId };

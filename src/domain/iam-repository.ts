@@ -19,9 +19,11 @@ export interface IamRepository {
   /**
    * Makes sure the user and identity exist (hosts do not migrate their users: the first login creates
    * them) and returns the user. An existing user's enabled flag and authorization version are kept;
-   * a display name is filled in if the user has none.
+   * a display name is filled in if the user has none. Whether a new identity may join a user that already
+   * exists is `input.attach` (default `any`), decided in the same transaction as the insert. Rejects with an
+   * {@link IdentityLinkError}, writing nothing, when the identity is another user's or may not join this one.
    */
-  ensurePrincipal(input: { userId: string; identityId: string; identityDomain: string; displayName?: string }): Promise<{
+  ensurePrincipal(input: { userId: string; identityId: string; identityDomain: string; displayName?: string; attach?: IdentityAttach }): Promise<{
     user: UserRecord;
     identity: IdentityRecord;
   }>;
@@ -85,6 +87,30 @@ export class DatabaseUnavailableError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'DatabaseUnavailableError';
+  }
+}
+
+/**
+ * Whether {@link IamRepository.ensurePrincipal} may attach a new identity to a user that already exists:
+ * - `any`: yes (a host authenticator vouches for the userId it answers);
+ * - `new-user`: never; a new identity comes only with a new user (an existing user gets a new identity only from
+ *   an admin or provisioning);
+ * - `first-in-domain`: only when the user has no other identity in the same identity domain (the provider
+ *   verified a claim that names the user, and this is the user's first account there).
+ */
+export type IdentityAttach = 'any' | 'new-user' | 'first-in-domain';
+
+/** Why an identity was not attached: it is another user's, or it may not join the (existing) user it names. */
+export type IdentityLinkRefusal = 'identity-of-another-user' | 'identity-not-linked';
+
+/** {@link IamRepository.ensurePrincipal} refused to attach the identity; nothing was written. */
+export class IdentityLinkError extends Error {
+  constructor(
+    readonly reason: IdentityLinkRefusal,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'IdentityLinkError';
   }
 }
 

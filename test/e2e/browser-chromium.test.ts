@@ -58,7 +58,7 @@ const EXAMPLE_POLICIES = join(ROOT, 'policies');
 /** Plain http: the cookies are `iam-session` / `iam-oidc`, without Secure. */
 const PLAIN_HTTP = { IAM_SESSION_COOKIE_SECURE: 'false' };
 const CLIENT = { id: 'iam-gateway', secret: 'gateway-secret-for-browser-tests' };
-/** The OP's users carry the gateway's user ids as `sub`, so the provisioned profiles apply. */
+/** The OP's users carry the gateway's user ids as `sub`; their accounts are linked to the provisioned users (beforeAll). */
 const OP_ACCOUNTS = {
   alice: { sub: 'u-alice', password: 'alice-password', claims: { name: 'Alice', email: 'alice@example.test' } },
 };
@@ -212,6 +212,8 @@ describeInBrowser('in Chromium', () => {
       IAM_OIDC_REDIRECT_URI: `${oidcBase}/iam/auth/oidc/callback`,
       IAM_OIDC_POST_LOGOUT_REDIRECT_URI: `${oidcBase}/`,
     });
+    // u-alice exists (the example provisioning); her provider account joins her because an admin linked it.
+    await oidcGateway.services!.repository.applyProvisioning({ users: [{ userId: 'u-alice', identities: [{ identityId: 'oidc:u-alice', identityDomain: op.issuer }] }] });
   }, 60_000);
 
   afterAll(async () => {

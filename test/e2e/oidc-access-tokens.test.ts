@@ -42,12 +42,18 @@ beforeAll(async () => {
     clients: [
       // A single-page or mobile app of the team: it gets access tokens for the API from the provider.
       { client_id: 'app', client_secret: 'app-secret', redirect_uris: [CALLBACK], grant_types: ['authorization_code'], response_types: ['code'] },
+      // A client whose id is the API's audience (the API signing its own users in): its ID tokens carry aud = API.
+      { client_id: API, client_secret: 'api-secret', redirect_uris: [CALLBACK], grant_types: ['authorization_code'], response_types: ['code'] },
     ],
     accounts: { alice: { sub: 'u-alice', password: 'alice-password' }, bob: { sub: 'u-bob', password: 'bob-password' } },
     resourceAudience: API,
   });
-  fixture = await startGatewayWithUpstream(overrides());
+  fixture = await startGatewayWithUpstream(overrides(), { keepDatabase: true });
   gw = fixture.gateway.url;
+  // u-alice and u-bob exist (the example provisioning); an admin linked their accounts at this provider.
+  await fixture.gateway.services!.repository.applyProvisioning({
+    users: ['u-alice', 'u-bob'].map((userId) => ({ userId, identities: [{ identityId: `oidc:${userId}`, identityDomain: op.issuer }] })),
+  });
   discovery = (await (await fetch(`${op.issuer}/.well-known/openid-configuration`)).json()) as typeof discovery;
 }, 60_000);
 afterAll(async () => {
@@ -56,31 +62,43 @@ afterAll(async () => {
 });
 beforeEach(() => fixture.upstream.clear());
 
-/** What the app does: the code flow with `resource=API`, then the access token (a JWT for the API). */
-async function accessToken(user: 'alice' | 'bob'): Promise<string> {
+/** The code flow of `client` for `user` (with PKCE; `resource=API` when asked): the token endpoint's answer. */
+async function codeFlow(user: 'alice' | 'bob', client: { id: string; secret: string }, resource: boolean): Promise<{ access_token: string; id_token: string }> {
   const verifier = randomBytes(32).toString('base64url');
   const url = new URL(discovery.authorization_endpoint);
   url.search = new URLSearchParams({
-    client_id: 'app',
+    client_id: client.id,
     response_type: 'code',
     redirect_uri: CALLBACK,
-    scope: 'openid api:read',
-    resource: API,
+    scope: resource ? 'openid api:read' : 'openid',
+    ...(resource ? { resource: API } : {}),
     state: randomBytes(8).toString('hex'),
+    nonce: randomBytes(8).toString('hex'),
     code_challenge: createHash('sha256').update(verifier).digest('base64url'),
     code_challenge_method: 'S256',
   }).toString();
   const callback = new URL(await op.loginThrough(url.href, user, `${user}-password`, CALLBACK));
   const response = await fetch(discovery.token_endpoint, {
     method: 'POST',
-    headers: { authorization: `Basic ${Buffer.from('app:app-secret').toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+    headers: { authorization: `Basic ${Buffer.from(`${encodeURIComponent(client.id)}:${client.secret}`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
     body: new URLSearchParams({ grant_type: 'authorization_code', code: callback.searchParams.get('code')!, redirect_uri: CALLBACK, code_verifier: verifier }),
   });
-  return ((await response.json()) as { access_token: string }).access_token;
+  return (await response.json()) as { access_token: string; id_token: string };
 }
+
+/** What the app does: the code flow with `resource=API`, then the access token (a JWT for the API). */
+async function accessToken(user: 'alice' | 'bob'): Promise<string> {
+  return (await codeFlow(user, { id: 'app', secret: 'app-secret' }, true)).access_token;
+}
+
+/** A JWT's protected header and payload, as sent (no verification). */
+const decoded = (jwt: string): [Record<string, unknown>, Record<string, unknown>] =>
+  jwt.split('.').slice(0, 2).map((part) => JSON.parse(Buffer.from(part, 'base64url').toString('utf8')) as Record<string, unknown>) as [Record<string, unknown>, Record<string, unknown>];
 
 const now = (): number => Math.floor(Date.now() / 1000);
 const claims = (extra: Record<string, unknown> = {}): Record<string, unknown> => ({ iss: op.issuer, aud: API, sub: 'u-alice', iat: now(), exp: now() + 300, ...extra });
+/** Signed by the provider's key and typed as an access token (RFC 9068), like the provider's own. */
+const signAt = (payload: Record<string, unknown>, key?: Parameters<TestOp['sign']>[2]): Promise<string> => op.sign(payload, { typ: 'at+jwt' }, key);
 const status = async (token: string, path = '/api/projects', base = gw): Promise<number> => (await fetch(`${base}${path}`, { headers: bearer(token) })).status;
 
 describe('a JWT access token from the provider', () => {
@@ -115,25 +133,79 @@ describe('a JWT access token from the provider', () => {
     const publicKey = { ...op.jwks.keys[0]! };
     delete publicKey.d;
     const encode = (value: unknown): string => Buffer.from(JSON.stringify(value)).toString('base64url');
-    const hmac = `${encode({ alg: 'HS256', kid: publicKey.kid })}.${encode(claims())}`;
+    const hmac = `${encode({ alg: 'HS256', kid: publicKey.kid, typ: 'at+jwt' })}.${encode(claims())}`;
     const cases: Array<[string, string]> = [
-      ['another key with the same kid', await op.sign(claims(), {}, strangerKey)],
-      ['expired beyond the tolerance', await op.sign(claims({ exp: now() - 120 }))],
-      ['not valid yet', await op.sign(claims({ nbf: now() + 600 }))],
-      ['another audience', await op.sign(claims({ aud: 'https://other.example.test' }))],
-      ['another issuer', await op.sign(claims({ iss: 'https://evil.test' }))],
-      ['no exp', await op.sign({ ...claims(), exp: undefined })],
+      ['another key with the same kid', await signAt(claims(), strangerKey)],
+      ['expired beyond the tolerance', await signAt(claims({ exp: now() - 120 }))],
+      ['not valid yet', await signAt(claims({ nbf: now() + 600 }))],
+      ['another audience', await signAt(claims({ aud: 'https://other.example.test' }))],
+      ['another issuer', await signAt(claims({ iss: 'https://evil.test' }))],
+      ['no exp', await signAt({ ...claims(), exp: undefined })],
       // #28: iat decides a revocation (RFC 9068 §2.2 requires it); without it no token could be told from an older one.
-      ['no iat', await op.sign({ ...claims(), iat: undefined })],
-      ['alg none', `${encode({ alg: 'none' })}.${encode(claims())}.`],
+      ['no iat', await signAt({ ...claims(), iat: undefined })],
+      ['alg none', `${encode({ alg: 'none', typ: 'at+jwt' })}.${encode(claims())}.`],
       ['HMAC with the public key', `${hmac}.${createHmac('sha256', JSON.stringify(publicKey)).update(hmac).digest('base64url')}`],
-      ['a user the gateway does not know (users: existing)', await op.sign(claims({ sub: 'u-stranger' }))],
-      ['a sub that cannot travel in a header', await op.sign(claims({ sub: 'u alice' }))],
+      ['a user the gateway does not know (users: existing)', await signAt(claims({ sub: 'u-stranger' }))],
+      ['a sub that cannot travel in a header', await signAt(claims({ sub: 'u alice' }))],
     ];
     for (const [name, token] of cases) expect([name, await status(token)]).toEqual([name, 401]);
     // The control: the same claims, signed by the provider, pass.
-    expect(await status(await op.sign(claims()))).toBe(200);
+    expect(await status(await signAt(claims()))).toBe(200);
     expect(await fixture.upstream.requests()).toHaveLength(1);
+  });
+
+  it('is refused unless typed as an access token: a real ID token, a logout token, an untyped or typ JWT token (RFC 8725 §3.11, RFC 9068)', async () => {
+    // A real ID token for the API's audience (the client whose id it is): the provider's signature, iss, aud and exp all pass.
+    const { id_token: idToken } = await codeFlow('alice', { id: API, secret: 'api-secret' }, false);
+    const [idHeader, idClaims] = decoded(idToken);
+    expect([idHeader.typ ?? null, idClaims.aud, idClaims.sub]).toEqual([null, API, 'u-alice']);
+    const logoutEvent = { 'http://schemas.openid.net/event/backchannel-logout': {} };
+    const cases: Array<[string, string]> = [
+      ['a real ID token', idToken],
+      ['a logout token', await op.sign(claims({ jti: randomBytes(8).toString('hex'), events: logoutEvent }), { typ: 'logout+jwt' })],
+      ['a logout token typed at+jwt', await signAt(claims({ jti: randomBytes(8).toString('hex'), events: logoutEvent }))],
+      ['an ID token typed at+jwt', await signAt(claims({ nonce: 'n-1', at_hash: 'x' }))],
+      ['no typ', await op.sign(claims())],
+      ['typ JWT', await op.sign(claims(), { typ: 'JWT' })],
+    ];
+    for (const [name, token] of cases) expect([name, await status(token)]).toEqual([name, 401]);
+    // The controls: the provider's own access token (typ at+jwt), and the other spelling of the type.
+    const real = await accessToken('alice');
+    expect(decoded(real)[0].typ).toBe('at+jwt');
+    expect(await status(real)).toBe(200);
+    expect(await status(await op.sign(claims(), { typ: 'application/at+jwt' }))).toBe(200);
+    expect(await fixture.upstream.requests()).toHaveLength(2);
+  });
+
+  it('does not attach a provider account nobody linked to the existing user it names; audited once; an admin links it', async () => {
+    // u-carol exists (the example provisioning: a profile, her own users-file identity) and was never linked here.
+    const token = await signAt(claims({ sub: 'u-carol' }));
+    expect(await status(token)).toBe(401);
+    expect(await status(token)).toBe(401);
+    expect(await fixture.gateway.services!.repository.getIdentity('oidc:u-carol')).toBeNull();
+    await fixture.gateway.services!.audit.flush();
+    const rows = await fixture.db!.orm.em.fork().execute<Array<{ details: { reason: string } }>>(
+      "select details from iam_audit_events where action = 'auth.login.failed' and target_id = 'u-carol' and details->>'authenticator' = 'oidc-access-token'",
+    );
+    expect(rows.map((row) => row.details.reason)).toEqual(['identity-not-linked']);
+    // The admin API links the account (docs/oidc.md); a token of it then acts as u-carol.
+    const admin = (await login(gw, 'admin', 'admin-password', 'API')).accessToken;
+    const linked = await fetch(`${gw}/iam/admin/identities/${encodeURIComponent('oidc:u-carol')}`, {
+      method: 'PUT',
+      headers: { ...bearer(admin), 'content-type': 'application/json' },
+      body: JSON.stringify({ userId: 'u-carol', identityDomain: op.issuer, enabled: true }),
+    });
+    expect(linked.status).toBe(201);
+    // Another token: the refused one stays refused for up to 30 s (its refusal is remembered, docs/oidc.md).
+    expect(await status(token)).toBe(401);
+    const fresh = await signAt(claims({ sub: 'u-carol', jti: randomBytes(8).toString('hex') }));
+    expect((await (await fetch(`${gw}/iam/auth/me`, { headers: bearer(fresh) })).json()) as Record<string, unknown>).toMatchObject({ userId: 'u-carol', identityId: 'oidc:u-carol' });
+  });
+
+  it('refuses to start with accept-access-tokens and no audience of its own (the client id is the aud of ID tokens)', async () => {
+    const settings = { IAM_POLICIES_DIR: E2E_POLICIES, IAM_OIDC_ISSUER: op.issuer, IAM_OIDC_ACCEPT_ACCESS_TOKENS: 'true', IAM_OIDC_CLIENT_ID: 'iam-gateway' };
+    await expect(startTestGateway(fixture.upstream.url, settings)).rejects.toThrow(/iam\.oidc\.audience is required when iam\.oidc\.accept-access-tokens is true/);
+    await expect(startTestGateway(fixture.upstream.url, { ...settings, IAM_OIDC_AUDIENCE: 'iam-gateway' })).rejects.toThrow(/iam\.oidc\.audience: must differ from iam\.oidc\.client-id/);
   });
 
   it('stops at once for a user whose sessions are all revoked (the session epoch), on the cached path too', async () => {
@@ -147,7 +219,7 @@ describe('a JWT access token from the provider', () => {
     let orphan: RunningGateway | null = null;
     try {
       orphan = await startTestGateway(fixture.upstream.url, { IAM_POLICIES_DIR: E2E_POLICIES, IAM_OIDC_ISSUER: `http://127.0.0.1:${await freePort()}`, IAM_OIDC_ACCEPT_ACCESS_TOKENS: 'true', IAM_OIDC_AUDIENCE: API });
-      const answer = await fetch(`${orphan.url}/api/projects`, { headers: bearer(await op.sign(claims())) });
+      const answer = await fetch(`${orphan.url}/api/projects`, { headers: bearer(await signAt(claims())) });
       expect([answer.status, ((await answer.json()) as { code: string }).code]).toEqual([502, 'IAM_IDP_UNAVAILABLE']);
       expect(await fixture.upstream.requests()).toEqual([]);
     } finally {
@@ -159,7 +231,7 @@ describe('a JWT access token from the provider', () => {
     let plain: RunningGateway | null = null;
     try {
       plain = await startTestGateway(fixture.upstream.url, { IAM_POLICIES_DIR: E2E_POLICIES, IAM_OIDC_ISSUER: op.issuer });
-      const answer = await fetch(`${plain.url}/api/projects`, { headers: bearer(await op.sign(claims())) });
+      const answer = await fetch(`${plain.url}/api/projects`, { headers: bearer(await signAt(claims())) });
       expect(answer.status).toBe(401);
     } finally {
       await plain?.close();

@@ -64,6 +64,12 @@ beforeAll(async () => {
   });
   fixture = await startGatewayWithUpstream(oidcSettings(op.issuer, port), { keepDatabase: true });
   gw = fixture.gateway.url;
+  // u-alice and u-bob exist (the example provisioning, with their users-file identities): their provider accounts
+  // join them because an admin linked them, as docs/oidc.md tells admins to.
+  await linkAccounts(fixture.gateway, op.issuer, [
+    ['u-alice', 'u-alice'],
+    ['u-bob', 'u-bob'],
+  ]);
 }, 60_000);
 afterAll(async () => {
   await fixture?.close();
@@ -81,6 +87,21 @@ const cookieValue = (answer: Response, name: string): string | null => {
   return null;
 };
 const codeOf = async (answer: Response): Promise<string> => ((await answer.json()) as { code: string }).code;
+
+/** What an admin or provisioning does so that a provider account (its `sub`) signs in as a user the gateway has. */
+async function linkAccounts(gateway: RunningGateway, issuer: string, links: Array<[sub: string, userId: string]>): Promise<void> {
+  await gateway.services!.repository.applyProvisioning({ users: links.map(([sub, userId]) => ({ userId, identities: [{ identityId: `oidc:${sub}`, identityDomain: issuer }] })) });
+}
+
+/** The `auth.login.failed` reasons audited for the request of `answer` (flushed first). */
+async function refusalReasons(gateway: RunningGateway, answer: Response): Promise<string[]> {
+  await gateway.services!.audit.flush();
+  const rows = await fixture.db!.orm.em.fork().execute<Array<{ details: { reason: string } }>>(
+    "select details from iam_audit_events where action = 'auth.login.failed' and request_id = ?",
+    [answer.headers.get('x-request-id')],
+  );
+  return rows.map((row) => row.details.reason);
+}
 
 /** Starts a login at the gateway: the provider's authorization URL and the sealed state cookie. */
 async function begin(of = gw, returnTo = '/api/projects'): Promise<{ authorizationUrl: string; stateCookie: string }> {
@@ -145,9 +166,11 @@ describe('the OpenID Connect login', () => {
   });
 
   it('refuses a disabled user (401), with no session', async () => {
-    await fixture.gateway.services!.repository.applyProvisioning({ users: [{ userId: 'u-eve', enabled: false }] });
+    await fixture.gateway.services!.repository.applyProvisioning({ users: [{ userId: 'u-eve', enabled: false, identities: [{ identityId: 'oidc:u-eve', identityDomain: op.issuer }] }] });
     const { answer } = await signIn('eve');
-    expect([answer.status, await codeOf(answer), cookieValue(answer, '__Host-iam-session')]).toEqual([401, 'IAM_INVALID_CREDENTIALS', null]);
+    expect([answer.status, cookieValue(answer, '__Host-iam-session')]).toEqual([401, null]);
+    expect(await codeOf(answer)).toBe('IAM_INVALID_CREDENTIALS');
+    expect(await refusalReasons(fixture.gateway, answer)).toEqual(['user-disabled']);
   });
 
   it('returnTo never leaves the gateway', async () => {
@@ -383,6 +406,7 @@ describe('users: existing', () => {
       accounts: ACCOUNTS,
     });
     strict = await startTestGateway(fixture.upstream.url, oidcSettings(strictOp.issuer, port, { IAM_OIDC_USERS: 'existing' }));
+    await linkAccounts(strict, strictOp.issuer, [['u-admin', 'u-admin']]);
   }, 60_000);
   afterAll(async () => {
     await strict?.close();
@@ -409,6 +433,103 @@ describe('users: existing', () => {
     const callback = await strictOp.loginThrough(authorizationUrl, 'alice', 'alice-password', `${strict.url}/iam/auth/oidc/callback`);
     const refused = await send(callback, { headers: { cookie: `__Host-iam-oidc=${stateCookie}` } });
     expect([refused.status, await codeOf(refused)]).toEqual([401, 'IAM_INVALID_CREDENTIALS']);
+  });
+});
+
+describe('linking a provider account to a user (iam.oidc.link-by; only iss + sub identify an account)', () => {
+  // The userId is the email claim: the configuration under which an unverified claim could name someone else.
+  const LINKING_ACCOUNTS = {
+    // The reproduction: a new account whose (unverified) email is the id of an existing user, a full admin.
+    mallory: { sub: 'mallory-sub', password: 'mallory-password', claims: { email: 'u-admin', email_verified: false } },
+    gina: { sub: 'gina-sub', password: 'gina-password', claims: { email: 'gina@example.test', email_verified: true } },
+    hal: { sub: 'hal-sub', password: 'hal-password', claims: { email: 'hal@example.test', email_verified: true } },
+    carla: { sub: 'carla-sub', password: 'carla-password', claims: { email: 'carla@example.test', email_verified: true } },
+    carlaTwin: { sub: 'carla-twin-sub', password: 'twin-password', claims: { email: 'carla@example.test', email_verified: true } },
+    dan: { sub: 'dan-sub', password: 'dan-password', claims: { email: 'dan@example.test', email_verified: false } },
+    erin: { sub: 'erin-sub', password: 'erin-password', claims: { email: 'erin@example.test', email_verified: 'true' } },
+    frank: { sub: 'frank-sub', password: 'frank-password', claims: { email: 'frank@example.test', email_verified: true } },
+  };
+  type LinkingAccount = keyof typeof LINKING_ACCOUNTS;
+  let linkOp: TestOp;
+  /** link-by none (the default), users: existing — which does not let a claim link either. */
+  let adminOnly: RunningGateway;
+  /** link-by verified-email, users: jit. */
+  let byEmail: RunningGateway;
+
+  beforeAll(async () => {
+    const [adminOnlyPort, byEmailPort] = [await freePort(), await freePort()];
+    const callbacks = [adminOnlyPort, byEmailPort].map((port) => `http://127.0.0.1:${port}/iam/auth/oidc/callback`);
+    linkOp = await startTestOp({
+      clients: [{ client_id: CLIENT.id, client_secret: CLIENT.secret, redirect_uris: callbacks, grant_types: ['authorization_code'], response_types: ['code'] }],
+      accounts: LINKING_ACCOUNTS,
+    });
+    const byClaim = { IAM_OIDC_CLAIMS_USER_ID: 'email' };
+    adminOnly = await startTestGateway(fixture.upstream.url, oidcSettings(linkOp.issuer, adminOnlyPort, { ...byClaim, IAM_OIDC_USERS: 'existing' }));
+    byEmail = await startTestGateway(fixture.upstream.url, oidcSettings(linkOp.issuer, byEmailPort, { ...byClaim, IAM_OIDC_LINK_BY: 'verified-email' }));
+    // Users the gateway already has, with no account at this provider yet.
+    await adminOnly.services!.repository.applyProvisioning({ users: ['gina', 'hal', 'carla', 'dan', 'erin'].map((name) => ({ userId: `${name}@example.test` })) });
+  }, 60_000);
+  afterAll(async () => {
+    await Promise.allSettled([adminOnly?.close(), byEmail?.close()]);
+    await linkOp?.close();
+  });
+
+  const attemptAt = async (gateway: RunningGateway, user: LinkingAccount): Promise<Response> => {
+    const { authorizationUrl, stateCookie } = await begin(gateway.url);
+    const callback = await linkOp.loginThrough(authorizationUrl, user, LINKING_ACCOUNTS[user].password, `${gateway.url}/iam/auth/oidc/callback`);
+    return send(callback, { headers: { cookie: `__Host-iam-oidc=${stateCookie}` } });
+  };
+  /** The answer's status, problem code (or redirect) and whether it set a session, and the audited refusal reasons. */
+  const outcome = async (gateway: RunningGateway, answer: Response): Promise<[number, string, boolean, string[]]> => [
+    answer.status,
+    answer.status === 303 ? 'signed in' : await codeOf(answer),
+    cookieValue(answer, '__Host-iam-session') !== null,
+    await refusalReasons(gateway, answer),
+  ];
+  const refused = (reason: string): [number, string, boolean, string[]] => [401, 'IAM_INVALID_CREDENTIALS', false, [reason]];
+  const signedIn: [number, string, boolean, string[]] = [303, 'signed in', true, []];
+  const identityOwner = async (sub: string): Promise<string | null> => (await adminOnly.services!.repository.getIdentity(`oidc:${sub}`))?.userId ?? null;
+
+  it("refuses a new account whose unverified email is an existing user's id (users: existing or not), audited, linking nothing", async () => {
+    const adminSessions = async (): Promise<number> => (await adminOnly.services!.repository.listSessions('u-admin')).length;
+    const before = await adminSessions();
+    expect(await outcome(adminOnly, await attemptAt(adminOnly, 'mallory'))).toEqual(refused('identity-not-linked'));
+    expect(await outcome(byEmail, await attemptAt(byEmail, 'mallory'))).toEqual(refused('identity-not-linked'));
+    expect(await identityOwner('mallory-sub')).toBeNull();
+    expect(await adminSessions()).toBe(before);
+  });
+
+  it('link-by none: even a verified email does not link; an admin does, and then the account signs in as that user', async () => {
+    expect(await outcome(adminOnly, await attemptAt(adminOnly, 'gina'))).toEqual(refused('identity-not-linked'));
+    await linkAccounts(adminOnly, linkOp.issuer, [['gina-sub', 'gina@example.test']]);
+    const answer = await attemptAt(adminOnly, 'gina');
+    expect(await outcome(adminOnly, answer)).toEqual(signedIn);
+    const me = (await (await send(`${adminOnly.url}/iam/auth/me`, { headers: { cookie: `__Host-iam-session=${cookieValue(answer, '__Host-iam-session')}` } })).json()) as Record<string, unknown>;
+    expect(me).toMatchObject({ userId: 'gina@example.test', identityId: 'oidc:gina-sub', identityDomain: linkOp.issuer });
+  });
+
+  it('a known account names its stored user: one whose claims name another user is refused, never moved', async () => {
+    await linkAccounts(adminOnly, linkOp.issuer, [['hal-sub', 'u-bob']]);
+    expect(await outcome(adminOnly, await attemptAt(adminOnly, 'hal'))).toEqual(refused('identity-of-another-user'));
+    expect(await identityOwner('hal-sub')).toBe('u-bob');
+  });
+
+  it('link-by verified-email: links the first verified account of a user at this provider, never a second one', async () => {
+    expect(await outcome(byEmail, await attemptAt(byEmail, 'carla'))).toEqual(signedIn);
+    expect(await identityOwner('carla-sub')).toBe('carla@example.test');
+    // Another account with the same verified address (reassigned, or duplicated at the provider): not a takeover.
+    expect(await outcome(byEmail, await attemptAt(byEmail, 'carlaTwin'))).toEqual(refused('identity-not-linked'));
+    expect(await identityOwner('carla-twin-sub')).toBeNull();
+    // The first account keeps signing in.
+    expect(await outcome(byEmail, await attemptAt(byEmail, 'carla'))).toEqual(signedIn);
+  });
+
+  it('link-by verified-email: email_verified false, or the string "true", links nothing; a new user is still created (jit)', async () => {
+    expect(await outcome(byEmail, await attemptAt(byEmail, 'dan'))).toEqual(refused('identity-not-linked'));
+    expect(await outcome(byEmail, await attemptAt(byEmail, 'erin'))).toEqual(refused('identity-not-linked'));
+    expect([await identityOwner('dan-sub'), await identityOwner('erin-sub')]).toEqual([null, null]);
+    expect(await outcome(byEmail, await attemptAt(byEmail, 'frank'))).toEqual(signedIn);
+    expect(await identityOwner('frank-sub')).toBe('frank@example.test');
   });
 });
 

@@ -382,6 +382,8 @@ describe('OpenID Connect (authenticator oidc, against a real provider)', () => {
       IAM_OIDC_CLIENT_SECRET: 'gw-secret',
       IAM_OIDC_REDIRECT_URI: `${base}/iam/auth/oidc/callback`,
     });
+    // u-alice exists (the example provisioning); her provider account joins her because an admin linked it.
+    await oidcGateway.services!.repository.applyProvisioning({ users: [{ userId: 'u-alice', identities: [{ identityId: 'oidc:u-alice', identityDomain: op.issuer }] }] });
   }, 60_000);
   afterAll(async () => {
     await oidcGateway?.close();

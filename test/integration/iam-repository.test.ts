@@ -4,7 +4,7 @@
  * the mapping of an unreachable database to DatabaseUnavailableError.
  */
 import { createServer } from 'node:net';
-import { DatabaseUnavailableError, ProvisioningError, type IamRepository } from '../../src/domain/iam-repository';
+import { DatabaseUnavailableError, IdentityLinkError, ProvisioningError, type IamRepository } from '../../src/domain/iam-repository';
 import { MikroOrmIamRepository } from '../../src/adapters/postgres/mikro-orm-iam-repository';
 import { createOrm } from '../../src/adapters/postgres/orm';
 import type { AuditEventRecord, ProvisioningDocument, SessionRecord } from '../../src/domain/records';
@@ -117,6 +117,55 @@ describe('ensurePrincipal', () => {
     await repository.ensurePrincipal(alice);
     await repository.ensurePrincipal({ userId: 'u-mallory', identityId: 'id-mallory', identityDomain: 'example.com', displayName: 'Mallory' });
     await expect(repository.ensurePrincipal({ ...alice, userId: 'u-mallory' })).rejects.toThrow(/belongs to user "u-alice"/);
+  });
+
+  describe('attach: whether a new identity may join a user that already exists', () => {
+    const linkRefusal = async (promise: Promise<unknown>): Promise<string> => {
+      const error = await promise.then(() => null, (caught: unknown) => caught);
+      return error instanceof IdentityLinkError ? error.reason : `not an IdentityLinkError: ${String(error)}`;
+    };
+
+    it('new-user: a new identity comes only with a new user; nothing is written for an existing one', async () => {
+      await repository.ensurePrincipal(alice);
+      const mallory = { userId: 'u-alice', identityId: 'oidc:mallory-sub', identityDomain: 'https://idp.example', attach: 'new-user' as const };
+      expect(await linkRefusal(repository.ensurePrincipal(mallory))).toBe('identity-not-linked');
+      // The refusal on the transaction's path too (the user has a display name to fill in: the read-only path steps aside).
+      await sql("update iam_users set display_name = null where user_id = 'u-alice'");
+      expect(await linkRefusal(repository.ensurePrincipal({ ...mallory, displayName: 'Mallory' }))).toBe('identity-not-linked');
+      await expect(repository.getIdentity('oidc:mallory-sub')).resolves.toBeNull();
+      await expect(repository.getUser('u-alice')).resolves.toMatchObject({ displayName: null });
+      // A new user with its identity is created; a returning identity is answered.
+      const created = await repository.ensurePrincipal({ userId: 'u-new', identityId: 'oidc:new-sub', identityDomain: 'https://idp.example', attach: 'new-user' });
+      expect(created.identity).toMatchObject({ userId: 'u-new', identityId: 'oidc:new-sub' });
+      await expect(repository.ensurePrincipal({ userId: 'u-new', identityId: 'oidc:new-sub', identityDomain: 'https://idp.example', attach: 'new-user' })).resolves.toEqual(created);
+    });
+
+    it('first-in-domain: joins a user without an identity in that domain, never a second one there', async () => {
+      await repository.ensurePrincipal(alice);
+      const first = await repository.ensurePrincipal({ userId: 'u-alice', identityId: 'oidc:alice-sub', identityDomain: 'https://idp.example', attach: 'first-in-domain' });
+      expect(first.identity).toMatchObject({ userId: 'u-alice', identityDomain: 'https://idp.example' });
+      expect(await linkRefusal(repository.ensurePrincipal({ userId: 'u-alice', identityId: 'oidc:mallory-sub', identityDomain: 'https://idp.example', attach: 'first-in-domain' }))).toBe('identity-not-linked');
+      await expect(repository.getIdentity('oidc:mallory-sub')).resolves.toBeNull();
+    });
+
+    it('decides racing identities one at a time: one new user gets one identity, one existing user one per domain', async () => {
+      const racers = (userId: string, attach: 'new-user' | 'first-in-domain') =>
+        Promise.allSettled(Array.from({ length: 5 }, (_, index) => repository.ensurePrincipal({ userId, identityId: `oidc:${userId}-${index}`, identityDomain: 'https://idp.example', attach })));
+      const outcome = (results: PromiseSettledResult<unknown>[]): Array<string> =>
+        results.map((result) => (result.status === 'fulfilled' ? 'linked' : result.reason instanceof IdentityLinkError ? result.reason.reason : String(result.reason))).sort();
+      expect(outcome(await racers('u-racer', 'new-user'))).toEqual(['identity-not-linked', 'identity-not-linked', 'identity-not-linked', 'identity-not-linked', 'linked']);
+      await repository.ensurePrincipal(alice);
+      expect(outcome(await racers('u-alice', 'first-in-domain'))).toEqual(['identity-not-linked', 'identity-not-linked', 'identity-not-linked', 'identity-not-linked', 'linked']);
+      expect(await rowCounts()).toMatchObject({ iam_users: 2, iam_identities: 3 });
+    });
+
+    it('refuses an identity that is another user\'s as identity-of-another-user, whatever the attach rule', async () => {
+      await repository.ensurePrincipal(alice);
+      for (const attach of ['any', 'new-user', 'first-in-domain'] as const) {
+        expect([attach, await linkRefusal(repository.ensurePrincipal({ ...alice, userId: 'u-mallory', attach }))]).toEqual([attach, 'identity-of-another-user']);
+      }
+      await expect(repository.getUser('u-mallory')).resolves.toBeNull();
+    });
   });
 
   it('answers a returning user with the same records as the first login', async () => {

@@ -12,6 +12,8 @@ import { RevocationRegistry } from '../../src/sessions/revocation-registry';
 const ISSUER = 'https://idp.example.test';
 const REVOKED_AT = Date.parse('2030-01-01T12:00:00.500Z');
 const seconds = (iso: string): number => Date.parse(`2030-01-01T${iso}Z`) / 1000;
+/** A compact JWS typed as an access token (RFC 9068) naming `name`: the stub provider maps it to its claims. */
+const jwt = (name: string): string => `${Buffer.from(JSON.stringify({ alg: 'RS256', typ: 'at+jwt' })).toString('base64url')}.${Buffer.from(name).toString('base64url')}.c2ln`;
 /** Far enough ahead that the verifier's own expiry check never decides. */
 const EXP = Math.floor(Date.now() / 1000) + 3600;
 
@@ -30,7 +32,7 @@ function verifierWith(user: Partial<UserRecord>, revocations = new RevocationReg
   const verifier = new AccessTokenVerifier({
     rp,
     audience: 'api',
-    claims: { userId: 'user_id', identityDomain: null, profile: null, users: 'existing' },
+    claims: { userId: 'user_id', identityDomain: null, profile: null, users: 'existing', linkBy: 'none' },
     clientType: 'API',
     repository: {
       getUser: () => Promise.resolve(stored),
@@ -39,6 +41,8 @@ function verifierWith(user: Partial<UserRecord>, revocations = new RevocationReg
     },
     revocations,
     maxEntries: 100,
+    types: ['at+jwt'],
+    audit: { record: () => undefined },
   });
   return { verifier, revocations, tokens };
 }
@@ -51,39 +55,39 @@ describe('#28 provider access tokens and "revoke every session"', () => {
     const registry = new RevocationRegistry(60_000);
     registry.apply({ type: 'user-sessions-ended', userId: 'u-alice', reason: 'revoked_by_admin', sessionEpoch: 1, revokedAt: new Date(REVOKED_AT).toISOString() });
     const { verifier, tokens } = verifierWith({ sessionEpoch: 1, sessionsRevokedAt: new Date(REVOKED_AT) }, registry);
-    tokens.set('before', claimsIssuedAt('11:59:30.000'));
-    tokens.set('same-second', claimsIssuedAt('12:00:00.000'));
-    tokens.set('after', claimsIssuedAt('12:00:01.000'));
-    await expect(verifier.verify('before')).resolves.toBeNull();
-    await expect(verifier.verify('same-second')).resolves.toBeNull();
-    const after = await verifier.verify('after');
+    tokens.set(jwt('before'), claimsIssuedAt('11:59:30.000'));
+    tokens.set(jwt('same-second'), claimsIssuedAt('12:00:00.000'));
+    tokens.set(jwt('after'), claimsIssuedAt('12:00:01.000'));
+    await expect(verifier.verify(jwt('before'))).resolves.toBeNull();
+    await expect(verifier.verify(jwt('same-second'))).resolves.toBeNull();
+    const after = await verifier.verify(jwt('after'));
     expect(after?.record).toMatchObject({ source: 'access-token', createdAt: new Date(seconds('12:00:01.000') * 1000).toISOString(), sessionEpoch: 1 });
   });
 
   it('#28: the revocation the database committed before its event reached this instance refuses the token at its first verification', async () => {
     const { verifier, revocations, tokens } = verifierWith({ sessionEpoch: 1, sessionsRevokedAt: new Date(REVOKED_AT) });
-    tokens.set('before', claimsIssuedAt('11:59:30.000'));
-    tokens.set('after', claimsIssuedAt('12:00:01.000'));
-    await expect(verifier.verify('before')).resolves.toBeNull();
-    expect(await verifier.verify('after')).not.toBeNull();
+    tokens.set(jwt('before'), claimsIssuedAt('11:59:30.000'));
+    tokens.set(jwt('after'), claimsIssuedAt('12:00:01.000'));
+    await expect(verifier.verify(jwt('before'))).resolves.toBeNull();
+    expect(await verifier.verify(jwt('after'))).not.toBeNull();
     // What the database said is now this instance's: the epoch too.
     expect(revocations.epochOf('u-alice')).toBe(1);
   });
 
   it('#28: a token cached before the revocation is refused after it, on the cached path, also when only the instant is known yet', async () => {
     const { verifier, revocations, tokens } = verifierWith({ sessionEpoch: 0 });
-    tokens.set('cached', claimsIssuedAt('11:59:30.000'));
-    expect(await verifier.verify('cached')).not.toBeNull();
-    expect(verifier.verifyCached('cached')).not.toBe('miss');
+    tokens.set(jwt('cached'), claimsIssuedAt('11:59:30.000'));
+    expect(await verifier.verify(jwt('cached'))).not.toBeNull();
+    expect(verifier.verifyCached(jwt('cached'))).not.toBe('miss');
     // The revoking instance's first event (before the database recorded the epoch) carries the instant alone.
     revocations.apply({ type: 'user-sessions-ended', userId: 'u-alice', reason: 'revoked_by_admin', revokedAt: new Date(REVOKED_AT).toISOString() });
-    expect(verifier.verifyCached('cached')).toBeNull();
-    await expect(verifier.verify('cached')).resolves.toBeNull();
+    expect(verifier.verifyCached(jwt('cached'))).toBeNull();
+    await expect(verifier.verify(jwt('cached'))).resolves.toBeNull();
   });
 
   it('#28: an iat no Date can hold is not a token (never a RangeError)', async () => {
     const { verifier, tokens } = verifierWith({});
-    tokens.set('huge', { ...claimsIssuedAt('12:00:01.000'), iat: 1e300 });
-    await expect(verifier.verify('huge')).resolves.toBeNull();
+    tokens.set(jwt('huge'), { ...claimsIssuedAt('12:00:01.000'), iat: 1e300 });
+    await expect(verifier.verify(jwt('huge'))).resolves.toBeNull();
   });
 });

@@ -94,8 +94,10 @@ describe('loadConfig defaults', () => {
           scopes: ['openid', 'profile', 'email'],
           claims: { userId: 'sub', identityDomain: null, profile: null },
           users: 'jit',
+          linkBy: 'none',
           acceptAccessTokens: false,
           audience: null,
+          accessTokenTypes: ['at+jwt', 'application/at+jwt'],
           algorithms: ['RS256', 'PS256', 'ES256', 'EdDSA'],
           clockToleranceMs: 30_000,
           revocationMarginMs: 0,
@@ -228,7 +230,7 @@ describe('loadConfig rejects what it does not understand', () => {
     const missing = loadError('iam:\n  authenticator:\n    type: oidc\n');
     expect(missing.problems.map(({ key }) => key).sort()).toEqual(['iam.oidc.client-id', 'iam.oidc.client-secret', 'iam.oidc.issuer', 'iam.oidc.redirect-uri']);
     expect(missing.message).toMatch(/iam\.oidc\.issuer is required when iam\.authenticator\.type is "oidc"/);
-    expect(loadError('iam:\n  oidc:\n    accept-access-tokens: true\n').problems.map(({ key }) => key)).toEqual(['iam.oidc.issuer']);
+    expect(loadError('iam:\n  oidc:\n    accept-access-tokens: true\n    audience: https://api.example\n').problems.map(({ key }) => key)).toEqual(['iam.oidc.issuer']);
     const base = { IAM_AUTHENTICATOR_TYPE: 'oidc', IAM_OIDC_CLIENT_ID: 'gw', IAM_OIDC_CLIENT_SECRET: 'very-secret', IAM_OIDC_REDIRECT_URI: 'https://gw.example/iam/auth/oidc/callback' };
     expect(load('', { ...base, IAM_OIDC_ISSUER: 'https://idp.example/realms/main' }).iam.oidc).toMatchObject({ issuer: 'https://idp.example/realms/main', clientSecret: 'very-secret', users: 'jit' });
     expect(load('', { ...base, IAM_OIDC_ISSUER: 'http://127.0.0.1:8081' }).iam.oidc.issuer).toBe('http://127.0.0.1:8081');
@@ -242,6 +244,29 @@ describe('loadConfig rejects what it does not understand', () => {
     const wrong = loadError('iam:\n  oidc:\n    client-secret: 987654321\n');
     expect(wrong.problems.map(({ key }) => key)).toEqual(['iam.oidc.client-secret']);
     expect(wrong.message).not.toContain('987654321');
+  });
+
+  it('iam.oidc accept-access-tokens: refuses to start without an audience of its own (the client id is the aud of ID tokens)', () => {
+    const resourceServer = { IAM_OIDC_ISSUER: 'https://idp.example', IAM_OIDC_ACCEPT_ACCESS_TOKENS: 'true', IAM_OIDC_CLIENT_ID: 'gw' };
+    const noAudience = loadError('', resourceServer);
+    expect(noAudience.problems.map(({ key }) => key)).toEqual(['iam.oidc.audience']);
+    expect(noAudience.message).toMatch(/iam\.oidc\.audience is required when iam\.oidc\.accept-access-tokens is true .*iam\.oidc\.client-id/);
+    const clientId = loadError('', { ...resourceServer, IAM_OIDC_AUDIENCE: 'gw' });
+    expect(clientId.problems.map(({ key }) => key)).toEqual(['iam.oidc.audience']);
+    expect(clientId.message).toMatch(/iam\.oidc\.audience: must differ from iam\.oidc\.client-id/);
+    expect(load('', { ...resourceServer, IAM_OIDC_AUDIENCE: 'https://api.example' }).iam.oidc).toMatchObject({ audience: 'https://api.example', accessTokenTypes: ['at+jwt', 'application/at+jwt'] });
+    // Without accept-access-tokens the audience is not read: no rule.
+    expect(load('', { IAM_OIDC_ISSUER: 'https://idp.example', IAM_OIDC_CLIENT_ID: 'gw', IAM_OIDC_AUDIENCE: 'gw' }).iam.oidc.audience).toBe('gw');
+  });
+
+  it('iam.oidc access-token-types and link-by: typed values only; never logout+jwt', () => {
+    expect(load('', { IAM_OIDC_ACCESS_TOKEN_TYPES: 'JWT, at+jwt' }).iam.oidc.accessTokenTypes).toEqual(['JWT', 'at+jwt']);
+    for (const types of ['logout+jwt', 'at+jwt,application/logout+jwt', 'APPLICATION/LOGOUT+JWT', 'at jwt', '[]']) {
+      const keys = loadError('', { IAM_OIDC_ACCESS_TOKEN_TYPES: types }).problems.map(({ key }) => key.replace(/\[\d+\]$/, ''));
+      expect([types, keys]).toEqual([types, ['iam.oidc.access-token-types']]);
+    }
+    expect(load('', { IAM_OIDC_LINK_BY: 'verified-email' }).iam.oidc.linkBy).toBe('verified-email');
+    expect(loadError('', { IAM_OIDC_LINK_BY: 'email' }).problems.map(({ key }) => key)).toEqual(['iam.oidc.link-by']);
   });
 
   it('never echoes a database or Redis URL, which may carry a password', () => {

@@ -7,7 +7,7 @@
 import { ProblemError, type ProblemCode } from '../../domain/problem';
 import { AdminWriteError, type AdminWriteErrorKind } from '../../domain/admin-repository';
 import type { AdminRepository } from '../../domain/admin-repository';
-import { DatabaseUnavailableError, ProvisioningError, type IamRepository } from '../../domain/iam-repository';
+import { DatabaseUnavailableError, IdentityLinkError, ProvisioningError, type IamRepository, type IdentityLinkRefusal } from '../../domain/iam-repository';
 
 /** Which repository a call is for. */
 export type DatabaseTarget = 'iam' | 'admin';
@@ -26,6 +26,7 @@ export type FromDatabaseThread =
 export type EncodedError =
   | { class: 'DatabaseUnavailableError'; message: string }
   | { class: 'ProvisioningError'; message: string; problems: Array<{ pointer: string; message: string }> }
+  | { class: 'IdentityLinkError'; message: string; reason: IdentityLinkRefusal }
   | { class: 'AdminWriteError'; message: string; kind: AdminWriteErrorKind; problems: Array<{ pointer: string; message: string }> }
   | { class: 'ProblemError'; message: string; code: ProblemCode; status: number; extensions: ProblemError['extensions']; headers: Record<string, string> }
   | { class: 'Error'; name: string; message: string };
@@ -33,6 +34,7 @@ export type EncodedError =
 export function encodeError(error: unknown): EncodedError {
   if (error instanceof DatabaseUnavailableError) return { class: 'DatabaseUnavailableError', message: error.message };
   if (error instanceof ProvisioningError) return { class: 'ProvisioningError', message: error.message, problems: error.problems };
+  if (error instanceof IdentityLinkError) return { class: 'IdentityLinkError', message: error.message, reason: error.reason };
   if (error instanceof AdminWriteError) return { class: 'AdminWriteError', message: error.message, kind: error.kind, problems: error.problems };
   if (error instanceof ProblemError) {
     return { class: 'ProblemError', message: error.message, code: error.code, status: error.status, extensions: error.extensions, headers: error.headers };
@@ -47,6 +49,8 @@ export function decodeError(encoded: EncodedError): Error {
       return new DatabaseUnavailableError(encoded.message);
     case 'ProvisioningError':
       return new ProvisioningError(encoded.message, encoded.problems);
+    case 'IdentityLinkError':
+      return new IdentityLinkError(encoded.reason, encoded.message);
     case 'AdminWriteError':
       return new AdminWriteError(encoded.kind, encoded.message, encoded.problems);
     case 'ProblemError':

@@ -1,4 +1,4 @@
-import { LockMode } from '@mikro-orm/core';
+import { LockMode, type QueryResult } from '@mikro-orm/core';
 import { withOrmContext } from './async-context-gate';
 import type { EntityManager, MikroORM } from '@mikro-orm/postgresql';
 import { applyProvisioningDocument } from './apply-provisioning';
@@ -12,7 +12,7 @@ import { PermissionTemplateEntity } from './entities/permission-template-entity'
 import { ProfileEntity } from './entities/profile-entity';
 import { SessionEntity } from './entities/session-entity';
 import { UserEntity } from './entities/user-entity';
-import type { IamRepository } from '../../domain/iam-repository';
+import { IdentityLinkError, type IamRepository, type IdentityAttach } from '../../domain/iam-repository';
 import {
   toAuditEventRecord,
   toIdentityRecord,
@@ -55,44 +55,59 @@ export class MikroOrmIamRepository implements IamRepository {
   /**
    * A returning user (every login but the first) has both rows and nothing to fill in: two reads answer, without
    * the transaction below (its BEGIN, two `insert … on conflict do nothing`, locking read and COMMIT are a third
-   * of a login's statements, each costing database-thread and database CPU while the proxy runs). Otherwise,
-   * or when the identity is another user's, the transaction decides (and refuses) as before.
+   * of a login's statements, each costing database-thread and database CPU while the proxy runs). The same two
+   * reads refuse an identity that is another user's, and a new identity for an existing user under
+   * `attach: new-user`, without a transaction. Otherwise the transaction decides (and refuses) as before.
    *
    * Two first logins of the same new user can race: both inserts use `on conflict do nothing`, so the
-   * loser simply reads the winner's rows instead of failing on the primary key.
+   * loser simply reads the winner's rows instead of failing on the primary key. Whether the user row is new is
+   * what this transaction's insert did, and the user row is locked before a new identity is attached, so two
+   * identities racing to join one user are decided one after the other.
    */
-  async ensurePrincipal(input: { userId: string; identityId: string; identityDomain: string; displayName?: string }): Promise<{
+  async ensurePrincipal(input: { userId: string; identityId: string; identityDomain: string; displayName?: string; attach?: IdentityAttach }): Promise<{
     user: UserRecord;
     identity: IdentityRecord;
   }> {
+    const attach = input.attach ?? 'any';
     const existing = await this.run(async (em) => {
       const user = await em.findOne(UserEntity, { userId: input.userId });
-      if (user === null || (user.displayName === null && input.displayName !== undefined)) return null;
       const identity = await em.findOne(IdentityEntity, { identityId: input.identityId });
-      if (identity === null || identity.user.userId !== input.userId) return null;
+      if (identity !== null && identity.user.userId !== input.userId) throw anotherUsers(input.identityId, identity.user.userId, input.userId);
+      if (user !== null && identity === null && attach === 'new-user') throw notLinked(input.identityId, input.userId);
+      if (user === null || identity === null || (user.displayName === null && input.displayName !== undefined)) return null;
       return { user: toUserRecord(user), identity: toIdentityRecord(identity) };
     });
     if (existing) return existing;
     return this.run((em) =>
       em.transactional(async (tx) => {
         const now = new Date();
-        await tx
+        const inserted = await tx
           .createQueryBuilder(UserEntity)
           .insert({ userId: input.userId, displayName: input.displayName ?? null, createdAt: now, updatedAt: now })
           .onConflict('userId')
           .ignore()
-          .execute();
-        await tx
-          .createQueryBuilder(IdentityEntity)
-          .insert({ identityId: input.identityId, user: tx.getReference(UserEntity, input.userId), identityDomain: input.identityDomain, createdAt: now, updatedAt: now })
-          .onConflict('identityId')
-          .ignore()
-          .execute();
+          .execute<QueryResult<UserEntity>>('run');
+        const userIsNew = inserted.affectedRows === 1;
         const user = await tx.findOneOrFail(UserEntity, { userId: input.userId }, { lockMode: LockMode.PESSIMISTIC_WRITE });
-        const identity = await tx.findOneOrFail(IdentityEntity, { identityId: input.identityId });
+        const found = await tx.findOne(IdentityEntity, { identityId: input.identityId });
+        if (found === null && !userIsNew && attach !== 'any') {
+          // A new identity for a user that already existed (the user row is locked: no other identity joins meanwhile).
+          const refused = attach === 'new-user' || (await tx.count(IdentityEntity, { user: input.userId, identityDomain: input.identityDomain })) > 0;
+          if (refused) throw notLinked(input.identityId, input.userId);
+        }
+        if (found === null) {
+          await tx
+            .createQueryBuilder(IdentityEntity)
+            .insert({ identityId: input.identityId, user: tx.getReference(UserEntity, input.userId), identityDomain: input.identityDomain, createdAt: now, updatedAt: now })
+            .onConflict('identityId')
+            .ignore()
+            .execute();
+        }
+        const identity = found ?? (await tx.findOneOrFail(IdentityEntity, { identityId: input.identityId }));
         if (identity.user.userId !== input.userId) {
-          // A host bug: one identity mapped to two users. Refuse rather than log someone in as another user.
-          throw new Error(`identity "${input.identityId}" belongs to user "${identity.user.userId}", not "${input.userId}"`);
+          // One identity mapped to two users (a host bug, or a provider account naming another user). Refuse
+          // rather than log someone in as another user; the transaction writes nothing.
+          throw anotherUsers(input.identityId, identity.user.userId, input.userId);
         }
         if (user.displayName === null && input.displayName !== undefined) {
           user.displayName = input.displayName;
@@ -281,4 +296,12 @@ export class MikroOrmIamRepository implements IamRepository {
       await em.execute('select 1');
     });
   }
+}
+
+function anotherUsers(identityId: string, owner: string, userId: string): IdentityLinkError {
+  return new IdentityLinkError('identity-of-another-user', `identity "${identityId}" belongs to user "${owner}", not "${userId}"`);
+}
+
+function notLinked(identityId: string, userId: string): IdentityLinkError {
+  return new IdentityLinkError('identity-not-linked', `identity "${identityId}" is not linked to the existing user "${userId}"`);
 }

@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import type { JSONSchemaType } from 'ajv';
 import { DURATION_EXAMPLES, SIZE_EXAMPLES, tryParseByteSize, tryParseDuration } from './durations';
 import { parseRedisUrl } from '../../adapters/redis/redis-topology';
+import { isLogoutTokenType } from '../../auth/oidc/token-types';
 
 /**
  * The YAML/environment form of the configuration after defaults are applied: kebab-case keys,
@@ -83,8 +84,10 @@ export interface RawConfig {
       scopes: string[];
       claims: { 'user-id': string; 'identity-domain'?: string | null; profile?: string | null };
       users: 'jit' | 'existing';
+      'link-by': 'none' | 'verified-email';
       'accept-access-tokens': boolean;
       audience?: string | null;
+      'access-token-types': string[];
       algorithms: string[];
       'clock-tolerance': Duration;
       'revocation-margin': Duration;
@@ -192,6 +195,12 @@ export const CONFIG_FORMATS: Readonly<Record<string, ConfigFormat>> = {
   // RFC 6749 §3.3: scope-token = 1*( %x21 / %x23-5B / %x5D-7E )
   'oauth-scope': { validate: (v) => /^[\x21\x23-\x5B\x5D-\x7E]{1,200}$/.test(v), expected: 'an OAuth scope token (no spaces or quotes)', echo: true },
   'claim-name': { validate: (v) => /^[A-Za-z0-9_:./-]{1,200}$/.test(v), expected: 'a claim name such as sub, email or groups', echo: true },
+  // RFC 7515 §4.1.9: a media type, `application/` optional. A logout token's type is never an access token's.
+  'jwt-typ': {
+    validate: (v) => /^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,99}(\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,99})?$/.test(v) && !isLogoutTokenType(v),
+    expected: 'a JWT type (media type) such as at+jwt or application/at+jwt, never logout+jwt',
+    echo: true,
+  },
   // Asymmetric JWS algorithms only: HS* with a public key as the secret, and `none`, are never accepted.
   'jws-alg': {
     validate: (v) => ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'].includes(v),
@@ -428,8 +437,19 @@ export const configSchema = section({
         default: 'jit' as const,
         description: 'jit: a user is created on first login (without profiles); existing: only users that already exist may log in',
       },
-      'accept-access-tokens': flag(false, "accept the provider's JWT access tokens as bearers (resource-server mode)"),
-      audience: nullableText('`aud` a JWT access token must carry; null = the client id'),
+      'link-by': {
+        type: 'string' as const,
+        enum: ['none', 'verified-email'] as RawConfig['iam']['oidc']['link-by'][],
+        default: 'none' as const,
+        description:
+          'a provider account the gateway has not seen joins an existing user only when an admin linked it (none), or also when the userId is its email and email_verified is true (verified-email; the first account in that domain only)',
+      },
+      'accept-access-tokens': flag(false, "accept the provider's JWT access tokens as bearers (resource-server mode; needs an audience other than the client id)"),
+      audience: nullableText('`aud` a JWT access token must carry; required with accept-access-tokens, and not the client id (the aud of its ID tokens)'),
+      'access-token-types': {
+        ...list(['at+jwt', 'application/at+jwt'], 'jwt-typ', 'the `typ` header values a JWT access token may carry (RFC 9068: at+jwt); never logout+jwt'),
+        minItems: 1,
+      },
       algorithms: list(['RS256', 'PS256', 'ES256', 'EdDSA'], 'jws-alg', 'signature algorithms accepted on id tokens, logout tokens and access tokens (asymmetric only)'),
       'clock-tolerance': duration('30s', 'clock skew allowed on exp, nbf and iat (at most 5m)'),
       'revocation-margin': duration('0', "an access token issued less than this after its user's sessions were revoked is refused too: how far the provider's clock may run ahead of the gateway's (at most 5m)"),

@@ -151,8 +151,13 @@ export interface GatewayConfig {
       claims: { userId: string; identityDomain: string | null; profile: string | null };
       /** `jit`: users are created on first login; `existing`: only known users may log in. */
       users: 'jit' | 'existing';
+      /** What, besides an admin, may join a new provider account to an existing user (docs/oidc.md). */
+      linkBy: 'none' | 'verified-email';
       acceptAccessTokens: boolean;
+      /** With `acceptAccessTokens`, set and not the client id (the configuration check refuses otherwise). */
       audience: string | null;
+      /** The `typ` values a JWT access token may carry. */
+      accessTokenTypes: string[];
       algorithms: string[];
       clockToleranceMs: number;
       /**

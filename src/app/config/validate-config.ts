@@ -88,6 +88,20 @@ export function crossChecks(data: Data): Problem[] {
     const why = type === 'oidc' ? 'iam.authenticator.type is "oidc"' : 'iam.oidc.accept-access-tokens is true';
     problems.push({ path: ['iam', 'oidc', key], message: `iam.oidc.${key} is required when ${why}` });
   }
+  // Resource-server mode: the provider signs ID tokens (and logout tokens) with the same keys as access tokens, and
+  // an ID token's `aud` is the client id. An audience of its own keeps them apart even where a provider does not
+  // type its access tokens (RFC 8725 §3.9, §3.11; RFC 9068 §4): refused, not warned about, because a warning in a
+  // log does not stop a replayed ID token.
+  const audience = get('iam.oidc.audience') ?? null;
+  if (get('iam.oidc.accept-access-tokens') === true && (audience === null || audience === get('iam.oidc.client-id'))) {
+    problems.push({
+      path: ['iam', 'oidc', 'audience'],
+      message:
+        audience === null
+          ? 'iam.oidc.audience is required when iam.oidc.accept-access-tokens is true (the API\'s own audience, not iam.oidc.client-id: the provider\'s ID tokens carry the client id as their aud)'
+          : 'iam.oidc.audience: must differ from iam.oidc.client-id when iam.oidc.accept-access-tokens is true (the provider\'s ID tokens carry the client id as their aud, and would pass as access tokens)',
+    });
+  }
   const issuer = get('iam.oidc.issuer');
   if (typeof issuer === 'string' && URL.canParse(issuer) && new URL(issuer).protocol === 'http:' && !isLoopbackHost(new URL(issuer).hostname)) {
     problems.push({ path: ['iam', 'oidc', 'issuer'], message: 'iam.oidc.issuer: must be https:// (plain http only on loopback, for development)' });

@@ -7,6 +7,7 @@ import type { AuthenticationResult, RequestFacts } from '../../sessions/session-
 import type { AuthenticatedIdentity } from '../authenticator';
 import { checkAuthenticatedIdentity } from '../identity-validation';
 import type { LoginService } from '../login-service';
+import { attachRule, type LinkBy } from './identity-linking';
 import { LOGIN_STATE_TTL_MS, type LoginStateSeal } from './login-state';
 import type { RelyingParty } from './relying-party';
 
@@ -20,6 +21,8 @@ export interface ClaimMapping {
   profile: string | null;
   /** `existing`: only users the gateway already knows may log in. */
   users: 'jit' | 'existing';
+  /** What may join a new provider account to an existing user besides an admin (`iam.oidc.link-by`). */
+  linkBy: LinkBy;
 }
 
 export interface OidcLoginDeps {
@@ -99,6 +102,7 @@ export class OidcLogin {
       username: String(claims.sub).slice(0, 200),
       authenticator: 'oidc',
       mustExist: this.deps.claims.users === 'existing',
+      attach: attachRule(claims, identity, this.deps.claims.linkBy),
       preferredProfileId: preferred,
       idpSessionId: typeof claims.sid === 'string' ? claims.sid : null,
     });
