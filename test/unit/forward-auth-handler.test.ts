@@ -140,6 +140,21 @@ describe('the front door hands forward-auth to the handler, never to the /iam ap
     expect(proxyCalls).toEqual([]);
   });
 
+  it('the 200 carries the Cookie the host may see (the gateway\'s cookies removed, two lines joined); none when nothing is left, and none on a refusal', async () => {
+    const token = `iamt_${'Q'.repeat(43)}`;
+    const cookieOf = async (headers: string[]): Promise<[number, unknown]> => {
+      const answer = await request(`${base}/iam/authorization/forward-auth`, { method: 'GET', headers: [...Object.entries(original).flat(), ...headers] });
+      await answer.body.dump();
+      return [answer.statusCode, answer.headers.cookie];
+    };
+    expect(await cookieOf(['cookie', `theme=dark; __Host-iam-session=${token}; pref=a=b`])).toEqual([200, 'theme=dark; pref=a=b']);
+    expect(await cookieOf(['cookie', `theme=dark`, 'cookie', `IAM-SESSION=${token}; __Host-iam-oidc=v1.x; lang=en`])).toEqual([200, 'theme=dark; lang=en']);
+    expect(await cookieOf(['cookie', `iam-session=${token}; iam-oidc=v1.x`])).toEqual([200, undefined]);
+    expect(await cookieOf([])).toEqual([200, undefined]);
+    outcome = () => ({ allowed: false, problem: new ProblemError('IAM_ACCESS_DENIED', 'no') });
+    expect(await cookieOf(['cookie', 'theme=dark'])).toEqual([403, undefined]);
+  });
+
   it('a decision that takes a turn (a promise) is answered when it settles', async () => {
     outcome = () => new Promise((resolve) => setTimeout(() => resolve({ allowed: false, problem: problems.unauthenticated('Authentication is required.', false) }), 20));
     const answer = await send('GET', '/iam/authorization/forward-auth');
