@@ -48,6 +48,11 @@ type Outcome = 'allowed' | 'denied' | 'unauthenticated' | 'refused' | 'error';
  * host receives it as the client sent it, so a path that only normalization makes allowed is refused), and a
  * request carrying client `X-IAM-*` headers is refused because the proxy in front may pass them on.
  *
+ * No credential crosses to the host whoever forwards: the 200 carries the `Cookie` the host may see (the gateway's
+ * cookies removed by the inline proxy's own rule, http/host-cookie.ts), which the recipes send instead of the
+ * client's. The CSRF check compares `Origin` with the proxy's `X-Forwarded-Host` when the proxy is trusted (the
+ * prepared request's `host`), since the check itself arrives with the proxy's `Host` for the gateway.
+ *
  * What the `/iam` app gave these answers is kept here: `X-Request-Id` on every answer, problem+json with
  * `Cache-Control: no-store` and the problem's own headers (`WWW-Authenticate`, `Retry-After`), the server span,
  * the 415 of a body that is not JSON (a JSON body is ignored, as the body parser never read a GET body), the
