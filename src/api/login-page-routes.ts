@@ -7,7 +7,7 @@ import { loginPageHeaders, loginPageHtml, type LoginPage } from '../http/login-p
 import { prefersHtml } from '../http/problem-page';
 import { safeReturnTo } from '../http/return-to';
 import { sessionCookie } from '../http/session-cookie';
-import { factsOf } from './iam-context';
+import { factsOf, stateOf } from './iam-context';
 import { LoginForm, type LoginFormBody } from './schemas/requests';
 import { createBodyValidator } from './validate-body';
 
@@ -47,7 +47,8 @@ export function registerLoginPageRoutes(router: Router, deps: LoginPageDeps): vo
 
   router.post('/login', async (ctx) => {
     // Login CSRF: another site must not sign the browser in to an account of its choosing.
-    const browser = { origin: ctx.get('origin') || null, fetchSite: ctx.get('sec-fetch-site') || null, host: ctx.get('host') || null };
+    // The gateway's own origin by the proxy's rule (X-Forwarded-Host from a trusted proxy, else Host).
+    const browser = { origin: ctx.get('origin') || null, fetchSite: ctx.get('sec-fetch-site') || null, host: stateOf(ctx).prepared.host };
     if (isCrossSiteRequest(browser, 'POST', false, deps.trustedOrigins)) throw problems.crossSiteCookie();
     const body: unknown = ctx.request.body;
     if (!validateForm(body)) {

@@ -275,12 +275,19 @@ export const nonAdminPaths: Record<string, PathItemObject> = {
       description:
         'Reads the original method and URI from X-Forwarded-Method/X-Forwarded-Uri (or X-Original-Method/X-Original-URI) and decides with the proxy\'s own engine and policy. ' +
         'Fails closed: a missing, unknown or conflicting method or URI header, a URI not in the proxy\'s normal form, or client X-IAM-* headers are a 400. ' +
-        'The bearer token is needed when the matched route needs one.',
+        'The bearer token (or the session cookie) is needed when the matched route needs one. ' +
+        'The 200 carries the Cookie the host may see, which the proxy forwards instead of the client\'s.',
       tags: ['authorization'],
       security: [{ bearer: [] }, {}],
       parameters: [
         { name: 'X-Forwarded-Uri', in: 'header', description: 'The original request target (or X-Original-URI); required.', schema: { type: 'string' } },
         { name: 'X-Forwarded-Method', in: 'header', description: 'The original method (or X-Original-Method); required, never guessed.', schema: { type: 'string' } },
+        {
+          name: 'X-Forwarded-Host',
+          in: 'header',
+          description: 'The host the client addressed, read only from a proxy in `iam.forward.trusted-proxies`: the gateway\'s own origin for the CSRF check of a cookie-authenticated write (else the Host header).',
+          schema: { type: 'string' },
+        },
       ],
       responses: {
         '200': empty('Allowed. Carries the identity headers the host would receive (docs/http-contract.md) when a session was presented.', {
@@ -292,6 +299,12 @@ export const nonAdminPaths: Record<string, PathItemObject> = {
           'X-IAM-Permission': { description: 'Only when the permission was granted (never on a shadow denial).', schema: { type: 'string' } },
           'X-IAM-Shadow-Denied': { description: 'The failed step of a shadow route that let the request through although it would deny.', schema: { type: 'string' } },
           'X-IAM-Assertion': { description: 'When `iam.forward.assertion` is on: an EdDSA JWT, keys at /iam/.well-known/jwks.json.', schema: { type: 'string' } },
+          Cookie: {
+            description:
+              'The cookies the host may see: the request\'s Cookie without the gateway\'s own (session, OpenID Connect state); absent when none is left. ' +
+              'The proxy sends it to the host instead of the client\'s Cookie, and no Cookie when it is absent.',
+            schema: { type: 'string' },
+          },
         }),
         '400': problem(400, ['IAM_BAD_REQUEST'], 'No original method or URI, a method the proxy would not accept, a target the proxy would refuse or would rewrite, or client X-IAM-* headers.'),
         '401': response('Unauthenticated'),

@@ -2,6 +2,7 @@ import { METHODS, type IncomingHttpHeaders, type IncomingMessage, type ServerRes
 import { DatabaseUnavailableError } from '../domain/iam-repository';
 import { ProblemError, problems, toProblem } from '../domain/problem';
 import { StoreUnavailableError } from '../domain/token-store';
+import { hostCookie } from '../http/host-cookie';
 import { interpretRequestTarget, type PreparedRequest, type PrepareOptions } from '../http/prepare-request';
 import { sendProblem } from '../http/problem-response';
 import type { Logger } from '../observability/logger';
@@ -46,6 +47,11 @@ type Outcome = 'allowed' | 'denied' | 'unauthenticated' | 'refused' | 'error';
  * Fails closed: the method and URI are never guessed, the URI must already be in the proxy's normal form (the
  * host receives it as the client sent it, so a path that only normalization makes allowed is refused), and a
  * request carrying client `X-IAM-*` headers is refused because the proxy in front may pass them on.
+ *
+ * No credential crosses to the host whoever forwards: the 200 carries the `Cookie` the host may see (the gateway's
+ * cookies removed by the inline proxy's own rule, http/host-cookie.ts), which the recipes send instead of the
+ * client's. The CSRF check compares `Origin` with the proxy's `X-Forwarded-Host` when the proxy is trusted (the
+ * prepared request's `host`), since the check itself arrives with the proxy's `Host` for the gateway.
  *
  * What the `/iam` app gave these answers is kept here: `X-Request-Id` on every answer, problem+json with
  * `Cache-Control: no-store` and the problem's own headers (`WWW-Authenticate`, `Retry-After`), the server span,
@@ -96,14 +102,14 @@ export class ForwardAuthHandler {
     if (outcome instanceof Promise) {
       // authorizeFast never rejects; a rejection would still be answered, never left unhandled.
       void outcome.then(
-        (later) => this.answer(res, request, original, later),
+        (later) => this.answer(req, res, request, original, later),
         (error: unknown) => this.refuse(res, request, toProblem(error), original.path, error),
       );
     }
-    else this.answer(res, request, original, outcome);
+    else this.answer(req, res, request, original, outcome);
   }
 
-  private answer(res: ServerResponse, request: PreparedRequest, original: PreparedRequest, outcome: Authorization): void {
+  private answer(req: IncomingMessage, res: ServerResponse, request: PreparedRequest, original: PreparedRequest, outcome: Authorization): void {
     // From here on an answer is about the original request: a problem names its path (RFC 9457 `instance`).
     if (!outcome.allowed) {
       this.refuse(res, request, outcome.problem, original.path);
@@ -114,6 +120,10 @@ export class ForwardAuthHandler {
       headers = ['X-Request-Id', request.requestId];
       const identity = this.deps.authorizer.identityHeadersFor(original, outcome);
       if (identity !== null) for (const [name, value] of identity) headers.push(name, value);
+      // The cookies the host may see, for the proxy to send instead of the client's (docs/http-contract.md): the
+      // gateway's own are removed, as the inline proxy removes them. None left: no Cookie, and the host gets none.
+      const cookie = req.headers.cookie === undefined ? '' : hostCookie(req.headers.cookie);
+      if (cookie !== '') headers.push('Cookie', cookie);
       headers.push('Cache-Control', 'no-store', 'Content-Length', '0');
     } catch (error) {
       this.refuse(res, request, toProblem(error), original.path, error);

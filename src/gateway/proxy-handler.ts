@@ -6,7 +6,7 @@ import { ProxyRequestMetrics, type GatewayMetrics } from '../observability/metri
 import type { PreparedRequest } from '../http/prepare-request';
 import { prefersHtml, sendProblemPage } from '../http/problem-page';
 import { sendProblem } from '../http/problem-response';
-import { GATEWAY_COOKIE_NAMES, clearedSessionCookie } from '../http/session-cookie';
+import { clearedSessionCookie } from '../http/session-cookie';
 import { sendLoginRedirect } from '../http/login-page';
 import { buildUpstreamHeaders } from '../http/upstream-headers';
 import type { Authorization, RequestAuthorizer } from './request-authorizer';
@@ -219,7 +219,6 @@ export class ProxyHandler {
         host: req.headers.host,
         requestId: request.requestId,
         stripAuthorization: outcome.bearerSent,
-        stripCookies: GATEWAY_COOKIE_NAMES,
         identity,
       },
       { keepUpgrade },

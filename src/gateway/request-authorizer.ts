@@ -48,7 +48,7 @@ function invalidToken(route: string | undefined): Authorization {
 /**
  * Match → authenticate → authorize for one prepared request, and the identity headers an allowed request
  * carries to the host. The proxy (gateway/proxy-handler.ts), WebSocket upgrades and forward-auth
- * (api/forward-auth-route.ts) all ask this one object, so they cannot disagree. No database access; at most
+ * (gateway/forward-auth-handler.ts) all ask this one object, so they cannot disagree. No database access; at most
  * one token-store round trip (none on a warm session cache). Denials and shadow denials are audited here.
  */
 export class RequestAuthorizer {

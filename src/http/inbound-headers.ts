@@ -16,8 +16,7 @@ export type BearerCredential =
   | { kind: 'malformed' };
 
 import { authorizationCarriesToken, containsGatewayToken } from './forbidden-content';
-import { GATEWAY_COOKIE_NAMES } from './session-cookie';
-import { withoutCookies } from './upstream-headers';
+import { hostCookie } from './host-cookie';
 
 const AUTHORIZATION = 'authorization';
 const HOST = 'host';
@@ -133,7 +132,7 @@ export function inspectRequestHeaders(rawHeaders: string[]): InboundHeaderInspec
     }
     // The gateway's token belongs in `Authorization: Bearer` or the session cookie (which the gateway removes before
     // forwarding) only; anywhere else the host would receive it.
-    if (value.length > 20 && containsGatewayToken(name.length === 6 && isNamed(name, 'cookie') ? withoutCookies(value, GATEWAY_COOKIE_NAMES) : value)) {
+    if (value.length > 20 && containsGatewayToken(name.length === 6 && isNamed(name, 'cookie') ? hostCookie(value) : value)) {
       return { ok: false, reason: `a gateway access token in the ${name} header (send it as Authorization: Bearer or the session cookie only)` };
     }
   }

@@ -20,6 +20,11 @@ export interface PreparedRequest {
   /** The client's IP address (the trusted-proxy rule of {@link clientAddressOf}); null when unknown. */
   clientAddress: string | null;
   /**
+   * The host the client addressed ({@link addressedHost}): `http(s)://` + this is the gateway's own origin for the
+   * CSRF rule (http/csrf.ts); null when unknown.
+   */
+  host: string | null;
+  /**
    * The session token of the gateway's session cookie (`PrepareOptions.sessionCookie`), when the request carries
    * exactly one; with it, what a CSRF check needs (docs/http-contract.md).
    */
@@ -33,7 +38,7 @@ export interface CookieSession {
   origin: string | null;
   /** `Sec-Fetch-Site` (`same-origin`, `same-site`, `cross-site`, `none`), when sent. */
   fetchSite: string | null;
-  /** `Host`: the gateway's own origin is `http(s)://` + this. */
+  /** {@link PreparedRequest.host}: the gateway's own origin is `http(s)://` + this. */
   host: string | null;
 }
 
@@ -82,6 +87,7 @@ export function prepareRequest(req: IncomingMessage, options: PrepareOptions): {
   if (!inspected.ok) return { ok: false, requestId, problem: problems.badRequest(inspected.reason) };
   const target = interpretRequestTarget(rawTarget, req.headers.host, options);
   if (!target.ok) return { ok: false, requestId, problem: target.problem };
+  const host = addressedHost(req, options.isTrustedProxy);
   return {
     ok: true,
     request: {
@@ -91,7 +97,8 @@ export function prepareRequest(req: IncomingMessage, options: PrepareOptions): {
       search: target.search,
       authorization: inspected.authorization,
       clientAddress: clientAddressOf(req.socket.remoteAddress, req.headers['x-forwarded-for'], options.isTrustedProxy ?? (() => false)),
-      cookieSession: options.sessionCookie !== undefined && req.headers.cookie !== undefined ? cookieSessionOf(req, options.sessionCookie) : null,
+      host,
+      cookieSession: options.sessionCookie !== undefined && req.headers.cookie !== undefined ? cookieSessionOf(req, options.sessionCookie, host) : null,
     },
   };
 }
@@ -118,7 +125,7 @@ function forwardedRequestId(req: IncomingMessage, options: PrepareOptions): stri
  * (cookie tossing: a second cookie of the same name set for a parent domain is not guessed between), or its value
  * is not a well-formed gateway token.
  */
-function cookieSessionOf(req: IncomingMessage, name: string): CookieSession | null {
+function cookieSessionOf(req: IncomingMessage, name: string, host: string | null): CookieSession | null {
   const header = req.headers.cookie!;
   if (!header.includes(name)) return null;
   let token: string | null = null;
@@ -131,7 +138,28 @@ function cookieSessionOf(req: IncomingMessage, name: string): CookieSession | nu
   // A value that is not a gateway token is no session cookie (the request is anonymous, as without one).
   if (token === null || !isWellFormedToken(token)) return null;
   const fetchSite = req.headers['sec-fetch-site'];
-  return { token, origin: req.headers.origin ?? null, fetchSite: typeof fetchSite === 'string' ? fetchSite : null, host: req.headers.host ?? null };
+  return { token, origin: req.headers.origin ?? null, fetchSite: typeof fetchSite === 'string' ? fetchSite : null, host };
+}
+
+/** One host with an optional port (RFC 3986 §3.2.2: an IP literal in brackets, or a registered name). */
+const HOST = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~-]+)(?::[0-9]{1,5})?$/;
+
+/**
+ * The host the client addressed: `X-Forwarded-Host` when a trusted proxy (`iam.forward.trusted-proxies`) sent one,
+ * else `Host`. A proxy in front may rewrite `Host` (nginx's auth subrequest arrives with its upstream's name), and
+ * states the original in `X-Forwarded-Host` — the same header the host receives as the original (upstream-headers.ts).
+ * From anyone else the header is ignored: a client cannot choose which origin counts as the gateway's own. From a
+ * trusted proxy, a value that is not one host (a list, two lines, anything else) is null, so no origin is the
+ * gateway's own rather than a guessed one (a cookie-authenticated unsafe request with an `Origin` is then refused).
+ */
+function addressedHost(req: IncomingMessage, isTrustedProxy: TrustedProxyCheck | undefined): string | null {
+  const host = req.headers.host ?? null;
+  const forwarded = req.headers['x-forwarded-host'];
+  // Checked only when the header is there: most requests pay nothing for it.
+  if (forwarded === undefined || isTrustedProxy === undefined || !isTrustedProxy(req.socket.remoteAddress)) return host;
+  // Node joins repeated lines with `, ` (a list, refused below); the type allows an array, refused as well.
+  const value = typeof forwarded === 'string' ? forwarded.trim() : '';
+  return HOST.test(value) ? value : null;
 }
 
 /** True when a normalized path belongs to the gateway's own endpoints. */

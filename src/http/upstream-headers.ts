@@ -3,6 +3,7 @@
  * the gateway sits in front of it, so everything a client could use to forge, hide or reinterpret them
  * is removed here, in one pass over `req.rawHeaders` with one Map lookup per header.
  */
+import { hostCookie } from './host-cookie';
 
 /** What {@link buildUpstreamHeaders} needs to know about one authorized request. */
 export interface UpstreamHeaderInput {
@@ -18,8 +19,6 @@ export interface UpstreamHeaderInput {
   requestId: string;
   /** True when Authorization carried the gateway's own bearer token. */
   stripAuthorization: boolean;
-  /** The gateway's session cookie names: removed from `Cookie` (the host never sees a gateway token). */
-  stripCookies?: readonly string[];
   /** X-IAM-* headers to add, already built by the caller. */
   identity: ReadonlyArray<readonly [string, string]> | null;
 }
@@ -188,8 +187,8 @@ export function buildUpstreamHeaders(input: UpstreamHeaderInput, options?: Upstr
         if (input.stripAuthorization) continue;
         break;
       case COOKIE: {
-        if (!input.stripCookies) break;
-        const kept = withoutCookies(value, input.stripCookies);
+        // The gateway's own cookies (session, OpenID Connect state) never reach the host.
+        const kept = hostCookie(value);
         if (kept === '') continue;
         out.push(name, kept);
         continue;
@@ -227,16 +226,6 @@ export function buildUpstreamHeaders(input: UpstreamHeaderInput, options?: Upstr
     for (const [name, value] of input.identity) out.push(name, value);
   }
   return out;
-}
-
-/** `Cookie` without the pairs named `names` (RFC 6265 §4.2.1: `name=value` pairs separated by `;`). */
-export function withoutCookies(header: string, names: readonly string[]): string {
-  if (!names.some((name) => header.includes(name))) return header;
-  return header
-    .split(';')
-    .map((pair) => pair.trim())
-    .filter((pair) => pair !== '' && !names.includes(pair.slice(0, pair.includes('=') ? pair.indexOf('=') : pair.length).trim()))
-    .join('; ');
 }
 
 /** Removes, in place, the passed-through client headers a `Connection` header named (RFC 9110 §7.6.1). */

@@ -47,6 +47,21 @@ describe('the session cookie', () => {
     expect(recordedHeader(seen!, 'cookie')).toEqual([]);
   });
 
+  it('round 3: the inline proxy removes every gateway cookie (session and OpenID Connect state, any case, after a comma), whoever is authenticated', async () => {
+    const alice = await token();
+    const lines = [
+      `theme=dark; __Host-iam-oidc=v1.sealed; Iam-Oidc=v1.sealed; IAM-SESSION=${alice}`,
+      `lang=en, iam-oidc=v1.sealed; pref=a=b`,
+      `__HOST-IAM-SESSION=${alice}; __Host-iam-session=${alice}`,
+    ];
+    for (const cookie of lines) {
+      expect((await send(`${gw()}/health`, { headers: { cookie } })).status).toBe(200);
+      expect((await send(`${gw()}/api/projects`, { headers: { ...bearer(alice), cookie } })).status).toBe(200);
+    }
+    const seen = await fixture.upstream.requests();
+    expect(seen.map((request) => recordedHeader(request, 'cookie'))).toEqual([['theme=dark'], ['theme=dark'], ['pref=a=b'], ['pref=a=b'], [], []]);
+  });
+
   it('loses to a bearer token in the same request', async () => {
     const [alice, bob] = [await token('alice'), await token('bob')];
     await send(`${gw()}/api/projects`, { headers: { ...bearer(bob), cookie: `__Host-iam-session=${alice}` } });

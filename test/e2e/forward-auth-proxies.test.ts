@@ -3,6 +3,9 @@
  * real nginx (auth_request) and a real Caddy (forward_auth) in front of the recording host: the original
  * method is what is authorized, client X-IAM-* headers and the gateway's token never reach the host,
  * denials carry the problem body, and paths whose meaning depends on normalization are refused.
+ * Round 3: no gateway cookie (session, OpenID Connect state) reaches the host whatever the client sends, the host's
+ * own cookies do; a same-origin cookie POST passes and a cross-site one is refused (the proxy's X-Forwarded-Host is
+ * the gateway's own origin, the gateway trusting the proxy as `iam.forward.trusted-proxies`).
  */
 import { request as httpRequest } from 'node:http';
 import { readFileSync } from 'node:fs';
@@ -19,11 +22,16 @@ interface Answer {
   body: string;
 }
 
-/** One request sent exactly as written (raw path, raw headers), as an attacker would. */
-function send(baseUrl: string, method: string, path: string, headers: Record<string, string> = {}, body?: string): Promise<Answer> {
+/**
+ * One request sent exactly as written (raw path, raw headers), as an attacker would. Headers as a flat
+ * `[name, value, ...]` list are sent line by line (repeated names included), with `Host` added first.
+ */
+function send(baseUrl: string, method: string, path: string, headers: Record<string, string> | string[] = {}, body?: string): Promise<Answer> {
   const url = new URL(baseUrl);
+  const bodyHeaders: Record<string, string> = body !== undefined ? { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) } : {};
+  const lines = Array.isArray(headers) ? ['Host', url.host, ...headers, ...Object.entries(bodyHeaders).flat()] : { ...headers, ...bodyHeaders };
   return new Promise((resolve, reject) => {
-    const req = httpRequest({ host: url.hostname, port: url.port, method, path, headers: { ...headers, ...(body !== undefined ? { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) } : {}) }, agent: false });
+    const req = httpRequest({ host: url.hostname, port: url.port, method, path, headers: lines, agent: false });
     req.once('error', reject);
     req.once('response', (res) => {
       let text = '';
@@ -53,7 +61,8 @@ let editorToken: string;
 let readerToken: string;
 
 beforeAll(async () => {
-  fixture = await startGatewayWithUpstream({ IAM_POLICIES_DIR: E2E_POLICIES });
+  // The proxies run on loopback: the gateway trusts their X-Forwarded-* (as the recipes' comments ask).
+  fixture = await startGatewayWithUpstream({ IAM_POLICIES_DIR: E2E_POLICIES, IAM_FORWARD_TRUSTED_PROXIES: '["127.0.0.1", "::1"]' });
   ({ upstream, gateway } = fixture);
   editorToken = (await login(gateway.url, 'alice')).accessToken;
   readerToken = (await login(gateway.url, 'alice', 'alice-password', 'MOBILE')).accessToken;
@@ -61,6 +70,10 @@ beforeAll(async () => {
 afterAll(() => fixture?.close());
 
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
+
+it('the README shows the Traefik recipe verbatim (it cannot be run here)', () => {
+  expect(README).toContain(readFileSync(join(ROOT, 'examples', 'forward-auth', 'traefik.yaml'), 'utf8').trim());
+});
 
 describe.each([nginx, caddy])('#11.6 forward-auth behind a real $name', (kind: FrontProxyKind) => {
   const installed = binaryAvailable(kind.binary);
@@ -154,6 +167,94 @@ describe.each([nginx, caddy])('#11.6 forward-auth behind a real $name', (kind: F
     expect(denied.status).toBe(403);
     expect(problemCode(denied)).toBe('IAM_ACCESS_DENIED');
     expect(JSON.parse(denied.body)).toMatchObject({ step: 'PERMISSION_DENIED', decisionId: expect.any(String) });
+    expect(await upstream.requests()).toHaveLength(0);
+  });
+
+  /** Every gateway cookie name, whatever the gateway is configured to read, and its token. */
+  const gatewayCookies = (): string => `__Host-iam-oidc=v1.sealed.state; iam-session=${editorToken}; iam-oidc=v1.other`;
+  /** No spelling of a gateway cookie in what the host received as cookies, and no gateway token anywhere. */
+  const expectNoGatewayCookie = (recorded: RecordedRequest): void => {
+    expect(JSON.stringify(header(recorded, 'cookie'))).not.toMatch(/iam-session|iam-oidc|sealed/i);
+    expect(JSON.stringify(recorded.rawHeaders)).not.toContain('iamt_');
+  };
+
+  it('round 3: no gateway cookie reaches the host, on GET and POST; the host\'s own cookies arrive unchanged', async () => {
+    const session = `__Host-iam-session=${editorToken}`;
+    const get = await send(proxy.url, 'GET', '/api/projects', { cookie: `theme=dark; ${session}; pref=a=b==; ${gatewayCookies()}` });
+    expect(get.status).toBe(200);
+    const post = await send(proxy.url, 'POST', '/api/projects', { cookie: `${session}; theme=dark`, origin: proxy.url, 'sec-fetch-site': 'same-origin' }, '{"name":"x"}');
+    expect(post.status).toBe(200);
+    // A bearer wins over the cookie: the cookie is still removed.
+    expect((await send(proxy.url, 'GET', '/api/projects', { ...bearer(readerToken), cookie: `${session}; theme=dark` })).status).toBe(200);
+    // A public route reads no token: the cookies are still removed.
+    expect((await send(proxy.url, 'GET', '/health', { cookie: `${session}; ${gatewayCookies()}; theme=dark` })).status).toBe(200);
+    const recorded = await upstream.requests();
+    expect(recorded.map((request) => [request.method, request.url, header(request, 'cookie')])).toEqual([
+      ['GET', '/api/projects', ['theme=dark; pref=a=b==']],
+      ['POST', '/api/projects', ['theme=dark']],
+      ['GET', '/api/projects', ['theme=dark']],
+      ['GET', '/health', ['theme=dark']],
+    ]);
+    // The cookie authenticated the first two: the host got the user from the identity headers, not the cookie.
+    expect(header(recorded[0]!, 'x-iam-user-id')).toEqual(['u-alice']);
+    expect(header(recorded[1]!, 'x-iam-permission')).toEqual(['project:create']);
+    recorded.forEach(expectNoGatewayCookie);
+  });
+
+  it('round 3: with only gateway cookies the host receives no Cookie header at all', async () => {
+    expect((await send(proxy.url, 'GET', '/api/projects', { cookie: `__Host-iam-session=${editorToken}` })).status).toBe(200);
+    expect((await send(proxy.url, 'POST', '/api/projects', { cookie: `__Host-iam-session=${editorToken}; ${gatewayCookies()}`, origin: proxy.url }, '{"name":"x"}')).status).toBe(200);
+    expect((await send(proxy.url, 'GET', '/health', { ...bearer(editorToken), cookie: gatewayCookies() })).status).toBe(200);
+    // And without any cookie: the proxy adds none (Caddy's placeholder for a header the gateway did not send).
+    expect((await send(proxy.url, 'GET', '/api/projects', bearer(editorToken))).status).toBe(200);
+    const recorded = await upstream.requests();
+    expect(recorded).toHaveLength(4);
+    for (const request of recorded) expect(header(request, 'cookie')).toEqual([]);
+    recorded.forEach(expectNoGatewayCookie);
+  });
+
+  it.each([
+    ['the name in another case', () => ['Cookie', `theme=dark; IAM-SESSION=${editorToken}; Iam-Oidc=v1.x`]],
+    ['two Cookie headers', () => ['Cookie', 'theme=dark', 'Cookie', `__Host-iam-session=${editorToken}; pref=1`]],
+    ['two Cookie headers, the second only the session', () => ['Cookie', 'theme=dark', 'Cookie', `__Host-iam-session=${editorToken}`]],
+    ['the session cookie sent twice', () => ['Cookie', `__Host-iam-session=${editorToken}; theme=dark; __Host-iam-session=${readerToken}`]],
+    ['values with =', () => ['Cookie', `theme=a=b; __Host-iam-session=${editorToken}; iam-oidc=v1.x=y==`]],
+    ['a gateway cookie after a comma', () => ['Cookie', `theme=dark; lang=en, iam-session=${editorToken}`]],
+    ['whitespace around the name', () => ['Cookie', `theme=dark;  iam-session =${editorToken} ;__Host-iam-oidc=v1.x`]],
+  ])('round 3: %s: no gateway cookie reaches the host', async (_name, headers) => {
+    // A public route (the request is forwarded whether or not the cookie authenticates) and a protected one.
+    for (const path of ['/health', '/api/projects']) {
+      const answer = await send(proxy.url, 'GET', path, headers());
+      expect([path, answer.status === 200 || answer.status === 401]).toEqual([path, true]);
+    }
+    const recorded = await upstream.requests();
+    expect(recorded.length).toBeGreaterThan(0);
+    for (const request of recorded) {
+      expectNoGatewayCookie(request);
+      // The host's own cookies are there, as sent.
+      expect(header(request, 'cookie').join('; ')).toMatch(/^theme=/);
+    }
+  });
+
+  it('round 3: a same-origin cookie POST reaches the host; a cross-site one is 403 IAM_CSRF_REJECTED and does not', async () => {
+    const cookie = `theme=dark; __Host-iam-session=${editorToken}`;
+    const sameOrigin = await send(proxy.url, 'POST', '/api/projects', { cookie, origin: proxy.url, 'sec-fetch-site': 'same-origin' }, '{"name":"x"}');
+    expect(sameOrigin.status).toBe(200);
+    expect(await upstream.requests()).toHaveLength(1);
+    await upstream.clear();
+    const refused: Array<Record<string, string>> = [
+      { cookie, origin: 'http://evil.test' },
+      { cookie, origin: proxy.url.replace('127.0.0.1', 'localhost') },
+      { cookie, 'sec-fetch-site': 'cross-site' },
+      { cookie, origin: proxy.url, 'sec-fetch-site': 'cross-site' },
+      // A client's own X-Forwarded-Host: replaced by the proxy, never the gateway's idea of its origin.
+      { cookie, origin: 'http://evil.test', 'x-forwarded-host': 'evil.test' },
+    ];
+    for (const headers of refused) {
+      const answer = await send(proxy.url, 'POST', '/api/projects', headers, '{"name":"x"}');
+      expect([headers, answer.status]).toEqual([headers, 403]);
+      expect(problemCode(answer)).toBe('IAM_CSRF_REJECTED');
+    }
     expect(await upstream.requests()).toHaveLength(0);
   });
 

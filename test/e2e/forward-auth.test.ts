@@ -3,7 +3,7 @@
  * Caddy (forward_auth) or Envoy in front — same engine, same policy, identity headers on 200.
  */
 import type { RunningGateway } from '../../src/app/start-gateway';
-import { bearer, login } from '../support/gateway';
+import { bearer, login, startTestGateway } from '../support/gateway';
 import { E2E_POLICIES, startGatewayWithUpstream, type GatewayWithUpstream } from '../support/gateway-fixture';
 import { type RecordingUpstream } from '../support/recording-upstream';
 
@@ -98,4 +98,40 @@ describe('#11.6 forward-auth never guesses the original request', () => {
 
 it('passes public routes without a token', async () => {
   expect((await check({ 'X-Forwarded-Method': 'GET', 'X-Forwarded-Uri': '/health' })).status).toBe(200);
+});
+
+describe('round 3: the cookies the host may see, and the origin the CSRF check compares with', () => {
+  const post = { 'X-Forwarded-Method': 'POST', 'X-Forwarded-Uri': '/api/projects' };
+
+  it('answers the client\'s cookies without the gateway\'s in Cookie; none when nothing else is left', async () => {
+    const allowed = await check({ ...post, cookie: `theme=dark; __Host-iam-session=${token}; iam-oidc=v1.x; pref=a=b` });
+    expect(allowed.status).toBe(200);
+    expect(allowed.headers.get('x-iam-user-id')).toBe('u-alice');
+    expect(allowed.headers.get('cookie')).toBe('theme=dark; pref=a=b');
+    const only = await check({ ...post, cookie: `__Host-iam-session=${token}` });
+    expect([only.status, only.headers.get('cookie')]).toEqual([200, null]);
+  });
+
+  it('takes X-Forwarded-Host as its own origin from a trusted proxy only; from any other peer the Host counts', async () => {
+    const cookie = `__Host-iam-session=${token}`;
+    const proxied = { ...post, cookie, 'x-forwarded-host': 'app.example.test' };
+    // This test's loopback client is no trusted proxy of the shared gateway (none configured).
+    const forged = await check({ ...proxied, origin: 'https://app.example.test' });
+    expect(forged.status).toBe(403);
+    expect(((await forged.json()) as { code: string }).code).toBe('IAM_CSRF_REJECTED');
+    expect((await check({ ...proxied, origin: `http://${new URL(gateway.url).host}` })).status).toBe(200);
+    // A gateway that trusts loopback as its proxy: the proxy's X-Forwarded-Host is the origin, its own Host is not.
+    const trusting = await startTestGateway(upstream.url, { IAM_POLICIES_DIR: E2E_POLICIES, IAM_FORWARD_TRUSTED_PROXIES: '["127.0.0.1", "::1"]' });
+    try {
+      const trustedCookie = `__Host-iam-session=${(await login(trusting.url, 'alice')).accessToken}`;
+      const at = (headers: Record<string, string>): Promise<Response> => fetch(`${trusting.url}/iam/authorization/forward-auth`, { headers: { ...proxied, cookie: trustedCookie, ...headers } });
+      expect((await at({ origin: 'https://app.example.test' })).status).toBe(200);
+      const other = await at({ origin: `http://${new URL(trusting.url).host}` });
+      expect(other.status).toBe(403);
+      expect(((await other.json()) as { code: string }).code).toBe('IAM_CSRF_REJECTED');
+    } finally {
+      await trusting.close();
+    }
+    expect(await upstream.requests()).toHaveLength(0);
+  });
 });

@@ -1,7 +1,6 @@
-/** The CSRF rule for cookie-authenticated requests, and the removal of the session cookie before forwarding. */
+/** The CSRF rule for cookie-authenticated requests (the removal of the gateway's cookies: host-cookie.test.ts). */
 import { isCrossSiteRequest } from '../../src/http/csrf';
 import type { CookieSession } from '../../src/http/prepare-request';
-import { withoutCookies } from '../../src/http/upstream-headers';
 
 const session = (headers: Partial<CookieSession>): CookieSession => ({ token: 't', origin: null, fetchSite: null, host: 'gw.example.test', ...headers });
 const trusted = new Set(['https://app.example.test']);
@@ -21,18 +20,5 @@ describe('isCrossSiteRequest', () => {
     ['an Origin but no Host', 'POST', false, { origin: 'https://gw.example.test', host: null }, true],
   ])('%s → %s', (_name, method, upgrade, headers, expected) => {
     expect(isCrossSiteRequest(session(headers as Partial<CookieSession>), method as string, upgrade as boolean, trusted)).toBe(expected);
-  });
-});
-
-describe('withoutCookies', () => {
-  const names = ['__Host-iam-session', 'iam-session'];
-  it.each([
-    ['a=1; __Host-iam-session=iamt_x; b=2', 'a=1; b=2'],
-    ['__Host-iam-session=iamt_x', ''],
-    ['iam-session=iamt_x;iam-session-theme=dark', 'iam-session-theme=dark'],
-    ['x-iam-session=1; a=2', 'x-iam-session=1; a=2'],
-    ['a=1', 'a=1'],
-  ])('%s → %s', (header, expected) => {
-    expect(withoutCookies(header, names)).toBe(expected);
   });
 });

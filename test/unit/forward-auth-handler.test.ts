@@ -35,7 +35,7 @@ describe('unsupportedBody: the /iam app refused exactly these bodies with 415', 
   });
 });
 
-const prepared = (path: string, method = 'GET'): PreparedRequest => ({ requestId: 'r-1', method, path, search: '', authorization: null, clientAddress: '127.0.0.1', cookieSession: null });
+const prepared = (path: string, method = 'GET'): PreparedRequest => ({ requestId: 'r-1', method, path, search: '', authorization: null, clientAddress: '127.0.0.1', host: 'gw.test', cookieSession: null });
 
 describe('ForwardAuthHandler.accepts', () => {
   const handler = new ForwardAuthHandler({ authorizer: {} as never, metrics: {} as never, target: { allowPathParameters: false, maxUrlLength: 8192 }, logger: createLogger('silent'), outages: null, tracer: null });
@@ -138,6 +138,21 @@ describe('the front door hands forward-auth to the handler, never to the /iam ap
     ]);
     expect(iamCalls).toEqual([]);
     expect(proxyCalls).toEqual([]);
+  });
+
+  it('the 200 carries the Cookie the host may see (the gateway\'s cookies removed, two lines joined); none when nothing is left, and none on a refusal', async () => {
+    const token = `iamt_${'Q'.repeat(43)}`;
+    const cookieOf = async (headers: string[]): Promise<[number, unknown]> => {
+      const answer = await request(`${base}/iam/authorization/forward-auth`, { method: 'GET', headers: [...Object.entries(original).flat(), ...headers] });
+      await answer.body.dump();
+      return [answer.statusCode, answer.headers.cookie];
+    };
+    expect(await cookieOf(['cookie', `theme=dark; __Host-iam-session=${token}; pref=a=b`])).toEqual([200, 'theme=dark; pref=a=b']);
+    expect(await cookieOf(['cookie', `theme=dark`, 'cookie', `IAM-SESSION=${token}; __Host-iam-oidc=v1.x; lang=en`])).toEqual([200, 'theme=dark; lang=en']);
+    expect(await cookieOf(['cookie', `iam-session=${token}; iam-oidc=v1.x`])).toEqual([200, undefined]);
+    expect(await cookieOf([])).toEqual([200, undefined]);
+    outcome = () => ({ allowed: false, problem: new ProblemError('IAM_ACCESS_DENIED', 'no') });
+    expect(await cookieOf(['cookie', 'theme=dark'])).toEqual([403, undefined]);
   });
 
   it('a decision that takes a turn (a promise) is answered when it settles', async () => {
