@@ -39,7 +39,12 @@ export type StoreEvent = StoreEventBody & { sentAt?: number };
 
 /** What each kind of event says. */
 export type StoreEventBody =
-  | { type: 'session-ended'; sessionId: string; tokenHash: string; userId: string; reason: string; expiresAt?: string }
+  /**
+   * A session ended. `tokenHash` and `userId` are absent only when the instance that ended it could not read
+   * the session (an admin revocation by session id while the database was down): receivers refuse the session
+   * by its id, and the durable record's own event, with both, follows when the database answers.
+   */
+  | { type: 'session-ended'; sessionId: string; tokenHash?: string; userId?: string; reason: string; expiresAt?: string }
   | { type: 'user-sessions-ended'; userId: string; reason: string; sessionEpoch?: number }
   | { type: 'authorization-changed'; userId: string; authorizationVersion?: number }
   | { type: 'profile-changed'; profileId: string; userId: string }
