@@ -45,14 +45,15 @@ interface BoundAuditMetrics {
 const NO_COUNT: CounterChild = { inc: () => undefined };
 
 /**
- * The audit trail for events raised on request paths (logins, session changes, denials). Events are
+ * The audit trail for events raised on request paths (logins, profile switches, denials). Events are
  * buffered and written in batches off the request path, so a proxied request never waits for the database;
  * `flush()` writes what is buffered (before reading the trail, and at shutdown). If the database is
  * unreachable the batch is kept and retried; the buffer is bounded and says in the log what it dropped.
  * A batch the database refuses for its content is written event by event: the refused event is dropped
  * and reported once (its action and request id, never its values or the SQL), the others are stored.
  * At stop, what cannot be written is spooled to a local file and written at the next start.
- * Admin changes do not come through here: they are written in the same transaction as the change.
+ * Admin changes and session endings (logout, revocations) do not come through here: their rows are written in
+ * the same transaction as the change.
  */
 export class AuditTrail {
   private buffer: AuditEventRecord[] = [];

@@ -67,6 +67,7 @@ export class SessionEnding {
   private retryTimer: NodeJS.Timeout | undefined;
   private attempt = 0;
   private flushing: Promise<void> | null = null;
+  private closed = false;
 
   constructor(private readonly deps: SessionEndingDeps) {}
 
@@ -136,6 +137,7 @@ export class SessionEnding {
    * the next start. Resolves how many records are still unwritten.
    */
   async close(): Promise<number> {
+    this.closed = true;
     clearTimeout(this.retryTimer);
     this.retryTimer = undefined;
     await this.flush().catch(() => undefined);
@@ -192,7 +194,7 @@ export class SessionEnding {
   }
 
   private schedule(): void {
-    if (this.retryTimer || this.pending.length === 0) return;
+    if (this.closed || this.retryTimer || this.pending.length === 0) return;
     const delay = Math.min(250 * 2 ** this.attempt, 5000);
     this.retryTimer = setTimeout(() => {
       this.retryTimer = undefined;
