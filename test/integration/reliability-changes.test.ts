@@ -79,6 +79,27 @@ describe('#11.35 a single instance (either token store)', () => {
     expect(await status(gateway.url, session.accessToken)).toBe(401);
   });
 
+  it("#11.35/R3 endings: revoking one of the caller's own sessions while the database is down works for a session the token store lists as theirs (recorded when it is back), and is 503 for any other", async () => {
+    const caller = await login(gateway.url, 'alice');
+    const other = await login(gateway.url, 'alice', 'alice-password', 'API');
+    const foreign = await login(gateway.url, 'bob');
+    for (const session of [caller, other, foreign]) expect(await status(gateway.url, session.accessToken)).toBe(200);
+    const revoke = (sessionId: string): Promise<Response> => fetch(`${gateway.url}/iam/sessions/${sessionId}/revoke`, { method: 'POST', headers: bearer(caller.accessToken) });
+    await relay.cut();
+    try {
+      expect((await revoke(other.sessionId)).status).toBe(204);
+      expect(await status(gateway.url, other.accessToken)).toBe(401);
+      // Only the database could tell whether another user's session (or an unknown one) exists: not answered.
+      expect((await revoke(foreign.sessionId)).status).toBe(503);
+      expect(await status(gateway.url, foreign.accessToken)).toBe(200);
+      expect(await status(gateway.url, caller.accessToken)).toBe(200);
+    } finally {
+      await relay.restore();
+    }
+    await until('the revocation is recorded', async () => (await db.repository.getSession(other.sessionId))?.revokeReason === 'revoked_by_user');
+    expect((await db.repository.getSession(foreign.sessionId))?.revokedAt ?? null).toBeNull();
+  });
+
   it('#11.35/R3 endings: admin revoke (one session, all of a user\'s) while the database is down answers as usual, the sessions are refused at once, and the record is written when it is back', async () => {
     const adminToken = (await login(gateway.url, 'admin')).accessToken;
     const adminCall = (path: string, body?: unknown): Promise<Response> =>
