@@ -371,11 +371,10 @@ export class SessionService {
     this.deps.revocations.apply(event);
     const cache = this.deps.cache;
     if (!cache) return;
-    // Without a token hash the cached entry stays until read, and the registry refuses it then (by session id).
     if (event.type === 'session-ended') {
+      // Without a token hash the cached entry stays until read, and the registry refuses it then (by session id).
       if (event.tokenHash !== undefined) cache.deleteToken(event.tokenHash);
-    }
-    else if (event.type === 'user-sessions-ended') cache.deleteUser(event.userId);
+    } else if (event.type === 'user-sessions-ended') cache.deleteUser(event.userId);
     else if (event.type === 'tokens-flushed') cache.clear();
   }
 
