@@ -84,9 +84,6 @@ export async function startGatewayProcess(upstreamUrl: string, env: Record<strin
       // Each process its own audit spool unless the test shares one (the repository's .data is not the tests').
       IAM_AUDIT_SPOOL_DIR: join(tmpdir(), uniquePrefix('audit-spool')),
       LOG_LEVEL: 'info',
-      // A stop keeps idle keep-alive connections open until their keep-alive timeout (a request sent on one is
-      // answered, docs/threat-model.md): a short one, which fetch's pool does not reuse, keeps every test's stop quick.
-      SERVER_KEEP_ALIVE_TIMEOUT: '1s',
       // The access log (default `denied`) would mix its lines into the log the tests read; its own tests turn it on.
       IAM_ACCESS_LOG: 'off',
       // config/default.yaml names no users (#11.21); the tests log in the example users like the demo does.
