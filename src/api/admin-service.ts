@@ -3,7 +3,7 @@ import { isValidPermissionCode } from '../domain/permission-code';
 import { AdminWriteError, type AdminAuditContext, type AdminRepository, type HeldGrant, type RaisedAuthorization, type VersionPrecondition } from '../domain/admin-repository';
 import { ESCALATION_RULE } from '../domain/admin-repository';
 import { isStorableText } from './validate-body';
-import type { IamRepository } from '../domain/iam-repository';
+import { DatabaseUnavailableError, type IamRepository } from '../domain/iam-repository';
 import type { IamPrincipal } from '../domain/principal';
 import { selectActiveProfile } from '../auth/login-service';
 import type { StoredAuditEvent, IdentityRecord, ProfileRecord, TemplateRecord, UserRecord } from '../domain/records';
@@ -192,13 +192,26 @@ export class AdminService {
     return raised;
   }
 
-  /** 404 IAM_SESSION_NOT_FOUND for an unknown session (SessionService audits `session.revoke`). */
+  /**
+   * 404 IAM_SESSION_NOT_FOUND for an unknown session (SessionService audits `session.revoke`); while the database
+   * is down, the session is ended by its id and recorded when it answers (SessionService.revokeById).
+   */
   async revokeSession(actor: AdminActor, sessionId: string, reason: string | undefined): Promise<void> {
     await this.deps.sessions.revokeById(sessionId, reason ?? 'revoked_by_admin', actor.userId, actor.facts);
   }
 
+  /**
+   * Ends every session of the user (token store first, like logout). 404 for an unknown user — except while
+   * the database is down, when an unknown user cannot be told from one without live sessions: the sessions
+   * the token store lists are ended at once and the record (epoch raised, rows, audit rows) follows when the
+   * database answers, so the answer is the same 200.
+   */
   async revokeUserSessions(actor: AdminActor, userId: string, reason: string | undefined): Promise<{ revoked: number }> {
-    if ((await this.deps.repository.getUser(userId)) === null) throw new ProblemError('IAM_NOT_FOUND', `No user "${userId}".`);
+    const user = await this.deps.repository.getUser(userId).catch((error: unknown) => {
+      if (error instanceof DatabaseUnavailableError) return undefined;
+      throw error;
+    });
+    if (user === null) throw new ProblemError('IAM_NOT_FOUND', `No user "${userId}".`);
     const revoked = await this.deps.sessions.revokeUser(userId, reason ?? 'revoked_by_admin', actor.userId, actor.facts);
     // The per-session rows come from SessionService; this one records the admin's single action.
     this.deps.audit.record({

@@ -12,6 +12,8 @@ export interface AuthRoutesDeps {
   sessions: SessionService;
   clientTypes: string[];
   requireSession: Middleware;
+  /** {@link requireSession} for logout: also answered from the durable record while the token store is down. */
+  endingGuard: Middleware;
   /** `iam.session-cookie.secure`: which session cookie logout clears. */
   secureCookie: boolean;
 }
@@ -26,7 +28,7 @@ export function registerAuthRoutes(router: Router, deps: AuthRoutesDeps): void {
     ctx.set('Cache-Control', 'no-store');
   });
 
-  router.post('/auth/logout', deps.requireSession, async (ctx) => {
+  router.post('/auth/logout', deps.endingGuard, async (ctx) => {
     await deps.sessions.logout(callerOf(ctx), factsOf(ctx));
     // A browser session ends in the browser too (the token is already revoked everywhere).
     ctx.set('Set-Cookie', clearedSessionCookie(deps.secureCookie));

@@ -58,7 +58,12 @@ export interface IamRoutesDeps {
 export function registerIamRoutes(router: Router, deps: IamRoutesDeps): void {
   const { login, sessions, engine, audit, repository } = deps;
   const sessionGuard = requireSession(deps.bearers, deps.sessionCookie.trustedOrigins);
-  registerAuthRoutes(router, { login, sessions, clientTypes: deps.clientTypes, requireSession: sessionGuard, secureCookie: deps.sessionCookie.secure });
+  // Logout only ends the caller's session: while the token store is down, the durable record vouches for it (#11.35).
+  const endingGuard = requireSession(
+    { verify: (token) => deps.bearers.verify(token).catch((error: unknown) => sessions.verifyFromRecord(token, error)) },
+    deps.sessionCookie.trustedOrigins,
+  );
+  registerAuthRoutes(router, { login, sessions, clientTypes: deps.clientTypes, requireSession: sessionGuard, endingGuard, secureCookie: deps.sessionCookie.secure });
   registerLoginPageRoutes(router, {
     login,
     clientType: deps.browserLogin.clientType,

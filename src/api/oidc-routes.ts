@@ -18,7 +18,7 @@ export interface OidcRoutesDeps {
   login: OidcLogin;
   backchannel: BackchannelLogout;
   rp: RelyingParty;
-  sessions: Pick<SessionService, 'verify' | 'logout'>;
+  sessions: Pick<SessionService, 'verify' | 'verifyFromRecord' | 'logout'>;
   /** `iam.session-cookie.secure`. */
   secureCookie: boolean;
   trustedOrigins: ReadonlySet<string>;
@@ -64,7 +64,8 @@ export function registerOidcRoutes(router: Router, deps: OidcRoutesDeps): void {
       // Another site may not end the user's session (logout CSRF): checked as for an unsafe method, though it is a GET.
       if (cookie !== null && isCrossSiteRequest(cookie, 'POST', false, deps.trustedOrigins)) throw problems.crossSiteCookie();
       const token = bearer.kind === 'bearer' ? bearer.token : (cookie?.token ?? null);
-      const session = token === null ? null : await deps.sessions.verify(token);
+      // Like POST /iam/auth/logout: while the token store is down, the durable record vouches for the session (#11.35).
+      const session = token === null ? null : await deps.sessions.verify(token).catch((error: unknown) => deps.sessions.verifyFromRecord(token, error));
       if (session) await deps.sessions.logout(session, factsOf(ctx));
       ctx.set('Set-Cookie', clearedSessionCookie(secure));
       // RP-initiated logout at the provider when it offers it; if it cannot be reached, the gateway session is

@@ -186,6 +186,8 @@ export const adminPaths: Record<string, PathItemObject> = {
     post: admin('iam.admin.sessions:revoke', {
       operationId: 'adminRevokeSession',
       summary: 'Revoke any session',
+      description:
+        'While the database is down the session is ended by its id (every instance refuses it at once) and recorded when the database is back, also across a restart; an unknown id is then not told apart (204, and the record ends nothing).',
       requestBody: jsonBody(ref('RevokeInput'), 'Optional reason (default `revoked_by_admin`), kept with the session and in the audit trail.', false),
       responses: { '204': empty('Revoked (or already ended).'), ...ADMIN_WRITE_FAILURES, '404': problem(404, ['IAM_SESSION_NOT_FOUND'], 'No such session.') },
     }),
@@ -230,7 +232,7 @@ export const adminPaths: Record<string, PathItemObject> = {
       operationId: 'revokeUserSessions',
       summary: 'Revoke every session of a user',
       description:
-        "Every token of the user issued before is refused for good, on every instance: the gateway's own (the user's session epoch is raised) and, with `iam.oidc.accept-access-tokens`, the identity provider's access tokens issued (`iat`) at or before the recorded instant (`sessionsRevokedAt` of the user), also those never presented before.",
+        "Every token of the user issued before is refused for good, on every instance: the gateway's own (the user's session epoch is raised) and, with `iam.oidc.accept-access-tokens`, the identity provider's access tokens issued (`iat`) at or before the recorded instant (`sessionsRevokedAt` of the user), also those never presented before. While the database is down the sessions the token store lists end at once (200 with their count) and the record (session epoch raised, revocation instant, rows, audit rows) follows when the database is back, also across a restart; an unknown user is then not told apart (200, revoked 0).",
       requestBody: jsonBody(ref('RevokeInput'), 'Optional reason (default `revoked_by_admin`).', false),
       responses: { '200': json('How many sessions ended.', ref('RevokedCount'), NO_STORE), ...ADMIN_WRITE_FAILURES, '404': unknownUser },
     }),

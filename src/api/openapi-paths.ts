@@ -33,7 +33,8 @@ export const nonAdminPaths: Record<string, PathItemObject> = {
     post: {
       operationId: 'logout',
       summary: 'End the current session',
-      description: 'Authenticated by the bearer token or, without one, the session cookie (a cross-site request with the cookie is 403 IAM_CSRF_REJECTED).',
+      description:
+        'Authenticated by the bearer token or, without one, the session cookie (a cross-site request with the cookie is 403 IAM_CSRF_REJECTED). 204 while either the token store or the database can be reached (the other records it when it is back, also across a restart); 503 only when neither can.',
       tags: ['auth'],
       responses: {
         '204': empty('The token no longer works, on every instance; the session cookie is cleared.', { 'Set-Cookie': header('ClearedSessionCookie') }),
@@ -190,6 +191,7 @@ export const nonAdminPaths: Record<string, PathItemObject> = {
     post: {
       operationId: 'revokeSession',
       summary: 'Revoke one of the caller\'s own sessions',
+      description: 'While the database is down, a session the token store lists as the caller\'s is revoked all the same (recorded when the database is back); any other is 503.',
       tags: ['sessions'],
       responses: {
         '204': empty('Revoked (or already ended).'),
@@ -202,6 +204,7 @@ export const nonAdminPaths: Record<string, PathItemObject> = {
     post: {
       operationId: 'revokeOtherSessions',
       summary: 'Revoke every session of the caller\'s user except the current one',
+      description: 'While the database is down the sessions the token store lists end at once and the record follows when it is back (also across a restart).',
       tags: ['sessions'],
       responses: { '204': empty('Revoked.'), ...PROTECTED_FAILURES },
     },

@@ -8,7 +8,7 @@ import type { CleanupStack } from './cleanup-stack';
 import type { GatewayConfig } from './config';
 
 /** The audit trail (batched writes, a disk spool while the database is away) and its retention sweep. */
-export function startAudit(config: GatewayConfig, repository: IamRepository, logger: Logger, metrics: GatewayMetrics, cleanups: CleanupStack): AuditTrail {
+export async function startAudit(config: GatewayConfig, repository: IamRepository, logger: Logger, metrics: GatewayMetrics, cleanups: CleanupStack): Promise<AuditTrail> {
   const audit = new AuditTrail(repository, logger, {
     flushIntervalMs: config.iam.audit.flushIntervalMs,
     spool: new AuditSpool(config.iam.audit.spoolDir),
@@ -16,8 +16,9 @@ export function startAudit(config: GatewayConfig, repository: IamRepository, log
     metrics,
   });
   metrics.observeAuditQueue(() => audit.queueDepth);
-  audit.start();
   cleanups.push(() => audit.close());
+  // A spool directory that cannot be read fails the start: its events would otherwise wait there unseen.
+  await audit.start();
   const retention = new AuditRetention(repository, logger, config.iam.audit.retentionMs);
   retention.start();
   cleanups.push(() => retention.close());

@@ -1,6 +1,5 @@
 import { MemoryTokenStore } from '../adapters/memory/memory-token-store';
 import { RedisTokenStore } from '../adapters/redis/redis-token-store';
-import type { AuditTrail } from '../audit/audit-trail';
 import { GrantProvider } from '../authz/grant-provider';
 import type { IamRepository } from '../domain/iam-repository';
 import type { StoreEvent } from '../domain/token-record';
@@ -13,6 +12,7 @@ import { LastSeenTracker } from '../sessions/last-seen-tracker';
 import { RevocationRegistry } from '../sessions/revocation-registry';
 import { SessionCache } from '../sessions/session-cache';
 import { SessionService } from '../sessions/session-service';
+import { EndingSpool, replaySpooledEndings } from '../sessions/ending-spool';
 import type { CleanupStack } from './cleanup-stack';
 import type { GatewayConfig } from './config';
 import { InstrumentedTokenStore } from './instrumented-token-store';
@@ -40,13 +40,19 @@ export interface SessionState {
  * The token store (Redis, or in-process without `redis.url`), the local caches (sessions, grants) and the
  * two ways a change reaches every instance (docs/threat-model.md, "How revocation and changes reach every
  * instance"): the store's events channel, and the change feed read from PostgreSQL on an interval. The
- * durable revocation record is loaded first, so verification refuses what PostgreSQL says ended.
+ * durable revocation record is loaded first (after the endings an earlier stop spooled are recorded), so
+ * verification refuses what PostgreSQL says ended.
  */
 export async function startSessions(
   config: GatewayConfig,
-  deps: { repository: IamRepository; audit: AuditTrail; logger: Logger; metrics: GatewayMetrics; cleanups: CleanupStack },
+  deps: { repository: IamRepository; logger: Logger; metrics: GatewayMetrics; cleanups: CleanupStack },
 ): Promise<SessionState> {
-  const { repository, audit, logger, metrics, cleanups } = deps;
+  const { repository, logger, metrics, cleanups } = deps;
+  // Endings answered while the database was down and not recorded before a stop: recorded before the
+  // revocation record is loaded, so this instance (and, through the feed, every other) refuses them before
+  // it serves — even if the token store was restored from a snapshot that still holds their tokens.
+  const spool = new EndingSpool(config.iam.audit.spoolDir);
+  await replaySpooledEndings(spool, repository, logger);
   const revocationState = await repository.loadRevocationState();
   const revocations = new RevocationRegistry(config.iam.token.ttlMs, config.iam.oidc.revocationMarginMs);
   revocations.load(revocationState);
@@ -82,13 +88,13 @@ export async function startSessions(
     repository,
     cache,
     lastSeen,
-    audit,
     logger,
     ttlMs: config.iam.token.ttlMs,
     idleTimeoutMs: config.iam.token.idleTimeoutMs,
     maxSessionsPerUser: config.iam.token.maxSessionsPerUser,
     revocations,
     changes,
+    spool,
   });
   cleanups.push(async () => void (await sessions.close()));
   const applyChange = (event: StoreEvent): void => {

@@ -79,8 +79,8 @@ export async function startGatewayAs(config: GatewayConfig, options: StartOption
     // A worker's primary applied the provisioning file once before forking (the migrations too: here they find nothing to do).
     const database = await openGatewayDatabase(config, logger, cleanups, worker === null ? files.provisioning : null);
     const repository = database.repository;
-    const audit = startAudit(config, repository, logger, metrics, cleanups);
-    const state = await startSessions(config, { repository, audit, logger, metrics, cleanups });
+    const audit = await startAudit(config, repository, logger, metrics, cleanups);
+    const state = await startSessions(config, { repository, logger, metrics, cleanups });
     const { store, sessions, grants } = state;
 
     const resolvers = new ResourceResolverClient({ metrics });

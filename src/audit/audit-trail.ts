@@ -45,14 +45,15 @@ interface BoundAuditMetrics {
 const NO_COUNT: CounterChild = { inc: () => undefined };
 
 /**
- * The audit trail for events raised on request paths (logins, session changes, denials). Events are
+ * The audit trail for events raised on request paths (logins, profile switches, denials). Events are
  * buffered and written in batches off the request path, so a proxied request never waits for the database;
  * `flush()` writes what is buffered (before reading the trail, and at shutdown). If the database is
  * unreachable the batch is kept and retried; the buffer is bounded and says in the log what it dropped.
  * A batch the database refuses for its content is written event by event: the refused event is dropped
  * and reported once (its action and request id, never its values or the SQL), the others are stored.
  * At stop, what cannot be written is spooled to a local file and written at the next start.
- * Admin changes do not come through here: they are written in the same transaction as the change.
+ * Admin changes and session endings (logout, revocations) do not come through here: their rows are written in
+ * the same transaction as the change.
  */
 export class AuditTrail {
   private buffer: AuditEventRecord[] = [];
@@ -61,6 +62,8 @@ export class AuditTrail {
   private dropped = 0;
   private unavailableSince: number | null = null;
   private spooledFiles: string[] = [];
+  /** The claim of earlier stops' files, started by `start()`; flushes wait for it. */
+  private claiming: Promise<void> = Promise.resolve();
   /** The batch being written now (spooled if the stop cannot wait for it). */
   private inFlight: AuditEventRecord[] = [];
   private readonly anonymous: AnonymousDenialLimit;
@@ -82,9 +85,20 @@ export class AuditTrail {
     return this.buffer.length + this.inFlight.length;
   }
 
-  /** Claims the events spooled by earlier stops; they are written with the next flush. */
-  start(): void {
-    if (this.options.spool) this.spooledFiles = this.options.spool.claim();
+  /**
+   * Claims the events spooled by earlier stops (they are written with the next flush) and starts the flush
+   * timer; resolves once the claim is done, rejects when the spool directory cannot be read.
+   */
+  start(): Promise<void> {
+    const spool = this.options.spool;
+    const claim = spool ? spool.claim().then((files) => void this.spooledFiles.push(...files)) : Promise.resolve();
+    // Flushes wait for the claim; its failure is the caller's to report (the start fails).
+    this.claiming = claim.catch(() => undefined);
+    this.startTimer();
+    return claim;
+  }
+
+  private startTimer(): void {
     if (this.timer || this.options.flushIntervalMs <= 0) return;
     this.timer = setInterval(() => void this.flush(), this.options.flushIntervalMs);
     this.timer.unref();
@@ -126,6 +140,7 @@ export class AuditTrail {
 
   /** Writes everything buffered so far; resolves when it is stored (or failed and was kept for a retry). */
   async flush(): Promise<void> {
+    await this.claiming;
     while (this.flushing) await this.flushing;
     const summary = this.anonymous.takeSummary(Date.now());
     if (summary) this.push(summary);
@@ -143,13 +158,13 @@ export class AuditTrail {
   private async writeAll(): Promise<void> {
     while (this.spooledFiles.length > 0) {
       const path = this.spooledFiles[0]!;
-      const { events, unreadable } = this.options.spool!.read(path);
+      const { items: events, unreadable } = await this.options.spool!.read(path);
       if (unreadable > 0) {
         this.logger.error({ file: path, unreadable }, 'audit: spooled lines could not be read, skipped');
         this.counts.dropped.unreadable.inc(unreadable);
       }
       if ((await this.write(events)).length > 0) return; // database unavailable: the file stays claimed
-      this.options.spool!.remove(path);
+      await this.options.spool!.remove(path);
       this.spooledFiles.shift();
       this.logger.info({ file: path, events: events.length }, 'audit: spooled events written');
     }
@@ -237,7 +252,7 @@ export class AuditTrail {
     let path: string;
     try {
       if (!this.options.spool) throw new Error('no spool directory is configured');
-      path = this.options.spool.write(pending);
+      path = await this.options.spool.write(pending);
     } catch (error) {
       this.counts.dropped.lost.inc(pending.length);
       this.logger.error({ events: pending.length, failure: (error as Error).message }, 'audit: events could be neither written nor spooled at stop; they are LOST');

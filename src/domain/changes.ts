@@ -8,7 +8,11 @@ import type { StoreEvent } from './token-record';
 
 /** Which sessions to end (all conditions combine; only sessions still live are touched). */
 export interface EndSessionsRequest {
-  userId: string;
+  /**
+   * Whose sessions. Null only with `sessionIds` and without `raiseEpoch`: the sessions named, whoever's they are
+   * (a revocation by session id made while the database could not say whose session it is).
+   */
+  userId: string | null;
   /** Stored as revoke_reason (not for a logout). */
   reason: string;
   /** Sets logout_at instead of revoked_at. */
@@ -24,8 +28,26 @@ export interface EndSessionsRequest {
    * recorded with it as the user's revocation instant (a provider access token issued before it is refused).
    */
   raiseEpoch?: boolean;
-  /** When the sessions ended (the deciding instance's clock): their revoked_at / logout_at, and the revocation instant. */
+  /**
+   * Only sessions opened at or before this moment: a request recorded late (queued while the database was
+   * down, or replayed from the spool after a restart) does not end sessions opened after it was answered.
+   */
+  createdBefore?: Date;
+  /** When the sessions ended (the deciding instance's clock): their revoked_at / logout_at, the audit rows' time, and the revocation instant. */
   at: Date;
+  /** The audit row written for each session ended, in the same transaction (none when absent). */
+  audit?: EndingAudit;
+}
+
+/** Who ended sessions and why, for the audit row of each ended session (`targetType: session`). */
+export interface EndingAudit {
+  /** `session.logout` or `session.revoke`. */
+  action: string;
+  actorUserId: string | null;
+  requestId: string | null;
+  clientAddress: string | null;
+  /** Stored as the row's details; `userId` (the session's user) is added when the request names none. */
+  details: Record<string, unknown> | null;
 }
 
 export interface EndedSession {

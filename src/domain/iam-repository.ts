@@ -37,6 +37,8 @@ export interface IamRepository {
 
   insertSession(session: SessionRecord): Promise<void>;
   getSession(sessionId: string): Promise<SessionRecord | null>;
+  /** The session whose token has this hash (the durable record's copy of what the token store keys by). */
+  getSessionByTokenHash(tokenHash: string): Promise<SessionRecord | null>;
   /** The user's sessions, newest first. */
   listSessions(userId: string): Promise<SessionRecord[]>;
   /** The sessions opened by logins in the OpenID Provider session `idpSessionId` (its `sid`) that have not ended. */

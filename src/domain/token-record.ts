@@ -39,7 +39,12 @@ export type StoreEvent = StoreEventBody & { sentAt?: number };
 
 /** What each kind of event says. */
 export type StoreEventBody =
-  | { type: 'session-ended'; sessionId: string; tokenHash: string; userId: string; reason: string; expiresAt?: string }
+  /**
+   * A session ended. `tokenHash` and `userId` are absent only when the instance that ended it could not read
+   * the session (an admin revocation by session id while the database was down): receivers refuse the session
+   * by its id, and the durable record's own event, with both, follows when the database answers.
+   */
+  | { type: 'session-ended'; sessionId: string; tokenHash?: string; userId?: string; reason: string; expiresAt?: string }
   /**
    * `revokedAt` (ISO 8601): the user's revocation instant, a provider access token issued before it is refused;
    * absent in events of older instances (then the epoch alone decides).

@@ -73,6 +73,8 @@ export class TunnelRegistry {
   handleEvent(event: StoreEvent): void {
     switch (event.type) {
       case 'session-ended':
+        // Ended by its id alone (no token hash): which tunnel carries it is found by rechecking them all.
+        if (event.tokenHash === undefined) return this.recheckAll();
         for (const tunnel of this.tunnels) if (tunnel.session?.tokenHash === event.tokenHash) this.end(tunnel, `session ended (${event.reason})`);
         return;
       case 'user-sessions-ended':

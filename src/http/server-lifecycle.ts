@@ -21,9 +21,9 @@ export interface TrackedConnections {
 type HttpSocket = Socket & { _httpMessage?: ServerResponse | null };
 
 /**
- * Keeps the set of open sockets so shutdown can close idle ones and, at the deadline, the rest. During a
- * drain, every response tells its client to close the connection (RFC 9112 §9.6), so nothing new arrives on
- * a connection that is about to close.
+ * Keeps the set of open sockets so shutdown can destroy, at its deadline, what is still open. During a drain,
+ * every response tells its client to close the connection (RFC 9112 §9.6), and the connection closes once it
+ * is sent, so nothing new arrives on a connection that is about to close.
  */
 export function trackConnections(server: Server): TrackedConnections {
   const tracked: TrackedConnections = { sockets: new Set<Socket>(), draining: false };
@@ -41,8 +41,9 @@ export function trackConnections(server: Server): TrackedConnections {
 
 /**
  * Wraps a request listener: a request that arrives on a connection the gateway has already closed for
- * writing (a graceful close at shutdown) is never handled — its answer could not be delivered, and its client,
- * which saw the close, may safely send it again elsewhere (RFC 9112 §9.3.1).
+ * writing (after an answer that said `Connection: close`, which a client must not send past) is never
+ * handled — its answer could not be delivered, and its client, told of the close, may safely send it again
+ * elsewhere (RFC 9112 §9.3.1).
  */
 export function refuseOnClosedConnections<A extends unknown[]>(listener: (req: IncomingMessage, res: ServerResponse, ...rest: A) => void) {
   return (req: IncomingMessage, res: ServerResponse, ...rest: A): void => {
@@ -52,26 +53,18 @@ export function refuseOnClosedConnections<A extends unknown[]>(listener: (req: I
 }
 
 /**
- * Closes the connections that have no request in progress with a FIN (`end()`), not a reset. Node's own
- * `closeIdleConnections` destroys them at once, and a request already in such a socket's receive buffer is
- * then answered with a TCP reset. The check waits for the event loop's next I/O poll, so a
- * request that has already arrived is parsed first and answered, with `Connection: close`.
- */
-function closeIdleGracefully(sockets: Set<Socket>): void {
-  // Two turns: called from the poll phase, one setImmediate would run before the next poll.
-  setImmediate(() =>
-    setImmediate(() => {
-      for (const socket of sockets as Set<HttpSocket>) {
-        if (socket.destroyed || socket.writableEnded || socket._httpMessage) continue;
-        socket.end();
-      }
-    }),
-  );
-}
-
-/**
- * Graceful stop (issue: SIGTERM): stop accepting, close idle keep-alive connections gracefully, answer what is
- * in flight with `Connection: close`, let it finish until `deadlineMs`, then destroy what is left.
+ * Graceful stop (issue: SIGTERM): stop accepting, answer what is in flight and whatever arrives on a connection
+ * already open with `Connection: close` (RFC 9112 §9.6), let it finish until `deadlineMs`, then destroy what is
+ * left.
+ *
+ * An idle keep-alive connection is not closed when the stop begins. Its client may have sent a request on it at
+ * that very moment (a client cannot know the server's close is on its way), and a request that arrives after the
+ * server's FIN gets no answer at all — a "socket hang up" that the client cannot tell from a request the host
+ * received, so it must not retry one that was not idempotent. Left open, such a request is answered (with
+ * `Connection: close`), and a connection nobody uses is closed when its keep-alive timeout runs out — the moment
+ * the `Keep-Alive: timeout=N` of its last answer announced, when it would have closed without a stop. Only a
+ * connection still idle at `deadlineMs` (a keep-alive timeout at or above the shutdown timeout) is cut without
+ * that notice.
  */
 export async function stopServer(server: Server, tracked: TrackedConnections, deadlineMs: number): Promise<void> {
   tracked.draining = true;
@@ -80,14 +73,11 @@ export async function stopServer(server: Server, tracked: TrackedConnections, de
     const res = socket._httpMessage;
     if (res && !res.headersSent) res.shouldKeepAlive = false;
   }
-  // server.close() calls closeIdleConnections() (Node >= 19): make that the graceful variant.
-  server.closeIdleConnections = () => closeIdleGracefully(tracked.sockets);
+  // server.close() closes idle connections at once (Node >= 19, closeIdleConnections): they stay open instead (above).
+  server.closeIdleConnections = () => undefined;
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-  // Connections whose answer had started before the drain still said keep-alive: close them once idle.
-  const idleSweep = setInterval(() => closeIdleGracefully(tracked.sockets), 100);
   const deadline = new Promise<void>((resolve) => setTimeout(resolve, deadlineMs).unref());
   await Promise.race([closed, deadline]);
-  clearInterval(idleSweep);
   for (const socket of tracked.sockets) socket.destroy();
   await closed;
 }

@@ -134,7 +134,8 @@ export class ChangeFeed {
   private async effects(event: StoreEvent): Promise<void> {
     // This instance first, without waiting for its own publish to come back.
     this.options.apply(event);
-    if (event.type === 'session-ended') await this.options.store.deleteToken(event.tokenHash, event.userId, event.sessionId);
+    // The feed's session-ended rows always name the token (change-log.ts).
+    if (event.type === 'session-ended' && event.tokenHash !== undefined && event.userId !== undefined) await this.options.store.deleteToken(event.tokenHash, event.userId, event.sessionId);
     await this.options.store.publish(event);
   }
 

@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { AuditTrail } from '../audit/audit-trail';
 import type { IamPrincipal } from '../domain/principal';
 import type { Logger } from '../observability/logger';
-import type { IamRepository } from '../domain/iam-repository';
+import { DatabaseUnavailableError, type IamRepository } from '../domain/iam-repository';
+import type { EndingAudit } from '../domain/changes';
 import type { SessionRecord, SessionState } from '../domain/records';
 import { ProblemError, problems } from '../domain/problem';
 import { derivedSessions } from './derived-sessions';
@@ -12,9 +12,10 @@ import type { LastSeenTracker } from './last-seen-tracker';
 import type { RevocationRegistry } from './revocation-registry';
 import type { SessionCache } from './session-cache';
 import { SessionEnding } from './session-ending';
+import type { EndingSpool } from './ending-spool';
 import { generateToken, hashToken, isWellFormedToken } from '../domain/token-hash';
 import type { StoreEvent, TokenRecord } from '../domain/token-record';
-import type { TokenStore } from '../domain/token-store';
+import { StoreUnavailableError, type TokenStore } from '../domain/token-store';
 
 /** The AuthenticationResult of login and profile switch (docs/http-contract.md). */
 export interface AuthenticationResult {
@@ -57,7 +58,6 @@ export interface SessionServiceDeps {
   repository: IamRepository;
   cache: SessionCache | null;
   lastSeen: LastSeenTracker;
-  audit: AuditTrail;
   logger: Logger;
   ttlMs: number;
   idleTimeoutMs: number;
@@ -67,6 +67,8 @@ export interface SessionServiceDeps {
   revocations: RevocationRegistry;
   /** The change feed's deliverer (change-feed.ts); null where there is none (unit tests). */
   changes?: { deliver(): Promise<void> } | null;
+  /** Where endings answered while the database is down wait for it, across a stop (ending-spool.ts). */
+  spool?: EndingSpool | null;
 }
 
 /** One page of a list: the sessions, and the cursor of the next page (null on the last). */
@@ -86,7 +88,7 @@ export class SessionService {
   private readonly ending: SessionEnding;
 
   constructor(private readonly deps: SessionServiceDeps) {
-    this.ending = new SessionEnding({ ...deps, changes: deps.changes ?? null });
+    this.ending = new SessionEnding({ ...deps, changes: deps.changes ?? null, spool: deps.spool ?? null });
   }
 
   /**
@@ -214,23 +216,82 @@ export class SessionService {
     const { record, tokenHash } = session;
     if (record.source === 'access-token') throw notASession();
     const userId = record.principal.userId;
-    await this.ending.end(
-      { userId, reason: 'logout', logout: true, sessions: [{ sessionId: record.sessionId, tokenHash, expiresAt: record.expiresAt }], durable: { sessionIds: [record.sessionId] } },
-      () => this.audit('session.logout', userId, record.sessionId, facts),
-    );
+    await this.ending.end({
+      userId,
+      reason: 'logout',
+      logout: true,
+      sessions: [{ sessionId: record.sessionId, tokenHash, expiresAt: record.expiresAt }],
+      durable: { sessionIds: [record.sessionId] },
+      audit: auditOf('session.logout', userId, facts, null),
+    });
     await this.endDerived(userId, record.sessionId, userId, facts);
   }
 
-  /** Revokes one of the caller's own sessions; another user's or an unknown session is a 404 either way. */
-  async revokeOwn(caller: VerifiedSession, sessionId: string, facts: RequestFacts): Promise<void> {
-    const session = await this.deps.repository.getSession(sessionId);
-    if (!session || session.userId !== caller.record.principal.userId) throw sessionNotFound();
-    await this.revokeSession(session, 'revoked_by_user', caller.record.principal.userId, facts);
+  /**
+   * The fallback of a token check for a request that can only end the caller's own session (logout), when
+   * {@link verify} failed with `storeError` because the token store cannot be read: the durable record vouches
+   * instead — the session row of this token, neither ended nor expired, nor refused by the revocation record.
+   * Ending a session takes nothing from anyone but its holder, so this never lets a token do more than it
+   * could with the store up; it lets a logout be done and recorded while the token store is down (#11.35).
+   * Any other error, or a database that does not answer either, rejects with `storeError` (503).
+   */
+  async verifyFromRecord(token: string, storeError: unknown): Promise<VerifiedSession | null> {
+    if (!(storeError instanceof StoreUnavailableError) || !isWellFormedToken(token)) throw storeError;
+    const tokenHash = hashToken(token);
+    let row: SessionRecord | null;
+    try {
+      row = await this.deps.repository.getSessionByTokenHash(tokenHash);
+    } catch {
+      throw storeError; // neither store answered
+    }
+    if (!row || row.revokedAt || row.logoutAt || row.expiresAt.getTime() <= Date.now()) return null;
+    const record = recordOfRow(row, this.deps.revocations.epochOf(row.userId));
+    if (this.deps.revocations.refuses(record)) return null;
+    return { tokenHash, record };
   }
 
-  /** Revokes any session (admin); 404 when unknown. */
+  /**
+   * Revokes one of the caller's own sessions; another user's or an unknown session is a 404 either way. While
+   * the database is down, a session the token store lists as the caller's is revoked all the same (recorded
+   * when the database answers); any other is 503, since only the database could tell.
+   */
+  async revokeOwn(caller: VerifiedSession, sessionId: string, facts: RequestFacts): Promise<void> {
+    const userId = caller.record.principal.userId;
+    let session: SessionRecord | null;
+    try {
+      session = await this.deps.repository.getSession(sessionId);
+    } catch (error) {
+      if (!(error instanceof DatabaseUnavailableError)) throw error;
+      const tokenHash = (await this.deps.store.listUserTokens(userId).catch(() => new Map<string, string>())).get(sessionId);
+      if (tokenHash === undefined) throw error;
+      await this.endOne({ userId, sessionId, tokenHash }, 'revoked_by_user', userId, facts);
+      return;
+    }
+    if (!session || session.userId !== userId) throw sessionNotFound();
+    await this.revokeSession(session, 'revoked_by_user', userId, facts);
+  }
+
+  /**
+   * Revokes any session (admin); 404 when unknown. While the database is down nobody can say whose session the
+   * id is: it is ended by its id — published, so every instance refuses it at once — and recorded (its row,
+   * its audit row, its token deleted from the store) when the database answers; an unknown id then ends
+   * nothing. Only when the token store cannot publish either is the answer 503.
+   */
   async revokeById(sessionId: string, reason: string, actorUserId: string, facts: RequestFacts): Promise<void> {
-    const session = await this.deps.repository.getSession(sessionId);
+    let session: SessionRecord | null;
+    try {
+      session = await this.deps.repository.getSession(sessionId);
+    } catch (error) {
+      if (!(error instanceof DatabaseUnavailableError)) throw error;
+      await this.ending.end({
+        userId: null,
+        reason,
+        sessions: [{ sessionId }],
+        durable: { sessionIds: [sessionId] },
+        audit: auditOf('session.revoke', actorUserId, facts, { reason }),
+      });
+      return;
+    }
     if (!session) throw sessionNotFound();
     await this.revokeSession(session, reason, actorUserId, facts);
   }
@@ -244,15 +305,15 @@ export class SessionService {
     const all = exceptSessionId === undefined;
     const live = await this.deps.store.listUserTokens(userId).catch(() => new Map<string, string>());
     const sessions = [...live].filter(([sessionId]) => sessionId !== exceptSessionId).map(([sessionId, tokenHash]) => ({ sessionId, tokenHash }));
-    let recorded = 0;
-    await this.ending.end(
-      { userId, reason, sessions, allSessions: all, durable: { allExcept: exceptSessionId ?? null, raiseEpoch: all } },
-      (ended) => {
-        recorded = ended.length;
-        for (const session of ended) this.audit('session.revoke', actorUserId, session.sessionId, facts, { reason, userId });
-      },
-    );
-    return Math.max(recorded, sessions.length);
+    const outcome = await this.ending.end({
+      userId,
+      reason,
+      sessions,
+      allSessions: all,
+      durable: { allExcept: exceptSessionId ?? null, raiseEpoch: all },
+      audit: auditOf('session.revoke', actorUserId, facts, { reason, userId }),
+    });
+    return Math.max(outcome.recorded?.length ?? 0, sessions.length);
   }
 
   /** Writes what ended while the database was down, one last time (at shutdown); resolves how many are left. */
@@ -310,17 +371,27 @@ export class SessionService {
     this.deps.revocations.apply(event);
     const cache = this.deps.cache;
     if (!cache) return;
-    if (event.type === 'session-ended') cache.deleteToken(event.tokenHash);
-    else if (event.type === 'user-sessions-ended') cache.deleteUser(event.userId);
+    if (event.type === 'session-ended') {
+      // Without a token hash the cached entry stays until read, and the registry refuses it then (by session id).
+      if (event.tokenHash !== undefined) cache.deleteToken(event.tokenHash);
+    } else if (event.type === 'user-sessions-ended') cache.deleteUser(event.userId);
     else if (event.type === 'tokens-flushed') cache.clear();
   }
 
   private async revokeSession(session: SessionRecord, reason: string, actorUserId: string, facts: RequestFacts): Promise<void> {
-    const { sessionId, tokenHash, userId } = session;
-    await this.ending.end(
-      { userId, reason, sessions: [{ sessionId, tokenHash, expiresAt: session.expiresAt.toISOString() }], durable: { sessionIds: [sessionId] } },
-      () => this.audit('session.revoke', actorUserId, sessionId, facts, { reason, userId }),
-    );
+    await this.endOne({ userId: session.userId, sessionId: session.sessionId, tokenHash: session.tokenHash, expiresAt: session.expiresAt.toISOString() }, reason, actorUserId, facts);
+  }
+
+  /** Revokes one session (token store first), then what was derived from it. */
+  private async endOne(session: { userId: string; sessionId: string; tokenHash: string; expiresAt?: string }, reason: string, actorUserId: string, facts: RequestFacts): Promise<void> {
+    const { userId, sessionId, tokenHash } = session;
+    await this.ending.end({
+      userId,
+      reason,
+      sessions: [{ sessionId, tokenHash, ...(session.expiresAt === undefined ? {} : { expiresAt: session.expiresAt }) }],
+      durable: { sessionIds: [sessionId] },
+      audit: auditOf('session.revoke', actorUserId, facts, { reason, userId }),
+    });
     await this.endDerived(userId, sessionId, actorUserId, facts);
   }
 
@@ -342,10 +413,13 @@ export class SessionService {
     for (const derived of derivedSessions(sessions, sessionId)) {
       // Ended ones were ended with their own derived sessions; the walk still goes through them.
       if (derived.revokedAt || derived.logoutAt || derived.expiresAt.getTime() <= now) continue;
-      await this.ending.end(
-        { userId, reason: 'origin_ended', sessions: [{ sessionId: derived.sessionId, tokenHash: derived.tokenHash, expiresAt: derived.expiresAt.toISOString() }], durable: { sessionIds: [derived.sessionId] } },
-        () => this.audit('session.revoke', actorUserId, derived.sessionId, facts, { reason: 'origin_ended', userId, originSessionId: derived.originSessionId }),
-      );
+      await this.ending.end({
+        userId,
+        reason: 'origin_ended',
+        sessions: [{ sessionId: derived.sessionId, tokenHash: derived.tokenHash, expiresAt: derived.expiresAt.toISOString() }],
+        durable: { sessionIds: [derived.sessionId] },
+        audit: auditOf('session.revoke', actorUserId, facts, { reason: 'origin_ended', userId, originSessionId: derived.originSessionId }),
+      });
     }
   }
 
@@ -369,19 +443,29 @@ export class SessionService {
     }
     throw problems.unauthenticated('The user or identity was disabled, or its sessions revoked, while the token was issued.', false);
   }
+}
 
-  private audit(action: string, actorUserId: string, sessionId: string, facts: RequestFacts, details: Record<string, unknown> | null = null): void {
-    this.deps.audit.record({
-      action,
-      actorUserId,
-      targetType: 'session',
-      targetId: sessionId,
-      outcome: 'success',
-      requestId: facts.requestId,
-      clientAddress: facts.clientAddress,
-      details,
-    });
-  }
+/** The audit row of each session an ending records (written with it: change-log.ts). */
+function auditOf(action: string, actorUserId: string, facts: RequestFacts, details: Record<string, unknown> | null): EndingAudit {
+  return { action, actorUserId, requestId: facts.requestId, clientAddress: facts.clientAddress, details };
+}
+
+/**
+ * A token record rebuilt from a session row, for {@link SessionService.verifyFromRecord} only: enough to end the
+ * session (its id, user, expiry and origin), not to authorize anything (no identity domain; the row's own
+ * revoked_at/logout_at stand for the epoch check, since raising an epoch ends every live row with it).
+ */
+function recordOfRow(row: SessionRecord, currentEpoch: number): TokenRecord {
+  return {
+    sessionId: row.sessionId,
+    principal: { userId: row.userId, identityId: row.identityId, identityDomain: '', activeProfileId: row.activeProfileId, authorizationVersion: 0 },
+    clientType: row.clientType,
+    createdAt: row.createdAt.toISOString(),
+    expiresAt: row.expiresAt.toISOString(),
+    idleTimeoutMs: 0,
+    sessionEpoch: currentEpoch,
+    ...(row.originSessionId ? { originSessionId: row.originSessionId, ancestorSessionIds: [row.originSessionId] } : {}),
+  };
 }
 
 function sessionNotFound(): ProblemError {

@@ -266,7 +266,7 @@ describe('#16 audit metrics', () => {
       // The next start replays the spool; a line that does not parse is dropped (unreadable).
       writeFileSync(join(dir, 'audit-1-1-abcdef01.jsonl'), '{not json\n');
       const replay = new AuditTrail(db.repository, capturingLogger().logger, { flushIntervalMs: 60_000, spool: new AuditSpool(dir), metrics });
-      replay.start();
+      await replay.start();
       await replay.flush();
       expect(await dropped('unreadable')).toBe(1);
       expect(await written()).toBe(2);

@@ -14,6 +14,8 @@ import { describeWithRedis, testDatabaseKind, testDatabaseUrl, testRedisUrl, uni
 import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
 import { relayedUrl, startTcpRelay, targetOf, type TcpRelay } from '../support/tcp-relay';
+import { until } from '../support/wait';
+import { hashToken } from '../../src/domain/token-hash';
 
 const REDIS_URL = testRedisUrl();
 /** `iam.changes.poll-interval` of both instances: the stated bound on stale state when an event is lost. */
@@ -75,6 +77,70 @@ describe('#11.35 a single instance (either token store)', () => {
       (await db.orm.em.fork().execute(`select 1 from iam_audit_events where action = 'session.logout' and target_id = ?`, [session.sessionId])).length;
     await within(15_000, async () => (await audit()) === 1);
     expect(await status(gateway.url, session.accessToken)).toBe(401);
+  });
+
+  it("#11.35/R3 endings: revoking one of the caller's own sessions while the database is down works for a session the token store lists as theirs (recorded when it is back), and is 503 for any other", async () => {
+    const caller = await login(gateway.url, 'alice');
+    const other = await login(gateway.url, 'alice', 'alice-password', 'API');
+    const foreign = await login(gateway.url, 'bob');
+    for (const session of [caller, other, foreign]) expect(await status(gateway.url, session.accessToken)).toBe(200);
+    const revoke = (sessionId: string): Promise<Response> => fetch(`${gateway.url}/iam/sessions/${sessionId}/revoke`, { method: 'POST', headers: bearer(caller.accessToken) });
+    await relay.cut();
+    try {
+      expect((await revoke(other.sessionId)).status).toBe(204);
+      expect(await status(gateway.url, other.accessToken)).toBe(401);
+      // Only the database could tell whether another user's session (or an unknown one) exists: not answered.
+      expect((await revoke(foreign.sessionId)).status).toBe(503);
+      expect(await status(gateway.url, foreign.accessToken)).toBe(200);
+      expect(await status(gateway.url, caller.accessToken)).toBe(200);
+    } finally {
+      await relay.restore();
+    }
+    await until('the revocation is recorded', async () => (await db.repository.getSession(other.sessionId))?.revokeReason === 'revoked_by_user');
+    expect((await db.repository.getSession(foreign.sessionId))?.revokedAt ?? null).toBeNull();
+  });
+
+  it('#11.35/R3 endings: admin revoke (one session, all of a user\'s) while the database is down answers as usual, the sessions are refused at once, and the record is written when it is back', async () => {
+    const adminToken = (await login(gateway.url, 'admin')).accessToken;
+    const adminCall = (path: string, body?: unknown): Promise<Response> =>
+      fetch(`${gateway.url}/iam/admin${path}`, {
+        method: body === undefined ? 'GET' : 'POST',
+        headers: { ...bearer(adminToken), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    const one = await login(gateway.url, 'alice');
+    const bobs = [await login(gateway.url, 'bob'), await login(gateway.url, 'bob', 'bob-password', 'API')];
+    // The admin's grant and every session are warm: during the outage only the record needs the database.
+    expect((await adminCall('/users/u-bob')).status).toBe(200);
+    for (const session of [one, ...bobs]) expect(await status(gateway.url, session.accessToken)).toBe(200);
+    await relay.cut();
+    try {
+      expect((await adminCall(`/sessions/${one.sessionId}/revoke`, { reason: 'outage_one' })).status).toBe(204);
+      expect(await status(gateway.url, one.accessToken)).toBe(401);
+      const all = await adminCall('/users/u-bob/sessions/revoke', { reason: 'outage_all' });
+      expect(all.status).toBe(200);
+      expect(((await all.json()) as { revoked: number }).revoked).toBeGreaterThanOrEqual(bobs.length);
+      for (const session of bobs) expect(await status(gateway.url, session.accessToken)).toBe(401);
+    } finally {
+      await relay.restore();
+    }
+    await until('the revocations are recorded', async () => {
+      const rows = await Promise.all([one, ...bobs].map((session) => db.repository.getSession(session.sessionId)));
+      return rows.every((row) => row?.revokedAt != null) && rows.map((row) => row!.revokeReason);
+    });
+    expect((await db.repository.getSession(one.sessionId))?.revokeReason).toBe('outage_one');
+    for (const session of bobs) expect((await db.repository.getSession(session.sessionId))?.revokeReason).toBe('outage_all');
+    const ids = [one, ...bobs].map((session) => session.sessionId);
+    await until('their audit rows are written, by the admin', async () => {
+      const rows = await db.orm.em.fork().execute<Array<{ target_id: string; actor_user_id: string }>>(
+        `select target_id, actor_user_id from iam_audit_events where action = 'session.revoke' and target_id in (?, ?, ?)`,
+        ids,
+      );
+      return rows.length === ids.length && rows.every((row) => row.actor_user_id === 'u-admin');
+    });
+    // The revocation by id finished its token-store step once recorded: the token is gone from the store.
+    await until('the token revoked by id is deleted from the token store', async () => (await gateway.services!.store.getToken(hashToken(one.accessToken))) === null);
+    for (const session of [one, ...bobs]) expect(await status(gateway.url, session.accessToken)).toBe(401);
   });
 });
 
@@ -192,6 +258,51 @@ describeWithRedis('changes reach every instance and are never undone', () => {
     }
     await within(15_000, async () => (await db.repository.getSession(session.sessionId))?.logoutAt != null);
     await within(15_000, async () => (await sql(`select 1 from iam_audit_events where action = 'session.logout' and target_id = ?`, [session.sessionId])).length === 1);
+  });
+
+  it('#11.35/R3 endings: logout while the token store is down (PostgreSQL up) answers 204 and is recorded at once; the other instance refuses the token through the change feed, this one once Redis is back', async () => {
+    const session = await login(a.url, 'bob');
+    expect(await status(b.url, session.accessToken)).toBe(200); // cached on B
+    expect(await status(a.url, session.accessToken)).toBe(200); // cached on A
+    const logout = (): Promise<Response> => fetch(`${a.url}/iam/auth/logout`, { method: 'POST', headers: bearer(session.accessToken) });
+    await redisA.cut();
+    try {
+      expect((await logout()).status).toBe(204);
+      // Recorded at once, with its audit row.
+      expect((await db.repository.getSession(session.sessionId))?.logoutAt).not.toBeNull();
+      expect(await sql(`select 1 from iam_audit_events where action = 'session.logout' and target_id = ?`, [session.sessionId])).toHaveLength(1);
+      // A cannot read its token store: the record answers a second logout (401), and nothing is served with the token.
+      expect((await logout()).status).toBe(401);
+      expect(await status(a.url, session.accessToken)).not.toBe(200);
+      // B hears it through the change feed (and a deliverer deletes the token from Redis), A still cut off.
+      await until('B refuses the token', async () => (await status(b.url, session.accessToken)) === 401);
+    } finally {
+      await redisA.restore();
+    }
+    await until('A, back on Redis, refuses the token', async () => (await status(a.url, session.accessToken)) === 401);
+    expect(await status(b.url, session.accessToken)).toBe(401);
+    await until('the token is deleted from Redis', async () => (await b.services!.store.getToken(hashToken(session.accessToken))) === null);
+  });
+
+  it('#11.35/R3 endings: admin revoke by session id and of all of a user\'s sessions during a PostgreSQL outage is refused by every instance at once', async () => {
+    const one = await login(b.url, 'alice', 'alice-password', 'API');
+    const bob = await login(b.url, 'bob');
+    for (const session of [one, bob]) {
+      expect(await status(b.url, session.accessToken)).toBe(200); // cached on B
+      expect(await status(a.url, session.accessToken)).toBe(200); // cached on A
+    }
+    expect((await admin(a, 'GET', '/users/u-bob')).status).toBe(200); // the admin's grant is cached on A
+    await pgA.cut();
+    try {
+      expect((await admin(a, 'POST', `/sessions/${one.sessionId}/revoke`, {})).status).toBe(204);
+      expect((await admin(a, 'POST', '/users/u-bob/sessions/revoke', {})).status).toBe(200);
+      for (const session of [one, bob]) expect([await status(a.url, session.accessToken), await status(b.url, session.accessToken)]).toEqual([401, 401]);
+    } finally {
+      await pgA.restore();
+    }
+    await until('both are recorded', async () => (await db.repository.getSession(one.sessionId))?.revokedAt != null && (await db.repository.getSession(bob.sessionId))?.revokedAt != null);
+    await until('the token revoked by id is deleted from Redis', async () => (await b.services!.store.getToken(hashToken(one.accessToken))) === null);
+    expect(await status(b.url, one.accessToken)).toBe(401);
   });
 
   it('#11.33: a revocation whose token-store step fails is still enforced on every instance (within the poll interval) and delivered later', async () => {

@@ -1,6 +1,7 @@
 /**
  * Reliability: graceful shutdown of a real gateway process on SIGTERM (the way orchestrators stop
- * it): readiness fails first, new connections are refused, idle keep-alive connections are closed, an
+ * it): readiness fails first, new connections are refused, a request sent on an open keep-alive connection
+ * after the signal is answered (never a hang-up) and idle ones close at their keep-alive timeout, an
  * in-flight slow upload still completes whole, and the process exits 0 within `server.shutdown-timeout`;
  * a request still running at that deadline is cut and the process exits anyway.
  */
@@ -73,6 +74,64 @@ async function idleKeepAliveConnection(port: number): Promise<{ socket: Socket; 
   return { socket, closed };
 }
 
+/**
+ * A raw keep-alive connection (node:net) that has made one request and reads answers one by one; `ending` says
+ * how it ended: 'closed' after a FIN, 'reset' after an error (ECONNRESET, EPIPE).
+ */
+class RawConnection {
+  private data = '';
+  private readonly waiters: Array<() => void> = [];
+  ending: 'open' | 'closed' | 'reset' = 'open';
+  readonly closed: Promise<void>;
+
+  private constructor(readonly socket: Socket) {
+    socket.on('data', (chunk: Buffer) => {
+      this.data += chunk.toString('latin1');
+      for (const wake of this.waiters.splice(0)) wake();
+    });
+    socket.on('error', () => (this.ending = 'reset'));
+    this.closed = new Promise((resolve) =>
+      socket.once('close', () => {
+        if (this.ending === 'open') this.ending = 'closed';
+        for (const wake of this.waiters.splice(0)) wake();
+        resolve();
+      }),
+    );
+  }
+
+  static async open(port: number): Promise<RawConnection> {
+    const connection = new RawConnection(connect(port, '127.0.0.1'));
+    connection.send('GET', '/health');
+    const first = await connection.response();
+    expect(first?.head).toMatch(/^HTTP\/1\.1 200 /);
+    expect(first?.head.toLowerCase()).toContain('connection: keep-alive');
+    return connection;
+  }
+
+  send(method: string, target: string): void {
+    const body = method === 'POST' ? '{}' : '';
+    this.socket.write(`${method} ${target} HTTP/1.1\r\nHost: gateway\r\n${body ? `content-type: application/json\r\ncontent-length: ${body.length}\r\n` : ''}\r\n${body}`);
+  }
+
+  /** The next whole answer (head and body), or null when the connection ended first. */
+  async response(): Promise<{ head: string; body: string } | null> {
+    for (;;) {
+      const end = this.data.indexOf('\r\n\r\n');
+      if (end >= 0) {
+        const head = this.data.slice(0, end);
+        const length = Number(/content-length: *(\d+)/i.exec(head)?.[1] ?? 0);
+        if (this.data.length >= end + 4 + length) {
+          const body = this.data.slice(end + 4, end + 4 + length);
+          this.data = this.data.slice(end + 4 + length);
+          return { head, body };
+        }
+      }
+      if (this.ending !== 'open') return null;
+      await new Promise<void>((resolve) => this.waiters.push(resolve));
+    }
+  }
+}
+
 /** Tries to open a new TCP connection: 'refused' or 'accepted'. */
 function tryConnect(port: number): Promise<'refused' | 'accepted'> {
   return new Promise((resolve) => {
@@ -115,8 +174,8 @@ async function waitForRecorded(predicate: (r: RecordedRequest) => boolean, withi
 }
 
 describe('SIGTERM to a gateway process', () => {
-  it('fails readiness, refuses new connections, closes idle ones, lets a slow upload finish whole, then exits 0', async () => {
-    const gateway = await start({ SERVER_SHUTDOWN_TIMEOUT: '8s' });
+  it('fails readiness, refuses new connections, lets a slow upload finish whole, closes idle connections at their keep-alive timeout, then exits 0', async () => {
+    const gateway = await start({ SERVER_SHUTDOWN_TIMEOUT: '8s', SERVER_KEEP_ALIVE_TIMEOUT: '2s' });
     const bob = await login(gateway.url, 'bob');
     await upstream.clear();
     const idle = await idleKeepAliveConnection(gateway.port);
@@ -164,10 +223,8 @@ describe('SIGTERM to a gateway process', () => {
       if (ready === 200) await new Promise((resolve) => setTimeout(resolve, 10));
     }
     expect([503, 'refused']).toContain(ready);
-    // New connections are refused; the idle keep-alive connection is closed; the upload is not done yet.
+    // New connections are refused; the upload is not done yet.
     expect(await tryConnect(gateway.port)).toBe('refused');
-    const idleClosedAt = await within(idle.closed, 1000, -1);
-    expect(idleClosedAt).toBeGreaterThan(0);
     const stillUploading = await within(uploadAnswer.then(() => false), 0, true);
     expect(stillUploading).toBe(true);
 
@@ -181,8 +238,51 @@ describe('SIGTERM to a gateway process', () => {
 
     const exit = await gateway.exited;
     expect({ code: exit.code, signal: exit.signal }).toEqual({ code: 0, signal: null });
+    // The idle keep-alive connection was left open for a request its client might still send, and closed
+    // before the exit, when its keep-alive timeout ran out.
+    const idleClosedAt = await within(idle.closed, 1000, -1);
+    expect(idleClosedAt).toBeGreaterThan(0);
+    expect(idleClosedAt).toBeLessThanOrEqual(exit.at);
     expect(exit.at - signalledAt).toBeLessThan(8000);
     expect(gateway.logs().some((entry) => entry.msg === 'iam-gateway stopped')).toBe(true);
+  }, 40_000);
+
+  it('R3 endings: requests sent on open keep-alive connections after SIGTERM each get a whole answer (Connection: close), none a hang-up; unused ones close cleanly at their keep-alive timeout', async () => {
+    const gateway = await start({ SERVER_SHUTDOWN_TIMEOUT: '8s', SERVER_KEEP_ALIVE_TIMEOUT: '2s' });
+    // Each connection has answered one request and sits idle, as a client's (or a load balancer's) pool keeps it.
+    const connections = await Promise.all(Array.from({ length: 40 }, () => RawConnection.open(gateway.port)));
+    const unused = await Promise.all([1, 2].map(() => RawConnection.open(gateway.port)));
+    gateway.child.kill('SIGTERM');
+    // Then each sends again, spread over the first ~100 ms of the stop (the signal's delivery and the drain's
+    // first steps fall in there), some a GET, some a POST (never to be retried blindly), on and on until an
+    // answer says Connection: close.
+    const outcomes = await Promise.all(
+      connections.map(async (connection, i) => {
+        await new Promise((resolve) => setTimeout(resolve, i < 30 ? i : 30 + (i - 30) * 7));
+        const answers: string[] = [];
+        for (let n = 0; n < 50; n++) {
+          connection.send(i % 3 === 0 ? 'POST' : 'GET', `/health?c=${i}&n=${n}`);
+          const answer = await connection.response();
+          if (answer === null) return { i, answers, ending: connection.ending, hungUp: true };
+          answers.push(answer.head.split('\r\n')[0]!);
+          if (/^connection: close$/im.test(answer.head)) break;
+        }
+        await connection.closed;
+        return { i, answers, ending: connection.ending, hungUp: false };
+      }),
+    );
+    expect(outcomes.filter((outcome) => outcome.hungUp)).toEqual([]);
+    for (const outcome of outcomes) {
+      expect(outcome.answers.length).toBeGreaterThan(0);
+      expect(outcome.ending).toBe('closed');
+    }
+    // Nobody used these: closed by the server (a FIN, not a reset) once their keep-alive timeout ran out.
+    for (const connection of unused) {
+      await connection.closed;
+      expect(connection.ending).toBe('closed');
+    }
+    const exit = await gateway.exited;
+    expect({ code: exit.code, signal: exit.signal }).toEqual({ code: 0, signal: null });
   }, 40_000);
 
   it('cuts a request still running at the shutdown deadline and exits anyway', async () => {

@@ -23,6 +23,10 @@ export function testConfig(upstreamUrl: string, overrides: Record<string, string
     DATABASE_POOL_SIZE: testDatabaseKind() === 'pglite' ? '1' : '4',
     IAM_TOKEN_STORE_PREFIX: uniquePrefix('gw'),
     IAM_AUDIT_FLUSH_INTERVAL: '100ms',
+    // A stop keeps idle keep-alive connections open until their keep-alive timeout (a request sent on one is
+    // answered, docs/threat-model.md): a short one, which fetch's pool does not reuse, keeps every test's stop
+    // quick. Gateway processes (gateway-process.ts) keep the shipped 5 s, which the nginx balancer's pool is set under.
+    SERVER_KEEP_ALIVE_TIMEOUT: '1s',
     IAM_AUDIT_SPOOL_DIR: join(tmpdir(), uniquePrefix('audit-spool')),
     LOG_LEVEL: 'silent',
     // The access log (default `denied`) would write every test's denials to stdout; its own tests turn it on.

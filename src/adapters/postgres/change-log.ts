@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import type { StoreEvent } from '../../domain/token-record';
-import type { EndSessionsRequest, EndSessionsResult, ChangeActor, PrincipalChange, ChangeRow, RevocationState, UserRevocation } from '../../domain/changes';
+import type { EndSessionsRequest, EndSessionsResult, ChangeActor, EndingAudit, PrincipalChange, ChangeRow, RevocationState, UserRevocation } from '../../domain/changes';
 
 /**
  * The change feed (`iam_changes`, a transactional outbox): every change other gateway instances must act on
@@ -15,8 +15,15 @@ export async function insertChanges(em: EntityManager, events: StoreEvent[]): Pr
   await em.execute(`insert into iam_changes (event) values ${values}`, events.map((event) => JSON.stringify(event)));
 }
 
-/** Ends live sessions in the caller's transaction and writes their change rows (and audit rows with `actor`). */
-export async function endSessionsInTx(em: EntityManager, request: EndSessionsRequest, actor?: ChangeActor): Promise<EndSessionsResult> {
+/**
+ * Ends live sessions in the caller's transaction and writes their change rows, and with `request.audit` the
+ * audit row of each session ended: the ending and its audit rows are stored together or not at all, and a
+ * request applied twice (a spooled one replayed) ends nothing the second time and writes no second row.
+ */
+export async function endSessionsInTx(em: EntityManager, request: EndSessionsRequest): Promise<EndSessionsResult> {
+  if (request.userId === null && (request.sessionIds === undefined || request.raiseEpoch)) {
+    throw new TypeError('endSessions without a userId needs sessionIds and cannot raise an epoch');
+  }
   let sessionEpoch: number | null = null;
   let sessionsRevokedAt: Date | null = null;
   if (request.raiseEpoch) {
@@ -33,8 +40,12 @@ export async function endSessionsInTx(em: EntityManager, request: EndSessionsReq
       sessionsRevokedAt = new Date(row.sessions_revoked_at);
     }
   }
-  const where = ['user_id = ?', 'revoked_at is null', 'logout_at is null', 'expires_at > ?'];
-  const params: unknown[] = [request.userId, request.at];
+  const where = ['revoked_at is null', 'logout_at is null', 'expires_at > ?'];
+  const params: unknown[] = [request.at];
+  if (request.userId !== null) {
+    where.push('user_id = ?');
+    params.push(request.userId);
+  }
   if (request.sessionIds !== undefined) {
     if (request.sessionIds.length === 0) where.push('false');
     else where.push(`session_id in (${request.sessionIds.map(() => '?').join(', ')})`);
@@ -48,30 +59,41 @@ export async function endSessionsInTx(em: EntityManager, request: EndSessionsReq
     where.push('identity_id = ?');
     params.push(request.identityId);
   }
+  if (request.createdBefore !== undefined) {
+    where.push('created_at <= ?');
+    params.push(request.createdBefore);
+  }
   const set = request.logout ? 'logout_at = ?' : 'revoked_at = ?, revoke_reason = ?';
   const setParams = request.logout ? [request.at] : [request.at, request.reason];
-  const rows = await em.execute<Array<{ session_id: string; token_hash: string; expires_at: Date | string }>>(
-    `update iam_sessions set ${set} where ${where.join(' and ')} returning session_id, token_hash, expires_at`,
+  const rows = await em.execute<Array<{ session_id: string; user_id: string; token_hash: string; expires_at: Date | string }>>(
+    `update iam_sessions set ${set} where ${where.join(' and ')} returning session_id, user_id, token_hash, expires_at`,
     [...setParams, ...params],
   );
-  const ended = rows.map((row) => ({ sessionId: row.session_id, tokenHash: row.token_hash, expiresAt: new Date(row.expires_at) }));
+  const ended = rows.map((row) => ({ sessionId: row.session_id, userId: row.user_id, tokenHash: row.token_hash, expiresAt: new Date(row.expires_at) }));
   const reason = request.logout ? 'logout' : request.reason;
   const events: StoreEvent[] = ended.map((session) => ({
     type: 'session-ended',
     sessionId: session.sessionId,
     tokenHash: session.tokenHash,
-    userId: request.userId,
+    userId: session.userId,
     reason,
     expiresAt: session.expiresAt.toISOString(),
   }));
-  if (sessionEpoch !== null) events.push({ type: 'user-sessions-ended', userId: request.userId, reason, sessionEpoch, revokedAt: sessionsRevokedAt!.toISOString() });
+  if (sessionEpoch !== null && request.userId !== null) events.push({ type: 'user-sessions-ended', userId: request.userId, reason, sessionEpoch, revokedAt: sessionsRevokedAt!.toISOString() });
   await insertChanges(em, events);
-  if (actor) {
+  const audit = request.audit;
+  if (audit) {
     for (const session of ended) {
-      await insertAudit(em, actor, 'session.revoke', 'session', session.sessionId, { reason, userId: request.userId });
+      const details = audit.details !== null && request.userId === null ? { ...audit.details, userId: session.userId } : audit.details;
+      await insertAudit(em, { ...audit, details }, 'session', session.sessionId, request.at);
     }
   }
-  return { ended, sessionEpoch, sessionsRevokedAt };
+  return { ended: ended.map(({ sessionId, tokenHash, expiresAt }) => ({ sessionId, tokenHash, expiresAt })), sessionEpoch, sessionsRevokedAt };
+}
+
+/** The audit row of one session a principal change ended. */
+function revokedBy(actor: ChangeActor, reason: string, userId: string): EndingAudit {
+  return { action: 'session.revoke', actorUserId: actor.actorUserId, requestId: actor.requestId, clientAddress: actor.clientAddress, details: { reason, userId } };
 }
 
 /**
@@ -85,12 +107,12 @@ export async function recordPrincipalChanges(em: EntityManager, changes: Princip
   for (const change of changes) {
     switch (change.kind) {
       case 'user-disabled': {
-        const result = await endSessionsInTx(em, { userId: change.userId, reason: 'user_disabled', allExcept: null, raiseEpoch: true, at }, actor);
+        const result = await endSessionsInTx(em, { userId: change.userId, reason: 'user_disabled', allExcept: null, raiseEpoch: true, at, audit: revokedBy(actor, 'user_disabled', change.userId) });
         if (result.sessionEpoch !== null) epochs.set(change.userId, { userId: change.userId, sessionEpoch: result.sessionEpoch, sessionsRevokedAt: result.sessionsRevokedAt });
         break;
       }
       case 'identity-disabled':
-        await endSessionsInTx(em, { userId: change.userId, identityId: change.identityId, reason: 'identity_disabled', at }, actor);
+        await endSessionsInTx(em, { userId: change.userId, identityId: change.identityId, reason: 'identity_disabled', at, audit: revokedBy(actor, 'identity_disabled', change.userId) });
         break;
       case 'authorization-changed':
         await insertChanges(em, [{ type: 'authorization-changed', userId: change.userId, ...(change.authorizationVersion === undefined ? {} : { authorizationVersion: change.authorizationVersion }) }]);
@@ -156,11 +178,11 @@ export async function loadRevocationState(em: EntityManager): Promise<Revocation
   };
 }
 
-async function insertAudit(em: EntityManager, actor: ChangeActor, action: string, targetType: string, targetId: string, details: Record<string, unknown>): Promise<void> {
+async function insertAudit(em: EntityManager, audit: EndingAudit, targetType: string, targetId: string, at: Date): Promise<void> {
   await em.execute(
     `insert into iam_audit_events (occurred_at, actor_user_id, action, target_type, target_id, outcome, request_id, client_address, details)
-     values (now(), ?, ?, ?, ?, 'success', ?, ?, cast(? as jsonb))`,
-    [actor.actorUserId, action, targetType, targetId, actor.requestId, actor.clientAddress, JSON.stringify(details)],
+     values (?, ?, ?, ?, ?, 'success', ?, ?, cast(? as jsonb))`,
+    [at, audit.actorUserId, audit.action, targetType, targetId, audit.requestId, audit.clientAddress, audit.details === null ? null : JSON.stringify(audit.details)],
   );
 }
 

@@ -173,6 +173,13 @@ export class MikroOrmIamRepository implements IamRepository {
     });
   }
 
+  getSessionByTokenHash(tokenHash: string): Promise<SessionRecord | null> {
+    return this.run(async (em) => {
+      const session = await em.findOne(SessionEntity, { tokenHash });
+      return session === null ? null : toSessionRecord(session);
+    });
+  }
+
   listSessionsOfIdpSession(idpSessionId: string): Promise<SessionRecord[]> {
     return this.run(async (em) => {
       const sessions = await em.find(SessionEntity, { idpSessionId, revokedAt: null, logoutAt: null, expiresAt: { $gt: new Date() } }, { orderBy: { createdAt: 'asc' }, limit: 1000 });

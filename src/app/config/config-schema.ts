@@ -289,11 +289,11 @@ export const configSchema = section({
     'management-host': text('127.0.0.1', 'listen address of the management port (no authentication: keep it on loopback or a private network)'),
     'request-timeout': duration('30s', 'a client must send its whole request within this (slowloris guard); 0 = off'),
     'headers-timeout': duration('10s', 'a client must send its request headers within this'),
-    'keep-alive-timeout': duration('5s', 'idle client connections are closed after this'),
+    'keep-alive-timeout': duration('5s', 'idle client connections are closed after this (also while stopping)'),
     'max-header-size': byteSize('16kb', 'bytes of request headers, 431 above'),
     'max-url-length': byteSize('8kb', 'bytes of request target, 414 above'),
     'iam-body-limit': byteSize('64kb', 'bytes of a JSON body sent to /iam, 413 above'),
-    'shutdown-timeout': duration('10s', 'in-flight requests get this long after SIGTERM'),
+    'shutdown-timeout': duration('10s', 'in-flight requests (and idle keep-alive connections) get this long after SIGTERM; keep it above keep-alive-timeout'),
     workers: {
       type: ['string', 'integer'] as Array<'string' | 'integer'>,
       format: 'worker-count',
@@ -465,7 +465,10 @@ export const configSchema = section({
     }),
     audit: section({
       'flush-interval': duration('1s', 'audit events are written in batches this often', true),
-      'spool-dir': text('.data/audit-spool', 'where audit events not yet written at stop are kept, replayed at the next start (relative to the working directory)'),
+      'spool-dir': text(
+        '.data/audit-spool',
+        'where audit events not yet written at stop, and session endings the database could not record yet, are kept and replayed at the next start (relative to the working directory)',
+      ),
       retention: duration('0', 'audit events older than this are deleted (hourly, and by `audit purge`); 0 = kept forever'),
       'anonymous-denials-per-minute': integer(60, 0, MAX, 'audit rows per minute for anonymous requests to undeclared routes; the rest are counted in one summary row'),
     }),

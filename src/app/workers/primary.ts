@@ -10,6 +10,7 @@ import { openGatewayDatabase } from '../database';
 import { urlHost } from '../listeners';
 import { serveManagement, type ManagementEndpoints, type ReadinessReport } from '../management-server';
 import { loadPolicyOrFail } from '../policy';
+import { EndingSpool, replaySpooledEndings } from '../../sessions/ending-spool';
 import { preflight } from '../preflight';
 import { ClusterMetrics, type MetricFamily } from './cluster-metrics';
 import { type AskMessage, type ReplyMessage, type StartMessage, type WorkerMessage } from './protocol';
@@ -95,7 +96,10 @@ async function prepareOnce(config: GatewayConfig, logger: Logger): Promise<void>
     await loadPolicyOrFail(config, logger, { warnings: false });
     const cleanups = new CleanupStack(logger);
     try {
-      await openGatewayDatabase(config, logger, cleanups, files.provisioning);
+      const database = await openGatewayDatabase(config, logger, cleanups, files.provisioning);
+      // Endings an earlier stop spooled are recorded before any worker serves (a worker replays too, at its own
+      // start: what a crashed sibling left).
+      await replaySpooledEndings(new EndingSpool(config.iam.audit.spoolDir), database.repository, logger);
     } finally {
       await cleanups.run();
     }

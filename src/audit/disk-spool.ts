@@ -1,0 +1,144 @@
+import { randomBytes } from 'node:crypto';
+import { mkdir, open, readdir, readFile, rename, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+
+/**
+ * What the database could not take before a stop, kept in a local directory and written by the next start,
+ * so nothing answered is lost across a stop: audit events (`audit-…`, written at stop) and ended sessions
+ * (`endings-…`, written before the ending is answered). Both kinds share one directory and this one
+ * mechanism; each file holds one kind, told apart by its name.
+ *
+ * A file is JSON lines, written to a temporary name, fsynced, renamed into place, and the directory fsynced,
+ * so it is either whole or absent after a crash. A starting instance claims a file by renaming it
+ * (`<name>.claimed-<pid>-<random>`), so two instances sharing the directory never replay the same file; a
+ * claim whose process is gone (it stopped or crashed before the file was written) is taken over. Delivery is
+ * at least once: a file whose write was in flight at a stop may be replayed although it took effect, so what
+ * is spooled must be safe to apply twice (or be deduplicated by whoever applies it).
+ */
+export class DiskSpool<T> {
+  /** Names this process's claims (a pid alone repeats: a container's gateway is always pid 1). */
+  private readonly instance = `${process.pid}-${randomBytes(4).toString('hex')}`;
+  private readonly pattern: RegExp;
+
+  constructor(
+    readonly dir: string,
+    /** The file name prefix of this kind (`audit`, `endings`); `[a-z]+`. */
+    private readonly kind: string,
+    /** Turns a parsed line back into an item (dates are strings in JSON); throws when it is not one. */
+    private readonly revive: (parsed: unknown) => T,
+  ) {
+    if (!/^[a-z]+$/.test(kind)) throw new TypeError(`spool kind must be lowercase letters: ${kind}`);
+    this.pattern = new RegExp(`^(${kind}-[0-9]+-[0-9]+-[0-9a-f]+)\\.(jsonl|claimed-(([0-9]+)-[0-9a-f]+))$`);
+  }
+
+  /**
+   * Writes `items` to a new file, durably, and resolves its path; rejects when it cannot (the caller decides
+   * how loudly to fail). With `claimed` the file is born claimed by this instance: it is this process's own
+   * record of unfinished work, which no other running instance takes until this one is gone or releases it.
+   */
+  async write(items: readonly T[], options: { claimed?: boolean } = {}): Promise<string> {
+    await mkdir(this.dir, { recursive: true, mode: 0o700 });
+    const name = `${this.kind}-${Date.now()}-${process.pid}-${randomBytes(4).toString('hex')}`;
+    const temporary = join(this.dir, `${name}.tmp`);
+    const file = await open(temporary, 'wx', 0o600);
+    try {
+      await file.writeFile(items.map((item) => JSON.stringify(item)).join('\n') + '\n');
+      await file.sync();
+    } finally {
+      await file.close();
+    }
+    const path = join(this.dir, options.claimed ? `${name}.claimed-${this.instance}` : `${name}.jsonl`);
+    await rename(temporary, path);
+    await this.syncDirectory();
+    return path;
+  }
+
+  /** Claims every spooled file of this kind (and abandoned claims); resolves the claimed paths, oldest first. */
+  async claim(): Promise<string[]> {
+    let names: string[];
+    try {
+      names = await readdir(this.dir);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw error;
+    }
+    const claimed: string[] = [];
+    for (const name of names.sort()) {
+      const match = this.pattern.exec(name);
+      if (!match) continue;
+      if (match[3] === this.instance) continue;
+      const owner = match[4] === undefined ? null : Number(match[4]);
+      if (owner !== null && owner !== process.pid && isAlive(owner)) continue;
+      const target = join(this.dir, `${match[1]}.claimed-${this.instance}`);
+      try {
+        await rename(join(this.dir, name), target);
+        claimed.push(target);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error; // another instance took it
+      }
+    }
+    return claimed;
+  }
+
+  /** Hands a file this instance claimed back to the directory, for whichever instance starts next. */
+  async release(path: string): Promise<void> {
+    const match = /^(.*)\.claimed-[0-9]+-[0-9a-f]+$/.exec(path);
+    if (!match) return;
+    await rename(path, `${match[1]}.jsonl`);
+  }
+
+  /** Keeps a file the database refused for its content out of every replay (`<name>.refused`), for an operator. */
+  async setAside(path: string): Promise<string> {
+    const target = `${path.replace(/\.(jsonl|claimed-[0-9]+-[0-9a-f]+)$/, '')}.refused`;
+    await rename(path, target);
+    return target;
+  }
+
+  /** The items of a claimed file; lines that do not parse are counted as `unreadable`. */
+  async read(path: string): Promise<{ items: T[]; unreadable: number }> {
+    const items: T[] = [];
+    let unreadable = 0;
+    for (const line of (await readFile(path, 'utf8')).split('\n')) {
+      if (line.length === 0) continue;
+      try {
+        items.push(this.revive(JSON.parse(line)));
+      } catch {
+        unreadable++;
+      }
+    }
+    return { items, unreadable };
+  }
+
+  /** Removes a file whose items took effect (already gone is fine). */
+  async remove(path: string): Promise<void> {
+    try {
+      await unlink(path);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    }
+  }
+
+  /** A rename is durable once the directory is (POSIX); where directories cannot be opened, skipped. */
+  private async syncDirectory(): Promise<void> {
+    let directory;
+    try {
+      directory = await open(this.dir, 'r');
+    } catch {
+      return;
+    }
+    try {
+      await directory.sync().catch(() => undefined);
+    } finally {
+      await directory.close();
+    }
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
