@@ -8,14 +8,24 @@ import type { CleanupStack } from './cleanup-stack';
 import type { GatewayConfig } from './config';
 
 /** The audit trail (batched writes, a disk spool while the database is away) and its retention sweep. */
-export function startAudit(config: GatewayConfig, repository: IamRepository, logger: Logger, metrics: GatewayMetrics, cleanups: CleanupStack): AuditTrail {
+export function startAudit(
+  config: GatewayConfig,
+  repository: IamRepository,
+  logger: Logger,
+  metrics: GatewayMetrics,
+  cleanups: CleanupStack,
+  clock: () => number = Date.now,
+): AuditTrail {
+  const spool = new AuditSpool(config.iam.audit.spoolDir, config.iam.audit.spoolMaxBytes);
   const audit = new AuditTrail(repository, logger, {
     flushIntervalMs: config.iam.audit.flushIntervalMs,
-    spool: new AuditSpool(config.iam.audit.spoolDir),
+    spool,
     anonymousDenialsPerMinute: config.iam.audit.anonymousDenialsPerMinute,
+    now: clock,
     metrics,
   });
   metrics.observeAuditQueue(() => audit.queueDepth);
+  metrics.observeAuditSpool(() => spool.bytes, spool.maxBytes);
   audit.start();
   cleanups.push(() => audit.close());
   const retention = new AuditRetention(repository, logger, config.iam.audit.retentionMs);

@@ -42,6 +42,8 @@ export interface StartOptions {
   accessLogDestination?: DestinationStream;
   /** The environment the `OTEL_*` tracing variables are read from (default: the process's). */
   env?: NodeJS.ProcessEnv;
+  /** The clock of the audit trail's per-minute budgets (default `Date.now`); tests move it instead of waiting. */
+  auditClock?: () => number;
 }
 
 /**
@@ -79,7 +81,7 @@ export async function startGatewayAs(config: GatewayConfig, options: StartOption
     // A worker's primary applied the provisioning file once before forking (the migrations too: here they find nothing to do).
     const database = await openGatewayDatabase(config, logger, cleanups, worker === null ? files.provisioning : null);
     const repository = database.repository;
-    const audit = startAudit(config, repository, logger, metrics, cleanups);
+    const audit = startAudit(config, repository, logger, metrics, cleanups, options.auditClock);
     const state = await startSessions(config, { repository, audit, logger, metrics, cleanups });
     const { store, sessions, grants } = state;
 

@@ -4,6 +4,7 @@ import { Migration20261124000001_profile_unscoped } from '../../../migrations/Mi
 import { Migration20261124000708_session_origin } from '../../../migrations/Migration20261124000708_session_origin';
 import { Migration20261124070001_change_feed } from '../../../migrations/Migration20261124070001_change_feed';
 import { Migration20261126000001_session_idp_sid } from '../../../migrations/Migration20261126000001_session_idp_sid';
+import { Migration20261128120001_audit_event_id } from '../../../migrations/Migration20261128120001_audit_event_id';
 
 /**
  * Every migration, oldest first, handed to MikroORM as `migrations.migrationsList`. Listing them
@@ -17,4 +18,5 @@ export const IAM_MIGRATIONS: MigrationObject[] = [
   { name: 'Migration20261124000708_session_origin', class: Migration20261124000708_session_origin },
   { name: 'Migration20261124070001_change_feed', class: Migration20261124070001_change_feed },
   { name: 'Migration20261126000001_session_idp_sid', class: Migration20261126000001_session_idp_sid },
+  { name: 'Migration20261128120001_audit_event_id', class: Migration20261128120001_audit_event_id },
 ];

@@ -97,7 +97,7 @@ export interface RawConfig {
       'max-age': number;
       credentials: boolean;
     };
-    audit: { 'flush-interval': Duration; 'spool-dir': string; retention: Duration; 'anonymous-denials-per-minute': number };
+    audit: { 'flush-interval': Duration; 'spool-dir': string; 'spool-max-bytes': ByteSize; retention: Duration; 'anonymous-denials-per-minute': number };
   };
 }
 
@@ -443,9 +443,10 @@ export const configSchema = section({
     }),
     audit: section({
       'flush-interval': duration('1s', 'audit events are written in batches this often', true),
-      'spool-dir': text('.data/audit-spool', 'where audit events not yet written at stop are kept, replayed at the next start (relative to the working directory)'),
+      'spool-dir': text('.data/audit-spool', 'where audit events the database cannot take yet are kept (a full buffer while it is away, what is unwritten at stop), replayed when it answers and at the next start (relative to the working directory)'),
+      'spool-max-bytes': byteSize('1gb', 'bytes the spool may hold for a full buffer; beyond it the oldest events of the buffer are dropped (spool_full)'),
       retention: duration('0', 'audit events older than this are deleted (hourly, and by `audit purge`); 0 = kept forever'),
-      'anonymous-denials-per-minute': integer(60, 0, MAX, 'audit rows per minute for anonymous requests to undeclared routes; the rest are counted in one summary row'),
+      'anonymous-denials-per-minute': integer(60, 0, MAX, 'audit rows per minute and kind for events of unauthenticated requests (anonymous denials and shadow denials, failed OpenID Connect callbacks); the rest are counted in one summary row'),
     }),
   }),
 }) satisfies JSONSchemaType<RawConfig>;

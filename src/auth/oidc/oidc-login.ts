@@ -24,8 +24,11 @@ export interface ClaimMapping {
 
 export interface OidcLoginDeps {
   rp: RelyingParty;
-  /** Failed callbacks are audited (`auth.login.failed`, authenticator `oidc`) like failed password logins. */
-  audit: Pick<AuditTrail, 'record'>;
+  /**
+   * Failed callbacks are audited (`auth.login.failed`, authenticator `oidc`) within the budget of unauthenticated
+   * events: anyone can send a callback (no state cookie, a stale one), so each is not a row of its own.
+   */
+  audit: Pick<AuditTrail, 'recordUnauthenticated'>;
   seal: LoginStateSeal;
   login: Pick<LoginService, 'loginVerified'>;
   /** Makes each `state` usable once, on every instance (an atomic counter with a limit of 1). */
@@ -63,9 +66,9 @@ export class OidcLogin {
       return await this.completeChecked(query, stateCookie, facts);
     } catch (error) {
       // The gateway's own refusals (unknown or disabled user) are audited by the login service; these are the
-      // provider's and the callback's.
+      // provider's and the callback's, from a request nobody authenticated.
       if (error instanceof ProblemError && error.code !== 'IAM_INVALID_CREDENTIALS') {
-        this.deps.audit.record({
+        this.deps.audit.recordUnauthenticated({
           action: 'auth.login.failed',
           actorUserId: null,
           targetType: 'user',
