@@ -86,7 +86,10 @@ describe('a full buffer spools instead of dropping', () => {
     const repository = switchable(db.repository);
     const metrics = createMetrics({ collectDefaults: false });
     const dir = spoolDir();
-    const audit = new AuditTrail(repository, capturingLogger().logger, { flushIntervalMs: 60_000, maxBuffered: 100, spool: new AuditSpool(dir, 1024 ** 3), metrics });
+    const spool = new AuditSpool(dir, 1024 ** 3);
+    const audit = new AuditTrail(repository, capturingLogger().logger, { flushIntervalMs: 60_000, maxBuffered: 100, spool, metrics });
+    metrics.observeAuditSpool(() => spool.bytes, spool.maxBytes);
+    const spoolBytes = async (): Promise<number> => (await metrics.auditSpoolBytes.get()).values[0]?.value ?? 0;
     audit.start();
     repository.down = true;
     for (let i = 0; i < 3; i++) audit.record({ ...event('test.evidence', i), actorUserId: 'u-victim' });
@@ -95,6 +98,7 @@ describe('a full buffer spools instead of dropping', () => {
     await audit.flush(); // still down: kept
     expect(await count('select count(*) as n from iam_audit_events')).toBe(0);
     expect(audit.queueDepth).toBeLessThanOrEqual(100);
+    const spooledBytes = await spoolBytes();
 
     repository.down = false;
     await audit.flush();
@@ -104,7 +108,9 @@ describe('a full buffer spools instead of dropping', () => {
     expect(await counter(metrics, 'auditSpooled', 'buffer_full')).toBeGreaterThan(50_000);
     expect(await counter(metrics, 'auditDropped', 'buffer_full')).toBe(0);
     expect(await counter(metrics, 'auditDropped', 'spool_full')).toBe(0);
-    // Written, so no longer on disk.
+    // Written, so no longer on disk (iam_audit_spool_bytes followed).
+    expect(spooledBytes).toBeGreaterThan(51_000 * 100);
+    expect(await spoolBytes()).toBe(0);
     expect(readdirSync(dir)).toEqual([]);
     await audit.close();
   }, 120_000);
