@@ -42,14 +42,20 @@ export function describeFailure(error: unknown): { name: string; code?: string }
 
 const MINUTE_MS = 60_000;
 
+/** What the limit reads of an event: enough to tell its kind and to describe the kind in a summary. */
+export type AuditKindSource = Pick<AuditEventRecord, 'action' | 'outcome'> & Partial<Pick<AuditEventRecord, 'targetType' | 'details'>>;
+
 /** One kind's minute: when it began, how many it recorded, how many it only counted. */
 interface Window {
   start: number;
   admitted: number;
   suppressed: number;
   suppressedSince: number | null;
-  /** The kind's first event (its action, target type, outcome and failed step name the summary). */
-  sample: AuditEventRecord;
+  /** What the summary says of the kind (from its first event). */
+  action: string;
+  targetType: string | null;
+  outcome: AuditEventRecord['outcome'];
+  details: { failedStep?: string; authenticator?: string };
 }
 
 /**
@@ -64,11 +70,13 @@ export class AnonymousAuditLimit {
 
   constructor(private readonly perMinute: number) {}
 
-  admit(event: AuditEventRecord, now: number): boolean {
-    const key = kindOf(event);
+  /** Whether to record `event` (read before it is built: a suppressed one costs no more than this). */
+  admit(event: AuditKindSource, now: number): boolean {
+    const details = kindDetails(event);
+    const key = `${event.action}\0${details.failedStep ?? ''}\0${details.authenticator ?? ''}`;
     let window = this.windows.get(key);
     if (window === undefined) {
-      window = { start: now, admitted: 0, suppressed: 0, suppressedSince: null, sample: event };
+      window = { start: now, admitted: 0, suppressed: 0, suppressedSince: null, action: event.action, targetType: event.targetType ?? null, outcome: event.outcome, details };
       this.windows.set(key, window);
     } else if (now - window.start >= MINUTE_MS) {
       window.start = now;
@@ -88,18 +96,17 @@ export class AnonymousAuditLimit {
     const summaries: AuditEventRecord[] = [];
     for (const window of this.windows.values()) {
       if (window.suppressed === 0 || (!force && now - window.start < MINUTE_MS)) continue;
-      const { action, targetType, outcome } = window.sample;
       summaries.push({
         occurredAt: new Date(now),
-        action: `${action}.suppressed`,
+        action: `${window.action}.suppressed`,
         actorUserId: null,
-        targetType,
+        targetType: window.targetType,
         targetId: null,
-        outcome,
+        outcome: window.outcome,
         decisionId: null,
         clientAddress: null,
         requestId: null,
-        details: { ...kindDetails(window.sample), suppressed: window.suppressed, since: new Date(window.suppressedSince!).toISOString(), perMinute: this.perMinute },
+        details: { ...window.details, suppressed: window.suppressed, since: new Date(window.suppressedSince!).toISOString(), perMinute: this.perMinute },
       });
       window.suppressed = 0;
       window.suppressedSince = null;
@@ -112,16 +119,11 @@ export class AnonymousAuditLimit {
  * What, besides its action, tells one kind of unauthenticated event from another: a decision's failed step
  * (`ROUTE_NOT_DECLARED`, `UNAUTHENTICATED`...) and a failed login's authenticator. Both come from closed sets.
  */
-function kindDetails(event: AuditEventRecord): { failedStep?: string; authenticator?: string } {
+function kindDetails(event: AuditKindSource): { failedStep?: string; authenticator?: string } {
   const decision = event.details?.decision as { failedStep?: unknown } | undefined;
   const authenticator = event.details?.authenticator;
   return {
     ...(typeof decision?.failedStep === 'string' ? { failedStep: decision.failedStep } : {}),
     ...(typeof authenticator === 'string' ? { authenticator } : {}),
   };
-}
-
-function kindOf(event: AuditEventRecord): string {
-  const { failedStep, authenticator } = kindDetails(event);
-  return `${event.action}\0${failedStep ?? ''}\0${authenticator ?? ''}`;
 }

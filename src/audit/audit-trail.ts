@@ -148,8 +148,7 @@ export class AuditTrail {
    * `anonymousDenialsPerMinute` per kind, then only counted; the count is written as one `<action>.suppressed` row.
    */
   recordUnauthenticated(input: AuditInput): void {
-    const event = build(input);
-    if (this.anonymous.admit(event, this.now())) this.push(event);
+    if (this.anonymous.admit(input, this.now())) this.push(build(input));
     else this.counts.dropped.rate_limited.inc();
   }
 
