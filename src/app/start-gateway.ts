@@ -92,6 +92,7 @@ export async function startGatewayAs(config: GatewayConfig, options: StartOption
     const starved = authenticator.starvedVerifications?.bind(authenticator);
     if (starved) metrics.observePasswordStarvations(starved);
     if (authenticator.type === 'none') logger.warn({}, 'iam.authenticator.type is none: logins are off (501 IAM_LOGIN_NOT_CONFIGURED) until an authenticator is configured');
+    const rateLimiter = new LoginRateLimiter(store, config.iam.login.rateLimit);
     const login = new LoginService({
       authenticator,
       repository,
@@ -100,12 +101,12 @@ export async function startGatewayAs(config: GatewayConfig, options: StartOption
       changes: state.changes,
       audit,
       logger,
-      rateLimiter: new LoginRateLimiter(store, config.iam.login.rateLimit),
+      rateLimiter,
       metrics,
     });
 
     const rp = createRelyingParty(config);
-    const oidc = createOidc(config, rp, { login, store, repository, sessions, audit });
+    const oidc = createOidc(config, rp, { login, store, rateLimiter, repository, sessions, audit });
     // Gateway tokens to the session service; with accept-access-tokens, the provider's JWTs to their verifier.
     const bearers = bearerVerifier(sessions, createAccessTokenVerifier(config, rp, { repository, revocations: state.revocations }));
 

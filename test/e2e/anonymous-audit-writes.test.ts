@@ -3,14 +3,15 @@
  * anyone can send those requests, so 400 of them must not mean 400 rows. For each such path — an anonymous request
  * to a `mode: shadow` route (proxied and through forward-auth), to an undeclared route, a failed OpenID Connect
  * callback, failed password logins — 400 requests add at most the per-minute budget of rows plus one summary row
- * (counted in iam_audit_events); a CSRF refusal and a back-channel logout with a bad token add none. The
+ * (counted in iam_audit_events); a CSRF refusal and a back-channel logout with a bad token add none. A callback
+ * with a fresh state also writes a single-use mark to the token store: bounded by the login limiter per address. The
  * per-minute window runs on an injected clock (StartOptions.auditClock), moved instead of waited for.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RunningGateway } from '../../src/app/start-gateway';
-import { generateToken } from '../../src/domain/token-hash';
+import { generateToken, hashToken } from '../../src/domain/token-hash';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { freePort } from '../support/front-proxy';
 import { startTestGateway } from '../support/gateway';
@@ -72,6 +73,7 @@ beforeAll(async () => {
       IAM_OIDC_CLIENT_ID: CLIENT.id,
       IAM_OIDC_CLIENT_SECRET: CLIENT.secret,
       IAM_OIDC_REDIRECT_URI: `http://127.0.0.1:${port}/iam/auth/oidc/callback`,
+      IAM_LOGIN_RATE_LIMIT_MAX_FAILURES_PER_ADDRESS: String(BUDGET),
     },
     { auditClock: clock },
   );
@@ -165,6 +167,36 @@ describe('unauthenticated requests that are audited write at most the per-minute
     await minutePasses();
     expect(await rows()).toBeLessThanOrEqual(before + BUDGET);
     expect(await rows("action = 'auth.login.failed'")).toBe(BUDGET);
+  });
+
+  it('a callback with a fresh state (anyone can start a login): the single-use marks it stores are bounded per client address; a login that succeeds gives its unit back', async () => {
+    const begin = async (): Promise<{ url: string; state: string; cookie: string }> => {
+      const started = await fetch(`${oidc.url}/iam/auth/oidc/login`, { redirect: 'manual' });
+      const url = started.headers.get('location')!;
+      const cookie = started.headers.getSetCookie().map((line) => line.split(';')[0]!).find((pair) => pair.includes('iam-oidc='))!;
+      return { url, state: new URL(url).searchParams.get('state')!, cookie };
+    };
+    // Real logins first: each takes a unit of the address and gives it back.
+    for (let i = 0; i < 3; i++) {
+      const { url, cookie } = await begin();
+      const callback = await op.loginThrough(url, 'alice', 'alice-password', `${oidc.url}/iam/auth/oidc/callback`);
+      expect((await fetch(callback, { redirect: 'manual', headers: { cookie } })).status).toBe(303);
+    }
+    const states: string[] = [];
+    const statuses: number[] = [];
+    for (let i = 0; i < 3 * BUDGET; i++) {
+      const { state, cookie } = await begin();
+      states.push(state);
+      const answer = await fetch(`${oidc.url}/iam/auth/oidc/callback?code=forged-${i}&state=${encodeURIComponent(state)}`, { redirect: 'manual', headers: { cookie } });
+      statuses.push(answer.status);
+      await answer.arrayBuffer();
+    }
+    expect(statuses.filter((status) => status === 429)).toHaveLength(2 * BUDGET);
+    // Which states were marked used (a second take of the single-use counter is refused only for those).
+    const store = oidc.services!.store;
+    let marked = 0;
+    for (const state of states) if (!(await store.takeCounters([`oidc-state:${hashToken(state)}`], [1], 60_000)).allowed) marked++;
+    expect(marked).toBe(BUDGET);
   });
 
   it('a CSRF refusal and a back-channel logout with a bad token write nothing', async () => {

@@ -6,8 +6,9 @@ import type { TokenStore } from '../../domain/token-store';
 import type { AuthenticationResult, RequestFacts } from '../../sessions/session-service';
 import type { AuthenticatedIdentity } from '../authenticator';
 import { checkAuthenticatedIdentity } from '../identity-validation';
+import type { LoginRateLimiter } from '../login-rate-limiter';
 import type { LoginService } from '../login-service';
-import { LOGIN_STATE_TTL_MS, type LoginStateSeal } from './login-state';
+import { LOGIN_STATE_TTL_MS, type LoginState, type LoginStateSeal } from './login-state';
 import type { RelyingParty } from './relying-party';
 
 /** How the provider's claims become a principal (`iam.oidc.claims.*`, `iam.oidc.users`). */
@@ -33,6 +34,8 @@ export interface OidcLoginDeps {
   login: Pick<LoginService, 'loginVerified'>;
   /** Makes each `state` usable once, on every instance (an atomic counter with a limit of 1). */
   store: Pick<TokenStore, 'takeCounters'>;
+  /** A callback with a matching state is a login attempt of its client address (failures per address). */
+  rateLimiter: Pick<LoginRateLimiter, 'acquireAddress'>;
   claims: ClaimMapping;
   /** The client type of a browser login (`WEB`). */
   clientType: string;
@@ -87,6 +90,23 @@ export class OidcLogin {
     const state = this.deps.seal.unseal(stateCookie);
     if (!state) throw new ProblemError('IAM_OIDC_STATE_INVALID', 'This login was not started in this browser, or took too long: start again.');
     if (query.get('state') !== state.state) throw new ProblemError('IAM_OIDC_STATE_INVALID', 'The state does not belong to the login this browser started: start again.');
+    // Anyone can start a login and come back with its state: each such callback writes the single-use mark below, so
+    // it is a login attempt of the client address (iam.login.rate-limit.max-failures-per-address), given back when
+    // the login succeeds or the provider could not be asked.
+    const attempt = await this.deps.rateLimiter.acquireAddress(facts.clientAddress ?? 'unknown');
+    let result: AuthenticationResult;
+    try {
+      result = await this.redeem(query, state, facts);
+    } catch (error) {
+      if (error instanceof ProblemError && (error.code === 'IAM_IDP_UNAVAILABLE' || error.code === 'IAM_IDP_TIMEOUT')) await attempt.notTried();
+      throw error;
+    }
+    await attempt.succeeded();
+    return { result, returnTo: state.returnTo };
+  }
+
+  /** The checks and the login after the state matched (once, the provider's answer, the gateway's records). */
+  private async redeem(query: URLSearchParams, state: LoginState, facts: RequestFacts): Promise<AuthenticationResult> {
     const once = await this.deps.store.takeCounters([`oidc-state:${hashToken(state.state)}`], [1], LOGIN_STATE_TTL_MS);
     if (!once.allowed) throw new ProblemError('IAM_OIDC_STATE_INVALID', 'This login response was already used: start again.');
     const error = query.get('error');
@@ -98,14 +118,13 @@ export class OidcLogin {
     const identity = this.identityOf(claims);
     const profileClaim = this.deps.claims.profile;
     const preferred = profileClaim !== null && typeof claims[profileClaim] === 'string' ? (claims[profileClaim] as string) : null;
-    const result = await this.deps.login.loginVerified(identity, this.deps.clientType, facts, {
+    return this.deps.login.loginVerified(identity, this.deps.clientType, facts, {
       username: String(claims.sub).slice(0, 200),
       authenticator: 'oidc',
       mustExist: this.deps.claims.users === 'existing',
       preferredProfileId: preferred,
       idpSessionId: typeof claims.sid === 'string' ? claims.sid : null,
     });
-    return { result, returnTo: state.returnTo };
   }
 
   /** The principal's identity from the claims (`iam.oidc.claims.*`); a missing or unusable claim refuses the login. */
