@@ -346,7 +346,7 @@ export const configSchema = section({
     login: section({
       'rate-limit': section({
         'max-failures': integer(10, 1, MAX, 'login attempts per username+IP within the window that may fail, then 429'),
-        'max-failures-per-address': integer(100, 1, MAX, 'failed logins per client IP (any username, unknown ones too) within the window, then 429'),
+        'max-failures-per-address': integer(100, 1, MAX, 'failed logins per client IP (any username, unknown ones too; OpenID Connect callbacks that fail) within the window, then 429'),
         window: duration('15m', 'window of the login rate limit', true),
       }),
       'max-pending-verifications': integer(64, 1, MAX, 'password verifications queued or running at once; beyond it 503 IAM_BUSY'),
