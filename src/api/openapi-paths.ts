@@ -117,6 +117,9 @@ export const nonAdminPaths: Record<string, PathItemObject> = {
         '303': empty('Logged in: to the `returnTo` of the login, with the session cookie.', { Location: header('Location'), 'Set-Cookie': header('SessionCookie') }),
         '400': pageOrProblem(400, ['IAM_OIDC_STATE_INVALID'], 'No login state from this browser, a tampered, expired or foreign one, or a replayed callback.'),
         '401': pageOrProblem(401, ['IAM_OIDC_LOGIN_FAILED', 'IAM_INVALID_CREDENTIALS'], 'The provider refused, its answer failed a check, or the user may not log in (unknown with `users: existing`, disabled, or a provider account not linked to the existing user its claims name: `iam.oidc.link-by`).'),
+        '429': pageOrProblem(429, ['IAM_RATE_LIMITED'], 'Too many failed logins from this client address (`iam.login.rate-limit.max-failures-per-address`); a callback with a matching state counts as an attempt.', {
+          headers: { 'Retry-After': header('RetryAfter') },
+        }),
         '500': response('InternalError'),
         '502': pageOrProblem(502, ['IAM_IDP_UNAVAILABLE'], 'The provider cannot be reached.'),
         '503': pageOrProblem(503, ['IAM_STORE_UNAVAILABLE', 'IAM_DATABASE_UNAVAILABLE'], 'A store cannot be reached; no session was created.'),

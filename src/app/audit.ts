@@ -8,14 +8,24 @@ import type { CleanupStack } from './cleanup-stack';
 import type { GatewayConfig } from './config';
 
 /** The audit trail (batched writes, a disk spool while the database is away) and its retention sweep. */
-export async function startAudit(config: GatewayConfig, repository: IamRepository, logger: Logger, metrics: GatewayMetrics, cleanups: CleanupStack): Promise<AuditTrail> {
+export async function startAudit(
+  config: GatewayConfig,
+  repository: IamRepository,
+  logger: Logger,
+  metrics: GatewayMetrics,
+  cleanups: CleanupStack,
+  clock: () => number = Date.now,
+): Promise<AuditTrail> {
+  const spool = new AuditSpool(config.iam.audit.spoolDir, config.iam.audit.spoolMaxBytes);
   const audit = new AuditTrail(repository, logger, {
     flushIntervalMs: config.iam.audit.flushIntervalMs,
-    spool: new AuditSpool(config.iam.audit.spoolDir),
+    spool,
     anonymousDenialsPerMinute: config.iam.audit.anonymousDenialsPerMinute,
+    now: clock,
     metrics,
   });
   metrics.observeAuditQueue(() => audit.queueDepth);
+  metrics.observeAuditSpool(() => spool.bytes, spool.maxBytes);
   cleanups.push(() => audit.close());
   // A spool directory that cannot be read fails the start: its events would otherwise wait there unseen.
   await audit.start();

@@ -4,6 +4,7 @@ import { LoginStateSeal } from '../auth/oidc/login-state';
 import { OidcLogin } from '../auth/oidc/oidc-login';
 import { RelyingParty } from '../auth/oidc/relying-party';
 import type { AuditTrail } from '../audit/audit-trail';
+import type { LoginRateLimiter } from '../auth/login-rate-limiter';
 import type { LoginService } from '../auth/login-service';
 import type { IamRepository } from '../domain/iam-repository';
 import type { TokenStore } from '../domain/token-store';
@@ -39,7 +40,7 @@ export function createRelyingParty(config: GatewayConfig): RelyingParty | null {
 export function createOidc(
   config: GatewayConfig,
   rp: RelyingParty | null,
-  deps: { login: LoginService; store: TokenStore; repository: IamRepository; sessions: SessionService; audit: AuditTrail },
+  deps: { login: LoginService; store: TokenStore; rateLimiter: LoginRateLimiter; repository: IamRepository; sessions: SessionService; audit: AuditTrail },
 ): OidcParts | null {
   if (config.iam.authenticator.type !== 'oidc' || rp === null) return null;
   const oidc = config.iam.oidc;
@@ -49,6 +50,7 @@ export function createOidc(
     seal: new LoginStateSeal(oidc.clientSecret!),
     login: deps.login,
     store: deps.store,
+    rateLimiter: deps.rateLimiter,
     claims: { ...oidc.claims, users: oidc.users, linkBy: oidc.linkBy },
     clientType: browserClientType(config.iam.clientTypes),
   });

@@ -42,6 +42,8 @@ export interface StartOptions {
   accessLogDestination?: DestinationStream;
   /** The environment the `OTEL_*` tracing variables are read from (default: the process's). */
   env?: NodeJS.ProcessEnv;
+  /** The clock of the audit trail's per-minute budgets (default `Date.now`); tests move it instead of waiting. */
+  auditClock?: () => number;
 }
 
 /**
@@ -79,7 +81,7 @@ export async function startGatewayAs(config: GatewayConfig, options: StartOption
     // A worker's primary applied the provisioning file once before forking (the migrations too: here they find nothing to do).
     const database = await openGatewayDatabase(config, logger, cleanups, worker === null ? files.provisioning : null);
     const repository = database.repository;
-    const audit = await startAudit(config, repository, logger, metrics, cleanups);
+    const audit = await startAudit(config, repository, logger, metrics, cleanups, options.auditClock);
     const state = await startSessions(config, { repository, logger, metrics, cleanups });
     const { store, sessions, grants } = state;
 
@@ -90,6 +92,7 @@ export async function startGatewayAs(config: GatewayConfig, options: StartOption
     const starved = authenticator.starvedVerifications?.bind(authenticator);
     if (starved) metrics.observePasswordStarvations(starved);
     if (authenticator.type === 'none') logger.warn({}, 'iam.authenticator.type is none: logins are off (501 IAM_LOGIN_NOT_CONFIGURED) until an authenticator is configured');
+    const rateLimiter = new LoginRateLimiter(store, config.iam.login.rateLimit);
     const login = new LoginService({
       authenticator,
       repository,
@@ -98,12 +101,12 @@ export async function startGatewayAs(config: GatewayConfig, options: StartOption
       changes: state.changes,
       audit,
       logger,
-      rateLimiter: new LoginRateLimiter(store, config.iam.login.rateLimit),
+      rateLimiter,
       metrics,
     });
 
     const rp = createRelyingParty(config);
-    const oidc = createOidc(config, rp, { login, store, repository, sessions, audit });
+    const oidc = createOidc(config, rp, { login, store, rateLimiter, repository, sessions, audit });
     // Gateway tokens to the session service; with accept-access-tokens, the provider's JWTs to their verifier.
     const bearers = bearerVerifier(sessions, createAccessTokenVerifier(config, rp, { repository, revocations: state.revocations, audit }));
 

@@ -42,49 +42,88 @@ export function describeFailure(error: unknown): { name: string; code?: string }
 
 const MINUTE_MS = 60_000;
 
+/** What the limit reads of an event: enough to tell its kind and to describe the kind in a summary. */
+export type AuditKindSource = Pick<AuditEventRecord, 'action' | 'outcome'> & Partial<Pick<AuditEventRecord, 'targetType' | 'details'>>;
+
+/** One kind's minute: when it began, how many it recorded, how many it only counted. */
+interface Window {
+  start: number;
+  admitted: number;
+  suppressed: number;
+  suppressedSince: number | null;
+  /** What the summary says of the kind (from its first event). */
+  action: string;
+  targetType: string | null;
+  outcome: AuditEventRecord['outcome'];
+  details: { failedStep?: string; authenticator?: string };
+}
+
 /**
- * Anonymous denials of undeclared routes, per minute: the first `perMinute` are recorded, the others only
- * counted, and each minute that suppressed some yields one summary event.
+ * Events raised by requests nobody authenticated — an anonymous denial or shadow "would deny", a failed OpenID
+ * Connect callback — cost the sender nothing, so storing each one lets anyone fill the trail. They are limited per
+ * kind (the action and, for a decision, its failed step: a closed set) and minute: the first `perMinute` are
+ * recorded, the others only counted, and each minute of a kind that suppressed some yields one summary event
+ * (`<action>.suppressed`). Per kind, so a flood of scanner probes does not also hide the first failed callbacks.
  */
-export class AnonymousDenialLimit {
-  private windowStart = 0;
-  private admitted = 0;
-  private suppressed = 0;
-  private suppressedSince: Date | null = null;
+export class AnonymousAuditLimit {
+  private readonly windows = new Map<string, Window>();
 
   constructor(private readonly perMinute: number) {}
 
-  admit(now: number): boolean {
-    if (now - this.windowStart >= MINUTE_MS) {
-      this.windowStart = now;
-      this.admitted = 0;
+  /** Whether to record `event` (read before it is built: a suppressed one costs no more than this). */
+  admit(event: AuditKindSource, now: number): boolean {
+    const details = kindDetails(event);
+    const key = `${event.action}\0${details.failedStep ?? ''}\0${details.authenticator ?? ''}`;
+    let window = this.windows.get(key);
+    if (window === undefined) {
+      window = { start: now, admitted: 0, suppressed: 0, suppressedSince: null, action: event.action, targetType: event.targetType ?? null, outcome: event.outcome, details };
+      this.windows.set(key, window);
+    } else if (now - window.start >= MINUTE_MS) {
+      window.start = now;
+      window.admitted = 0;
     }
-    if (this.admitted < this.perMinute) {
-      this.admitted++;
+    if (window.admitted < this.perMinute) {
+      window.admitted++;
       return true;
     }
-    this.suppressedSince ??= new Date(now);
-    this.suppressed++;
+    window.suppressedSince ??= now;
+    window.suppressed++;
     return false;
   }
 
-  /** The summary of the suppressed denials once their minute is over (or `force`), then resets. */
-  takeSummary(now: number, force = false): AuditEventRecord | null {
-    if (this.suppressed === 0 || (!force && now - this.windowStart < MINUTE_MS)) return null;
-    const summary: AuditEventRecord = {
-      occurredAt: new Date(now),
-      action: 'authz.deny.suppressed',
-      actorUserId: null,
-      targetType: 'route',
-      targetId: null,
-      outcome: 'denied',
-      decisionId: null,
-      clientAddress: null,
-      requestId: null,
-      details: { failedStep: 'ROUTE_NOT_DECLARED', suppressed: this.suppressed, since: this.suppressedSince!.toISOString(), perMinute: this.perMinute },
-    };
-    this.suppressed = 0;
-    this.suppressedSince = null;
-    return summary;
+  /** The summaries of the kinds whose suppressing minute is over (every one with `force`), then resets them. */
+  takeSummaries(now: number, force = false): AuditEventRecord[] {
+    const summaries: AuditEventRecord[] = [];
+    for (const window of this.windows.values()) {
+      if (window.suppressed === 0 || (!force && now - window.start < MINUTE_MS)) continue;
+      summaries.push({
+        occurredAt: new Date(now),
+        action: `${window.action}.suppressed`,
+        actorUserId: null,
+        targetType: window.targetType,
+        targetId: null,
+        outcome: window.outcome,
+        decisionId: null,
+        clientAddress: null,
+        requestId: null,
+        details: { ...window.details, suppressed: window.suppressed, since: new Date(window.suppressedSince!).toISOString(), perMinute: this.perMinute },
+      });
+      window.suppressed = 0;
+      window.suppressedSince = null;
+    }
+    return summaries;
   }
+}
+
+/**
+ * What, besides its action, tells one kind of unauthenticated event from another: a decision's failed step
+ * (`ROUTE_NOT_DECLARED`, `UNAUTHENTICATED`...) and a failed login's authenticator. Both come from closed sets.
+ */
+function kindDetails(event: AuditKindSource): { failedStep?: string; authenticator?: string } {
+  const decision = event.details?.decision as { failedStep?: unknown } | undefined;
+  const authenticator = event.details?.authenticator;
+  return {
+    ...(typeof decision?.failedStep === 'string' ? { failedStep: decision.failedStep } : {}),
+    ...(typeof authenticator === 'string' ? { authenticator } : {}),
+  };
 }

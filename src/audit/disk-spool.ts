@@ -1,6 +1,27 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, readdir, readFile, rename, unlink } from 'node:fs/promises';
+import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
+import { mkdir, open, readdir, readFile, rename, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
+
+/** Why a bounded spool write stored nothing: the budget (`iam.audit.spool-max-bytes`) would be exceeded. */
+export class SpoolFullError extends Error {
+  constructor(
+    readonly bytes: number,
+    readonly held: number,
+    readonly maxBytes: number,
+  ) {
+    super(`the spool holds ${held} bytes; ${bytes} more would exceed iam.audit.spool-max-bytes (${maxBytes})`);
+    this.name = 'SpoolFullError';
+  }
+}
+
+/** How a spool file is written. */
+export interface SpoolWriteOptions {
+  /** The file is born claimed by this instance: its own unfinished work, which no other running instance takes. */
+  claimed?: boolean;
+  /** Refused with {@link SpoolFullError}, nothing written, when it would take the files held past `maxBytes`. */
+  bounded?: boolean;
+}
 
 /**
  * What the database could not take before a stop, kept in a local directory and written by the next start,
@@ -19,6 +40,11 @@ export class DiskSpool<T> {
   /** Names this process's claims (a pid alone repeats: a container's gateway is always pid 1). */
   private readonly instance = `${process.pid}-${randomBytes(4).toString('hex')}`;
   private readonly pattern: RegExp;
+  /** Orders the files this process writes within one millisecond (names sort oldest first). */
+  private sequence = 0;
+  /** Bytes of the files this process holds (written claimed, or claimed; not yet removed). */
+  private held = 0;
+  private readonly sizes = new Map<string, number>();
 
   constructor(
     readonly dir: string,
@@ -26,9 +52,16 @@ export class DiskSpool<T> {
     private readonly kind: string,
     /** Turns a parsed line back into an item (dates are strings in JSON); throws when it is not one. */
     private readonly revive: (parsed: unknown) => T,
+    /** What a `bounded` write may fill the held files up to (`iam.audit.spool-max-bytes`). */
+    readonly maxBytes = Number.POSITIVE_INFINITY,
   ) {
     if (!/^[a-z]+$/.test(kind)) throw new TypeError(`spool kind must be lowercase letters: ${kind}`);
     this.pattern = new RegExp(`^(${kind}-[0-9]+-[0-9]+-[0-9a-f]+)\\.(jsonl|claimed-(([0-9]+)-[0-9a-f]+))$`);
+  }
+
+  /** Bytes of the spool files this process holds, waiting to be applied (`iam_audit_spool_bytes`). */
+  get bytes(): number {
+    return this.held;
   }
 
   /**
@@ -36,21 +69,60 @@ export class DiskSpool<T> {
    * how loudly to fail). With `claimed` the file is born claimed by this instance: it is this process's own
    * record of unfinished work, which no other running instance takes until this one is gone or releases it.
    */
-  async write(items: readonly T[], options: { claimed?: boolean } = {}): Promise<string> {
+  async write(items: readonly T[], options: SpoolWriteOptions = {}): Promise<string> {
+    const { name, text, bytes } = this.prepare(items, options);
     await mkdir(this.dir, { recursive: true, mode: 0o700 });
-    const name = `${this.kind}-${Date.now()}-${process.pid}-${randomBytes(4).toString('hex')}`;
     const temporary = join(this.dir, `${name}.tmp`);
     const file = await open(temporary, 'wx', 0o600);
     try {
-      await file.writeFile(items.map((item) => JSON.stringify(item)).join('\n') + '\n');
+      await file.writeFile(text);
       await file.sync();
     } finally {
       await file.close();
     }
-    const path = join(this.dir, options.claimed ? `${name}.claimed-${this.instance}` : `${name}.jsonl`);
+    const path = this.pathOf(name, options);
     await rename(temporary, path);
     await this.syncDirectory();
+    if (options.claimed) this.hold(path, bytes);
     return path;
+  }
+
+  /**
+   * {@link write} without giving up the event loop, for a caller that must know the items are on disk before it
+   * returns and cannot wait (the audit trail moving the oldest part of a full buffer, inside `record()`).
+   */
+  writeNow(items: readonly T[], options: SpoolWriteOptions = {}): string {
+    const { name, text, bytes } = this.prepare(items, options);
+    mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+    const temporary = join(this.dir, `${name}.tmp`);
+    const fd = openSync(temporary, 'wx', 0o600);
+    try {
+      writeSync(fd, text);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    const path = this.pathOf(name, options);
+    renameSync(temporary, path);
+    if (options.claimed) this.hold(path, bytes);
+    return path;
+  }
+
+  private prepare(items: readonly T[], options: SpoolWriteOptions): { name: string; text: string; bytes: number } {
+    const text = items.map((item) => JSON.stringify(item)).join('\n') + '\n';
+    const bytes = Buffer.byteLength(text);
+    if (options.bounded && this.held + bytes > this.maxBytes) throw new SpoolFullError(bytes, this.held, this.maxBytes);
+    const sequence = (this.sequence++ % 0x1_0000_0000).toString(16).padStart(8, '0');
+    return { name: `${this.kind}-${Date.now()}-${process.pid}-${sequence}${randomBytes(4).toString('hex')}`, text, bytes };
+  }
+
+  private pathOf(name: string, options: SpoolWriteOptions): string {
+    return join(this.dir, options.claimed ? `${name}.claimed-${this.instance}` : `${name}.jsonl`);
+  }
+
+  private hold(path: string, bytes: number): void {
+    this.sizes.set(path, bytes);
+    this.held += bytes;
   }
 
   /** Claims every spooled file of this kind (and abandoned claims); resolves the claimed paths, oldest first. */
@@ -73,6 +145,7 @@ export class DiskSpool<T> {
       try {
         await rename(join(this.dir, name), target);
         claimed.push(target);
+        this.hold(target, (await stat(target)).size);
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error; // another instance took it
       }
@@ -116,6 +189,8 @@ export class DiskSpool<T> {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
     }
+    this.held -= this.sizes.get(path) ?? 0;
+    this.sizes.delete(path);
   }
 
   /** A rename is durable once the directory is (POSIX); where directories cannot be opened, skipped. */

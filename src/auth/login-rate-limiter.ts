@@ -52,6 +52,18 @@ export class LoginRateLimiter {
     };
   }
 
+  /**
+   * Takes one unit of the address's counter alone, for a login whose user is not known before it is tried (an OpenID
+   * Connect callback: the provider names the user). Throws 429 when the address is used up.
+   */
+  async acquireAddress(clientAddress: string): Promise<LoginAttempt> {
+    const address = this.addressKey(clientAddress);
+    const taken = await this.store.takeCounters([address], [this.limits.maxFailuresPerAddress], this.limits.windowMs);
+    if (!taken.allowed) throw rateLimited(taken.resetInMs);
+    const giveBack = (): Promise<void> => this.store.releaseCounter(address);
+    return { succeeded: giveBack, notTried: giveBack };
+  }
+
   /** Usernames are hashed: they are user input and must not shape store keys. */
   private pairKey(username: string, clientAddress: string): string {
     const digest = createHash('sha256').update(username.toLowerCase()).update('\0').update(clientAddress).digest('hex');

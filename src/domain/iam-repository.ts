@@ -68,6 +68,10 @@ export interface IamRepository {
   /** Revoked sessions not yet expired, raised session epochs, and where to start reading the feed. */
   loadRevocationState(): Promise<RevocationState>;
 
+  /**
+   * Stores the events in one statement; an event whose `eventId` is already stored is skipped (a retried write
+   * that had committed stores nothing twice). Callers keep each call small (audit/audit-trail.ts writes chunks).
+   */
   insertAudit(events: AuditEventRecord[]): Promise<void>;
   findAuditByDecisionId(decisionId: string): Promise<AuditEventRecord | null>;
   /** Deletes audit events that occurred before `before` (retention); resolves how many. */
@@ -86,9 +90,17 @@ export interface IamRepository {
 }
 
 export class DatabaseUnavailableError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
+  /**
+   * The statement got no answer within `database.query-timeout` (the link may be fine: the statement may just be
+   * too big for the bound). A caller that chose the statement's size can retry a smaller one; everyone else
+   * answers 503 like for any outage.
+   */
+  readonly timedOut: boolean;
+
+  constructor(message: string, options?: { cause?: unknown; timedOut?: boolean }) {
     super(message, options);
     this.name = 'DatabaseUnavailableError';
+    this.timedOut = options?.timedOut ?? false;
   }
 }
 

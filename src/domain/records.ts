@@ -90,6 +90,12 @@ export interface SessionRecord {
 export interface AuditEventRecord {
   /** Assigned by the database when omitted. */
   id?: string;
+  /**
+   * The event's own id (a UUID the gateway gives it when it is recorded; the database gives one to rows written
+   * without). Storing is idempotent by it: a write retried after a reply was lost (a timeout that had committed,
+   * a spool replayed twice) stores the event once.
+   */
+  eventId?: string;
   occurredAt: Date;
   /** The acting user (null for anonymous, e.g. a failed login). */
   actorUserId: string | null;

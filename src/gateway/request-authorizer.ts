@@ -1,4 +1,4 @@
-import type { AuditTrail } from '../audit/audit-trail';
+import type { AuditInput, AuditTrail } from '../audit/audit-trail';
 import type { AuthorizationDecision } from '../authz/decision';
 import type { DecisionEngine } from '../authz/decision-engine';
 import { problemFromDecision } from '../authz/decision-engine';
@@ -20,7 +20,7 @@ export interface RequestAuthorizerDeps {
   policy: () => CompiledPolicy;
   sessions: Pick<SessionService, 'verify' | 'verifyCached'>;
   engine: Pick<DecisionEngine, 'decideRequestFast'>;
-  audit: AuditTrail;
+  audit: Pick<AuditTrail, 'record' | 'recordUnauthenticated'>;
   metrics: GatewayMetrics;
   logger: Logger;
   /** `iam.session-cookie.trusted-origins`: origins besides the gateway's own allowed to use the cookie cross-site. */
@@ -155,10 +155,17 @@ export class RequestAuthorizer {
     return identityHeaders(session.record.principal, session.record.sessionId, forwarded, assertion);
   }
 
+  /**
+   * The trail's entry for a decision: an anonymous request's (nobody authenticated it, anyone can send any number)
+   * goes through the per-minute budget of unauthenticated events (#11.15 for scanners of undeclared routes, and
+   * every other anonymous denial or shadow "would deny"); a user's is always recorded.
+   */
+  private auditOf(decision: AuthorizationDecision): (input: AuditInput) => void {
+    return decision.userId === null ? (input) => this.deps.audit.recordUnauthenticated(input) : (input) => this.deps.audit.record(input);
+  }
+
   private recordDenial(decision: AuthorizationDecision, request: PreparedRequest, clientAddress: string | undefined): void {
-    // Anonymous probes of undeclared routes (scanners) are rate-limited in the trail (#11.15).
-    const anonymousProbe = decision.userId === null && decision.failedStep === 'ROUTE_NOT_DECLARED';
-    this.deps.audit[anonymousProbe ? 'recordAnonymousDenial' : 'record']({
+    this.auditOf(decision)({
       action: 'authz.deny',
       actorUserId: decision.userId,
       targetType: 'route',
@@ -175,7 +182,7 @@ export class RequestAuthorizer {
   private recordShadow(decision: AuthorizationDecision, request: PreparedRequest, clientAddress: string | undefined): void {
     this.deps.metrics.decisions.inc({ result: 'shadow_deny', step: decision.failedStep ?? 'unknown' });
     this.deps.logger.info({ requestId: request.requestId, decisionId: decision.decisionId, route: decision.route?.id, step: decision.failedStep }, 'policy: shadow route would deny');
-    this.deps.audit.record({
+    this.auditOf(decision)({
       action: 'authz.shadow_deny',
       actorUserId: decision.userId,
       targetType: 'route',

@@ -47,10 +47,16 @@ export interface GatewayMetrics {
   auditDropped: Counter<'reason'>;
   /** `iam_audit_events_written_total`: events the database stored. */
   auditWritten: Counter;
-  /** `iam_audit_events_spooled_total`: events written to the disk spool at stop. */
-  auditSpooled: Counter;
+  /** `iam_audit_events_spooled_total{reason}`: events written to the disk spool (stop, buffer_full). */
+  auditSpooled: Counter<'reason'>;
+  /** `iam_audit_spool_bytes`: bytes of spool files waiting to be written (read at scrape). */
+  auditSpoolBytes: Gauge;
+  /** `iam_audit_spool_limit_bytes`: `iam.audit.spool-max-bytes`, so an alert can compare the two. */
+  auditSpoolLimit: Gauge;
   /** Makes `iam_audit_queue_depth` report `depth()` at every scrape. */
   observeAuditQueue(depth: () => number): void;
+  /** Makes `iam_audit_spool_bytes` report `bytes()` at every scrape, and sets `iam_audit_spool_limit_bytes`. */
+  observeAuditSpool(bytes: () => number, limit: number): void;
   /** `iam_password_verifications_starved_total`: logins whose password check found no idle CPU in time. */
   passwordStarvations: Counter;
   /** Makes `iam_password_verifications_starved_total` follow `count()` (a running total) at every scrape. */
@@ -62,6 +68,7 @@ export function createMetrics(options: { collectDefaults?: boolean } = {}): Gate
   if (options.collectDefaults !== false) collectDefaultMetrics({ register: registry, prefix: 'iam_' });
   let sessionCacheSize: () => number = () => 0;
   let auditQueueDepth: () => number = () => 0;
+  let auditSpoolBytes: () => number = () => 0;
   let starvedVerifications: () => number = () => 0;
   let starvedReported = 0;
   const storeOperationFlushes: Array<() => void> = [];
@@ -145,6 +152,10 @@ export function createMetrics(options: { collectDefaults?: boolean } = {}): Gate
     observeAuditQueue(depth) {
       auditQueueDepth = depth;
     },
+    observeAuditSpool(bytes, limit) {
+      auditSpoolBytes = bytes;
+      this.auditSpoolLimit.set(limit);
+    },
     beforeStoreOperationsScrape(flush) {
       storeOperationFlushes.push(flush);
     },
@@ -215,7 +226,7 @@ export function createMetrics(options: { collectDefaults?: boolean } = {}): Gate
     }),
     auditDropped: new Counter({
       name: 'iam_audit_events_dropped_total',
-      help: 'Audit events not stored, by reason (rate_limited: anonymous denials beyond the per-minute budget, only summarised; buffer_full: oldest dropped from a full buffer; refused: the database refused the row; unreadable: a spooled line that could not be read; lost: neither written nor spooled at stop); a count of events.',
+      help: 'Audit events not stored, by reason (rate_limited: events of unauthenticated requests beyond the per-minute budget, only summarised; buffer_full: oldest dropped from a full buffer without a spool; spool_full: a full buffer could not move its oldest to the disk spool, at iam.audit.spool-max-bytes or refused by the disk; refused: the database refused the row; unreadable: a spooled line that could not be read; lost: neither written nor spooled at stop); a count of events.',
       labelNames: ['reason'],
       registers: [registry],
     }),
@@ -226,7 +237,21 @@ export function createMetrics(options: { collectDefaults?: boolean } = {}): Gate
     }),
     auditSpooled: new Counter({
       name: 'iam_audit_events_spooled_total',
-      help: 'Audit events written to the local disk spool at stop because the database could not take them (replayed at the next start); a count of events.',
+      help: 'Audit events written to the local disk spool because the database could not take them, by reason (stop: unwritten at stop, replayed at the next start; buffer_full: the oldest of a full memory buffer while the database is away, replayed when it returns); a count of events.',
+      labelNames: ['reason'],
+      registers: [registry],
+    }),
+    auditSpoolBytes: new Gauge({
+      name: 'iam_audit_spool_bytes',
+      help: 'Bytes of audit spool files this instance holds, waiting to be written to the database, at scrape time; in bytes.',
+      registers: [registry],
+      collect() {
+        this.set(auditSpoolBytes());
+      },
+    }),
+    auditSpoolLimit: new Gauge({
+      name: 'iam_audit_spool_limit_bytes',
+      help: 'iam.audit.spool-max-bytes: what the spool may hold before a full buffer drops events (spool_full); in bytes.',
       registers: [registry],
     }),
   };

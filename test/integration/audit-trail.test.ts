@@ -116,7 +116,7 @@ describe('#11.15 audit rows are bounded', () => {
 
   it('#11.15: anonymous undeclared-route denials beyond the per-minute limit are counted in one summary row', async () => {
     const audit = new AuditTrail(db.repository, capturingLogger().logger, { flushIntervalMs: 60_000, anonymousDenialsPerMinute: 10 });
-    for (let i = 0; i < 250; i++) audit.recordAnonymousDenial({ ...event('authz.deny', null, `GET /scan/${i}`), outcome: 'denied' });
+    for (let i = 0; i < 250; i++) audit.recordUnauthenticated({ ...event('authz.deny', { decision: { failedStep: 'ROUTE_NOT_DECLARED' } }, `GET /scan/${i}`), outcome: 'denied' });
     await audit.close();
     const rows = await storedRows();
     expect(rows.filter((row) => row.action === 'authz.deny')).toHaveLength(10);
@@ -173,7 +173,7 @@ describe('#16 audit metrics', () => {
   });
   const dropped = async (reason: string): Promise<number> => (await metrics.auditDropped.get()).values.find((v) => v.labels.reason === reason)?.value ?? 0;
   const written = async (): Promise<number> => (await metrics.auditWritten.get()).values[0]?.value ?? 0;
-  const spooled = async (): Promise<number> => (await metrics.auditSpooled.get()).values[0]?.value ?? 0;
+  const spooled = async (reason = 'stop'): Promise<number> => (await metrics.auditSpooled.get()).values.find((v) => v.labels.reason === reason)?.value ?? 0;
   const depth = async (): Promise<number> => (await metrics.auditQueueDepth.get()).values[0]?.value ?? 0;
   const down = { insertAudit: async () => Promise.reject(new DatabaseUnavailableError('down')) };
 
@@ -184,6 +184,7 @@ describe('#16 audit metrics', () => {
       ['lost', 0],
       ['rate_limited', 0],
       ['refused', 0],
+      ['spool_full', 0],
       ['unreadable', 0],
     ]);
     audit.record(event('test.one'));
@@ -197,7 +198,7 @@ describe('#16 audit metrics', () => {
 
   it('#16: anonymous denials beyond the per-minute budget count as dropped (rate_limited); the summary row is written', async () => {
     const audit = new AuditTrail(db.repository, capturingLogger().logger, { flushIntervalMs: 60_000, anonymousDenialsPerMinute: 2, metrics });
-    for (let i = 0; i < 5; i++) audit.recordAnonymousDenial({ ...event('authz.deny', null, `GET /scan/${i}`), outcome: 'denied' });
+    for (let i = 0; i < 5; i++) audit.recordUnauthenticated({ ...event('authz.deny', null, `GET /scan/${i}`), outcome: 'denied' });
     expect(await dropped('rate_limited')).toBe(3);
     await audit.close();
     expect(await written()).toBe(3); // 2 denials and the summary

@@ -184,6 +184,9 @@ describe('policy, cache and channel gauges', () => {
         'iam_audit_events_dropped_total',
         'iam_audit_events_written_total',
         'iam_audit_events_spooled_total',
+        // iam_audit_spool_bytes moving with a full buffer: audit-outage.test.ts
+        'iam_audit_spool_bytes',
+        'iam_audit_spool_limit_bytes',
         'iam_password_verifications_starved_total',
       ].sort(),
     );
@@ -261,5 +264,11 @@ describe('#16 audit metrics', () => {
     // Budget 1 a minute: at most 2 admitted (should the minute turn meanwhile).
     expect(dropped).toBeGreaterThanOrEqual(2);
     expect(await metric('iam_audit_events_dropped_total', { reason: 'buffer_full' })).toBe(0);
+  });
+
+  it('iam_audit_spool_limit_bytes is iam.audit.spool-max-bytes; with the database answering nothing is spooled', async () => {
+    expect(await metric('iam_audit_spool_limit_bytes')).toBe(1024 ** 3);
+    expect(await metric('iam_audit_spool_bytes')).toBe(0);
+    expect(await metric('iam_audit_events_spooled_total', { reason: 'buffer_full' })).toBe(0);
   });
 });

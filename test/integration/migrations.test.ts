@@ -149,6 +149,36 @@ describe('#11.31 the profile_unscoped migration', () => {
   });
 });
 
+describe('the audit_event_id migration', () => {
+  const MIGRATION = 'Migration20261128120001_audit_event_id';
+
+  it('keeps existing audit rows (no id), gives rows written without one an id, refuses a second row with the same id; down drops the column', async () => {
+    const orm = await createTestOrm();
+    try {
+      await dropPublicSchema(orm);
+      await migrateUp(orm);
+      while ((await migrationStatus(orm)).executed.includes(MIGRATION)) await migrateDown(orm);
+      const em = orm.em.fork();
+      const insert = (action: string, eventId = ''): Promise<unknown> =>
+        em.execute(`insert into iam_audit_events (occurred_at, action, outcome${eventId ? ', event_id' : ''}) values (now(), '${action}', 'success'${eventId ? `, '${eventId}'` : ''})`);
+      await insert('before');
+      await migrateUp(orm);
+      await insert('after');
+      const rows = await em.execute<Array<{ action: string; event_id: string | null }>>('select action, event_id from iam_audit_events order by id');
+      expect(rows).toEqual([
+        { action: 'before', event_id: null },
+        { action: 'after', event_id: expect.stringMatching(/^[0-9a-f-]{36}$/) },
+      ]);
+      await expect(insert('again', rows[1]!.event_id!)).rejects.toThrow();
+      while ((await migrationStatus(orm)).executed.includes(MIGRATION)) await migrateDown(orm);
+      const columns = await em.execute<Array<{ column_name: string }>>("select column_name from information_schema.columns where table_name = 'iam_audit_events' and column_name = 'event_id'");
+      expect(columns).toEqual([]);
+    } finally {
+      await orm.close(true);
+    }
+  });
+});
+
 describe('migrations with the default history table', () => {
   it('records into iam_mikro_orm_schema_history', async () => {
     const orm = await createTestOrm();

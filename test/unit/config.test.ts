@@ -111,7 +111,7 @@ describe('loadConfig defaults', () => {
           maxAgeSeconds: 600,
           credentials: false,
         },
-        audit: { flushIntervalMs: 1_000, spoolDir: path.join(repoRoot, '.data/audit-spool'), retentionMs: 0, anonymousDenialsPerMinute: 60 },
+        audit: { flushIntervalMs: 1_000, spoolDir: path.join(repoRoot, '.data/audit-spool'), spoolMaxBytes: 1024 ** 3, retentionMs: 0, anonymousDenialsPerMinute: 60 },
       },
       source: { file: defaultFile, directory: path.dirname(defaultFile) },
     };

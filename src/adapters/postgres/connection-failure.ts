@@ -23,6 +23,9 @@ const PROTOCOL_VIOLATION = '08P01';
 
 const UNAVAILABLE_SQLSTATES = new Set(['57P01', '57P02', '57P03', '53300']);
 
+/** pg's answer when `query_timeout` (`database.query-timeout`) elapsed without a reply to the statement. */
+export const QUERY_TIMEOUT_MESSAGE = 'Query read timeout';
+
 /** Messages of `pg` and knex/tarn that carry no code. */
 const UNAVAILABLE_MESSAGES = [
   'Connection terminated',
@@ -34,7 +37,7 @@ const UNAVAILABLE_MESSAGES = [
   'Unable to acquire a connection',
   // pg: `connectionTimeoutMillis` elapsed while connecting, and `query_timeout` elapsed without a reply.
   'timeout expired',
-  'Query read timeout',
+  QUERY_TIMEOUT_MESSAGE,
   // knex, when the connection dies as a transaction begins (no cause attached).
   'Transaction query already complete',
 ];
@@ -61,9 +64,21 @@ export function isConnectionFailure(error: unknown, depth = 0): boolean {
   return isConnectionFailure(candidate.cause, depth + 1);
 }
 
+/**
+ * True when `error` (or a cause inside it) is a statement that got no answer within `database.query-timeout`:
+ * the database may be away, or the statement too big for the bound. Only the caller that sized the statement can
+ * tell (audit/audit-trail.ts retries a smaller chunk), so it is reported as `timedOut`, still as unavailable.
+ */
+export function isQueryTimeout(error: unknown, depth = 0): boolean {
+  if (depth > 5 || error === null || typeof error !== 'object') return false;
+  const candidate = error as { message?: unknown; cause?: unknown };
+  if (typeof candidate.message === 'string' && candidate.message.includes(QUERY_TIMEOUT_MESSAGE)) return true;
+  return isQueryTimeout(candidate.cause, depth + 1);
+}
+
 /** Connection failures become `DatabaseUnavailableError` (503 upstream); every other error passes through. */
 export function toRepositoryError(error: unknown): unknown {
   if (error instanceof DatabaseUnavailableError) return error;
-  if (isConnectionFailure(error)) return new DatabaseUnavailableError('The database cannot be reached.', { cause: error });
+  if (isConnectionFailure(error)) return new DatabaseUnavailableError('The database cannot be reached.', { cause: error, timedOut: isQueryTimeout(error) });
   return error;
 }

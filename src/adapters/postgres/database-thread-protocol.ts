@@ -24,7 +24,7 @@ export type FromDatabaseThread =
   | { type: 'closed' };
 
 export type EncodedError =
-  | { class: 'DatabaseUnavailableError'; message: string }
+  | { class: 'DatabaseUnavailableError'; message: string; timedOut: boolean }
   | { class: 'ProvisioningError'; message: string; problems: Array<{ pointer: string; message: string }> }
   | { class: 'IdentityLinkError'; message: string; reason: IdentityLinkRefusal }
   | { class: 'AdminWriteError'; message: string; kind: AdminWriteErrorKind; problems: Array<{ pointer: string; message: string }> }
@@ -32,7 +32,7 @@ export type EncodedError =
   | { class: 'Error'; name: string; message: string };
 
 export function encodeError(error: unknown): EncodedError {
-  if (error instanceof DatabaseUnavailableError) return { class: 'DatabaseUnavailableError', message: error.message };
+  if (error instanceof DatabaseUnavailableError) return { class: 'DatabaseUnavailableError', message: error.message, timedOut: error.timedOut };
   if (error instanceof ProvisioningError) return { class: 'ProvisioningError', message: error.message, problems: error.problems };
   if (error instanceof IdentityLinkError) return { class: 'IdentityLinkError', message: error.message, reason: error.reason };
   if (error instanceof AdminWriteError) return { class: 'AdminWriteError', message: error.message, kind: error.kind, problems: error.problems };
@@ -46,7 +46,7 @@ export function encodeError(error: unknown): EncodedError {
 export function decodeError(encoded: EncodedError): Error {
   switch (encoded.class) {
     case 'DatabaseUnavailableError':
-      return new DatabaseUnavailableError(encoded.message);
+      return new DatabaseUnavailableError(encoded.message, { timedOut: encoded.timedOut });
     case 'ProvisioningError':
       return new ProvisioningError(encoded.message, encoded.problems);
     case 'IdentityLinkError':

@@ -263,11 +263,14 @@ export class MikroOrmIamRepository implements IamRepository {
   insertAudit(events: AuditEventRecord[]): Promise<void> {
     if (events.length === 0) return Promise.resolve();
     return this.run(async (em) => {
-      // The database assigns ids: a caller-supplied id is ignored so the sequence stays authoritative.
-      await em.insertMany(
-        AuditEventEntity,
-        events.map(({ id: _ignored, ...event }) => ({ ...event, details: event.details ?? null })),
-      );
+      // The database assigns `id`: a caller-supplied one is ignored so the sequence stays authoritative. `eventId` is
+      // the event's own: `on conflict do nothing` makes a retried write of a batch that had committed harmless.
+      await em
+        .createQueryBuilder(AuditEventEntity)
+        .insert(events.map(({ id: _ignored, eventId, ...event }) => ({ ...event, ...(eventId === undefined ? {} : { eventId }), details: event.details ?? null })))
+        .onConflict('eventId')
+        .ignore()
+        .execute();
     });
   }
 

@@ -1,5 +1,6 @@
 import { Migrator } from '@mikro-orm/migrations';
 import { MikroORM } from '@mikro-orm/postgresql';
+import { QUERY_TIMEOUT_MESSAGE } from './connection-failure';
 import { IAM_ENTITIES } from './entities';
 import { IAM_MIGRATIONS } from './migration-list';
 
@@ -91,7 +92,7 @@ interface PgClient {
 function dropConnectionOnQueryTimeout(connection: PgClient, done: (error: Error | null, connection: PgClient) => void): void {
   const query = connection.query.bind(connection);
   const onError = (error: unknown): void => {
-    if (error instanceof Error && error.message === 'Query read timeout') connection.connection?.stream?.destroy();
+    if (error instanceof Error && error.message === QUERY_TIMEOUT_MESSAGE) connection.connection?.stream?.destroy();
   };
   connection.query = (...args: unknown[]) => {
     // knex passes a callback; other callers may use the promise.

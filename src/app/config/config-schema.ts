@@ -101,7 +101,7 @@ export interface RawConfig {
       'max-age': number;
       credentials: boolean;
     };
-    audit: { 'flush-interval': Duration; 'spool-dir': string; retention: Duration; 'anonymous-denials-per-minute': number };
+    audit: { 'flush-interval': Duration; 'spool-dir': string; 'spool-max-bytes': ByteSize; retention: Duration; 'anonymous-denials-per-minute': number };
   };
 }
 
@@ -356,7 +356,7 @@ export const configSchema = section({
     login: section({
       'rate-limit': section({
         'max-failures': integer(10, 1, MAX, 'login attempts per username+IP within the window that may fail, then 429'),
-        'max-failures-per-address': integer(100, 1, MAX, 'failed logins per client IP (any username, unknown ones too) within the window, then 429'),
+        'max-failures-per-address': integer(100, 1, MAX, 'failed logins per client IP (any username, unknown ones too; OpenID Connect callbacks that fail) within the window, then 429'),
         window: duration('15m', 'window of the login rate limit', true),
       }),
       'max-pending-verifications': integer(64, 1, MAX, 'password verifications queued or running at once; beyond it 503 IAM_BUSY'),
@@ -467,10 +467,11 @@ export const configSchema = section({
       'flush-interval': duration('1s', 'audit events are written in batches this often', true),
       'spool-dir': text(
         '.data/audit-spool',
-        'where audit events not yet written at stop, and session endings the database could not record yet, are kept and replayed at the next start (relative to the working directory)',
+        'where audit events the database cannot take yet (a full buffer while it is away, what is unwritten at stop) and session endings it could not record yet are kept, replayed when it answers and at the next start (relative to the working directory)',
       ),
+      'spool-max-bytes': byteSize('1gb', 'bytes the spool may hold for a full buffer; beyond it the oldest events of the buffer are dropped (spool_full)'),
       retention: duration('0', 'audit events older than this are deleted (hourly, and by `audit purge`); 0 = kept forever'),
-      'anonymous-denials-per-minute': integer(60, 0, MAX, 'audit rows per minute for anonymous requests to undeclared routes; the rest are counted in one summary row'),
+      'anonymous-denials-per-minute': integer(60, 0, MAX, 'audit rows per minute and kind for events of unauthenticated requests (anonymous denials and shadow denials, failed OpenID Connect callbacks); the rest are counted in one summary row'),
     }),
   }),
 }) satisfies JSONSchemaType<RawConfig>;

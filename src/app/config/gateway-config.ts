@@ -175,7 +175,7 @@ export interface GatewayConfig {
       maxAgeSeconds: number;
       credentials: boolean;
     };
-    audit: { flushIntervalMs: number; spoolDir: string; retentionMs: number; anonymousDenialsPerMinute: number };
+    audit: { flushIntervalMs: number; spoolDir: string; spoolMaxBytes: number; retentionMs: number; anonymousDenialsPerMinute: number };
   };
   /** Absolute path of the file the configuration came from (for resolving relative paths). */
   source: { file: string; directory: string };

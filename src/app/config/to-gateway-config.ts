@@ -134,6 +134,7 @@ export function toGatewayConfig(raw: RawConfig, cwd: string, file: string): Gate
       audit: {
         flushIntervalMs: ms(iam.audit['flush-interval'], 'iam.audit.flush-interval'),
         spoolDir: fromCwd(iam.audit['spool-dir']),
+        spoolMaxBytes: bytes(iam.audit['spool-max-bytes'], 'iam.audit.spool-max-bytes'),
         retentionMs: ms(iam.audit.retention, 'iam.audit.retention'),
         anonymousDenialsPerMinute: iam.audit['anonymous-denials-per-minute'],
       },

@@ -6,9 +6,10 @@ import type { TokenStore } from '../../domain/token-store';
 import type { AuthenticationResult, RequestFacts } from '../../sessions/session-service';
 import type { AuthenticatedIdentity } from '../authenticator';
 import { checkAuthenticatedIdentity } from '../identity-validation';
+import type { LoginRateLimiter } from '../login-rate-limiter';
 import type { LoginService } from '../login-service';
 import { attachRule, type LinkBy } from './identity-linking';
-import { LOGIN_STATE_TTL_MS, type LoginStateSeal } from './login-state';
+import { LOGIN_STATE_TTL_MS, type LoginState, type LoginStateSeal } from './login-state';
 import type { RelyingParty } from './relying-party';
 
 /** How the provider's claims become a principal (`iam.oidc.claims.*`, `iam.oidc.users`). */
@@ -27,12 +28,17 @@ export interface ClaimMapping {
 
 export interface OidcLoginDeps {
   rp: RelyingParty;
-  /** Failed callbacks are audited (`auth.login.failed`, authenticator `oidc`) like failed password logins. */
-  audit: Pick<AuditTrail, 'record'>;
+  /**
+   * Failed callbacks are audited (`auth.login.failed`, authenticator `oidc`) within the budget of unauthenticated
+   * events: anyone can send a callback (no state cookie, a stale one), so each is not a row of its own.
+   */
+  audit: Pick<AuditTrail, 'recordUnauthenticated'>;
   seal: LoginStateSeal;
   login: Pick<LoginService, 'loginVerified'>;
   /** Makes each `state` usable once, on every instance (an atomic counter with a limit of 1). */
   store: Pick<TokenStore, 'takeCounters'>;
+  /** A callback with a matching state is a login attempt of its client address (failures per address). */
+  rateLimiter: Pick<LoginRateLimiter, 'acquireAddress'>;
   claims: ClaimMapping;
   /** The client type of a browser login (`WEB`). */
   clientType: string;
@@ -66,9 +72,9 @@ export class OidcLogin {
       return await this.completeChecked(query, stateCookie, facts);
     } catch (error) {
       // The gateway's own refusals (unknown or disabled user) are audited by the login service; these are the
-      // provider's and the callback's.
+      // provider's and the callback's, from a request nobody authenticated.
       if (error instanceof ProblemError && error.code !== 'IAM_INVALID_CREDENTIALS') {
-        this.deps.audit.record({
+        this.deps.audit.recordUnauthenticated({
           action: 'auth.login.failed',
           actorUserId: null,
           targetType: 'user',
@@ -87,6 +93,23 @@ export class OidcLogin {
     const state = this.deps.seal.unseal(stateCookie);
     if (!state) throw new ProblemError('IAM_OIDC_STATE_INVALID', 'This login was not started in this browser, or took too long: start again.');
     if (query.get('state') !== state.state) throw new ProblemError('IAM_OIDC_STATE_INVALID', 'The state does not belong to the login this browser started: start again.');
+    // Anyone can start a login and come back with its state: each such callback writes the single-use mark below, so
+    // it is a login attempt of the client address (iam.login.rate-limit.max-failures-per-address), given back when
+    // the login succeeds or the provider could not be asked.
+    const attempt = await this.deps.rateLimiter.acquireAddress(facts.clientAddress ?? 'unknown');
+    let result: AuthenticationResult;
+    try {
+      result = await this.redeem(query, state, facts);
+    } catch (error) {
+      if (error instanceof ProblemError && (error.code === 'IAM_IDP_UNAVAILABLE' || error.code === 'IAM_IDP_TIMEOUT')) await attempt.notTried();
+      throw error;
+    }
+    await attempt.succeeded();
+    return { result, returnTo: state.returnTo };
+  }
+
+  /** The checks and the login after the state matched (once, the provider's answer, the gateway's records). */
+  private async redeem(query: URLSearchParams, state: LoginState, facts: RequestFacts): Promise<AuthenticationResult> {
     const once = await this.deps.store.takeCounters([`oidc-state:${hashToken(state.state)}`], [1], LOGIN_STATE_TTL_MS);
     if (!once.allowed) throw new ProblemError('IAM_OIDC_STATE_INVALID', 'This login response was already used: start again.');
     const error = query.get('error');
@@ -98,7 +121,7 @@ export class OidcLogin {
     const identity = this.identityOf(claims);
     const profileClaim = this.deps.claims.profile;
     const preferred = profileClaim !== null && typeof claims[profileClaim] === 'string' ? (claims[profileClaim] as string) : null;
-    const result = await this.deps.login.loginVerified(identity, this.deps.clientType, facts, {
+    return this.deps.login.loginVerified(identity, this.deps.clientType, facts, {
       username: String(claims.sub).slice(0, 200),
       authenticator: 'oidc',
       mustExist: this.deps.claims.users === 'existing',
@@ -106,7 +129,6 @@ export class OidcLogin {
       preferredProfileId: preferred,
       idpSessionId: typeof claims.sid === 'string' ? claims.sid : null,
     });
-    return { result, returnTo: state.returnTo };
   }
 
   /** The principal's identity from the claims (`iam.oidc.claims.*`); a missing or unusable claim refuses the login. */

@@ -3,9 +3,11 @@ import type { AuditEventRecord } from '../../../domain/records';
 
 /** Row of `iam_audit_events`: append-only trail (who, what, target, outcome, request and decision ids). */
 export class AuditEventEntity {
-  [OptionalProps]?: 'id';
+  [OptionalProps]?: 'id' | 'eventId';
   /** bigserial, read as a string so no precision is lost past 2^53. */
   id!: string;
+  /** The event's own id (a UUID: the gateway's, or the column default); unique, so a retried write stores it once. */
+  eventId?: string | null;
   occurredAt!: Date;
   actorUserId!: string | null;
   action!: string;
@@ -26,6 +28,7 @@ export const AuditEventSchema = new EntitySchema<AuditEventEntity>({
   tableName: 'iam_audit_events',
   properties: {
     id: { type: new BigIntType('string'), columnType: 'bigint', primary: true, autoincrement: true },
+    eventId: { type: 'uuid', columnType: 'uuid', nullable: true, unique: 'iam_audit_events_event_id_unique' },
     occurredAt: { type: 'datetime', columnType: 'timestamptz', index: true },
     actorUserId: { ...optionalText, index: true },
     action: { ...text, index: true },
