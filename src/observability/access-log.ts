@@ -1,4 +1,5 @@
 import pino, { type DestinationStream, type Logger } from 'pino';
+import { redactingLoggerOptions } from './redaction';
 
 /** `iam.access-log`: every request, only denied and failed ones (the default), or none. */
 export type AccessLogMode = 'all' | 'denied' | 'off';
@@ -50,7 +51,8 @@ export class AccessLog {
     fields?: Record<string, unknown>,
   ) {
     this.stream = destination ?? pino.destination(fields === undefined ? { dest: 1, sync: false, minLength: 4096 } : { dest: 1, sync: false, minLength: 2048, maxWrite: 4096 });
-    this.logger = pino({ base: fields, timestamp: pino.stdTimeFunctions.isoTime, messageKey: 'msg' }, this.stream);
+    // The same redaction layer as the application log: a client may put a token shape in the path.
+    this.logger = pino({ base: fields, timestamp: pino.stdTimeFunctions.isoTime, messageKey: 'msg', ...redactingLoggerOptions }, this.stream);
   }
 
   /** True when allowed requests are logged too (the proxy then watches each response to its end). */
