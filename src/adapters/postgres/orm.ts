@@ -2,6 +2,7 @@ import { Migrator } from '@mikro-orm/migrations';
 import { MikroORM } from '@mikro-orm/postgresql';
 import { IAM_ENTITIES } from './entities';
 import { IAM_MIGRATIONS } from './migration-list';
+import { scrubText } from '../../observability/redaction';
 
 /** How to reach the database; built from `GatewayConfig.database` and `iam.schema.history-table`. */
 export interface OrmOptions {
@@ -54,7 +55,8 @@ export async function createOrm(options: OrmOptions): Promise<MikroORM> {
       // knex prints "Connection Error: …" for every pooled connection it discards; an outage is reported
       // once by the gateway's outage log instead (docs/threat-model.md #11.39). Other warnings still print.
       // eslint-disable-next-line no-console -- knex's own default for the warnings it passes here; no gateway logger at this level
-      log: { warn: (message: unknown) => (String(message).startsWith('Connection Error') ? undefined : console.warn(message)) },
+      // What does print goes through the log's redaction layer (a warning may quote the connection string).
+      log: { warn: (message: unknown) => (String(message).startsWith('Connection Error') ? undefined : console.warn(scrubText(String(message)))) },
       acquireConnectionTimeout: connectTimeoutMs,
       connection: {
         connectionTimeoutMillis: connectTimeoutMs,
