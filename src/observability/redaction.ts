@@ -28,9 +28,9 @@ const PATTERNS: ReadonlyArray<readonly [RegExp, string]> = [
   [/\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#"'<>]*@/gi, `$1${REDACTED}@`],
   // A header's value after its name, in text or in serialized JSON, up to the quote or the line's end.
   [/\b((?:proxy-)?authorization|set-cookie|cookie)(["']?\s*[:=]\s*)(["']?)[^"'\r\n]*/gi, `$1$2$3${REDACTED}`],
-  // Secret-named parameters: libpq conninfo and query strings (`password=`), JSON-ish text (`"client_secret":"…"`),
-  // environment-style names (`IAM_OIDC_CLIENT_SECRET=`): no letter before the name.
-  [/(?<![a-z])(password|passwd|pwd|client_secret|secret|access_token|refresh_token|id_token|code_verifier)(["']?\s*[:=]\s*)(["']?)[^"'&\s,;]*/gi, `$1$2$3${REDACTED}`],
+  // Secret-named parameters: libpq conninfo and query strings (`password=`, `?sentinelPassword=`), JSON-ish text
+  // (`"client_secret":"…"`), environment-style names (`IAM_OIDC_CLIENT_SECRET=`): any prefix to the name.
+  [/\b([\w-]*?(?:password|passwd|pwd|secret|access_token|refresh_token|id_token|code_verifier))(["']?\s*[:=]\s*)(["']?)[^"'&\s,;]*/gi, `$1$2$3${REDACTED}`],
   // OAuth query parameters that are credentials (RFC 6749 §4.1.2 `code`, RFC 6750 §2.3 `access_token` done above).
   [/([?&;]\s*)(code|token)=[^&\s#"']*/gi, `$1$2=${REDACTED}`],
   // Gateway tokens (domain/token-hash.ts), also with the `_` percent-encoded.

@@ -47,6 +47,7 @@ describe('scrubText: secrets by shape', () => {
     ['libpq conninfo', `host=db user=iam password=${PASSWORD} dbname=iam`, 'password=[redacted] dbname=iam'],
     ['client secret in JSON text', `{"client_id":"gw","client_secret":"${PASSWORD}"}`, '"client_secret":"[redacted]"'],
     ['environment-style name', `IAM_OIDC_CLIENT_SECRET=${PASSWORD}`, 'CLIENT_SECRET=[redacted]'],
+    ['a Sentinel password in a Redis URL query', `redis+sentinel://s1:26379/m?sentinelPassword=${PASSWORD}&db=1`, 'sentinelPassword=[redacted]&db=1'],
     ['authorization code in a callback URL', `https://gw/iam/auth/oidc/callback?code=${PASSWORD}&state=s1`, '?code=[redacted]&state=s1'],
     ['access_token in a query', `/api/x?access_token=${PASSWORD}&page=2`, 'access_token=[redacted]&page=2'],
     ['a gateway token alone', `/files/${TOKEN}/download`, '/files/iamt_[redacted]/download'],
