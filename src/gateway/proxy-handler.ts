@@ -188,10 +188,13 @@ export class ProxyHandler {
       return;
     }
     const clientAddress = request.clientAddress ?? undefined;
+    const started = performance.now();
     const outcome = await this.deps.authorizer.authorize(request, clientAddress, true);
     if (!outcome.allowed) {
       this.deps.metrics.requests.inc({ outcome: outcome.problem.status === 401 ? 'unauthenticated' : 'denied' });
       handshake.refuse(outcome.problem);
+      // A refused handshake is a denial like any other: its access-log line in every mode but off.
+      this.completed(request, { started, trace: null, authorize: null, logAllowed: false }, outcome.route, outcome.problem.status, outcome.decision ?? null, null, null, true);
       return;
     }
     if (!handshake.open) return;

@@ -3,7 +3,8 @@
  * refuses before any route is looked at — an encoded `/`, a control character, a method override, a token in the
  * query, two `Authorization` headers, an `Expect` it does not meet, a CONNECT, an upgrade to `/iam` — gets an
  * access-log line (with `iam.access-log: all` and with the default `denied`) and a server span named `METHOD refused`
- * carrying the problem's code; neither holds the token the request carried. Raw sockets, so no client library
+ * carrying the problem's code; neither holds the token the request carried. A WebSocket handshake denied after routing
+ * gets its line too. Raw sockets, so no client library
  * normalizes or refuses anything first. Tracing is process-wide: this file switches it on for itself.
  */
 import { randomBytes } from 'node:crypto';
@@ -105,6 +106,20 @@ describe.each(['all', 'denied'] as const)('iam.access-log: %s', (mode) => {
     // Whatever the request carried, the token reaches neither the log nor the span.
     expect(log.raw()).not.toContain(TOKEN);
     expect(JSON.stringify(spans)).not.toContain(TOKEN);
+    expect(await upstream.requests()).toHaveLength(0);
+  });
+});
+
+describe('a WebSocket handshake the gateway refuses after routing', () => {
+  it.each(['all', 'denied'] as const)('iam.access-log: %s — a denied upgrade has its access-log line', async (mode) => {
+    const { gateway, log } = gateways[mode];
+    const answer = await raw(
+      gateway.port,
+      'GET /api/projects HTTP/1.1\r\nHost: gw.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
+    );
+    expect(answer.status).toBe(401);
+    const line = await until('the access-log line', () => log.lines().find((entry) => entry.requestId === answer.requestId));
+    expect(line).toMatchObject({ msg: 'access', method: 'GET', path: '/api/projects', route: '/api/projects', status: 401, decision: 'deny', clientAddress: '127.0.0.1' });
     expect(await upstream.requests()).toHaveLength(0);
   });
 });
