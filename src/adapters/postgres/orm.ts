@@ -53,9 +53,9 @@ export async function createOrm(options: OrmOptions): Promise<MikroORM> {
     },
     driverOptions: {
       // knex prints "Connection Error: …" for every pooled connection it discards; an outage is reported
-      // once by the gateway's outage log instead (docs/threat-model.md #11.39). Other warnings still print.
+      // once by the gateway's outage log instead (docs/threat-model.md #11.39). Other warnings still print,
+      // through the log's redaction layer (a warning may quote the connection string).
       // eslint-disable-next-line no-console -- knex's own default for the warnings it passes here; no gateway logger at this level
-      // What does print goes through the log's redaction layer (a warning may quote the connection string).
       log: { warn: (message: unknown) => (String(message).startsWith('Connection Error') ? undefined : console.warn(scrubText(String(message)))) },
       acquireConnectionTimeout: connectTimeoutMs,
       connection: {
