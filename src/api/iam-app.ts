@@ -2,6 +2,7 @@ import Router from '@koa/router';
 import Koa from 'koa';
 import { koaBody } from 'koa-body';
 import type { Logger } from '../observability/logger';
+import { nameActiveRequest } from '../observability/tracing';
 import type { OutageLog } from '../observability/outage-log';
 import { ProblemError } from '../domain/problem';
 import { stateOf } from './iam-context';
@@ -32,12 +33,20 @@ export function createIamApp(options: {
   const app = new Koa();
   app.proxy = false;
   app.silent = true;
+  const router = new Router({ prefix: '/iam' });
   app.use(async (ctx, next) => {
     const prepared = (ctx.req as RequestWithPrepared)[PREPARED_REQUEST];
     if (!prepared) throw new Error('request reached the /iam app without preparation');
     stateOf(ctx).prepared = prepared;
     ctx.set('X-Request-Id', prepared.requestId);
-    await next();
+    try {
+      await next();
+    } finally {
+      // The span is named after the route pattern (`GET /iam/sessions/:sessionId/revoke`), never the path: the
+      // client chooses it and it carries session and decision ids. No route: it keeps `METHOD /iam/*`.
+      const route = routePattern(router, ctx);
+      if (route !== null) nameActiveRequest(ctx.method, route);
+    }
   });
   app.use(problemMiddleware(options.logger, options.outages));
   // Every /iam body is JSON (docs/http-contract.md) except the login form's, which is form-encoded only: any other
@@ -63,7 +72,6 @@ export function createIamApp(options: {
     if (!documentPaths.has(ctx.path)) assertStorable(ctx.request.body);
     await next();
   });
-  const router = new Router({ prefix: '/iam' });
   options.register(router);
   app.use(router.routes());
   app.use(
@@ -74,4 +82,20 @@ export function createIamApp(options: {
     }),
   );
   return app;
+}
+
+/**
+ * The pattern of the route that answered (or would have: a body refused before routing, a method the route does not
+ * take), or null when no route has this path.
+ */
+function routePattern(router: Router, ctx: Koa.Context): string | null {
+  const matched = (ctx as Koa.Context & { _matchedRoute?: unknown })._matchedRoute;
+  if (typeof matched === 'string') return matched;
+  const found = router.match(ctx.path, ctx.method);
+  const layers = found.pathAndMethod.some((layer) => layer.methods.length > 0) ? found.pathAndMethod : found.path;
+  for (let index = layers.length - 1; index >= 0; index--) {
+    const layer = layers[index]!;
+    if (layer.methods.length > 0 && typeof layer.path === 'string') return layer.path;
+  }
+  return null;
 }

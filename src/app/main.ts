@@ -11,6 +11,7 @@ import { packageVersion } from './cli/version';
 import { ConfigError } from './config';
 import { runPolicyCommand } from './policy-command';
 import { POLICY_USAGE } from '../policy-tools/policy-command';
+import { scrubText } from '../observability/redaction';
 
 const USAGE = `usage: iam-gateway <command> [options]
 
@@ -81,15 +82,17 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`iam-gateway ${name}: ${error.message}\n\n${error.usage}\n`);
       return 2;
     }
+    // A failed start's message may carry what the failing library saw (a URL with its password, a token from a
+    // file): it goes through the same redaction layer as the log.
     if (error instanceof ProvisioningError) {
-      process.stderr.write(`iam-gateway: ${error.message}\n${error.problems.map((p) => `  ${p.pointer}: ${p.message}\n`).join('')}`);
+      process.stderr.write(scrubText(`iam-gateway: ${error.message}\n${error.problems.map((p) => `  ${p.pointer}: ${p.message}\n`).join('')}`));
       return 1;
     }
     if (error instanceof ConfigError || error instanceof ProvisioningFileError) {
-      process.stderr.write(`iam-gateway: ${error.message}\n`);
+      process.stderr.write(scrubText(`iam-gateway: ${error.message}\n`));
       return 1;
     }
-    process.stderr.write(`iam-gateway: ${(error as Error).message}\n`);
+    process.stderr.write(scrubText(`iam-gateway: ${error instanceof Error ? error.message : String(error)}\n`));
     return 1;
   }
 }

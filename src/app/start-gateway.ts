@@ -191,6 +191,7 @@ export async function startGatewayAs(config: GatewayConfig, options: StartOption
       proxy,
       metrics,
       tracer: tracing.tracer,
+      accessLog,
     });
     const endpoints = localEndpoints({
       registry: metrics.registry,

@@ -71,7 +71,8 @@ export class ForwardAuthHandler {
   handle(req: IncomingMessage, res: ServerResponse, request: PreparedRequest, expectContinue = false): void {
     if (expectContinue) res.writeContinue();
     const tracer = this.deps.tracer;
-    const trace = tracer === null ? null : tracer.startSampled(request.method, request.path, req.headers, request.clientAddress);
+    // Named after the endpoint, not the path as sent (its case and trailing slash are the client's).
+    const trace = tracer === null ? null : tracer.startSampled({ method: request.method, route: FORWARD_AUTH_PATH, path: request.path, headers: req.headers, clientAddress: request.clientAddress, trustedPeer: request.trustedPeer });
     if (trace === null) {
       this.check(req, res, request);
       return;

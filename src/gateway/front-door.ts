@@ -2,7 +2,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Socket } from 'node:net';
 import { ProblemError, problems } from '../domain/problem';
 import { answerClientErrors } from '../http/client-errors';
-import { isIamPath, PREPARED_REQUEST, prepareRequest, type PrepareOptions, type RequestWithPrepared } from '../http/prepare-request';
+import { isIamPath, PREPARED_REQUEST, prepareRequest, type PreparedRequest, type PrepareOptions, type RefusedRequest, type RequestWithPrepared } from '../http/prepare-request';
 import { sendProblem, sendProblemOnSocket } from '../http/problem-response';
 import { refuseOnClosedConnections, serverOptions, type ServerLimits } from '../http/server-lifecycle';
 import type { GatewayMetrics } from '../observability/metrics';
@@ -10,6 +10,8 @@ import type { CorsPolicy } from './cors';
 import type { ForwardAuthHandler } from './forward-auth-handler';
 import type { ProxyHandler } from './proxy-handler';
 import type { RequestTracer } from '../observability/tracing';
+import type { AccessLog } from '../observability/access-log';
+import { RefusalLog } from './refusal-log';
 
 /** The proxy port's parser limits and timeouts (`server.*`, docs/configuration.md). */
 export type ProxyServerLimits = ServerLimits;
@@ -42,7 +44,12 @@ export interface FrontDoorDeps {
   metrics: GatewayMetrics;
   /** With tracing on, every `/iam` request gets its server span (proxied requests get theirs in the proxy handler). */
   tracer?: RequestTracer | null;
+  /** `iam.access-log` (null when off): requests refused here get their line in every mode. */
+  accessLog?: AccessLog | null;
 }
+
+/** The name of an `/iam` request's span until the app names it after the route it matched (none: it stays so). */
+export const IAM_SPAN_ROUTE = '/iam/*';
 
 /**
  * The gateway's front door: every connection to the proxy port arrives here. Each request is prepared
@@ -55,13 +62,11 @@ export interface FrontDoorDeps {
 export function createFrontDoor(deps: FrontDoorDeps): Server {
   const { prepare, cors, iam, proxy, metrics } = deps;
   const forwardAuth = deps.forwardAuth ?? null;
+  const tracer = deps.tracer ?? null;
+  const refusals = new RefusalLog({ metrics, tracer, accessLog: deps.accessLog ?? null });
   const onRequest = (req: IncomingMessage, res: ServerResponse, expectContinue: boolean): void => {
     const prepared = prepareRequest(req, prepare);
-    if (!prepared.ok) {
-      metrics.requests.inc({ outcome: 'refused' });
-      sendProblem(res, prepared.problem, '/', prepared.requestId);
-      return;
-    }
+    if (!prepared.ok) return refusals.refuse(prepared.refused, req.headers, prepared.problem, () => sendProblem(res, prepared.problem, '/', prepared.refused.requestId));
     const request = prepared.request;
     if (cors) {
       if (cors.isPreflight(req)) return cors.answerPreflight(req, res, request.path, request.requestId);
@@ -72,12 +77,13 @@ export function createFrontDoor(deps: FrontDoorDeps): Server {
       if (expectContinue) res.writeContinue();
       (req as RequestWithPrepared)[PREPARED_REQUEST] = request;
       req.url = request.path + request.search;
-      const tracer = deps.tracer ?? null;
       if (tracer === null) {
         void iam(req, res);
         return;
       }
-      const span = tracer.startSampled(request.method, request.path, req.headers, request.clientAddress);
+      // Named `METHOD /iam/*` here: the /iam app renames it after the route pattern it matched (the path is the
+      // client's choice and carries session and decision ids).
+      const span = tracer.startSampled({ method: request.method, route: IAM_SPAN_ROUTE, path: request.path, headers: req.headers, clientAddress: request.clientAddress, trustedPeer: request.trustedPeer });
       if (span === null) {
         void iam(req, res);
         return;
@@ -94,25 +100,33 @@ export function createFrontDoor(deps: FrontDoorDeps): Server {
   // Any other expectation: Node would answer a bare 417; answer a problem instead, and never forward it.
   server.on('checkExpectation', (req: IncomingMessage, res: ServerResponse) => {
     const prepared = prepareRequest(req, prepare);
-    metrics.requests.inc({ outcome: 'refused' });
-    if (!prepared.ok) return sendProblem(res, prepared.problem, '/', prepared.requestId);
-    sendProblem(res, problems.badRequest('Only "Expect: 100-continue" is supported (RFC 9110 §10.1.1).'), prepared.request.path, prepared.request.requestId);
+    if (!prepared.ok) return refusals.refuse(prepared.refused, req.headers, prepared.problem, () => sendProblem(res, prepared.problem, '/', prepared.refused.requestId));
+    const request = prepared.request;
+    const problem = problems.badRequest('Only "Expect: 100-continue" is supported (RFC 9110 §10.1.1).');
+    refusals.refuse(refusedAs(request), req.headers, problem, () => sendProblem(res, problem, request.path, request.requestId));
   });
   // CONNECT asks for a tunnel (RFC 9110 §9.3.6), which a reverse proxy never opens; without a listener
   // Node drops the socket without a word.
   server.on('connect', (req: IncomingMessage, socket: Socket) => {
     const prepared = prepareRequest(req, prepare);
-    metrics.requests.inc({ outcome: 'refused' });
-    const requestId = prepared.ok ? prepared.request.requestId : prepared.requestId;
-    sendProblemOnSocket(socket, new ProblemError('IAM_METHOD_NOT_ALLOWED', 'CONNECT is not supported: the gateway opens no tunnels.'), '/', requestId);
+    const refused = prepared.ok ? refusedAs(prepared.request) : prepared.refused;
+    const problem = new ProblemError('IAM_METHOD_NOT_ALLOWED', 'CONNECT is not supported: the gateway opens no tunnels.');
+    refusals.refuse(refused, req.headers, problem, () => sendProblemOnSocket(socket, problem, '/', refused.requestId));
   });
   server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
     const prepared = prepareRequest(req, prepare);
-    if (!prepared.ok) return sendProblemOnSocket(socket, prepared.problem, '/', prepared.requestId);
-    if (isIamPath(prepared.request.path)) {
-      return sendProblemOnSocket(socket, new ProblemError('IAM_NOT_FOUND', 'The gateway endpoints do not accept upgrades.'), prepared.request.path, prepared.request.requestId);
+    if (!prepared.ok) return refusals.refuse(prepared.refused, req.headers, prepared.problem, () => sendProblemOnSocket(socket, prepared.problem, '/', prepared.refused.requestId));
+    const request = prepared.request;
+    if (isIamPath(request.path)) {
+      const problem = new ProblemError('IAM_NOT_FOUND', 'The gateway endpoints do not accept upgrades.');
+      return refusals.refuse(refusedAs(request), req.headers, problem, () => sendProblemOnSocket(socket, problem, request.path, request.requestId));
     }
-    void proxy.handleUpgrade(req, socket, head, prepared.request);
+    void proxy.handleUpgrade(req, socket, head, request);
   });
   return server;
+}
+
+/** A request that was prepared but is refused all the same (an unmet `Expect`, an upgrade to `/iam`). */
+function refusedAs(request: PreparedRequest): RefusedRequest {
+  return { requestId: request.requestId, method: request.method, path: request.path, clientAddress: request.clientAddress, trustedPeer: request.trustedPeer };
 }

@@ -62,7 +62,8 @@ export class ProxyHandler {
     const tracer = this.deps.tracer;
     // A request the sampler left out is handled as with tracing off: no child spans, no context to carry, and the
     // client's own traceparent reaches the host.
-    const trace = tracer === null ? null : tracer.startSampled(request.method, request.path, req.headers, request.clientAddress);
+    // Named `METHOD proxy` until the policy's route is known (the raw path is the client's choice).
+    const trace = tracer === null ? null : tracer.startSampled({ method: request.method, route: 'proxy', path: request.path, headers: req.headers, clientAddress: request.clientAddress, trustedPeer: request.trustedPeer });
     const exchange: Exchange = {
       started: performance.now(),
       trace,
@@ -101,8 +102,7 @@ export class ProxyHandler {
     const route = routeOf(outcome);
     if (route !== undefined) {
       span.setAttribute('http.route', route);
-      exchange.trace!.span.setAttribute('http.route', route);
-      exchange.trace!.span.updateName(`${request.method} ${route}`);
+      exchange.trace!.nameRoute(request.method, route);
     }
     if (decision !== null) {
       span.setAttributes({
@@ -142,7 +142,7 @@ export class ProxyHandler {
     if (log !== null && (exchange.logAllowed || refused || decision?.shadowed === true)) {
       log.write({
         requestId: request.requestId,
-        traceId: exchange.trace?.traceId ?? null,
+        traceId: exchange.trace?.recordedTraceId ?? null,
         clientAddress: request.clientAddress,
         method: request.method,
         path: request.path,
@@ -188,10 +188,13 @@ export class ProxyHandler {
       return;
     }
     const clientAddress = request.clientAddress ?? undefined;
+    const started = performance.now();
     const outcome = await this.deps.authorizer.authorize(request, clientAddress, true);
     if (!outcome.allowed) {
       this.deps.metrics.requests.inc({ outcome: outcome.problem.status === 401 ? 'unauthenticated' : 'denied' });
       handshake.refuse(outcome.problem);
+      // A refused handshake is a denial like any other: its access-log line in every mode but off.
+      this.completed(request, { started, trace: null, authorize: null, logAllowed: false }, outcome.route, outcome.problem.status, outcome.decision ?? null, null, null, true);
       return;
     }
     if (!handshake.open) return;

@@ -7,6 +7,22 @@ import { inspectRequestHeaders } from './inbound-headers';
 import type { TrustedProxyCheck } from './trusted-proxies';
 import { normalizeRequestTarget } from './normalize-target';
 
+/**
+ * What is known of a request refused before it was interpreted (400 IAM_BAD_REQUEST, 414), for the access log and
+ * its span: security logging includes refusals.
+ */
+export interface RefusedRequest {
+  requestId: string;
+  method: string;
+  /** The target's path as sent, without the query (it may carry a token), cut at {@link REFUSED_PATH_MAX} characters. */
+  path: string;
+  clientAddress: string | null;
+  trustedPeer: boolean;
+}
+
+/** A refused target is logged up to this length (a 414's is longer by definition). */
+export const REFUSED_PATH_MAX = 1024;
+
 /** A request the gateway agreed to interpret: everything after this step sees only these values. */
 export interface PreparedRequest {
   requestId: string;
@@ -24,6 +40,11 @@ export interface PreparedRequest {
    * CSRF rule (http/csrf.ts); null when unknown.
    */
   host: string | null;
+  /**
+   * The connection comes from a trusted proxy (`iam.forward.trusted-proxies`): what it says about the request
+   * (`X-Forwarded-For`, `X-Request-Id`, the trace context it continues) is vouched for.
+   */
+  trustedPeer: boolean;
   /**
    * The session token of the gateway's session cookie (`PrepareOptions.sessionCookie`), when the request carries
    * exactly one; with it, what a CSRF check needs (docs/http-contract.md).
@@ -72,21 +93,24 @@ export function interpretRequestTarget(
  * The first step of every request, `/iam` and proxied alike: refuse what cannot be interpreted safely
  * (400 IAM_BAD_REQUEST, 414), then normalize the target once.
  */
-export function prepareRequest(req: IncomingMessage, options: PrepareOptions): { ok: true; request: PreparedRequest } | { ok: false; problem: ProblemError; requestId: string } {
-  const requestId = forwardedRequestId(req, options) ?? randomUUID();
+export function prepareRequest(req: IncomingMessage, options: PrepareOptions): { ok: true; request: PreparedRequest } | { ok: false; problem: ProblemError; refused: RefusedRequest } {
+  const trustedPeer = options.isTrustedProxy?.(req.socket.remoteAddress) ?? false;
+  const requestId = (trustedPeer ? forwardedRequestId(req) : null) ?? randomUUID();
+  const clientAddress = clientAddressOf(req.socket.remoteAddress, req.headers['x-forwarded-for'], options.isTrustedProxy ?? (() => false));
   const rawTarget = req.url ?? '';
-  if (rawTarget.length > options.maxUrlLength) {
-    return { ok: false, requestId, problem: new ProblemError('IAM_URI_TOO_LONG', `The request target is longer than ${options.maxUrlLength} bytes.`) };
-  }
+  const refuse = (problem: ProblemError): { ok: false; problem: ProblemError; refused: RefusedRequest } => ({
+    ok: false,
+    problem,
+    refused: { requestId, method: req.method ?? 'GET', path: refusedPath(rawTarget), clientAddress, trustedPeer },
+  });
+  if (rawTarget.length > options.maxUrlLength) return refuse(new ProblemError('IAM_URI_TOO_LONG', `The request target is longer than ${options.maxUrlLength} bytes.`));
   // RFC 9112 §3.2: an HTTP/1.1 request without Host gets 400 (the server's own check is off so that the
   // answer is a problem body like every other error).
-  if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) {
-    return { ok: false, requestId, problem: problems.badRequest('An HTTP/1.1 request needs a Host header.') };
-  }
+  if (req.headers.host === undefined && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) return refuse(problems.badRequest('An HTTP/1.1 request needs a Host header.'));
   const inspected = inspectRequestHeaders(req.rawHeaders);
-  if (!inspected.ok) return { ok: false, requestId, problem: problems.badRequest(inspected.reason) };
+  if (!inspected.ok) return refuse(problems.badRequest(inspected.reason));
   const target = interpretRequestTarget(rawTarget, req.headers.host, options);
-  if (!target.ok) return { ok: false, requestId, problem: target.problem };
+  if (!target.ok) return refuse(target.problem);
   const host = addressedHost(req, options.isTrustedProxy);
   return {
     ok: true,
@@ -96,11 +120,19 @@ export function prepareRequest(req: IncomingMessage, options: PrepareOptions): {
       path: target.path,
       search: target.search,
       authorization: inspected.authorization,
-      clientAddress: clientAddressOf(req.socket.remoteAddress, req.headers['x-forwarded-for'], options.isTrustedProxy ?? (() => false)),
+      clientAddress,
       host,
+      trustedPeer,
       cookieSession: options.sessionCookie !== undefined && req.headers.cookie !== undefined ? cookieSessionOf(req, options.sessionCookie, host) : null,
     },
   };
+}
+
+/** The path part of a refused target (an absolute-form target keeps its origin), bounded. */
+function refusedPath(target: string): string {
+  const query = target.indexOf('?');
+  const path = query < 0 ? target : target.slice(0, query);
+  return path.length > REFUSED_PATH_MAX ? `${path.slice(0, REFUSED_PATH_MAX)}…` : path;
 }
 
 /**
@@ -111,12 +143,12 @@ export const REQUEST_ID_PATTERN = '^[A-Za-z0-9._:+=@/-]{1,128}$';
 const REQUEST_ID = new RegExp(REQUEST_ID_PATTERN);
 
 /**
- * The `X-Request-Id` a trusted proxy (`iam.forward.trusted-proxies`) set, so one id follows the request along the
- * proxy chain (docs/http-contract.md); null (a new id) for anyone else's, or one that is not a single valid id.
+ * The `X-Request-Id` a trusted proxy (`iam.forward.trusted-proxies`; the caller checks) set, so one id follows the
+ * request along the proxy chain (docs/http-contract.md); null (a new id) for one that is not a single valid id.
  */
-function forwardedRequestId(req: IncomingMessage, options: PrepareOptions): string | null {
+function forwardedRequestId(req: IncomingMessage): string | null {
   const given = req.headers['x-request-id'];
-  if (typeof given !== 'string' || !options.isTrustedProxy?.(req.socket.remoteAddress)) return null;
+  if (typeof given !== 'string') return null;
   return REQUEST_ID.test(given) ? given : null;
 }
 

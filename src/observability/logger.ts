@@ -1,21 +1,13 @@
 import pino, { type Logger } from 'pino';
+import { redactingLoggerOptions } from './redaction';
 
 export type { Logger } from 'pino';
 
 /**
- * The gateway's structured logger. Tokens and passwords never reach it: the redact list is a second line
- * of defence for the fields where a careless log call could put them.
+ * The gateway's structured logger. Every line goes through the one redaction layer (redaction.ts): credentials by
+ * property name and by shape, in the message, in any field and in errors (a Redis error's `command.args`, a URL's
+ * userinfo), so no call site has to take care.
  */
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {
-  return pino(
-    {
-      level,
-      base: { service: 'iam-gateway' },
-      redact: {
-        paths: ['password', '*.password', 'accessToken', '*.accessToken', 'authorization', '*.authorization', 'headers.authorization'],
-        censor: '[redacted]',
-      },
-    },
-    destination,
-  );
+  return pino({ level, base: { service: 'iam-gateway' }, ...redactingLoggerOptions }, destination);
 }

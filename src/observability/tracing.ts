@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type TextMapGetter, type Tracer } from '@opentelemetry/api';
+import { context, createContextKey, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Attributes, type Context, type Span, type TextMapGetter, type Tracer } from '@opentelemetry/api';
+import { scrubbedException, scrubText } from './redaction';
 
 /** The instrumentation scope of every span the gateway makes. */
 export const TRACER_NAME = 'iam-gateway';
@@ -9,6 +10,30 @@ const headerGetter: TextMapGetter<IncomingHttpHeaders> = {
   get: (carrier, key) => carrier[key.toLowerCase()],
 };
 
+/** The trace id a request records (or null), kept in the context of its server span for everything decided under it. */
+const RECORDED_TRACE_ID = createContextKey('iam-gateway.recorded-trace-id');
+/** The server span of the request, in its context: code deeper down (the /iam app) names it after its route. */
+const SERVER_SPAN = createContextKey('iam-gateway.server-span');
+
+/** What a server span is started from. */
+export interface RequestStart {
+  method: string;
+  /**
+   * What the span is named after (`METHOD route`): a route pattern, or a fixed placeholder until one is known
+   * (`proxy`, `/iam/*`, `refused`); never the raw path, which the client chooses and which carries ids.
+   */
+  route: string;
+  /** The normalized path (the `url.path` attribute, scrubbed), or what a refused request's target was. */
+  path: string;
+  headers: IncomingHttpHeaders;
+  clientAddress: string | null;
+  /**
+   * The connection comes from a trusted proxy (`iam.forward.trusted-proxies`): the trace context it sends is vouched
+   * for, and its trace id may be recorded (audit rows, decisions, the access log).
+   */
+  trustedPeer: boolean;
+}
+
 /**
  * The gateway's spans (docs/observability.md). One {@link RequestTracer} exists only while tracing is on
  * (`OTEL_TRACES_EXPORTER`); with it off the request path holds `null` and pays one null check, and the SDK is not
@@ -17,23 +42,31 @@ const headerGetter: TextMapGetter<IncomingHttpHeaders> = {
 export class RequestTracer {
   private readonly tracer: Tracer = trace.getTracer(TRACER_NAME);
 
-  /** The server span of one request, continuing the client's W3C `traceparent`/`tracestate` when it sent them. */
-  startRequest(method: string, path: string, headers: IncomingHttpHeaders, clientAddress: string | null): RequestSpan {
+  /**
+   * The server span of one request, continuing the client's W3C `traceparent`/`tracestate` when it sent them (the
+   * host's spans join the client's trace). The trace id the gateway records for it is its own when it started the
+   * trace, the proxy's when a trusted proxy sent the context, and none when anyone else did: a client never chooses
+   * the `traceId` of an audit row, a decision or an access-log line.
+   */
+  startRequest(start: RequestStart): RequestSpan {
+    const { method, route, path, headers, clientAddress, trustedPeer } = start;
     const parent = headers.traceparent === undefined ? ROOT_CONTEXT : propagation.extract(ROOT_CONTEXT, headers, headerGetter);
     const span = this.tracer.startSpan(
-      `${method} ${path.startsWith('/iam/') || path === '/iam' ? path : 'proxy'}`,
+      `${method} ${route}`,
       {
         kind: SpanKind.SERVER,
-        attributes: { 'http.request.method': method, 'url.path': path, ...(clientAddress ? { 'client.address': clientAddress } : {}) },
+        attributes: { 'http.request.method': method, 'url.path': scrubText(path), ...(clientAddress ? { 'client.address': clientAddress } : {}) },
       },
       parent,
     );
-    return new RequestSpan(this.tracer, span, trace.setSpan(parent, span));
+    const continued = trace.getSpanContext(parent) !== undefined;
+    const recorded = !continued || trustedPeer ? span.spanContext().traceId : null;
+    return new RequestSpan(this.tracer, span, trace.setSpan(parent, span).setValue(RECORDED_TRACE_ID, recorded).setValue(SERVER_SPAN, span));
   }
 
   /** {@link startRequest}, or null when the sampler does not record this request (then nothing else is traced). */
-  startSampled(method: string, path: string, headers: IncomingHttpHeaders, clientAddress: string | null): RequestSpan | null {
-    const request = this.startRequest(method, path, headers, clientAddress);
+  startSampled(start: RequestStart): RequestSpan | null {
+    const request = this.startRequest(start);
     return request.span.isRecording() ? request : null;
   }
 }
@@ -47,8 +80,14 @@ export class RequestSpan {
     readonly context: Context,
   ) {}
 
-  get traceId(): string {
-    return this.span.spanContext().traceId;
+  /** The trace id to record for this request (see {@link RequestTracer.startRequest}), or null. */
+  get recordedTraceId(): string | null {
+    return (this.context.getValue(RECORDED_TRACE_ID) as string | null | undefined) ?? null;
+  }
+
+  /** Names the server span after the route that was matched (`METHOD pattern`) and sets `http.route`. */
+  nameRoute(method: string, route: string): void {
+    nameServerSpan(this.span, method, route);
   }
 
   /** A child of the server span (authenticate, authorize, forward). */
@@ -81,17 +120,36 @@ export class RequestSpan {
 
 /** Ends a child span, marking it failed when `error` is set. */
 export function endSpan(span: Span, error?: unknown): void {
-  if (error !== undefined) {
-    span.recordException(error as Error);
-    span.setStatus({ code: SpanStatusCode.ERROR });
-  }
+  if (error !== undefined) recordFailure(span, error);
   span.end();
 }
 
-/** The trace id of the active span (a request being decided, a login, an admin write), or null (tracing off). */
+/** Records `error` on `span` through the redaction layer (a message may carry a URL with its password) and marks it failed. */
+function recordFailure(span: Span, error: unknown): void {
+  span.recordException(scrubbedException(error));
+  span.setStatus({ code: SpanStatusCode.ERROR });
+}
+
+function nameServerSpan(span: Span, method: string, route: string): void {
+  span.setAttribute('http.route', route);
+  span.updateName(`${method} ${route}`);
+}
+
+/**
+ * Names the server span of the request being handled (the active context's) after the route pattern it matched;
+ * nothing when there is none (tracing off, the request not sampled).
+ */
+export function nameActiveRequest(method: string, route: string): void {
+  const span = context.active().getValue(SERVER_SPAN) as Span | undefined;
+  if (span !== undefined) nameServerSpan(span, method, route);
+}
+
+/**
+ * The trace id to record for the request being handled (a decision, its audit row), or null: tracing off, no request
+ * span, or a trace context an untrusted client sent ({@link RequestTracer.startRequest}).
+ */
 export function activeTraceId(): string | null {
-  const span = trace.getActiveSpan();
-  return span === undefined || !span.isRecording() ? null : span.spanContext().traceId;
+  return (context.active().getValue(RECORDED_TRACE_ID) as string | null | undefined) ?? null;
 }
 
 /**
@@ -103,8 +161,7 @@ export function withSpan<T>(name: string, attributes: Attributes, run: (span: Sp
     try {
       return await run(span);
     } catch (error) {
-      span.recordException(error as Error);
-      span.setStatus({ code: SpanStatusCode.ERROR });
+      recordFailure(span, error);
       throw error;
     } finally {
       span.end();

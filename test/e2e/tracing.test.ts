@@ -13,6 +13,8 @@ import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
 import { E2E_POLICIES, startGatewayWithUpstream, type GatewayWithUpstream } from '../support/gateway-fixture';
 import { OtlpReceiver, traceToReceiver, type ExportedSpan } from '../support/otlp-receiver';
 import { recordedHeader } from '../support/recording-upstream';
+import { until } from '../support/wait';
+import type { DestinationStream } from 'pino';
 
 const receiver = new OtlpReceiver();
 let tracing: Awaited<ReturnType<typeof traceToReceiver>>;
@@ -95,7 +97,8 @@ describe('a traced proxied request', () => {
     );
     const write = spans.find((span) => span.name === 'admin write')!;
     expect(write.attributes).toMatchObject({ 'http.request.method': 'PUT', 'enduser.id': 'u-admin' });
-    expect(byId(spans, write.parentSpanId)?.name).toBe('PUT /iam/admin/users/u-traced');
+    // Named after the route pattern, not the path with the user id in it.
+    expect(byId(spans, write.parentSpanId)).toMatchObject({ name: 'PUT /iam/admin/users/:userId', attributes: { 'http.route': '/iam/admin/users/:userId' } });
   });
 
   it('a login is a span with its authenticator and result, never the username or password', async () => {
@@ -112,7 +115,7 @@ describe('a traced proxied request', () => {
 describe('a traced forward-auth check (answered by the front door, not the /iam app)', () => {
   const check = (url: string, headers: Record<string, string>): Promise<Response> => fetch(`${url}/iam/authorization/forward-auth`, { headers });
 
-  it("continues the client trace as a server span with the answer's status; a denial's decision names that trace", async () => {
+  it("continues the client trace as a server span with the answer's status; a denial's decision names that trace only from a trusted proxy", async () => {
     const { accessToken } = await login(fixture.gateway.url, 'alice');
     const traceId = randomBytes(16).toString('hex');
     const clientParent = randomBytes(8).toString('hex');
@@ -122,8 +125,9 @@ describe('a traced forward-auth check (answered by the front door, not the /iam 
     const spans = await receiver.waitFor((all) => all.some((span) => span.traceId === traceId && span.kind === 2), 'the forward-auth server span');
     const server = spans.find((span) => span.traceId === traceId && span.kind === 2)!;
     expect(server).toMatchObject({ parentSpanId: clientParent, name: 'GET /iam/authorization/forward-auth', attributes: { 'http.request.method': 'GET', 'http.response.status_code': 403 } });
-    const decision = (await (await fetch(`${fixture.gateway.url}/iam/authorization/decisions/${decisionId}`, { headers: bearer(accessToken) })).json()) as { traceId: string };
-    expect(decision.traceId).toBe(traceId);
+    // 127.0.0.1 is no trusted proxy of this gateway: the trace id it chose is not recorded (see "what is recorded").
+    const decision = (await (await fetch(`${fixture.gateway.url}/iam/authorization/decisions/${decisionId}`, { headers: bearer(accessToken) })).json()) as { traceId?: string };
+    expect(decision.traceId).toBeUndefined();
     expect(JSON.stringify(spans.filter((span) => span.traceId === traceId))).not.toContain(accessToken);
   });
 
@@ -137,5 +141,135 @@ describe('a traced forward-auth check (answered by the front door, not the /iam 
     const resolve = spans.find(isResolve)!;
     expect(resolve.attributes['iam.resolver.result']).toBe('found');
     expect(byId(spans, resolve.parentSpanId)).toMatchObject({ kind: 2, name: 'GET /iam/authorization/forward-auth', attributes: { 'http.response.status_code': 200 } });
+  });
+});
+
+const traceparent = (traceId: string): string => `00-${traceId}-${randomBytes(8).toString('hex')}-01`;
+const newTraceId = (): string => randomBytes(16).toString('hex');
+const serverSpanOf = (traceId: string): Promise<ExportedSpan> =>
+  receiver.waitFor((all) => all.some((span) => span.traceId === traceId && span.kind === 2), `the server span of trace ${traceId}`).then((all) => all.find((span) => span.traceId === traceId && span.kind === 2)!);
+
+describe('/iam spans are named after route patterns, never after the path the client sent', () => {
+  it('the ids in the path (a decision, a session) are in no span name; the route pattern is', async () => {
+    const alice = await login(fixture.gateway.url, 'alice');
+    const other = await login(fixture.gateway.url, 'alice');
+    const denied = await fetch(`${fixture.gateway.url}/api/admin/stats`, { headers: bearer(alice.accessToken) });
+    const { decisionId } = (await denied.json()) as { decisionId: string };
+    const asked = [
+      { method: 'GET', path: `/iam/authorization/decisions/${decisionId}`, route: '/iam/authorization/decisions/:decisionId', status: 200 },
+      { method: 'POST', path: `/iam/sessions/${other.sessionId}/revoke`, route: '/iam/sessions/:sessionId/revoke', status: 204 },
+      // The forward-auth path matches in any case and with a trailing slash; the span names the endpoint.
+      { method: 'GET', path: '/iam/Authorization/Forward-Auth/', route: '/iam/authorization/forward-auth', status: 400 },
+    ];
+    for (const { method, path, route, status } of asked) {
+      const traceId = newTraceId();
+      const answer = await fetch(`${fixture.gateway.url}${path}`, { method, headers: { ...bearer(alice.accessToken), traceparent: traceparent(traceId) } });
+      expect(answer.status).toBe(status);
+      const server = await serverSpanOf(traceId);
+      expect(server.name).toBe(`${method} ${route}`);
+      if (!route.endsWith('forward-auth')) expect(server.attributes['http.route']).toBe(route);
+    }
+    const names = receiver.spans.map((span) => span.name).join('\n');
+    for (const id of [decisionId, other.sessionId, 'Forward-Auth']) expect(names).not.toContain(id);
+  });
+
+  it('an unknown /iam path keeps `METHOD /iam/*`; a body refused before routing and a method the route does not take name the route', async () => {
+    const chosen = `client-chosen-${randomBytes(6).toString('hex')}`;
+    const cases: Array<{ method: string; path: string; headers: Record<string, string>; body?: string; status: number; name: string }> = [
+      { method: 'GET', path: `/iam/${chosen}/x`, headers: {}, status: 404, name: 'GET /iam/*' },
+      { method: 'POST', path: '/iam/auth/login', headers: { 'content-type': 'text/plain' }, body: 'x', status: 415, name: 'POST /iam/auth/login' },
+      { method: 'DELETE', path: '/iam/auth/login', headers: {}, status: 405, name: 'DELETE /iam/auth/login' },
+    ];
+    for (const { method, path, headers, body, status, name } of cases) {
+      const traceId = newTraceId();
+      const answer = await fetch(`${fixture.gateway.url}${path}`, { method, headers: { ...headers, traceparent: traceparent(traceId) }, body });
+      expect(answer.status).toBe(status);
+      expect((await serverSpanOf(traceId)).name).toBe(name);
+    }
+    expect(receiver.spans.map((span) => span.name).join('\n')).not.toContain(chosen);
+  });
+});
+
+/** A pino destination keeping every line written. */
+function capture(): { destination: DestinationStream; lines: () => Array<Record<string, unknown>> } {
+  let text = '';
+  return {
+    destination: { write: (chunk: string) => void (text += chunk) },
+    lines: () =>
+      text
+        .split('\n')
+        .filter((line) => line.trim() !== '')
+        .map((line) => JSON.parse(line) as Record<string, unknown>),
+  };
+}
+
+describe("what is recorded of a trace (audit rows, decisions, access-log lines): never a trace id an untrusted client chose", () => {
+  const started: RunningGateway[] = [];
+  let untrusting: { gateway: RunningGateway; log: ReturnType<typeof capture> };
+  let trusting: { gateway: RunningGateway; log: ReturnType<typeof capture> };
+
+  beforeAll(async () => {
+    const start = async (extra: Record<string, string>): Promise<{ gateway: RunningGateway; log: ReturnType<typeof capture> }> => {
+      const log = capture();
+      const gateway = await startTestGateway(fixture.upstream.url, { IAM_POLICIES_DIR: E2E_POLICIES, IAM_ACCESS_LOG: 'denied', ...extra }, { accessLogDestination: log.destination });
+      started.push(gateway);
+      return { gateway, log };
+    };
+    untrusting = await start({});
+    // The test talks to it from loopback: here that is the proxy in front.
+    trusting = await start({ IAM_FORWARD_TRUSTED_PROXIES: '["127.0.0.1", "::1"]' });
+  }, 60_000);
+  afterAll(() => Promise.all(started.map((gateway) => gateway.close())));
+
+  /** A denied proxied request and a denied forward-auth check, each with `traceId` as the client's when given. */
+  async function deny(url: string, token: string, traceId: string | null): Promise<Array<{ decisionId: string; requestId: string }>> {
+    const context: Record<string, string> = traceId === null ? {} : { traceparent: traceparent(traceId) };
+    const proxied = await fetch(`${url}/api/admin/stats`, { headers: { ...bearer(token), ...context } });
+    const checked = await fetch(`${url}/iam/authorization/forward-auth`, { headers: { ...bearer(token), ...context, 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/api/admin/stats' } });
+    expect([proxied.status, checked.status]).toEqual([403, 403]);
+    return Promise.all([proxied, checked].map(async (answer) => ({ decisionId: ((await answer.json()) as { decisionId: string }).decisionId, requestId: answer.headers.get('x-request-id')! })));
+  }
+
+  /** The trace id the decision answers, the one its audit row holds, and the access-log line's (proxied requests). */
+  async function recorded(target: { gateway: RunningGateway; log: ReturnType<typeof capture> }, token: string, adminToken: string, denial: { decisionId: string; requestId: string }, proxied: boolean): Promise<unknown[]> {
+    const decision = (await (await fetch(`${target.gateway.url}/iam/authorization/decisions/${denial.decisionId}`, { headers: bearer(token) })).json()) as { traceId?: string };
+    const row = await until('the audit row', async () => {
+      const page = (await (await fetch(`${target.gateway.url}/iam/admin/audit?action=authz.deny&userId=u-alice&limit=100`, { headers: bearer(adminToken) })).json()) as { items: Array<{ decisionId: string | null; details: { traceId?: string } | null }> };
+      return page.items.find((item) => item.decisionId === denial.decisionId);
+    });
+    const line = proxied ? await until('the access-log line', () => target.log.lines().find((entry) => entry.requestId === denial.requestId)) : null;
+    return [decision.traceId, row.details?.traceId, ...(proxied ? [line!.traceId] : [])];
+  }
+
+  it("an untrusted client's traceparent: the spans continue its trace, but nothing records its trace id", async () => {
+    const alice = await login(untrusting.gateway.url, 'alice');
+    const admin = await login(untrusting.gateway.url, 'admin');
+    const traceId = newTraceId();
+    const [proxied, checked] = await deny(untrusting.gateway.url, alice.accessToken, traceId);
+    // The host-facing rule stays: the gateway's spans are in the client's trace.
+    await receiver.waitFor((all) => all.filter((span) => span.traceId === traceId && span.kind === 2).length === 2, 'both server spans in the client trace');
+    expect(await recorded(untrusting, alice.accessToken, admin.accessToken, proxied!, true)).toEqual([undefined, undefined, null]);
+    expect(await recorded(untrusting, alice.accessToken, admin.accessToken, checked!, false)).toEqual([undefined, undefined]);
+  });
+
+  it('without a traceparent: the trace the gateway started is recorded', async () => {
+    const alice = await login(untrusting.gateway.url, 'alice');
+    const admin = await login(untrusting.gateway.url, 'admin');
+    const [proxied, checked] = await deny(untrusting.gateway.url, alice.accessToken, null);
+    const spans = await receiver.waitFor((all) => all.some((span) => span.attributes['iam.decision_id'] === proxied!.decisionId), 'the authorize span of the denial');
+    const own = spans.find((span) => span.attributes['iam.decision_id'] === proxied!.decisionId)!.traceId;
+    expect(await recorded(untrusting, alice.accessToken, admin.accessToken, proxied!, true)).toEqual([own, own, own]);
+    const [fromDecision, fromRow] = (await recorded(untrusting, alice.accessToken, admin.accessToken, checked!, false)) as [string, string];
+    expect(fromRow).toBe(fromDecision);
+    await receiver.waitFor((all) => all.some((span) => span.traceId === fromDecision && span.name === 'GET /iam/authorization/forward-auth'), "the check's own trace");
+  });
+
+  it('from a trusted proxy: the trace it continues is recorded', async () => {
+    const alice = await login(trusting.gateway.url, 'alice');
+    const admin = await login(trusting.gateway.url, 'admin');
+    const traceId = newTraceId();
+    const [proxied, checked] = await deny(trusting.gateway.url, alice.accessToken, traceId);
+    expect(await recorded(trusting, alice.accessToken, admin.accessToken, proxied!, true)).toEqual([traceId, traceId, traceId]);
+    expect(await recorded(trusting, alice.accessToken, admin.accessToken, checked!, false)).toEqual([traceId, traceId]);
   });
 });

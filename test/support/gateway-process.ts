@@ -160,6 +160,8 @@ export interface ServeOutcome {
   code: number | null;
   signal: NodeJS.Signals | null;
   stderr: string;
+  /** Everything it wrote to stdout (the JSON log, the access log). */
+  stdout: string;
   elapsedMs: number;
 }
 
@@ -169,14 +171,21 @@ export interface ServeOutcome {
  * fail fast. `args` follow `serve`.
  */
 export function serveUntilExit(env: Record<string, string>, boundMs: number, args: string[] = []): Promise<ServeOutcome> {
+  return runUntilExit(['serve', ...args], env, boundMs);
+}
+
+/** Any `iam-gateway` command (`provision FILE`, `serve`...) as {@link serveUntilExit} runs `serve`. */
+export function runUntilExit(args: string[], env: Record<string, string>, boundMs: number): Promise<ServeOutcome> {
   const started = Date.now();
-  const child = spawn(process.execPath, [BIN, 'serve', ...args], {
+  const child = spawn(process.execPath, [BIN, ...args], {
     cwd: ROOT,
-    stdio: ['ignore', 'ignore', 'pipe'],
+    stdio: ['ignore', 'pipe', 'pipe'],
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', SERVER_HOST: '127.0.0.1', UPSTREAM_URL: 'http://127.0.0.1:9', ...env },
   });
   let stderr = '';
+  let stdout = '';
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
@@ -184,7 +193,7 @@ export function serveUntilExit(env: Record<string, string>, boundMs: number, arg
     }, boundMs);
     child.once('exit', (code, signal) => {
       clearTimeout(timer);
-      resolve({ code, signal, stderr, elapsedMs: Date.now() - started });
+      resolve({ code, signal, stderr, stdout, elapsedMs: Date.now() - started });
     });
   });
 }

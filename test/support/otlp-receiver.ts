@@ -18,6 +18,8 @@ export interface ExportedSpan {
 export class OtlpReceiver {
   readonly spans: ExportedSpan[] = [];
   readonly protobufBodies: Buffer[] = [];
+  /** Every JSON export as received (span events, such as recorded exceptions, are only here). */
+  readonly jsonBodies: string[] = [];
   readonly contentTypes: string[] = [];
   /** Export requests received, whatever their format. */
   exports = 0;
@@ -33,7 +35,10 @@ export class OtlpReceiver {
         const type = req.headers['content-type'] ?? '';
         this.exports++;
         this.contentTypes.push(type);
-        if (req.url === '/v1/traces' && type.startsWith('application/json')) this.collect(JSON.parse(body.toString('utf8')));
+        if (req.url === '/v1/traces' && type.startsWith('application/json')) {
+          this.jsonBodies.push(body.toString('utf8'));
+          this.collect(JSON.parse(body.toString('utf8')));
+        }
         else if (req.url === '/v1/traces') this.protobufBodies.push(body);
         res.writeHead(200, { 'content-type': type.startsWith('application/json') ? 'application/json' : 'application/x-protobuf' });
         res.end(type.startsWith('application/json') ? '{}' : undefined);

@@ -35,7 +35,7 @@ describe('unsupportedBody: the /iam app refused exactly these bodies with 415', 
   });
 });
 
-const prepared = (path: string, method = 'GET'): PreparedRequest => ({ requestId: 'r-1', method, path, search: '', authorization: null, clientAddress: '127.0.0.1', host: 'gw.test', cookieSession: null });
+const prepared = (path: string, method = 'GET'): PreparedRequest => ({ requestId: 'r-1', method, path, search: '', authorization: null, clientAddress: '127.0.0.1', host: 'gw.test', trustedPeer: false, cookieSession: null });
 
 describe('ForwardAuthHandler.accepts', () => {
   const handler = new ForwardAuthHandler({ authorizer: {} as never, metrics: {} as never, target: { allowPathParameters: false, maxUrlLength: 8192 }, logger: createLogger('silent'), outages: null, tracer: null });

@@ -3,6 +3,7 @@ import { MikroORM } from '@mikro-orm/postgresql';
 import { QUERY_TIMEOUT_MESSAGE } from './connection-failure';
 import { IAM_ENTITIES } from './entities';
 import { IAM_MIGRATIONS } from './migration-list';
+import { scrubText } from '../../observability/redaction';
 
 /** How to reach the database; built from `GatewayConfig.database` and `iam.schema.history-table`. */
 export interface OrmOptions {
@@ -53,9 +54,10 @@ export async function createOrm(options: OrmOptions): Promise<MikroORM> {
     },
     driverOptions: {
       // knex prints "Connection Error: …" for every pooled connection it discards; an outage is reported
-      // once by the gateway's outage log instead (docs/threat-model.md #11.39). Other warnings still print.
+      // once by the gateway's outage log instead (docs/threat-model.md #11.39). Other warnings still print,
+      // through the log's redaction layer (a warning may quote the connection string).
       // eslint-disable-next-line no-console -- knex's own default for the warnings it passes here; no gateway logger at this level
-      log: { warn: (message: unknown) => (String(message).startsWith('Connection Error') ? undefined : console.warn(message)) },
+      log: { warn: (message: unknown) => (String(message).startsWith('Connection Error') ? undefined : console.warn(scrubText(String(message)))) },
       acquireConnectionTimeout: connectTimeoutMs,
       connection: {
         connectionTimeoutMillis: connectTimeoutMs,
