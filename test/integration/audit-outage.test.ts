@@ -90,7 +90,7 @@ describe('a full buffer spools instead of dropping', () => {
     const audit = new AuditTrail(repository, capturingLogger().logger, { flushIntervalMs: 60_000, maxBuffered: 100, spool, metrics });
     metrics.observeAuditSpool(() => spool.bytes, spool.maxBytes);
     const spoolBytes = async (): Promise<number> => (await metrics.auditSpoolBytes.get()).values[0]?.value ?? 0;
-    audit.start();
+    await audit.start();
     repository.down = true;
     for (let i = 0; i < 3; i++) audit.record({ ...event('test.evidence', i), actorUserId: 'u-victim' });
     await audit.flush();
@@ -120,7 +120,7 @@ describe('a full buffer spools instead of dropping', () => {
     const metrics = createMetrics({ collectDefaults: false });
     const spool = new AuditSpool(spoolDir(), 20_000);
     const audit = new AuditTrail(repository, capturingLogger().logger, { flushIntervalMs: 60_000, maxBuffered: 100, spool, metrics });
-    audit.start();
+    await audit.start();
     repository.down = true;
     for (let i = 0; i < 3; i++) audit.record({ ...event('test.evidence', i), actorUserId: 'u-victim' });
     for (let i = 0; i < 5_000; i++) audit.record(event('test.flood', i));
