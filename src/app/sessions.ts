@@ -69,6 +69,10 @@ export async function startSessions(
       })
     : new MemoryTokenStore({ prefix: config.iam.token.storePrefix });
   cleanups.push(() => backingStore.close());
+  if (backingStore instanceof RedisTokenStore) {
+    metrics.tokenStoreEvictionPolicy.set({ policy: backingStore.evictionPolicy ?? 'unknown' }, 1);
+    metrics.observeTokenStoreEvictions(() => backingStore.evictedKeys());
+  }
   // Round trips, errors and channel events counted for every store kind (iam_store_operations_total, iam_revocation_*).
   const store = new InstrumentedTokenStore(backingStore, metrics);
 

@@ -57,6 +57,12 @@ export interface GatewayMetrics {
   observeAuditQueue(depth: () => number): void;
   /** Makes `iam_audit_spool_bytes` report `bytes()` at every scrape, and sets `iam_audit_spool_limit_bytes`. */
   observeAuditSpool(bytes: () => number, limit: number): void;
+  /** `iam_token_store_evicted_keys`: keys Redis evicted for memory (live tokens under `volatile-*`), read at scrape. */
+  tokenStoreEvictedKeys: Gauge;
+  /** `iam_token_store_eviction_policy{policy}` = 1: the Redis `maxmemory-policy` read at start (`unknown` when hidden). */
+  tokenStoreEvictionPolicy: Gauge<'policy'>;
+  /** Makes `iam_token_store_evicted_keys` report `read()` at every scrape (no series while it answers null). */
+  observeTokenStoreEvictions(read: () => Promise<number | null>): void;
   /** `iam_password_verifications_starved_total`: logins whose password check found no idle CPU in time. */
   passwordStarvations: Counter;
   /** Makes `iam_password_verifications_starved_total` follow `count()` (a running total) at every scrape. */
@@ -69,6 +75,7 @@ export function createMetrics(options: { collectDefaults?: boolean } = {}): Gate
   let sessionCacheSize: () => number = () => 0;
   let auditQueueDepth: () => number = () => 0;
   let auditSpoolBytes: () => number = () => 0;
+  let evictedKeys: (() => Promise<number | null>) | null = null;
   let starvedVerifications: () => number = () => 0;
   let starvedReported = 0;
   const storeOperationFlushes: Array<() => void> = [];
@@ -155,6 +162,9 @@ export function createMetrics(options: { collectDefaults?: boolean } = {}): Gate
     observeAuditSpool(bytes, limit) {
       auditSpoolBytes = bytes;
       this.auditSpoolLimit.set(limit);
+    },
+    observeTokenStoreEvictions(read) {
+      evictedKeys = read;
     },
     beforeStoreOperationsScrape(flush) {
       storeOperationFlushes.push(flush);
@@ -253,6 +263,25 @@ export function createMetrics(options: { collectDefaults?: boolean } = {}): Gate
       name: 'iam_audit_spool_limit_bytes',
       help: 'iam.audit.spool-max-bytes: what the spool may hold before a full buffer drops events (spool_full); in bytes.',
       registers: [registry],
+    }),
+    tokenStoreEvictedKeys: new Gauge({
+      name: 'iam_token_store_evicted_keys',
+      help: "Keys the Redis token store evicted for memory since the server started (INFO stats evicted_keys, summed over a Cluster's primaries), read at scrape; under a volatile-* maxmemory-policy each is a live token (a silent logout) or a counter; a count of keys.",
+      registers: [registry],
+      // Every worker reads the same server: the largest reading, not their sum.
+      aggregator: 'max',
+      async collect() {
+        const read = evictedKeys === null ? null : await evictedKeys().catch(() => null);
+        if (read === null) this.reset();
+        else this.set(read);
+      },
+    }),
+    tokenStoreEvictionPolicy: new Gauge({
+      name: 'iam_token_store_eviction_policy',
+      help: "The Redis token store's maxmemory-policy read at start, as a label with value 1 (unknown: CONFIG disabled); anything but noeviction evicts live tokens under memory pressure.",
+      labelNames: ['policy'],
+      registers: [registry],
+      aggregator: 'max',
     }),
   };
 }

@@ -151,4 +151,30 @@ describeWithRedisServer('#11.29 the Redis eviction policy is checked at start', 
       });
     }
   });
+
+  it('round 3: a volatile-* policy is warned about loudly at start, and the evictions it makes are in the metrics', async () => {
+    await withRedis(['--maxmemory', '4mb', '--maxmemory-policy', 'volatile-lru'], async (redis) => {
+      const warnings: string[] = [];
+      const logger = { warn: (_fields: object, message: string) => void warnings.push(message), error: () => undefined, info: () => undefined };
+      const store = await RedisTokenStore.connect({ url: redis.url(), prefix: uniquePrefix('eviction'), logger });
+      await store.close();
+      expect(warnings.join('\n')).toMatch(/maxmemory-policy is "volatile-lru".*EVICTS LIVE SESSION TOKENS/);
+
+      const gateway = await startTestGateway(upstream.url, { ...shared, REDIS_URL: redis.url() });
+      const filler = new Redis(redis.url());
+      try {
+        const scrape = async (): Promise<string> => (await fetch(`${gateway.managementUrl}/metrics`)).text();
+        expect(await scrape()).toMatch(/^iam_token_store_eviction_policy\{policy="volatile-lru"\} 1$/m);
+        expect(await scrape()).toMatch(/^iam_token_store_evicted_keys 0$/m);
+        // Memory pressure: keys with a TTL (as every token has) until Redis starts evicting them.
+        const value = 'x'.repeat(4096);
+        for (let i = 0; i < 4000; i++) await filler.set(`filler:${i}`, value, 'EX', 600);
+        const evicted = Number(/^iam_token_store_evicted_keys (\d+)$/m.exec(await scrape())?.[1]);
+        expect(evicted).toBeGreaterThan(0);
+      } finally {
+        filler.disconnect();
+        await gateway.close();
+      }
+    });
+  });
 });

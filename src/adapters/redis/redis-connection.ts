@@ -80,7 +80,14 @@ export async function checkEvictionPolicy(redis: Redis | Cluster, logger: StoreL
   if (policy === null) logger?.warn({}, 'token store: cannot read the Redis maxmemory-policy (CONFIG disabled); make sure it is noeviction');
   else if (policy.startsWith('allkeys-') && refuseEvicting) {
     throw new EvictionPolicyError(`Redis maxmemory-policy is "${policy}": it may evict session indexes and rate-limit counters; set it to noeviction (or a volatile-* policy)`);
-  } else if (policy !== 'noeviction') logger?.warn({ policy }, 'token store: the Redis maxmemory-policy evicts keys (sessions may end early, rate-limit windows restart); noeviction is safest');
+  } else if (policy !== 'noeviction') {
+    // Loud: under memory pressure Redis silently deletes live tokens, and each such user is logged out with no
+    // record of why (it fails closed, but nobody is told). iam_token_store_evicted_keys counts it.
+    logger?.warn(
+      { policy },
+      `token store: Redis maxmemory-policy is "${policy}": under memory pressure Redis EVICTS LIVE SESSION TOKENS (users are logged out silently) and rate-limit counters (their windows restart); set maxmemory-policy noeviction (writes then fail with 503 instead) and watch iam_token_store_evicted_keys`,
+    );
+  }
   return policy;
 }
 

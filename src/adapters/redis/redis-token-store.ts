@@ -315,6 +315,23 @@ export class RedisTokenStore implements TokenStore {
     await this.commands.del(this.counterKey(key)).catch(rethrowUnavailable);
   }
 
+  /**
+   * Keys the server evicted for memory since it started (`INFO stats` `evicted_keys`, summed over a Cluster's
+   * primaries): under a `volatile-*` policy these are live tokens and counters, each an early logout. Null when the
+   * server does not say. Read at a metrics scrape, never on a request.
+   */
+  async evictedKeys(): Promise<number | null> {
+    const nodes = this.commands instanceof Cluster ? this.commands.nodes('master') : [this.commands];
+    let total = 0;
+    for (const node of nodes) {
+      const stats = await node.info('stats').catch(() => '');
+      const line = stats.split('\n').find((entry) => entry.startsWith('evicted_keys:'));
+      if (line === undefined) return null;
+      total += Number(line.slice('evicted_keys:'.length).trim());
+    }
+    return Number.isFinite(total) ? total : null;
+  }
+
   /** Every key under the prefix, on every primary of a Cluster. */
   async purge(): Promise<number> {
     try {
