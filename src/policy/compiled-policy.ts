@@ -74,6 +74,8 @@ export interface CompiledPolicy {
   resources: Record<string, { resolver: ResourceResolverConfig | null }>;
   routes: CompiledRoute[];
   files: string[];
+  /** Each file's size in bytes as it was read (absent for a policy compiled from documents, not files). */
+  fileBytes?: Readonly<Record<string, number>>;
   /** Static path segments compare exactly (`match: { case-sensitive: true }`); false: ASCII-case-insensitively. */
   caseSensitive: boolean;
   /**

@@ -47,7 +47,12 @@ export function compilePolicyFiles(files: readonly PolicyFileText[], options: Po
   const sorted = sortByName(files);
   return compilePolicy(
     sorted.map(({ file, text }) => parsePolicyFile(file, text)),
-    { hash: hashPolicyFiles(sorted), defaultResolverTimeoutMs: options.defaultResolverTimeoutMs ?? DEFAULT_RESOLVER_TIMEOUT_MS, upstreamUrl: options.upstreamUrl ?? null },
+    {
+      hash: hashPolicyFiles(sorted),
+      defaultResolverTimeoutMs: options.defaultResolverTimeoutMs ?? DEFAULT_RESOLVER_TIMEOUT_MS,
+      upstreamUrl: options.upstreamUrl ?? null,
+      fileBytes: Object.freeze(Object.fromEntries(sorted.map(({ file, text }) => [file, Buffer.byteLength(text)]))),
+    },
   );
 }
 

@@ -21,6 +21,8 @@ export interface CompileContext {
   defaultResolverTimeoutMs: number;
   /** `upstream.url`, the base of resolver URLs written as paths; null keeps them as paths (policy tools). */
   upstreamUrl?: string | null;
+  /** Each file's size as read (CompiledPolicy.fileBytes). */
+  fileBytes?: Readonly<Record<string, number>>;
 }
 
 /** `..` or `.` as a path segment: a resolver path must name the endpoint as it is, not climb out of it. */
@@ -163,6 +165,7 @@ export function compilePolicy(files: readonly ParsedPolicyFile[], context: Compi
     resources: Object.freeze(compiledResources),
     routes,
     files: files.map((file) => file.file),
+    ...(context.fileBytes ? { fileBytes: context.fileBytes } : {}),
     caseSensitive: matchCase,
     match: (method, path) => tree.match(method, path),
     refusal: (method, path) => tree.refusal(method, path),

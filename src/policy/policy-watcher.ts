@@ -7,6 +7,7 @@ import type { PolicyIssue } from './compiled-policy';
 import { compilePolicyFiles, hashPolicyFiles, readPolicyDirectory, type PolicyFileText } from './load-policy-directory';
 import type { PolicyHolder } from './policy-holder';
 import { waitUntilSettled } from './policy-settle';
+import { shrunkFiles } from './policy-shrinkage';
 
 /** What {@link PolicyReloader} needs; wired by the composition root (src/app/start-gateway.ts). */
 export interface PolicyReloaderOptions {
@@ -266,6 +267,14 @@ export class PolicyReloader {
         { reason, hash: result.policy.hash, previousHash: serving.hash, routes: result.policy.routes.length, files: result.policy.files },
         'policy: reloaded',
       );
+      const shrunk = shrunkFiles(serving, result.policy);
+      if (shrunk.length > 0) {
+        // Valid, so serving; but a file that lost routes or half its bytes is often one caught half-written.
+        this.options.logger.warn(
+          { reason, hash: result.policy.hash, shrunk },
+          `policy: RELOADED POLICY LOST ROUTES OR SHRANK: ${shrunk.map((file) => `${file.file} ${file.routesBefore} -> ${file.routesAfter} routes${file.bytesBefore !== null && file.bytesAfter !== null ? `, ${file.bytesBefore} -> ${file.bytesAfter} bytes` : ''}`).join('; ')}. If this was not intended, the file may have been read half-written: write policy files to a temporary name and rename them into place.`,
+        );
+      }
       return { ok: true, changed: true, hash: result.policy.hash, issues: result.issues };
     } catch (error) {
       // Unexpected (a bug, not a bad file): keep serving, say so.

@@ -100,6 +100,24 @@ describe('PolicyReloader', () => {
     expect(logs.some((entry) => entry.msg === 'policy: reloaded')).toBe(true);
   });
 
+  it('round 3: says loudly when a reloaded file lost routes or half its bytes, or was removed (a file read half-written)', async () => {
+    const many = Object.fromEntries(Array.from({ length: 8 }, (_, i) => [`/r${i}`, 'open']));
+    await start({ 'a.yaml': policy(many), 'b.yaml': policy({ '/bee': 'open' }), 'c.yaml': policy({ '/sea': 'open' }) });
+    // A valid file with fewer routes (what a write in two steps leaves between them) and a removed file.
+    await writeFile(join(dir, 'a.yaml'), policy({ '/r0': 'open' }));
+    await rm(join(dir, 'c.yaml'));
+    await waitFor('the smaller policy', () => serves('/r1') === null && serves('/sea') === null);
+    const warning = await waitFor('the warning', () => logs.find((entry) => entry.level === 40 && entry.msg.startsWith('policy: RELOADED POLICY LOST ROUTES OR SHRANK')));
+    expect(warning.msg).toContain('a.yaml 8 -> 1 routes');
+    expect(warning.msg).toContain('c.yaml 1 -> 0 routes');
+    expect(warning.msg).not.toContain('b.yaml');
+    // Growing, or an edit that keeps the routes and most of the bytes, is quiet.
+    logs.length = 0;
+    await writeFile(join(dir, 'a.yaml'), policy({ ...many, '/r8': 'open' }));
+    await waitFor('the larger policy', () => serves('/r8') !== null);
+    expect(logs.some((entry) => entry.level === 40)).toBe(false);
+  });
+
   it('keeps the last good policy on a broken edit, logs every error with file:line, and recovers', async () => {
     await start({ 'a.yaml': policy({ '/one': 'open' }), 'b.yaml': policy({ '/bee': 'open' }) });
     const good = holder.current;
