@@ -160,13 +160,20 @@ describeWithServers('serve --workers 2 (Redis and PostgreSQL)', () => {
 
   it('#28: after "revoke every session" through the port, provider tokens issued before it are refused by every worker (seen or not); later ones work', async () => {
     const now = (): number => Math.floor(Date.now() / 1000);
-    // Signed with the provider's own key: what it issues for u-bob (resource-server mode, `users: existing`).
-    const providerToken = (iat: number): Promise<string> => op.sign({ iss: op.issuer, aud: API, sub: 'u-bob', iat, exp: now() + 300 });
+    // Signed with the provider's own key and typed as an access token: what it issues for u-bob (resource-server
+    // mode, `users: existing`), whose provider account an admin linked (a new account never joins a user by itself).
+    const providerToken = (iat: number): Promise<string> => op.sign({ iss: op.issuer, aud: API, sub: 'u-bob', iat, exp: now() + 300 }, { typ: 'at+jwt' });
+    const admin = { ...bearer((await login(gateway.url, 'admin')).accessToken), connection: 'close' };
+    const linked = await fetch(`${gateway.url}/iam/admin/identities/${encodeURIComponent('oidc:u-bob')}`, {
+      method: 'PUT',
+      headers: { ...admin, 'content-type': 'application/json' },
+      body: JSON.stringify({ userId: 'u-bob', identityDomain: op.issuer, enabled: true }),
+    });
+    expect(linked.status).toBe(201);
     const seen = await providerToken(now());
     const unseen = await providerToken(now() - 1);
     // Both workers have verified (and cached) `seen`; `unseen` was issued but never presented.
     expect(await statuses(`${gateway.url}/api/projects`, 10, bearer(seen))).toEqual(Array(10).fill(200));
-    const admin = { ...bearer((await login(gateway.url, 'admin')).accessToken), connection: 'close' };
     expect((await fetch(`${gateway.url}/iam/admin/users/u-bob/sessions/revoke`, { method: 'POST', headers: admin })).status).toBe(200);
     const user = (await (await fetch(`${gateway.url}/iam/admin/users/u-bob`, { headers: admin })).json()) as { sessionsRevokedAt: string };
     expect(await statuses(`${gateway.url}/api/projects`, 10, bearer(unseen))).toEqual(Array(10).fill(401));
