@@ -238,9 +238,15 @@ describeWithServers('serve --workers 2 (Redis and PostgreSQL)', () => {
     const linesBefore = gateway.logs().length;
     process.kill(victimPid, 'SIGKILL');
     const exit = await waitFor('the primary to notice', () => gateway.logs().slice(linesBefore).find((line) => line.msg === 'worker exited unexpectedly; a new worker starts after the backoff'));
-    expect(exit).toMatchObject({ worker: 0, workerId: victimId, workerPid: victimPid, signal: 'SIGKILL' });
-    // One worker serves meanwhile.
-    expect(await statuses(`${gateway.url}/health`, 10)).toEqual(Array(10).fill(200));
+    // Round 3: a first death is replaced at once, not after a backoff.
+    expect(exit).toMatchObject({ worker: 0, workerId: victimId, workerPid: victimPid, signal: 'SIGKILL', restartInMs: 0 });
+    // One worker serves meanwhile, and the instance stays ready: the dead slot takes no connections.
+    const readyMeanwhile: number[] = [];
+    while (!gateway.logs().slice(linesBefore).some((line) => line.msg === 'iam-gateway worker listening')) {
+      readyMeanwhile.push((await fetch(`${gateway.managementUrl}/health/ready`)).status);
+      expect(await statuses(`${gateway.url}/health`, 4)).toEqual(Array(4).fill(200));
+    }
+    expect(readyMeanwhile.filter((status) => status !== 200)).toEqual([]);
     const replacement = await waitFor('a new worker', () => gateway.logs().slice(linesBefore).find((line) => line.msg === 'iam-gateway worker listening'));
     expect(replacement.pid).not.toBe(victimPid);
     expect(isAlive(replacement.pid as number)).toBe(true);
@@ -250,6 +256,14 @@ describeWithServers('serve --workers 2 (Redis and PostgreSQL)', () => {
     const text = await (await fetch(`${gateway.managementUrl}/metrics`)).text();
     expect(sample(text, series)).toBeGreaterThanOrEqual(before + 30);
     expect(sample(text, 'iam_worker_restarts_total{reason="crashed"}')).toBe(1);
+
+    // The same slot's worker dies again before it served a minute: a crash loop backs off (1 s), still ready meanwhile.
+    const againFrom = gateway.logs().length;
+    process.kill(replacement.pid as number, 'SIGKILL');
+    const again = await waitFor('the second death', () => gateway.logs().slice(againFrom).find((line) => line.msg === 'worker exited unexpectedly; a new worker starts after the backoff'));
+    expect(again).toMatchObject({ workerPid: replacement.pid, restartInMs: 1000 });
+    expect((await fetch(`${gateway.managementUrl}/health/ready`)).status).toBe(200);
+    await waitFor('its replacement', () => gateway.logs().slice(againFrom).find((line) => line.msg === 'iam-gateway worker listening'));
   }, 60_000);
 
   it('SIGTERM to one worker alone drains it and a new worker takes its place', async () => {

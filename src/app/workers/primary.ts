@@ -17,9 +17,12 @@ import { type AskMessage, type ReplyMessage, type StartMessage, type WorkerMessa
 import { WORKER_ENV } from './worker';
 import { workerRefusal, type WorkerCount } from './worker-count';
 
-/** A crashed worker's replacement waits 1 s, then twice as long after each further crash of its slot, up to this. */
+/**
+ * A crashed worker is replaced at once; a slot whose replacement dies again (a worker that cannot start, a crash
+ * loop) waits 1 s, then twice as long after each further crash, up to this.
+ */
 const MAX_RESTART_DELAY_MS = 30_000;
-const FIRST_RESTART_DELAY_MS = 1000;
+const FIRST_BACKOFF_MS = 1000;
 /** A worker that served this long before it crashed starts its slot's backoff over. */
 const STABLE_AFTER_MS = 60_000;
 /** How long the primary waits for a worker's readiness or metrics (a worker's own checks give up after 2 s). */
@@ -287,7 +290,7 @@ class Primary {
     // Crashed, killed, or stopped without a word: restart with a backoff, so a worker that cannot start is not a crash loop.
     const stable = state.listeningSince !== null && Date.now() - state.listeningSince >= STABLE_AFTER_MS;
     slot.crashes = stable ? 1 : slot.crashes + 1;
-    const delayMs = Math.min(MAX_RESTART_DELAY_MS, FIRST_RESTART_DELAY_MS * 2 ** (slot.crashes - 1));
+    const delayMs = slot.crashes === 1 ? 0 : Math.min(MAX_RESTART_DELAY_MS, FIRST_BACKOFF_MS * 2 ** (slot.crashes - 2));
     this.logger.error({ ...how, restartInMs: delayMs }, 'worker exited unexpectedly; a new worker starts after the backoff');
     this.metrics.workerRestarts.inc({ reason: 'crashed' });
     slot.restartTimer = setTimeout(() => this.fork(slot), delayMs);
@@ -309,25 +312,29 @@ class Primary {
     for (const state of listening) signal(state.worker, 'SIGHUP');
   }
 
-  /** Ready when every slot has a listening worker and each of them is ready; not ready while stopping. */
+  /**
+   * Ready when at least one worker listens and every listening worker is ready; not ready while stopping. The
+   * primary hands connections only to listening workers, so a slot whose worker died (and is being replaced) takes
+   * no traffic and does not make the instance unready: the others serve everything meanwhile. A listening worker
+   * that is not ready (or does not answer) does get traffic, so it does.
+   */
   private async readiness(): Promise<ReadinessReport> {
+    const listening = [...this.live.values()].filter((state) => state.listeningSince !== null);
     const answers = await Promise.all(
-      this.slots.map(async (slot) => {
-        const state = slot.current;
-        if (state === null || state.listeningSince === null) return null;
-        return this.ask(state, 'readiness').then(
+      listening.map((state) =>
+        this.ask(state, 'readiness').then(
           (answer) => (answer?.what === 'readiness' ? answer.readiness : null),
           () => null,
-        );
-      }),
+        ),
+      ),
     );
     const checks: Record<string, { ok: boolean }> = {};
     if (this.stopping) checks.shutdown = { ok: false };
-    checks.workers = { ok: answers.every((answer) => answer !== null) };
+    checks.workers = { ok: listening.length > 0 && answers.every((answer) => answer !== null) };
     for (const answer of answers) {
       for (const [name, { ok }] of Object.entries(answer?.checks ?? {})) checks[name] = { ok: ok && (checks[name]?.ok ?? true) };
     }
-    const ready = !this.stopping && answers.every((answer) => answer?.ready === true);
+    const ready = !this.stopping && listening.length > 0 && answers.every((answer) => answer?.ready === true);
     return { ready, checks };
   }
 
