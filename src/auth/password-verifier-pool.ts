@@ -156,10 +156,12 @@ const VERIFICATION_MS = 50;
  * verification, so one still running after {@link STARVED_AFTER_MS} moves to the nice value at once, and the
  * threads stay there for {@link IDLE_RETRY_MS}: logins then cost what they cost before, and they always finish.
  *
- * The queue is bounded and fair (#11.10): at most `maxPending` verifications wait or run (beyond it,
- * 503 IAM_BUSY with Retry-After, at once), and waiting verifications are served by lane (the client's
- * address) in turn, so one client's flood of logins delays another client's login by about one
- * verification per flooding client, not by the whole flood.
+ * The queue is bounded and fair (#11.10): at most `maxPending` verifications wait or run, and waiting
+ * verifications are served by lane (the client's address) in turn, so one client's flood of logins delays another
+ * client's login by about one verification per flooding client, not by the whole flood. A full queue shares its room
+ * by lane too: a login whose lane holds fewer waiting verifications than the longest lane takes the place of that
+ * lane's newest waiting verification, which is answered 503 IAM_BUSY with Retry-After (it checked nothing); only a
+ * login whose own lane is (one of) the longest is refused. So one address's flood never keeps another address out.
  */
 export class PasswordVerifierPool {
   private readonly threads: VerifierThread[];
@@ -211,7 +213,7 @@ export class PasswordVerifierPool {
   verify(passwordHash: string, password: string, lane = ''): Promise<boolean> {
     if (this.closed) return Promise.reject(new Error('the password verifier is closed'));
     const pending = this.pending;
-    if (pending >= this.maxPending) return Promise.reject(busy(pending, this.threads.length));
+    if (pending >= this.maxPending && !this.makeRoomFor(lane)) return Promise.reject(busy(pending, this.threads.length));
     return new Promise((resolve, reject) => {
       const jobs = this.lanes.get(lane);
       if (jobs) jobs.push({ passwordHash, password, resolve, reject });
@@ -219,6 +221,21 @@ export class PasswordVerifierPool {
       this.waiting++;
       this.dispatch();
     });
+  }
+
+  /**
+   * A full queue: the newest waiting verification of the longest lane gives its place to a login of a shorter lane
+   * (answered IAM_BUSY: nothing was checked). False when `lane` is itself as long as the longest (then it waits its turn).
+   */
+  private makeRoomFor(lane: string): boolean {
+    const own = this.lanes.get(lane)?.length ?? 0;
+    let longest: Job[] | null = null;
+    for (const jobs of this.lanes.values()) if (longest === null || jobs.length > longest.length) longest = jobs;
+    if (longest === null || longest.length <= own + 1) return false;
+    const displaced = longest.pop()!;
+    this.waiting--;
+    displaced.reject(busy(this.pending, this.threads.length));
+    return true;
   }
 
   private dispatch(): void {

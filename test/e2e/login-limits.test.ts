@@ -11,6 +11,7 @@ import { createTestDatabase, type TestDatabase } from '../support/database';
 import { testRedisUrl } from '../support/env';
 import { ROOT, startTestGateway } from '../support/gateway';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
+import { until } from '../support/wait';
 
 const POLICIES = { IAM_POLICIES_DIR: join(ROOT, 'test/fixtures/e2e-policies') };
 let upstream: RecordingUpstream;
@@ -159,5 +160,19 @@ describe('#11.10 password checks are bounded and fair', () => {
     // Served in turn with the flood: about two verifications, not 150. (Generous bound for a shared CI machine.)
     expect(real.ms).toBeLessThan(1500);
     expect(real.ms).toBeLessThan(Math.max(...flood.map((a) => a.ms)) / 3);
+  }, 120_000);
+
+  it('round 3: with the default limits, one address filling the password queue never keeps another address out', async () => {
+    // Only the trusted proxy is configured (to tell the addresses apart): the queue (64) and every limit are the defaults.
+    const gateway = await start({ IAM_FORWARD_TRUSTED_PROXIES: '["127.0.0.1", "::1"]' });
+    await attempt(gateway, 'alice', 'alice-password', '192.0.2.78'); // threads started
+    const junk = Array.from({ length: 150 }, (_, i) => attempt(gateway, `junk-${i}`, 'x', '203.0.113.98'));
+    await until('the flood to fill the queue', () => passwordChecksPending(gateway) >= 64, { every: 2 });
+    const real = await attempt(gateway, 'alice', 'alice-password', '192.0.2.78');
+    const flood = await Promise.all(junk);
+    expect([real.status, real.code]).toEqual([200, undefined]);
+    // The flood got what the limits give one address: checks (401) up to its share, the rest refused at once.
+    expect(count(flood, 401) + count(flood, 503) + count(flood, 429)).toBe(150);
+    expect(count(flood, 503)).toBeGreaterThan(0);
   }, 120_000);
 });

@@ -221,6 +221,27 @@ describe('PasswordVerifierPool', () => {
     }
   });
 
+  it('round 3: a full queue shares its room by lane: another lane always gets in, the flood\'s newest waiting check gives way', async () => {
+    const pool = new PasswordVerifierPool({ threads: 1, maxPending: 8 });
+    try {
+      const outcome = (promise: Promise<boolean>): Promise<string> => promise.then(String, (error: unknown) => (error as ProblemError).code);
+      // One lane fills the whole queue; a ninth check of the same lane is refused (it is the longest lane).
+      const flood = Array.from({ length: 8 }, () => outcome(pool.verify(aliceHash, 'wrong', 'flooder')));
+      expect(await outcome(pool.verify(aliceHash, 'wrong', 'flooder'))).toBe('IAM_BUSY');
+      // Two other lanes get in, each in place of the flood's newest waiting check.
+      const others = [outcome(pool.verify(bobHash, 'bob-secret', 'someone-else')), outcome(pool.verify(aliceHash, 'alice-secret', 'a-third'))];
+      expect(await Promise.all(others)).toEqual(['true', 'true']);
+      expect(await Promise.all(flood)).toEqual(['false', 'false', 'false', 'false', 'false', 'false', 'IAM_BUSY', 'IAM_BUSY']);
+      // Lanes of equal length: the newcomer waits its turn rather than displace (no churn between equals).
+      const a = Array.from({ length: 4 }, () => outcome(pool.verify(aliceHash, 'wrong', 'a')));
+      const b = Array.from({ length: 4 }, () => outcome(pool.verify(aliceHash, 'wrong', 'b')));
+      expect(await outcome(pool.verify(aliceHash, 'wrong', 'a'))).toBe('IAM_BUSY');
+      expect([...(await Promise.all(a)), ...(await Promise.all(b))].every((result) => result === 'false')).toBe(true);
+    } finally {
+      await pool.close();
+    }
+  });
+
   it('refuses verifications once closed, and rejects those still waiting', async () => {
     const pool = new PasswordVerifierPool({ threads: 1 });
     const running = pool.verify(aliceHash, 'alice-secret');

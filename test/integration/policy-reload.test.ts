@@ -101,7 +101,7 @@ describe('PolicyReloader', () => {
   });
 
   it('round 3: says loudly when a reloaded file lost routes or half its bytes, or was removed (a file read half-written)', async () => {
-    const many = Object.fromEntries(Array.from({ length: 8 }, (_, i) => [`/r${i}`, 'open']));
+    const many: Record<string, 'open'> = Object.fromEntries(Array.from({ length: 8 }, (_, i) => [`/r${i}`, 'open' as const]));
     await start({ 'a.yaml': policy(many), 'b.yaml': policy({ '/bee': 'open' }), 'c.yaml': policy({ '/sea': 'open' }) });
     // A valid file with fewer routes (what a write in two steps leaves between them) and a removed file.
     await writeFile(join(dir, 'a.yaml'), policy({ '/r0': 'open' }));
