@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { unique } from './apply-profile';
-import { changedFields, checkPrecondition, insertAdminAudit, lockRow, raiseAuthorizationVersions } from './admin-write-support';
+import { changedFields, checkPrecondition, insertAdminAudit, lockRow, raiseAuthorizationVersions, withoutVersion } from './admin-write-support';
 import { AdminWriteError, type AdminAuditContext } from '../../domain/admin-repository';
 import { grantedBy, profileEscalations, refuseEscalation, shareLockTemplate } from './admin-escalation';
 import { PermissionTemplateEntity } from './entities/permission-template-entity';
@@ -12,11 +12,6 @@ import { type ProfileInput, type VersionPrecondition, type ProfileWriteResult } 
 
 const scopeKey = (scope: { scopeType: string; scopeRefId: string }): string => `${scope.scopeType}\u0000${scope.scopeRefId}`;
 
-/** What the audit row keeps of a profile (before/after). */
-function summary(profile: ProfileRecord): Record<string, unknown> {
-  const { version: _version, ...rest } = profile;
-  return rest;
-}
 
 /**
  * Locks the profile row (`select … for update`) so two admins writing the same profile are serialized,
@@ -90,7 +85,7 @@ export async function writeProfile(
     if (unscoped) stored.scopes.removeAll();
   }
   const afterInput = { ...(before ?? { scopes: [] }), profileId, ...input, clientTypes: unique(input.clientTypes), unscoped, scopes };
-  const changed = changedFields(before === null ? null : summary(before), summary(afterInput as ProfileRecord));
+  const changed = changedFields(before === null ? null : withoutVersion(before), withoutVersion(afterInput as ProfileRecord));
   if (stored !== null && changed.length > 0) stored.updatedAt = now;
   await em.flush();
   const profile = await reload(em, profileId);
@@ -100,7 +95,7 @@ export async function writeProfile(
     action: stored === null ? 'admin.profile.create' : 'admin.profile.update',
     targetType: 'profile',
     targetId: profileId,
-    details: { before: before && summary(before), after: summary(profile), changed, authorizationVersion: raised?.authorizationVersion ?? null },
+    details: { before: before && withoutVersion(before), after: withoutVersion(profile), changed, authorizationVersion: raised?.authorizationVersion ?? null },
   });
   return { profile, created: stored === null, changed: stored === null || changed.length > 0, raised };
 }

@@ -4,7 +4,7 @@ import { sameSet, unique } from './apply-profile';
 import { refuseTemplateEscalation, refuseUserEscalation } from './admin-escalation';
 import { writeProfile, writeProfileScopes } from './admin-profile-writes';
 import { type ProfileInput, type ProfileWriteResult, type VersionPrecondition } from '../../domain/admin-repository';
-import { changedFields, checkPrecondition, insertAdminAudit, lockRow, raiseAuthorizationVersions, toAdminWriteError } from './admin-write-support';
+import { changedFields, checkPrecondition, insertAdminAudit, lockRow, raiseAuthorizationVersions, toAdminWriteError, withoutVersion } from './admin-write-support';
 import { AdminWriteError, type AdminAuditContext, type RaisedAuthorization } from '../../domain/admin-repository';
 import { recordPrincipalChanges } from './change-log';
 import { type PrincipalChange } from '../../domain/changes';
@@ -63,7 +63,7 @@ export class MikroOrmAdminRepository implements AdminRepository {
         for (const code of wanted) if (!current.has(code)) template.permissions.add(tx.create(TemplatePermissionEntity, { template, permissionCode: code }));
       }
       const after: TemplateRecord = { versionId, name: input.name, description, permissions: [...wanted].sort(), version: stored?.version ?? 0 };
-      const changed = changedFields(templateSummary(before), templateSummary(after));
+      const changed = changedFields(withoutVersion(before), withoutVersion(after));
       if (stored !== null && changed.length > 0) stored.updatedAt = new Date();
       await tx.flush();
       // The version the flush assigned: the entity tag of what was written.
@@ -77,7 +77,7 @@ export class MikroOrmAdminRepository implements AdminRepository {
         action: stored === null ? 'admin.template.create' : 'admin.template.update',
         targetType: 'template',
         targetId: versionId,
-        details: { before: before && templateSummary(before), after: templateSummary(after), changed, affectedUserIds: raised.map((user) => user.userId) },
+        details: { before: before && withoutVersion(before), after: withoutVersion(after), changed, affectedUserIds: raised.map((user) => user.userId) },
       });
       return { template: after, created: stored === null, raised };
     });
@@ -183,7 +183,7 @@ export class MikroOrmAdminRepository implements AdminRepository {
         identity.identityDomain = input.identityDomain;
         identity.enabled = input.enabled;
       }
-      const changed = changedFields(identitySummary(before), identitySummary(toIdentityRecord(identity)));
+      const changed = changedFields(withoutVersion(before), withoutVersion(toIdentityRecord(identity)));
       if (stored !== null && changed.length > 0) identity.updatedAt = now;
       await tx.flush();
       const after = toIdentityRecord(identity);
@@ -192,7 +192,7 @@ export class MikroOrmAdminRepository implements AdminRepository {
         action: stored === null ? 'admin.identity.create' : 'admin.identity.update',
         targetType: 'identity',
         targetId: identityId,
-        details: { before: before && identitySummary(before), after: identitySummary(after), changed },
+        details: { before: before && withoutVersion(before), after: withoutVersion(after), changed },
       });
       return { identity: after, created: stored === null };
     });
@@ -296,23 +296,6 @@ function userSummary(user: Pick<UserRecord, 'displayName' | 'enabled' | 'authori
   return { displayName: user.displayName, enabled: user.enabled, authorizationVersion: user.authorizationVersion };
 }
 
-/** What an audit row keeps of a template and compares for `changed` (not its lock version). */
-function templateSummary(template: TemplateRecord): Record<string, unknown>;
-function templateSummary(template: TemplateRecord | null): Record<string, unknown> | null;
-function templateSummary(template: TemplateRecord | null): Record<string, unknown> | null {
-  if (template === null) return null;
-  const { version: _version, ...rest } = template;
-  return rest;
-}
-
-/** What an audit row keeps of an identity and compares for `changed` (not its lock version). */
-function identitySummary(identity: IdentityRecord): Record<string, unknown>;
-function identitySummary(identity: IdentityRecord | null): Record<string, unknown> | null;
-function identitySummary(identity: IdentityRecord | null): Record<string, unknown> | null {
-  if (identity === null) return null;
-  const { version: _version, ...rest } = identity;
-  return rest;
-}
 
 function fromUserRow(row: UserRow): UserRecord {
   return {

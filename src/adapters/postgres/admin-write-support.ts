@@ -81,3 +81,12 @@ export function checkPrecondition(what: string, stored: { version: number } | nu
     throw new AdminWriteError('conflict', `If-Match ${String(precondition)} does not match the ${what}'s current version ${stored?.version ?? '(none)'}.`);
   }
 }
+
+/** What an audit row keeps of a written object, and compares for `changed`: not its lock version. */
+export function withoutVersion<T extends { version: number }>(record: T): Omit<T, 'version'>;
+export function withoutVersion<T extends { version: number }>(record: T | null): Omit<T, 'version'> | null;
+export function withoutVersion<T extends { version: number }>(record: T | null): Omit<T, 'version'> | null {
+  if (record === null) return null;
+  const { version: _version, ...rest } = record;
+  return rest;
+}
