@@ -1,8 +1,7 @@
 import type { CompiledPolicy, CompiledRoute, PolicyIssue } from '../policy/compiled-policy';
 import { parseRoutePattern } from '../policy/route-pattern';
+import { PROBE_METHODS } from './request-classes';
 
-/** Methods probed; an extension method stands for every method no policy can list. */
-const PROBE_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE', 'PROPFIND'];
 
 /**
  * `refused-method` (warning, #11.30): methods that a route pattern does not list and that a broader route

@@ -30,8 +30,9 @@
 import { normalizeRequestTarget } from '../http/normalize-target';
 import type { CompiledPolicy, CompiledRoute, PolicyIssue, PolicyLoadResult } from '../policy/compiled-policy';
 import { compilePolicyFiles, readPolicyDirectory, type PolicyLoadOptions } from '../policy/load-policy-directory';
-import { parseRoutePattern, RouteTree, type PatternSegment } from '../policy/route-tree';
+import { RouteTree, type PatternSegment } from '../policy/route-tree';
 import { refusedMethods } from './policy-lint-methods';
+import { probeMethods, segmentsOf, standInPaths } from './request-classes';
 import { foldAsciiCase } from '../policy/route-strictness';
 
 /** What lint knows besides the policy. */
@@ -44,8 +45,6 @@ export interface PolicyLintOptions {
   allowPathParameters?: boolean;
 }
 
-/** Methods a route is probed with; an extension method stands for every method not listed. */
-const PROBE_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE', 'PROPFIND'];
 
 /**
  * Loads `dir` like the gateway does and lints the result: every issue, sorted by file and line. `policy`
@@ -143,10 +142,6 @@ export function isGranted(code: string, templates: ReadonlyArray<{ permissions: 
 
 // ---------------------------------------------------------------- helpers
 
-function segmentsOf(route: CompiledRoute): PatternSegment[] {
-  const parsed = parseRoutePattern(route.pattern);
-  return parsed.ok ? parsed.segments : [];
-}
 
 /**
  * Why no normalized request path can equal the pattern, or null. The pattern's static segments are run
@@ -167,34 +162,7 @@ function normalizationProblem(route: CompiledRoute, segments: readonly PatternSe
   return null;
 }
 
-/**
- * Request paths standing for every path the route matches: a fresh value (a control character no static
- * segment can contain) per parameter, and for `**` zero up to one more segment than the deepest route.
- * If the route is selected for some real path it is selected for the stand-in of the same length: any
- * route beating it on the stand-in uses parameters there, so it would match the real path too.
- */
-function standInPaths(segments: readonly PatternSegment[], maxDepth: number): string[] {
-  const prefix: string[] = [];
-  let wildcard = false;
-  segments.forEach((segment, index) => {
-    if (segment.kind === 'wildcard') wildcard = true;
-    else prefix.push(segment.kind === 'static' ? segment.value : `\u0001${index}`);
-  });
-  const join = (parts: string[]): string => `/${parts.join('/')}`;
-  if (!wildcard) return [join(prefix)];
-  const paths: string[] = [];
-  for (let extra = 0; prefix.length + extra <= maxDepth + 1; extra++) {
-    paths.push(join([...prefix, ...Array.from({ length: extra }, (_unused, i) => `\u0002${i}`)]));
-  }
-  return paths;
-}
 
-function probeMethods(route: CompiledRoute): string[] {
-  if (route.methods[0] === '*') return PROBE_METHODS;
-  const methods = route.methods.filter((method) => method !== 'CONNECT');
-  if (methods.includes('GET') && !methods.includes('HEAD')) methods.push('HEAD');
-  return methods;
-}
 
 /** Routes with equal shapes match the same paths (static segments folded unless the policy is case-sensitive). */
 function shapeOf(route: CompiledRoute, caseSensitive: boolean): string {
