@@ -1,5 +1,5 @@
 /**
- * `iam-gateway policy check|test|explain|coverage` (docs/policy-format.md): the policy lifecycle tools a
+ * `iam-gateway policy check|test|explain|coverage|diff` (docs/policy-format.md, docs/policy-changes.md): the policy lifecycle tools a
  * host team runs locally and in CI. Each reads the policies directory exactly as the gateway does; the
  * configuration is loaded only when a default is needed (no DIR, no --provision).
  */
@@ -10,6 +10,7 @@ import type { ProvisioningDocument } from '../domain/records';
 import type { CompiledPolicy, PolicyIssue } from '../policy/compiled-policy';
 import { loadPolicyDirectory } from '../policy/load-policy-directory';
 import { computeCoverage, formatCoverageReport, OpenApiError, parseOpenApiOperations } from './policy-coverage';
+import { diffPolicies, formatPolicyDiff } from './policy-diff';
 import { explainRequest, formatExplanation } from './policy-explain';
 import { checkPolicyDirectory, formatPolicyIssue } from './policy-lint';
 import { formatPolicyTestReport, runPolicyTests } from './policy-test-runner';
@@ -59,6 +60,10 @@ const SUBCOMMAND_USAGE = {
         show the normalized path, the route selected (file:line) and what it asks for`,
   coverage: `coverage --openapi FILE [--dir DIR] [--base-path PATH] [--fail-on-uncovered] [--verbose]
         list the host's OpenAPI operations no route covers and routes matching no operation`,
+  diff: `diff OLD_DIR NEW_DIR [--json]
+        what a policy change does to the decisions: every (method, route pattern) whose checks change, marked
+        wider (someone may get in who could not), narrower or neutral; exit 1 when anything is wider, 2 when a
+        directory does not load`,
 } as const;
 
 const DIR_DEFAULT = 'DIR defaults to iam.policy.dir (IAM_POLICIES_DIR) of the configuration.';
@@ -108,6 +113,8 @@ export async function runPolicyCommand(args: string[], io: PolicyCommandIo, serv
         return await explain(rest, context, out);
       case 'coverage':
         return await coverage(rest, context, out);
+      case 'diff':
+        return await diff(rest, context, out);
       case undefined:
       case 'help':
       case '--help':
@@ -218,6 +225,19 @@ async function coverage(args: string[], context: CommandContext, out: (lines: re
   const report = computeCoverage(policy, operations);
   out(formatCoverageReport(report, policy, { openapiLabel: options.openapi, policyLabel: dir.label, verbose: options.verbose === true }));
   return options['fail-on-uncovered'] === true && report.uncovered.length > 0 ? 1 : 0;
+}
+
+async function diff(args: string[], context: CommandContext, out: (lines: readonly string[]) => void): Promise<number> {
+  const { positionals, options } = parse(args, { json: 'boolean' }, 2);
+  if (positionals.length !== 2) throw new UsageError('diff needs OLD_DIR and NEW_DIR, e.g. `policy diff main/policies policies`');
+  const [oldDir, newDir] = positionals.map((given) => context.policyDir(given)) as [PolicyDir, PolicyDir];
+  const [before, after] = [await context.loadPolicy(oldDir, out), await context.loadPolicy(newDir, out)];
+  // A directory that does not load is not a change to judge: exit 2 (its errors are printed above).
+  if (!before || !after) return 2;
+  const result = diffPolicies(before, after);
+  if (options.json === true) out([JSON.stringify({ wider: result.wider, changes: result.changes, resources: result.resources }, null, 2)]);
+  else out(formatPolicyDiff(result, { old: (id) => join(oldDir.label, id), new: (id) => join(newDir.label, id) }));
+  return result.wider ? 1 : 0;
 }
 
 // ---------------------------------------------------------------- shared

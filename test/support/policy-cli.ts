@@ -1,4 +1,4 @@
-/** `iam-gateway policy check …` in process: its exit code and what it wrote to stdout and stderr. */
+/** `iam-gateway policy …` in process: its exit code and what it wrote to stdout and stderr. */
 import { Writable } from 'node:stream';
 import { runPolicyCommand } from '../../src/app/policy-command';
 
@@ -13,9 +13,13 @@ function sink(): { stream: Writable; text: () => string } {
   return { stream, text: () => text };
 }
 
-export async function runPolicyCheck(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+export async function runPolicy(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
   const stdout = sink();
   const stderr = sink();
-  const code = await runPolicyCommand(['check', ...args], { stdout: stdout.stream, stderr: stderr.stream, env, cwd });
+  const code = await runPolicyCommand(args, { stdout: stdout.stream, stderr: stderr.stream, env, cwd });
   return { code, stdout: stdout.text(), stderr: stderr.text() };
+}
+
+export function runPolicyCheck(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  return runPolicy(['check', ...args], cwd, env);
 }

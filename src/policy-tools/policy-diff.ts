@@ -1,0 +1,262 @@
+/**
+ * `iam-gateway policy diff OLD_DIR NEW_DIR` (docs/policy-changes.md): what a policy change does to the decisions,
+ * computed from the two compiled route tables, not from the text. Every request class of either table (a stand-in
+ * request per route pattern and method, plus "no route matches") is matched in both tables with the real matcher;
+ * what decides it in each — a route, a method refusal, or `default` — is reduced to the checks it makes, and the two
+ * are compared. So moving a route between files, reordering or reformatting is no change, and a route that now falls
+ * through to a broader route is judged by what that route checks.
+ *
+ * Each change is `wider` (someone may get in who could not), `narrower` (someone who could get in may not) or
+ * `neutral` (the decision inputs changed, but nobody gains or loses). Where a change both widens and narrows (a
+ * permission code replaced by another), it is `wider`: the holders of the new code gain.
+ */
+import type { CompiledPolicy, CompiledRoute, ResourceResolverConfig } from '../policy/compiled-policy';
+import { probeMethods, PROBE_METHODS, segmentsOf, standInPaths } from './request-classes';
+
+export type Classification = 'wider' | 'narrower' | 'neutral';
+
+/** What decides a request class in one table, reduced to what it checks. */
+export type Check =
+  | { kind: 'open'; why: 'public' | 'default allow' }
+  | { kind: 'shadow'; permission: string | null }
+  | { kind: 'session'; profile: 'required' | 'optional' }
+  | { kind: 'permission'; permission: string; profile: 'required' | 'optional'; resource: CheckedResource | null }
+  | { kind: 'deny'; why: 'default deny' | 'method refused' };
+
+/** A route's resource as a decision sees it: which path segment holds the id (not the parameter's name). */
+export interface CheckedResource {
+  type: string;
+  /** Index of the id's segment in the pattern. */
+  segment: number;
+  access: 'READ' | 'WRITE';
+  resolve: 'optional' | 'required';
+}
+
+/** One side of a change: the deciding route (or `default`) and its checks. */
+export interface DiffSide {
+  /** The route's pattern, `(default)` or `(refused)`. */
+  decidedBy: string;
+  /** `file:line` of the route, null for default. */
+  source: string | null;
+  check: Check;
+}
+
+export interface PolicyChange {
+  method: string;
+  /** The pattern the request class stands for (the new table's when it has it), or `(no route)` for undeclared requests. */
+  pattern: string;
+  change: 'added' | 'removed' | 'changed';
+  classification: Classification;
+  /** What differs, in words (`permission project:read → project:export`, `scope check dropped`). */
+  differences: string[];
+  old: DiffSide;
+  new: DiffSide;
+}
+
+/** A change of the `resources` section (a resolver added, removed or pointed elsewhere). */
+export interface ResourceChange {
+  type: string;
+  classification: Classification;
+  difference: string;
+}
+
+export interface PolicyDiff {
+  changes: PolicyChange[];
+  resources: ResourceChange[];
+  /** True when any change is `wider`. */
+  wider: boolean;
+}
+
+const UNDECLARED_PATH = '/\u0003undeclared';
+
+/** Compares what two compiled policies decide (see the module comment). */
+export function diffPolicies(before: CompiledPolicy, after: CompiledPolicy): PolicyDiff {
+  const maxDepth = Math.max(0, ...[...before.routes, ...after.routes].map((route) => segmentsOf(route).length));
+  const classes = new Map<string, { method: string; path: string; pattern: string; inOld: boolean; inNew: boolean }>();
+  const addClasses = (route: CompiledRoute, side: 'old' | 'new'): void => {
+    const segments = segmentsOf(route);
+    for (const method of probeMethods(route)) {
+      for (const path of standInPaths(segments, maxDepth)) {
+        const key = `${method} ${path.toLowerCase()}`;
+        const known = classes.get(key);
+        if (known) {
+          if (side === 'new') {
+            known.inNew = true;
+            known.pattern = route.pattern;
+          } else known.inOld = true;
+        } else classes.set(key, { method, path, pattern: route.pattern, inOld: side === 'old', inNew: side === 'new' });
+      }
+    }
+  };
+  for (const route of before.routes) addClasses(route, 'old');
+  for (const route of after.routes) addClasses(route, 'new');
+  for (const method of PROBE_METHODS) classes.set(`${method} (undeclared)`, { method, path: UNDECLARED_PATH, pattern: '(no route)', inOld: true, inNew: true });
+
+  // One entry per (method, pattern): the widest of its classes' changes.
+  const byPattern = new Map<string, PolicyChange>();
+  for (const requestClass of classes.values()) {
+    const old = decide(before, requestClass.method, requestClass.path);
+    const now = decide(after, requestClass.method, requestClass.path);
+    const { classification, differences } = compareChecks(old.check, now.check);
+    if (differences.length === 0) continue;
+    const change: PolicyChange = {
+      method: requestClass.method,
+      pattern: requestClass.pattern,
+      change: ownRoute(after, requestClass) && !ownRoute(before, requestClass) ? 'added' : ownRoute(before, requestClass) && !ownRoute(after, requestClass) ? 'removed' : 'changed',
+      classification,
+      differences,
+      old,
+      new: now,
+    };
+    const key = `${change.method} ${change.pattern}`;
+    const seen = byPattern.get(key);
+    if (!seen || RANK[classification] > RANK[seen.classification]) byPattern.set(key, change);
+  }
+  const changes = [...byPattern.values()].sort((a, b) => (a.pattern === b.pattern ? a.method.localeCompare(b.method) : a.pattern.localeCompare(b.pattern)));
+  const resources = diffResources(before.resources, after.resources);
+  return { changes, resources, wider: changes.some((change) => change.classification === 'wider') || resources.some((change) => change.classification === 'wider') };
+}
+
+const RANK: Record<Classification, number> = { neutral: 0, narrower: 1, wider: 2 };
+
+/** Whether a route of `policy` with the class's own pattern decides it (the class is that route's, not a fallback's). */
+function ownRoute(policy: CompiledPolicy, requestClass: { method: string; path: string; pattern: string }): boolean {
+  const match = policy.match(requestClass.method, requestClass.path);
+  return match !== null && shapeOf(match.route.pattern) === shapeOf(requestClass.pattern);
+}
+
+function shapeOf(pattern: string): string {
+  return pattern.replace(/:[^/]+/g, ':').toLowerCase();
+}
+
+/** What decides one request in a table, and what it checks. */
+export function decide(policy: CompiledPolicy, method: string, path: string): DiffSide {
+  const match = policy.match(method, path);
+  if (match) return { decidedBy: match.route.pattern, source: match.route.id, check: checkOf(match.route) };
+  if (policy.refusal(method, path)) return { decidedBy: '(refused)', source: null, check: { kind: 'deny', why: 'method refused' } };
+  const action = policy.defaultAction;
+  const check: Check = action === 'allow' ? { kind: 'open', why: 'default allow' } : action === 'authenticated' ? { kind: 'session', profile: 'required' } : { kind: 'deny', why: 'default deny' };
+  return { decidedBy: '(default)', source: null, check };
+}
+
+/** A route reduced to what it checks. */
+export function checkOf(route: CompiledRoute): Check {
+  if (route.public) return { kind: 'open', why: 'public' };
+  if (route.mode === 'shadow') return { kind: 'shadow', permission: route.permission };
+  const profile = route.profile === 'optional' ? 'optional' : 'required';
+  if (route.permission === null) return { kind: 'session', profile };
+  const resource = route.resource;
+  return {
+    kind: 'permission',
+    permission: route.permission,
+    profile,
+    resource:
+      resource === null
+        ? null
+        : { type: resource.type, segment: segmentsOf(route).findIndex((segment) => segment.kind === 'param' && segment.name === resource.idParam), access: resource.access, resolve: resource.resolve },
+  };
+}
+
+/** Who gets past each kind of check, from nobody (0) to anybody (4). */
+const OPENNESS: Record<Check['kind'], number> = { deny: 0, permission: 1, session: 2, shadow: 3, open: 4 };
+
+/** How `now` differs from `old`, and which way (see the module comment). */
+export function compareChecks(old: Check, now: Check): { classification: Classification; differences: string[] } {
+  if (old.kind !== now.kind) {
+    const differences = [`${describeCheck(old)} → ${describeCheck(now)}`];
+    const way = OPENNESS[now.kind] - OPENNESS[old.kind];
+    // Two kinds that let everybody through (public, default allow, shadow mode): nobody gains or loses.
+    if (OPENNESS[old.kind] >= 3 && OPENNESS[now.kind] >= 3) return { classification: 'neutral', differences };
+    return { classification: way > 0 ? 'wider' : 'narrower', differences };
+  }
+  const found: Array<{ difference: string; classification: Classification }> = [];
+  if (old.kind === 'session' && now.kind === 'session') compareProfile(old.profile, now.profile, found);
+  if (old.kind === 'shadow' && now.kind === 'shadow' && old.permission !== now.permission) {
+    found.push({ difference: `shadowed permission ${old.permission ?? '(none)'} → ${now.permission ?? '(none)'}`, classification: 'neutral' });
+  }
+  if (old.kind === 'deny' && now.kind === 'deny' && old.why !== now.why) found.push({ difference: `${old.why} → ${now.why}`, classification: 'neutral' });
+  if (old.kind === 'open' && now.kind === 'open' && old.why !== now.why) found.push({ difference: `${old.why} → ${now.why}`, classification: 'neutral' });
+  if (old.kind === 'permission' && now.kind === 'permission') {
+    if (old.permission !== now.permission) found.push({ difference: `permission ${old.permission} → ${now.permission}`, classification: 'wider' });
+    compareProfile(old.profile, now.profile, found);
+    compareResource(old.resource, now.resource, found);
+  }
+  if (found.length === 0) return { classification: 'neutral', differences: [] };
+  const classification = found.reduce<Classification>((widest, entry) => (RANK[entry.classification] > RANK[widest] ? entry.classification : widest), 'neutral');
+  return { classification, differences: found.map((entry) => entry.difference) };
+}
+
+function compareProfile(old: 'required' | 'optional', now: 'required' | 'optional', found: Array<{ difference: string; classification: Classification }>): void {
+  if (old === now) return;
+  found.push({ difference: `active profile ${old} → ${now}`, classification: now === 'optional' ? 'wider' : 'narrower' });
+}
+
+function compareResource(old: CheckedResource | null, now: CheckedResource | null, found: Array<{ difference: string; classification: Classification }>): void {
+  if (old === null && now === null) return;
+  if (old === null) {
+    found.push({ difference: `scope check added (${describeResource(now!)})`, classification: 'narrower' });
+    return;
+  }
+  if (now === null) {
+    found.push({ difference: `scope check dropped (was ${describeResource(old)})`, classification: 'wider' });
+    return;
+  }
+  // Another type, or the id taken from another segment: other resources' scopes decide (someone may get in).
+  if (old.type !== now.type || old.segment !== now.segment) {
+    found.push({ difference: `resource ${describeResource(old)} → ${describeResource(now)}`, classification: 'wider' });
+    return;
+  }
+  if (old.access !== now.access) found.push({ difference: `access ${old.access} → ${now.access}`, classification: now.access === 'READ' ? 'wider' : 'narrower' });
+  if (old.resolve !== now.resolve) found.push({ difference: `resolve ${old.resolve} → ${now.resolve}`, classification: now.resolve === 'optional' ? 'wider' : 'narrower' });
+}
+
+function describeResource(resource: CheckedResource): string {
+  return `${resource.type} ${resource.access}${resource.resolve === 'required' ? ', resolve required' : ''}`;
+}
+
+/** A check in words, as the report shows it. */
+export function describeCheck(check: Check): string {
+  switch (check.kind) {
+    case 'open':
+      return check.why;
+    case 'shadow':
+      return `shadow mode${check.permission ? ` (${check.permission} not enforced)` : ''}`;
+    case 'session':
+      return check.profile === 'optional' ? 'any session' : 'any session with an active profile';
+    case 'permission':
+      return `${check.permission}${check.resource ? ` on ${describeResource(check.resource)}` : ''}${check.profile === 'optional' ? ', profile optional' : ''}`;
+    case 'deny':
+      return check.why;
+  }
+}
+
+/** Resolver changes: which scopes a resource's id stands for (someone may get in: wider), or only its timeout (neutral). */
+function diffResources(before: CompiledPolicy['resources'], after: CompiledPolicy['resources']): ResourceChange[] {
+  const changes: ResourceChange[] = [];
+  const url = (resolver: ResourceResolverConfig | null): string | null => resolver?.url ?? null;
+  for (const type of [...new Set([...Object.keys(before), ...Object.keys(after)])].sort()) {
+    const old = before[type]?.resolver ?? null;
+    const now = after[type]?.resolver ?? null;
+    if (url(old) !== url(now)) {
+      const difference = old === null ? `resolver added (${url(now)})` : now === null ? `resolver removed (was ${url(old)})` : `resolver ${url(old)} → ${url(now)}`;
+      changes.push({ type, classification: 'wider', difference });
+    } else if (old !== null && now !== null && old.timeoutMs !== now.timeoutMs) {
+      changes.push({ type, classification: 'neutral', difference: `resolver timeout ${old.timeoutMs} ms → ${now.timeoutMs} ms` });
+    }
+  }
+  return changes;
+}
+
+/** The report as text lines (one per change, then a summary); `label` shows a `file:line` as the user named the directory. */
+export function formatPolicyDiff(diff: PolicyDiff, labels: { old: (id: string) => string; new: (id: string) => string }): string[] {
+  const side = (value: DiffSide, label: (id: string) => string): string => `${value.decidedBy}${value.source ? ` (${label(value.source)})` : ''}: ${describeCheck(value.check)}`;
+  const lines = diff.changes.map(
+    (change) =>
+      `${change.classification.padEnd(8)} ${change.method} ${change.pattern} ${change.change}: ${change.differences.join('; ')}\n         was ${side(change.old, labels.old)}\n         now ${side(change.new, labels.new)}`,
+  );
+  for (const change of diff.resources) lines.push(`${change.classification.padEnd(8)} resource ${change.type}: ${change.difference}`);
+  const count = (classification: Classification): number =>
+    diff.changes.filter((change) => change.classification === classification).length + diff.resources.filter((change) => change.classification === classification).length;
+  lines.push(diff.changes.length + diff.resources.length === 0 ? 'no change in what the policy decides' : `${count('wider')} wider, ${count('narrower')} narrower, ${count('neutral')} neutral`);
+  return lines;
+}

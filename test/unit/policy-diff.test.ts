@@ -1,0 +1,129 @@
+/**
+ * `policy diff` classification (docs/policy-changes.md): a table of changes where a mistake would be a security hole
+ * (a widening reported as narrower or as nothing), and the changes that must come out as "no change".
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { compilePolicyFiles } from '../../src/policy/load-policy-directory';
+import { diffPolicies, type Classification } from '../../src/policy-tools/policy-diff';
+import { runPolicy } from '../support/policy-cli';
+
+const compile = (files: Record<string, string>) => {
+  const result = compilePolicyFiles(Object.entries(files).map(([file, text]) => ({ file, text })));
+  if (!result.policy) throw new Error(result.issues.map((issue) => issue.message).join('\n'));
+  return result.policy;
+};
+const doc = (routes: string, head = 'default: deny'): string => `version: 1\n${head}\nroutes:\n${routes}`;
+/** The (method, pattern, classification) triples of a diff, and whether it is wider. */
+const summary = (before: string, after: string, beforeHead?: string, afterHead?: string) => {
+  const diff = diffPolicies(compile({ 'p.yaml': doc(before, beforeHead) }), compile({ 'p.yaml': doc(after, afterHead) }));
+  return { wider: diff.wider, changes: diff.changes.map((change) => `${change.classification} ${change.method} ${change.pattern}`) };
+};
+const PROJECT = '  - { path: /api/projects/:id, methods: [GET], permission: project:read, resource: { type: PROJECT, id: id, access: READ } }\n';
+
+describe('policy diff: changes where a wrong answer is a hole', () => {
+  const cases: Array<[string, string, string, Classification, string?, string?]> = [
+    ['public added to a protected route', PROJECT, '  - { path: /api/projects/:id, methods: [GET], public: true }\n', 'wider'],
+    ['permission removed (any session)', PROJECT, '  - { path: /api/projects/:id, methods: [GET] }\n', 'wider'],
+    ['scope check dropped', PROJECT, '  - { path: /api/projects/:id, methods: [GET], permission: project:read }\n', 'wider'],
+    ['another permission code', PROJECT, PROJECT.replace('project:read', 'project:list'), 'wider'],
+    ['WRITE loosened to READ', PROJECT.replace('READ', 'WRITE'), PROJECT, 'wider'],
+    ['resolve required → optional', PROJECT.replace('READ }', 'READ, resolve: required }'), PROJECT, 'wider'],
+    ['enforce → shadow mode', PROJECT, PROJECT.replace(' }\n', ', mode: shadow }\n').replace('READ, mode: shadow }', 'READ }, mode: shadow'), 'wider'],
+    ['profile made optional', '  - { path: /api/me, methods: [GET] }\n', '  - { path: /api/me, methods: [GET], profile: optional }\n', 'wider'],
+    ['method added to a route (falls from deny)', PROJECT, PROJECT.replace('[GET]', '[GET, DELETE]'), 'wider'],
+    ['resource id taken from another segment', '  - { path: /api/p/:a/t/:b, methods: [GET], permission: t:read, resource: { type: T, id: b, access: READ } }\n', '  - { path: /api/p/:a/t/:b, methods: [GET], permission: t:read, resource: { type: T, id: a, access: READ } }\n', 'wider'],
+    ['a route removed: falls through to a weaker broader route', `  - { path: /api/**, methods: [GET] }\n${PROJECT}`, '  - { path: /api/**, methods: [GET] }\n', 'wider'],
+    ['a route added that checks less than the broader one it takes requests from', PROJECT.replace(':id,', ':id/**,'), `${PROJECT.replace(':id,', ':id/**,')}  - { path: /api/projects/:id/export, methods: [GET], permission: project:read }\n`, 'wider'],
+    ['scope check added', '  - { path: /api/projects/:id, methods: [GET], permission: project:read }\n', PROJECT, 'narrower'],
+    ['READ tightened to WRITE', PROJECT, PROJECT.replace('READ', 'WRITE'), 'narrower'],
+    ['a public route made protected', '  - { path: /health, methods: [GET], public: true }\n', '  - { path: /health, methods: [GET], permission: health:read }\n', 'narrower'],
+    ['shadow → enforce', PROJECT.replace('READ }', 'READ }, mode: shadow'), PROJECT, 'narrower'],
+  ];
+  it.each(cases)('%s', (_name, before, after, expected) => {
+    const result = summary(before, after);
+    const widest = result.changes.some((line) => line.startsWith('wider')) ? 'wider' : result.changes.some((line) => line.startsWith('narrower')) ? 'narrower' : 'neutral';
+    expect([result.changes.length > 0, widest, result.wider]).toEqual([true, expected, expected === 'wider']);
+  });
+
+  it('default deny → authenticated is wider for undeclared requests', () => {
+    const result = summary(PROJECT, PROJECT, 'default: deny', 'default: authenticated');
+    expect(result.wider).toBe(true);
+    expect(result.changes).toContain('wider GET (no route)');
+  });
+
+  it('a resolver added, removed or pointed elsewhere is wider (other scopes decide); only its timeout, neutral', () => {
+    const res = (url: string, timeout = '') => `resources:\n  PROJECT:\n    resolver: { url: "${url}"${timeout} }\ndefault: deny`;
+    const diff = (a: string, b: string) => diffPolicies(compile({ 'p.yaml': doc(PROJECT, a) }), compile({ 'p.yaml': doc(PROJECT, b) })).resources;
+    expect(diff(res('http://h/p/{id}'), res('http://other/p/{id}'))).toEqual([{ type: 'PROJECT', classification: 'wider', difference: 'resolver http://h/p/{id} → http://other/p/{id}' }]);
+    expect(diff('default: deny', res('http://h/p/{id}'))[0]?.classification).toBe('wider');
+    expect(diff(res('http://h/p/{id}', ', timeout: 1s'), res('http://h/p/{id}', ', timeout: 2s'))[0]).toMatchObject({ classification: 'neutral' });
+  });
+});
+
+describe('policy diff: what is no change', () => {
+  it('moving a route between files, reordering, reformatting and renaming a parameter change nothing', () => {
+    const before = compile({
+      'a.yaml': doc(`${PROJECT}  - { path: /health, methods: [GET], public: true }\n`),
+      'b.yaml': 'version: 1\nroutes:\n  - { path: /api/admin/**, methods: ["*"], permission: admin:write }\n',
+    });
+    const after = compile({
+      'z.yaml': 'version: 1\nroutes:\n  - path: /health\n    methods: [GET]\n    public: true\n\n  - path: /api/admin/**\n    methods: ["*"]\n    permission: admin:write\n',
+      'a.yaml': doc('  - path: /api/projects/:projectId\n    methods: [GET]\n    permission: project:read\n    resource: { type: PROJECT, id: projectId, access: READ }\n'),
+    });
+    expect(diffPolicies(before, after)).toEqual({ changes: [], resources: [], wider: false });
+  });
+
+  it('reports each (method, pattern) once, with both sides and their file:line', () => {
+    const diff = diffPolicies(compile({ 'p.yaml': doc(PROJECT) }), compile({ 'p.yaml': doc('  - { path: /api/projects/:id, methods: [GET], permission: project:read }\n') }));
+    expect(diff.changes).toEqual([
+      expect.objectContaining({ method: 'GET', pattern: '/api/projects/:id', change: 'changed', classification: 'wider', differences: ['scope check dropped (was PROJECT READ)'] }),
+      expect.objectContaining({ method: 'HEAD', pattern: '/api/projects/:id', classification: 'wider' }),
+    ]);
+    expect(diff.changes[0]!.old).toMatchObject({ decidedBy: '/api/projects/:id', source: 'p.yaml:4' });
+  });
+});
+
+describe('npx iam-gateway policy diff OLD_DIR NEW_DIR', () => {
+  let root: string;
+  beforeAll(() => {
+    root = mkdtempSync(join(tmpdir(), 'iam-diff-'));
+    for (const [dir, text] of Object.entries({
+      old: doc(PROJECT),
+      same: `version: 1\ndefault: deny\nroutes:\n  - path: /api/projects/:projectId\n    methods: [GET]\n    permission: project:read\n    resource: { type: PROJECT, id: projectId, access: READ }\n`,
+      narrower: doc(PROJECT.replace('READ', 'WRITE')),
+      wider: doc('  - { path: /api/projects/:id, methods: [GET], permission: project:read }\n'),
+      broken: 'version: 1\nroutes:\n  - { path: /x, methods: [FETCH] }\n',
+    })) {
+      mkdirSync(join(root, dir));
+      writeFileSync(join(root, dir, 'p.yaml'), text);
+    }
+  });
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+  it('exit 0 with no change or nothing wider, 1 when anything is wider, 2 when a directory does not load', async () => {
+    expect(await runPolicy(['diff', 'old', 'same'], root)).toMatchObject({ code: 0, stdout: 'no change in what the policy decides\n' });
+    const narrower = await runPolicy(['diff', 'old', 'narrower'], root);
+    expect(narrower.code).toBe(0);
+    expect(narrower.stdout).toContain('narrower GET /api/projects/:id changed: access READ → WRITE');
+    const wider = await runPolicy(['diff', 'old', 'wider'], root);
+    expect(wider.code).toBe(1);
+    expect(wider.stdout).toContain('wider    GET /api/projects/:id changed: scope check dropped (was PROJECT READ)');
+    expect(wider.stdout).toContain('was /api/projects/:id (old/p.yaml:4): project:read on PROJECT READ');
+    expect(wider.stdout).toMatch(/2 wider, 0 narrower, 0 neutral\n$/);
+    const broken = await runPolicy(['diff', 'old', 'broken'], root);
+    expect(broken.code).toBe(2);
+    expect(broken.stdout).toContain('broken/p.yaml:3');
+    expect((await runPolicy(['diff', 'old'], root)).code).toBe(2);
+  });
+
+  it('--json: the same changes, machine-readable', async () => {
+    const answer = await runPolicy(['diff', 'old', 'wider', '--json'], root);
+    expect(answer.code).toBe(1);
+    const parsed = JSON.parse(answer.stdout) as { wider: boolean; changes: Array<{ method: string; classification: string; old: { source: string } }> };
+    expect(parsed.wider).toBe(true);
+    expect(parsed.changes.map((change) => `${change.classification} ${change.method}`)).toEqual(['wider GET', 'wider HEAD']);
+    expect(parsed.changes[0]!.old.source).toBe('p.yaml:4');
+  });
+});
