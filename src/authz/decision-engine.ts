@@ -97,6 +97,7 @@ function newDecision(
     permissionCode,
     profileId: subject?.principal.activeProfileId ?? null,
     userId: subject?.principal.userId ?? null,
+    clientType: subject?.clientType ?? null,
     route,
     steps: [],
     status: 200,

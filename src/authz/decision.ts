@@ -47,6 +47,8 @@ export interface AuthorizationDecision {
   permissionCode: string | null;
   profileId: string | null;
   userId: string | null;
+  /** The client type of the session decided for (`WEB`, `API`…); null without a session. */
+  clientType?: string | null;
   route?: DecisionRoute | null;
   resource?: DecisionResource | null;
   /** Ordered; evaluation stops at the first failed step. */

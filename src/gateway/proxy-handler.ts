@@ -151,6 +151,8 @@ export class ProxyHandler {
         decision: decision === null ? (refused ? 'deny' : 'none') : decision.shadowed ? 'shadow_deny' : decision.allowed ? 'allow' : 'deny',
         step: decision?.failedStep ?? null,
         userId: decision?.userId ?? null,
+        profileId: decision?.profileId ?? null,
+        clientType: decision?.clientType ?? null,
         decisionId: decision?.decisionId ?? null,
         durationMs: Math.round(durationMs * 1000) / 1000,
         upstreamMs: upstreamMs === null ? null : Math.round(upstreamMs * 1000) / 1000,

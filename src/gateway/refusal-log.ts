@@ -45,6 +45,8 @@ export class RefusalLog {
       decision: 'none',
       step: null,
       userId: null,
+      profileId: null,
+      clientType: null,
       decisionId: null,
       durationMs: Math.round((performance.now() - started) * 1000) / 1000,
       upstreamMs: null,

@@ -21,6 +21,9 @@ export interface AccessEntry {
   decision: 'allow' | 'deny' | 'shadow_deny' | 'none';
   step: string | null;
   userId: string | null;
+  /** The active profile decided for, and the session's client type: what `policy replay` decides again with. */
+  profileId: string | null;
+  clientType: string | null;
   decisionId: string | null;
   /** From the request to the response's end (or to the answer for a denial). */
   durationMs: number;

@@ -75,6 +75,8 @@ describe('the access log', () => {
       decision: 'allow',
       step: null,
       userId: 'u-alice',
+      profileId: 'p-alice-editor',
+      clientType: 'WEB',
       decisionId: expect.any(String),
       durationMs: expect.any(Number),
       upstreamMs: expect.any(Number),
@@ -85,7 +87,7 @@ describe('the access log', () => {
     expect(deniedLine).toMatchObject({ status: 403, decision: 'deny', step: 'PERMISSION_DENIED', route: '/api/admin/**', userId: 'u-alice', upstreamMs: null });
     const anonymous = await fetch(`${gateway.url}/api/projects`, { headers: { authorization: 'Bearer iamt_not-a-live-token-for-the-log-test-xxxxxxxx' } });
     const [anonymousLine] = await linesFor(gateway, log, anonymous.headers.get('x-request-id')!);
-    expect(anonymousLine).toMatchObject({ status: 401, decision: 'deny', userId: null, route: '/api/projects' });
+    expect(anonymousLine).toMatchObject({ status: 401, decision: 'deny', userId: null, profileId: null, clientType: null, route: '/api/projects' });
     // Nothing secret, anywhere in the log: not the live token, not the session cookie, not the query, not the password.
     for (const secret of [accessToken, 'iamt_not-a-live-token', 'alice-password', 'shh', 'theme=dark']) expect(log.raw()).not.toContain(secret);
   });

@@ -157,6 +157,8 @@ describe('the loggers as configured', () => {
       decision: 'deny',
       step: null,
       userId: null,
+      profileId: null,
+      clientType: null,
       decisionId: null,
       durationMs: 1,
       upstreamMs: null,

@@ -134,6 +134,7 @@ export const Decision = StrictObject(
     permissionCode: NullableString(),
     profileId: Nullable(HeaderSafe(), { description: 'The profile that was evaluated.' }),
     userId: Nullable(HeaderSafe(), { description: 'The user the decision is about.' }),
+    clientType: Type.Optional(NullableString({ description: 'The client type of the session decided for; null without a session.' })),
     route: Type.Optional(Nullable(Ref<typeof DecisionRoute>('DecisionRoute'), { description: 'The matched policy route (file:line); null when none.' })),
     resource: Type.Optional(Nullable(Ref<typeof DecisionResource>('DecisionResource'))),
     steps: Type.Array(Ref<typeof DecisionStep>('DecisionStep')),
