@@ -35,7 +35,7 @@ Configuration: IAM_CONFIG (default config/default.yaml) plus environment overrid
 const policyCommand: CliCommand = {
   usage: POLICY_USAGE,
   handlesHelp: true,
-  run: (args) => runPolicyCommand(args, { stdout: process.stdout, stderr: process.stderr, env: process.env, cwd: process.cwd() }),
+  run: (args) => runPolicyCommand(args, { stdout: process.stdout, stderr: process.stderr, env: process.env, cwd: process.cwd(), stdin: process.stdin }),
 };
 
 const COMMANDS: Record<string, CliCommand> = {

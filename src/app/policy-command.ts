@@ -1,6 +1,9 @@
 import { readProvisioningFile } from '../api/provisioning-file';
-import { runPolicyCommand as runPolicyTool, type PolicyCommandIo, type PolicyToolServices } from '../policy-tools/policy-command';
-import { loadConfig, type GatewayConfig } from './config';
+import { DecisionEngine } from '../authz/decision-engine';
+import { GrantProvider } from '../authz/grant-provider';
+import { runPolicyCommand as runPolicyTool, type PolicyCommandIo, type PolicyToolServices, type ReplayData } from '../policy-tools/policy-command';
+import { recordOfAuditEvent, replayResolvers, type RecordedDecision } from '../policy-tools/policy-replay';
+import { loadConfig, parseDuration, type GatewayConfig } from './config';
 
 /**
  * `iam-gateway policy …` wired to the real configuration loader, provisioning file reader and PostgreSQL (the
@@ -21,6 +24,7 @@ export function runPolicyCommand(args: string[], io: PolicyCommandIo): Promise<n
     },
     readProvisioningFile,
     databaseTemplates: (from) => databaseTemplates(configOf(from)),
+    openReplay: (from, since) => openReplay(configOf(from), since),
   };
   return runPolicyTool(args, io, services);
 }
@@ -39,4 +43,61 @@ async function databaseTemplates(config: GatewayConfig): Promise<Array<{ version
   } catch (error) {
     throw new Error(`--database: cannot read the templates: ${(error as Error).message}`);
   }
+}
+
+/** The database's place, never its credentials: what an error message may name. */
+function databasePlace(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.hostname}:${parsed.port || '5432'}${parsed.pathname}`;
+  } catch {
+    return 'the configured database';
+  }
+}
+
+/**
+ * `policy replay`'s data (src/policy-tools/policy-replay.ts): an engine over today's grants in the configured
+ * PostgreSQL (read only; its resolver is never called) and the audit trail's denials of the last `since`.
+ */
+async function openReplay(config: GatewayConfig, since: string | null): Promise<ReplayData> {
+  const sinceMs = since === null ? null : parseDuration(since, '--since');
+  const url = config.database.url;
+  if (url === null) throw new Error('replay needs the database the gateway uses (DATABASE_URL or database.url): its grants decide, and its audit trail holds the denials');
+  const [{ createOrm }, { MikroOrmIamRepository }, { MikroOrmAdminRepository }] = await Promise.all([
+    import('../adapters/postgres/orm'),
+    import('../adapters/postgres/mikro-orm-iam-repository'),
+    import('../adapters/postgres/admin-repository'),
+  ]);
+  let orm;
+  try {
+    orm = await createOrm({ url, poolSize: 1, historyTable: config.iam.schema.historyTable, embedded: false, connectTimeoutMs: 5000 });
+    await new MikroOrmIamRepository(orm).ping();
+  } catch (error) {
+    await orm?.close(true);
+    throw new Error(`cannot reach the database at ${databasePlace(url)} (${(error as Error).name}); nothing was replayed`);
+  }
+  const opened = orm;
+  // Every grant is read once and kept for the whole replay: the replay is one snapshot of today's grants.
+  const grants = new GrantProvider({ repository: new MikroOrmIamRepository(opened), maxEntries: 100_000, trustCache: () => true });
+  const admin = new MikroOrmAdminRepository(opened);
+  return {
+    engine: new DecisionEngine({ grants, resolvers: replayResolvers }),
+    async *auditDecisions(): AsyncIterable<RecordedDecision> {
+      if (sinceMs === null) return;
+      const from = new Date(Date.now() - sinceMs);
+      for (const action of ['authz.deny', 'authz.shadow_deny']) {
+        let before: string | null = null;
+        for (;;) {
+          const page = await admin.listAudit({ limit: 500, before, userId: null, action, since: from });
+          for (const event of page.slice(0, 500)) {
+            const record = recordOfAuditEvent({ id: event.id, action: event.action, targetId: event.targetId, details: event.details as Record<string, unknown> | null });
+            if (record !== null) yield record;
+          }
+          if (page.length <= 500) break;
+          before = page[499]!.id;
+        }
+      }
+    },
+    close: () => opened.close(true),
+  };
 }

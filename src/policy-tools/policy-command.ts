@@ -3,7 +3,8 @@
  * host team runs locally and in CI. Each reads the policies directory exactly as the gateway does; the
  * configuration is loaded only when a default is needed (no DIR, no --provision).
  */
-import { readFileSync } from 'node:fs';
+import { createReadStream, readFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
 import { isAbsolute, join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { ProvisioningDocument } from '../domain/records';
@@ -11,6 +12,7 @@ import type { CompiledPolicy, PolicyIssue } from '../policy/compiled-policy';
 import { loadPolicyDirectory } from '../policy/load-policy-directory';
 import { computeCoverage, formatCoverageReport, OpenApiError, parseOpenApiOperations } from './policy-coverage';
 import { diffPolicies, formatPolicyDiff } from './policy-diff';
+import { formatReplayReport, parseAccessLogLine, replayFails, replayOne, ReplayTally, type FailOn, type RecordedDecision, type ReplayEngine } from './policy-replay';
 import { explainRequest, formatExplanation } from './policy-explain';
 import { checkPolicyDirectory, formatPolicyIssue } from './policy-lint';
 import { formatPolicyTestReport, runPolicyTests } from './policy-test-runner';
@@ -22,6 +24,8 @@ export interface PolicyCommandIo {
   env: NodeJS.ProcessEnv;
   /** Base of relative paths (DIR, FILE) and of the configuration lookup. */
   cwd: string;
+  /** `--access-log -` reads it. */
+  stdin?: NodeJS.ReadableStream;
 }
 
 /** The part of the gateway's configuration the policy tools use (docs/configuration.md). */
@@ -46,6 +50,20 @@ export interface PolicyToolServices {
   readProvisioningFile(path: string): ProvisioningDocument;
   /** Every template of the configured database (read only: no migration is applied). */
   databaseTemplates(io: PolicyCommandIo): Promise<Array<{ versionId: string; permissions: string[] }>>;
+  /**
+   * `policy replay`'s data: an engine deciding with today's grants from the configured database (its resolver is
+   * never called), and the audit trail's denials since `since` (a duration such as `24h`; null: none). Rejects with
+   * a message naming the database when it cannot be reached.
+   */
+  openReplay(io: PolicyCommandIo, since: string | null): Promise<ReplayData>;
+}
+
+/** What {@link PolicyToolServices.openReplay} gives the replay. */
+export interface ReplayData {
+  engine: ReplayEngine['engine'];
+  /** The audit trail's recorded denials in the window, oldest page first; empty without `since`. */
+  auditDecisions(): AsyncIterable<RecordedDecision>;
+  close(): Promise<void>;
 }
 
 /** Each subcommand's line and description, as `policy --help` lists them and `policy SUBCOMMAND --help` shows one. */
@@ -60,6 +78,10 @@ const SUBCOMMAND_USAGE = {
         show the normalized path, the route selected (file:line) and what it asks for`,
   coverage: `coverage --openapi FILE [--dir DIR] [--base-path PATH] [--fail-on-uncovered] [--verbose]
         list the host's OpenAPI operations no route covers and routes matching no operation`,
+  replay: `replay NEW_DIR [--access-log FILE|-] [--since DURATION] [--fail-on wider|narrower|any] [--json]
+        the recorded requests (access-log lines, and the audit trail's denials of the last DURATION) decided again
+        by NEW_DIR with today's grants (the configured database); counts allow→deny and deny→allow per route and
+        user; exit 1 per --fail-on (wider: anything deny→allow), 2 when NEW_DIR or the database does not load`,
   diff: `diff OLD_DIR NEW_DIR [--json]
         what a policy change does to the decisions: every (method, route pattern) whose checks change, marked
         wider (someone may get in who could not), narrower or neutral; exit 1 when anything is wider, 2 when a
@@ -115,6 +137,8 @@ export async function runPolicyCommand(args: string[], io: PolicyCommandIo, serv
         return await coverage(rest, context, out);
       case 'diff':
         return await diff(rest, context, out);
+      case 'replay':
+        return await replay(rest, context, out);
       case undefined:
       case 'help':
       case '--help':
@@ -240,6 +264,54 @@ async function diff(args: string[], context: CommandContext, out: (lines: readon
   return result.wider ? 1 : 0;
 }
 
+async function replay(args: string[], context: CommandContext, out: (lines: readonly string[]) => void): Promise<number> {
+  const { positionals, options } = parse(args, { 'access-log': 'string', since: 'string', 'fail-on': 'string', json: 'boolean' }, 1);
+  if (positionals.length !== 1) throw new UsageError('replay needs NEW_DIR, e.g. `policy replay policies --access-log access.log`');
+  const failOn = options['fail-on'] === undefined ? null : (options['fail-on'] as string);
+  if (failOn !== null && failOn !== 'wider' && failOn !== 'narrower' && failOn !== 'any') throw new UsageError(`--fail-on must be wider, narrower or any, not "${failOn}"`);
+  const accessLog = typeof options['access-log'] === 'string' ? options['access-log'] : null;
+  const since = typeof options.since === 'string' ? options.since : null;
+  if (accessLog === null && since === null) throw new UsageError('replay needs --access-log FILE (or - for standard input), --since DURATION, or both');
+  const dir = context.policyDir(positionals[0]);
+  const policy = await context.loadPolicy(dir, out);
+  if (!policy) return 2;
+  // The policy that made the recorded decisions (its resource checks decide which recorded outcomes may be reused).
+  const live = await context.loadPolicyQuietly(context.settings().policyDir);
+  let data: ReplayData;
+  try {
+    data = await context.services.openReplay(context.io, since);
+  } catch (error) {
+    context.io.stderr.write(`iam-gateway policy replay: ${(error as Error).message}\n`);
+    return 2;
+  }
+  const tally = new ReplayTally();
+  try {
+    if (accessLog !== null) {
+      const input = accessLog === '-' ? context.io.stdin : createReadStream(context.path(accessLog));
+      if (input === undefined) throw new UsageError('--access-log - needs standard input');
+      let number = 0;
+      const label = accessLog === '-' ? 'stdin' : accessLog;
+      for await (const line of createInterface({ input, crlfDelay: Infinity })) {
+        number++;
+        const parsed = parseAccessLogLine(line, `${label}:${number}`);
+        if (parsed.kind === 'record') tally.add(parsed.record, await replayOne(parsed.record, policy, live, data.engine));
+        else tally.skip(parsed.kind);
+      }
+    }
+    for await (const record of data.auditDecisions()) tally.add(record, await replayOne(record, policy, live, data.engine));
+  } catch (error) {
+    if (error instanceof UsageError) throw error;
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') throw new Error(`cannot read ${accessLog}: no such file`);
+    context.io.stderr.write(`iam-gateway policy replay: ${(error as Error).message}\n`);
+    return 2;
+  } finally {
+    await data.close();
+  }
+  const report = tally.report();
+  out(options.json === true ? [JSON.stringify(report, null, 2)] : formatReplayReport(report));
+  return replayFails(report, failOn as FailOn | null) ? 1 : 0;
+}
+
 // ---------------------------------------------------------------- shared
 
 function count(n: number, noun: string): string {
@@ -271,7 +343,7 @@ class CommandContext {
   loadedSettings: PolicyToolSettings | null = null;
 
   constructor(
-    private readonly io: PolicyCommandIo,
+    readonly io: PolicyCommandIo,
     readonly services: PolicyToolServices,
   ) {}
 
@@ -304,6 +376,12 @@ class CommandContext {
     const errors = result.issues.filter((issue: PolicyIssue) => issue.severity === 'error');
     out([...errors.map((issue) => formatPolicyIssue(issue, dir.label, dir.fileLabel)), `the policy in ${dir.label} does not load (${errors.length} errors); run \`iam-gateway policy check\``]);
     return null;
+  }
+
+  /** The compiled policy of `path`, or null when it does not load (nothing printed). */
+  async loadPolicyQuietly(path: string): Promise<CompiledPolicy | null> {
+    const resolverTimeout = this.loadedSettings?.resolverTimeoutMs;
+    return (await loadPolicyDirectory(path, resolverTimeout === undefined ? {} : { defaultResolverTimeoutMs: resolverTimeout })).policy;
   }
 
   databaseTemplates(): Promise<Array<{ versionId: string; permissions: string[] }>> {
