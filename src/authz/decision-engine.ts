@@ -58,6 +58,20 @@ export interface DecideRequestInput {
 /** A decision now, or later when a grant must be loaded or a resolver asked. */
 export type MaybeDecision = AuthorizationDecision | Promise<AuthorizationDecision>;
 
+/** Input of {@link DecisionEngine.plan}: which resources of a type may the subject reach with a permission? */
+export interface PlanInput {
+  subject: DecisionSubject;
+  permissionCode: string;
+  resourceType: string;
+  access: 'READ' | 'WRITE';
+}
+
+/**
+ * The answer of {@link DecisionEngine.plan}, for filtering a list in the host's own query: `ALL` resources of the
+ * type, `NONE`, or `SOME` — those whose id is one of `ids` (the covering scopes' `scopeRefId`s, sorted).
+ */
+export type ResourcePlan = { kind: 'ALL' } | { kind: 'NONE' } | { kind: 'SOME'; ids: string[] };
+
 export interface DecisionEngineDeps {
   grants: {
     getGrant(principal: IamPrincipal): Promise<CompiledGrant | null>;
@@ -233,6 +247,29 @@ export class DecisionEngine {
   }
 
   /** {@link decide} without a promise when the grant is cached and no resolver has to be asked. */
+  /**
+   * Which resources of `resourceType` the subject reaches with `permissionCode` for `access`: the decision's steps up
+   * to the permission (the same as for a route without a resource), then the profile's scopes of that type — `ALL`
+   * for an unscoped profile or a `*` scope covering the access, `SOME` with the ids of the covering scopes (a WRITE
+   * scope covers READ), `NONE` when the permission or the profile fails, or no scope covers. Scopes of other types
+   * do not count: a resource whose scope is its parent's (a task in a project) is planned as the parent's type.
+   */
+  async plan(input: PlanInput): Promise<{ decision: AuthorizationDecision; plan: ResourcePlan }> {
+    const maybe = this.decideFast({ subject: input.subject, permissionCode: input.permissionCode, resource: null, resources: {} });
+    const decision = maybe instanceof Promise ? await maybe : maybe;
+    if (!decision.allowed) return { decision, plan: { kind: 'NONE' } };
+    const grant = this.grants.peek?.(input.subject.principal) ?? (await this.grants.getGrant(input.subject.principal));
+    if (grant === null) return { decision, plan: { kind: 'NONE' } };
+    if (!grant.scoped) return { decision, plan: { kind: 'ALL' } };
+    const ids = new Set<string>();
+    for (const scope of grant.scopes) {
+      if (scope.scopeType !== input.resourceType || (input.access === 'WRITE' && scope.accessMode !== 'WRITE')) continue;
+      if (scope.scopeRefId === '*') return { decision, plan: { kind: 'ALL' } };
+      ids.add(scope.scopeRefId);
+    }
+    return { decision, plan: ids.size === 0 ? { kind: 'NONE' } : { kind: 'SOME', ids: [...ids].sort() } };
+  }
+
   decideFast(input: DecideInput): MaybeDecision {
     const { subject, permissionCode } = input;
     const principal = subject.principal;

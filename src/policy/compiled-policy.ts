@@ -74,6 +74,11 @@ export interface CompiledPolicy {
   resources: Record<string, { resolver: ResourceResolverConfig | null }>;
   routes: CompiledRoute[];
   files: string[];
+  /**
+   * Whether some route asks for `permission` on a resource of `resourceType`: the pairs a caller may have resolved
+   * for their own decisions (check, diagnostics) — any other pairing would make the resolvers an oracle.
+   */
+  declaresResource(permission: string, resourceType: string): boolean;
   /** Each file's size in bytes as it was read (absent for a policy compiled from documents, not files). */
   fileBytes?: Readonly<Record<string, number>>;
   /** Static path segments compare exactly (`match: { case-sensitive: true }`); false: ASCII-case-insensitively. */

@@ -158,6 +158,7 @@ export function compilePolicy(files: readonly ParsedPolicyFile[], context: Compi
   const compiledResources: CompiledPolicy['resources'] = Object.create(null) as CompiledPolicy['resources'];
   for (const [type, { resolver }] of resources) compiledResources[type] = Object.freeze({ resolver: resolver ? Object.freeze(resolver) : null });
   const routes = Object.freeze(leaves.map((leaf) => leaf.route)) as CompiledRoute[];
+  const declaredResources = new Set(routes.flatMap((route) => (route.permission !== null && route.resource !== null ? [`${route.permission}\u0000${route.resource.type}`] : [])));
   const policy: CompiledPolicy = {
     hash: context.hash,
     loadedAt: new Date(),
@@ -168,6 +169,7 @@ export function compilePolicy(files: readonly ParsedPolicyFile[], context: Compi
     ...(context.fileBytes ? { fileBytes: context.fileBytes } : {}),
     caseSensitive: matchCase,
     match: (method, path) => tree.match(method, path),
+    declaresResource: (permission, resourceType) => declaredResources.has(`${permission}\u0000${resourceType}`),
     refusal: (method, path) => tree.refusal(method, path),
   };
   return { policy: Object.freeze(policy), issues };

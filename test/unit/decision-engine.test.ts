@@ -410,3 +410,31 @@ describe('problemFromDecision, decide() and require()', () => {
     expect(allowed.allowed).toBe(true);
   });
 });
+
+describe('DecisionEngine.plan: which resources of a type a subject reaches', () => {
+  const plan = (principal: NonNullable<DecisionCase['principal']>, permissionCode: string, resourceType: string, access: 'READ' | 'WRITE', clientType = SESSION_CLIENT_TYPE) =>
+    new DecisionEngine({ grants: grantsFor(principal), resolvers: new FakeResolver() }).plan({ subject: { ...subjectFor(principal), clientType }, permissionCode, resourceType, access });
+  const scope = (scopeType: string, scopeRefId: string, accessMode: 'READ' | 'WRITE'): ScopeRecord => ({ scopeType, scopeRefId, accessMode });
+
+  it.each([
+    ['an unscoped profile', { permissions: ['project:read'] }, 'READ', { kind: 'ALL' }],
+    ['a * scope of the type', { permissions: ['project:read'], scopes: [scope('PROJECT', '*', 'READ')] }, 'READ', { kind: 'ALL' }],
+    ['the covering ids, sorted and once', { permissions: ['project:read'], scopes: [scope('PROJECT', '2', 'READ'), scope('PROJECT', '10', 'WRITE'), scope('PROJECT', '2', 'WRITE')] }, 'READ', { kind: 'SOME', ids: ['10', '2'] }],
+    ['WRITE: READ scopes do not cover it', { permissions: ['project:read'], scopes: [scope('PROJECT', '1', 'READ'), scope('PROJECT', '3', 'WRITE')] }, 'WRITE', { kind: 'SOME', ids: ['3'] }],
+    ['a * READ scope for WRITE', { permissions: ['project:read'], scopes: [scope('PROJECT', '*', 'READ')] }, 'WRITE', { kind: 'NONE' }],
+    ['scopes of another type only', { permissions: ['project:read'], scopes: [scope('TASK', '1', 'WRITE')] }, 'READ', { kind: 'NONE' }],
+    ['the permission not granted', { permissions: ['task:read'] }, 'READ', { kind: 'NONE' }],
+    ['a disabled profile', { permissions: ['project:read'], profileState: 'disabled' as const }, 'READ', { kind: 'NONE' }],
+    ['no active profile', { permissions: ['project:read'], profile: false }, 'READ', { kind: 'NONE' }],
+  ] as Array<[string, NonNullable<DecisionCase['principal']>, 'READ' | 'WRITE', unknown]>)('%s', async (_name, principal, access, expected) => {
+    const { plan: answer, decision } = await plan(principal, 'project:read', 'PROJECT', access);
+    expect(answer).toEqual(expected);
+    expect(decision.allowed).toBe((expected as { kind: string }).kind !== 'NONE' || (principal.scopes ?? []).length > 0);
+  });
+
+  it('a client type the profile does not serve: NONE, and the decision says why', async () => {
+    const { plan: answer, decision } = await plan({ permissions: ['project:read'], clientTypes: ['WEB'] }, 'project:read', 'PROJECT', 'READ', 'API');
+    expect(answer).toEqual({ kind: 'NONE' });
+    expect(decision.failedStep).toBe('CLIENT_TYPE_MISMATCH');
+  });
+});
