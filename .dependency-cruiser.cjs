@@ -6,7 +6,8 @@
  * only the edges listed in SAME_TIER (they are acyclic):
  *   app  |  api, policy-tools, gateway  |  authz, sessions, auth, audit  |  policy  |  http, domain, observability, threads
  * adapters/ stand beside the tiers: they implement domain interfaces, import only domain, observability and
- * threads, and only app/ imports them. src/index.ts (the published package API) may import any tier but no
+ * threads, and only app/ imports them. host/ (the `iam-gateway/host` client library) stands apart: it imports nothing
+ * of the gateway, and nothing imports it. src/index.ts (the published package API) may import any tier but no
  * adapter, and nothing in src/ imports it.
  * Type-only imports count (`tsPreCompilationDeps`): a type is a dependency too.
  */
@@ -34,7 +35,7 @@ const ADAPTER_MAY_IMPORT = ['domain', 'observability', 'threads'];
  * Modules nothing imports: the package API, the CLI, the database thread (started by file path), and the V8 tuning
  * that bin/iam-gateway.js and scripts/demo.js load before anything else.
  */
-const ENTRY_POINTS = ['src/index.ts', 'src/app/main.ts', 'src/adapters/postgres/database-thread-worker.ts', 'src/app/gc-tuning.ts'];
+const ENTRY_POINTS = ['src/index.ts', 'src/host/index.ts', 'src/app/main.ts', 'src/adapters/postgres/database-thread-worker.ts', 'src/app/gc-tuning.ts'];
 
 const folders = (names) => `^src/(${names.join('|')})/`;
 const escape = (path) => path.replace(/[.]/g, '\\.');
@@ -65,6 +66,20 @@ const layerRules = TIERS.flatMap((tier, level) =>
 module.exports = {
   forbidden: [
     ...layerRules,
+    {
+      name: 'host-library-stands-alone',
+      comment: 'host/ is the client library a host runs (iam-gateway/host): it talks to the gateway over HTTP and imports nothing of the gateway',
+      severity: 'error',
+      from: { path: '^src/host/' },
+      to: { path: '^src/', pathNot: '^src/host/' },
+    },
+    {
+      name: 'nothing-imports-the-host-library',
+      comment: 'the gateway never imports host/ (it is another program\'s library)',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/host/' },
+      to: { path: '^src/host/' },
+    },
     {
       name: 'domain-imports-only-domain',
       comment: 'domain/ is the bottom of the layering: records, interfaces and problems, with no other src/ import',
@@ -102,9 +117,9 @@ module.exports = {
     },
     {
       name: 'src-folder-in-a-tier',
-      comment: 'every folder of src/ belongs to a tier in .dependency-cruiser.cjs (or is adapters/): add it there',
+      comment: 'every folder of src/ belongs to a tier in .dependency-cruiser.cjs (or is adapters/, or the host library host/): add it there',
       severity: 'error',
-      from: { path: '^src/[^/]+/', pathNot: folders([...ALL_TIERED, 'adapters']) },
+      from: { path: '^src/[^/]+/', pathNot: folders([...ALL_TIERED, 'adapters', 'host']) },
       to: {},
     },
     {
