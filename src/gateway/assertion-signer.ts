@@ -1,4 +1,4 @@
-import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, type JsonWebKey, type KeyObject } from 'node:crypto';
+import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { AuthorizationDecision } from '../authz/decision';
 import type { VerifiedSession } from '../sessions/session-service';
@@ -22,17 +22,49 @@ export type PublicJwk = JsonWebKey & { kid: string; alg: 'EdDSA'; use: 'sig' };
  */
 export class AssertionSigner {
   private readonly privateKey: KeyObject;
+  private readonly publicKey: KeyObject;
   readonly jwk: PublicJwk;
   private readonly encodedHeader: string;
 
   constructor(private readonly options: AssertionOptions) {
     this.privateKey = options.keyFile ? createPrivateKey(readFileSync(options.keyFile, 'utf8')) : generateKeyPairSync('ed25519').privateKey;
     if (this.privateKey.asymmetricKeyType !== 'ed25519') throw new Error(`config: iam.forward.assertion.key-file: ${options.keyFile} is not an Ed25519 private key`);
-    const publicJwk = createPublicKey(this.privateKey).export({ format: 'jwk' });
+    this.publicKey = createPublicKey(this.privateKey);
+    const publicJwk = this.publicKey.export({ format: 'jwk' });
     // RFC 7638 thumbprint as the key id: stable for the same key on every instance.
     const kid = createHash('sha256').update(JSON.stringify({ crv: publicJwk.crv, kty: publicJwk.kty, x: publicJwk.x })).digest('base64url');
     this.jwk = { ...publicJwk, kid, alg: 'EdDSA', use: 'sig' };
     this.encodedHeader = base64url(JSON.stringify({ alg: 'EdDSA', typ: 'JWT', kid }));
+  }
+
+  /** The encoded header every assertion of this signer starts with (`<header>.`). */
+  get headerPrefix(): string {
+    return `${this.encodedHeader}.`;
+  }
+
+  /**
+   * Verifies an assertion this gateway signed (a host sends it back as a bearer to ask for decisions): the exact
+   * header of this signer (its `kid`, `alg: EdDSA`), the signature by this key, `iss`, `aud` when one is configured,
+   * and `exp` (no tolerance: assertions live `iam.forward.assertion.ttl`). Null for anything else — a provider's
+   * token, another gateway's assertion, a tampered or expired one. The caller still checks that the session lives.
+   */
+  verify(token: string, nowMs = Date.now()): VerifiedAssertion | null {
+    if (token.length > 8192 || !token.startsWith(this.headerPrefix)) return null;
+    const parts = token.split('.');
+    if (parts.length !== 3) return null;
+    const [header, payload, signature] = parts as [string, string, string];
+    if (!verify(null, Buffer.from(`${header}.${payload}`), this.publicKey, Buffer.from(signature, 'base64url'))) return null;
+    let claims: Record<string, unknown>;
+    try {
+      claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as Record<string, unknown>;
+    } catch {
+      return null;
+    }
+    if (claims.iss !== this.options.issuer) return null;
+    if (this.options.audience !== null && claims.aud !== this.options.audience) return null;
+    if (typeof claims.exp !== 'number' || claims.exp * 1000 <= nowMs) return null;
+    if (typeof claims.sub !== 'string' || typeof claims.sid !== 'string') return null;
+    return { userId: claims.sub, sessionId: claims.sid, expiresAtMs: claims.exp * 1000 };
   }
 
   sign(decision: AuthorizationDecision, session: VerifiedSession, method: string, path: string, requestId: string): string {
@@ -60,6 +92,18 @@ export class AssertionSigner {
     const signingInput = `${this.encodedHeader}.${base64url(JSON.stringify(claims))}`;
     return `${signingInput}.${sign(null, Buffer.from(signingInput), this.privateKey).toString('base64url')}`;
   }
+}
+
+/** What an assertion names once verified: the session it was issued for. */
+export interface VerifiedAssertion {
+  userId: string;
+  sessionId: string;
+  expiresAtMs: number;
+}
+
+/** A compact JWS whose header is the signer's own (`alg: EdDSA`, its `kid`): worth verifying as an assertion. */
+export function looksLikeAssertion(token: string, signer: AssertionSigner): boolean {
+  return token.startsWith(signer.headerPrefix);
 }
 
 function base64url(text: string): string {

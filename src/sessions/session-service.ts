@@ -211,6 +211,20 @@ export class SessionService {
     return { tokenHash, record };
   }
 
+  /**
+   * A live session named by its user and id (an `X-IAM-Assertion` names its session this way), as {@link verify}
+   * would find it: from the user's index in the token store, then its record, then the revocation record. Null when
+   * the session ended, expired or is not the user's. At most two store round trips; no database.
+   */
+  async liveSession(userId: string, sessionId: string): Promise<VerifiedSession | null> {
+    const tokenHash = (await this.deps.store.listUserTokens(userId)).get(sessionId);
+    if (tokenHash === undefined) return null;
+    const record = this.deps.cache?.get(tokenHash, Date.now()) ?? (await this.deps.store.getToken(tokenHash));
+    if (!record || record.sessionId !== sessionId || record.principal.userId !== userId) return null;
+    if (Date.parse(record.expiresAt) <= Date.now() || this.deps.revocations.refuses(record)) return null;
+    return { tokenHash, record };
+  }
+
   /** Ends the session everywhere; recorded (logout_at, audit) now, or as soon as the database answers. */
   async logout(session: VerifiedSession, facts: RequestFacts): Promise<void> {
     const { record, tokenHash } = session;

@@ -1,0 +1,39 @@
+/**
+ * The gateway verifies its own `X-IAM-Assertion` when a host sends it back as a bearer (POST
+ * /iam/authorization/check and /plan): only this signer's header, signature, issuer, audience and expiry pass.
+ */
+import { AssertionSigner } from '../../src/gateway/assertion-signer';
+import type { AuthorizationDecision } from '../../src/authz/decision';
+import type { VerifiedSession } from '../../src/sessions/session-service';
+
+const session = { tokenHash: 'h', record: { sessionId: 's-1', principal: { userId: 'u-alice', identityId: 'id-alice', identityDomain: 'example.com', activeProfileId: 'p-1', authorizationVersion: 0 }, clientType: 'WEB', createdAt: '', expiresAt: '', idleTimeoutMs: 0 } } as VerifiedSession;
+const decision = { decisionId: 'd-1', allowed: true, permissionCode: 'project:read', profileId: 'p-1', userId: 'u-alice', steps: [{ code: 'PROFILE_ACTIVE', passed: true, reason: '' }], status: 200, problemCode: null, failedStep: null, shadowed: false, evaluatedAt: '' } as unknown as AuthorizationDecision;
+const signer = (audience: string | null = null, issuer = 'iam-gateway', ttlMs = 60_000) => new AssertionSigner({ ttlMs, issuer, audience, keyFile: null });
+
+describe('AssertionSigner.verify', () => {
+  it('accepts what it signed, naming the session', () => {
+    const gateway = signer('my-host');
+    const token = gateway.sign(decision, session, 'GET', '/api/projects', 'r-1');
+    expect(gateway.verify(token)).toEqual({ userId: 'u-alice', sessionId: 's-1', expiresAtMs: expect.any(Number) });
+  });
+
+  it('refuses a tampered payload or signature, another key, another issuer or audience, an expired one, and non-assertions', () => {
+    const gateway = signer('my-host');
+    const token = gateway.sign(decision, session, 'GET', '/x', 'r-1');
+    const [header, payload, signature] = token.split('.') as [string, string, string];
+    const forged = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload, 'base64url').toString()), sub: 'u-admin' })).toString('base64url');
+    expect(gateway.verify(`${header}.${forged}.${signature}`)).toBeNull();
+    expect(gateway.verify(`${header}.${payload}.${signature.slice(0, -4)}AAAA`)).toBeNull();
+    expect(gateway.verify(signer('my-host').sign(decision, session, 'GET', '/x', 'r-1'))).toBeNull(); // another instance's own key
+    const otherIssuer = new AssertionSigner({ ttlMs: 60_000, issuer: 'someone', audience: 'my-host', keyFile: null });
+    expect(otherIssuer.verify(otherIssuer.sign(decision, session, 'GET', '/x', 'r-1').replace(/^[^.]+/, header))).toBeNull();
+    expect(gateway.verify(token, Date.now() + 61_000)).toBeNull();
+    expect(gateway.verify('iamt_' + 'a'.repeat(43))).toBeNull();
+    expect(gateway.verify('eyJhbGciOiJSUzI1NiJ9.e30.c2ln')).toBeNull();
+  });
+
+  it('checks the audience only when one is configured', () => {
+    const open = signer(null);
+    expect(open.verify(open.sign(decision, session, 'GET', '/x', 'r-1'))).not.toBeNull();
+  });
+});
