@@ -83,10 +83,12 @@ export function registerAuthorizationRoutes(router: Router, deps: AuthorizationR
       const target = normalizeRequestTarget(body.path, { allowPathParameters: deps.allowPathParameters, host: undefined });
       if (!target.ok) throw problems.badRequest(`The proxy would refuse this path: ${target.reason}.`);
       decision = await deps.engine.decideRequest({ method: body.method.toUpperCase(), path: target.path, policy, subject });
+    } else if (!administrator.allowed && body.resourceType !== undefined && !policy.declaresResource(body.permissionCode, body.resourceType)) {
+      // For the caller's own principal, as the specification gives it to every session — but pairing any permission
+      // with any resource type and id would make the resolvers an oracle (which task belongs to which project): a
+      // pair no route declares is answered ROUTE_NOT_DECLARED without asking a resolver.
+      decision = deps.engine.notDeclared(subject, body.permissionCode, { type: body.resourceType, id: body.resourceId ?? '', access: body.scopeAccess ?? 'READ' });
     } else {
-      // Pairing any permission with any resource type and id would make the resolvers an oracle (which task
-      // belongs to which project): this form is for administrators; `{method, path}` is for everyone.
-      if (!administrator.allowed) throw problemFromDecision(administrator);
       decision = await deps.engine.decide({
         subject,
         permissionCode: body.permissionCode,

@@ -14,6 +14,7 @@ import { registerAuthRoutes } from './auth-routes';
 import { registerAuthorizationRoutes } from './authorization-routes';
 import { registerLoginPageRoutes } from './login-page-routes';
 import { registerConsoleRoutes, type ConsoleFiles } from './console-routes';
+import { registerDecisionRoutes, type DecisionRoutesDeps } from './decision-routes';
 import { registerOidcRoutes, type OidcRoutesDeps } from './oidc-routes';
 import { registerOpenApiRoutes } from './openapi-routes';
 import { registerPolicyRoutes } from './policy-routes';
@@ -52,6 +53,9 @@ export interface IamRoutesDeps {
   oidc: Pick<OidcRoutesDeps, 'login' | 'backchannel' | 'rp'> | null;
   /** `iam.gateway.allow-path-parameters`. */
   allowPathParameters: boolean;
+  /** The gateway's own `X-IAM-Assertion` verifier (a host sends it back to ask for decisions); null when off. */
+  assertions: DecisionRoutesDeps['assertions'];
+  metrics: DecisionRoutesDeps['metrics'];
 }
 
 /** Every route group of the `/iam` application (docs/http-contract.md); the one list of what it serves. */
@@ -87,6 +91,18 @@ export function registerIamRoutes(router: Router, deps: IamRoutesDeps): void {
     repository,
     requireSession: sessionGuard,
     allowPathParameters: deps.allowPathParameters,
+  });
+  registerDecisionRoutes(router, {
+    engine,
+    policy: () => holder.current,
+    bearers: deps.bearers,
+    sessions,
+    assertions: deps.assertions,
+    repository,
+    subjectOf: (userId, clientType) => admin.subjectOf(userId, clientType),
+    audit,
+    metrics: deps.metrics,
+    trustedOrigins: deps.sessionCookie.trustedOrigins,
   });
   registerAdminRoutes(router, { admin, engine, grants: deps.grants, requireSession: sessionGuard, clientTypes: deps.clientTypes });
   registerPolicyRoutes(router, { holder, engine, requireSession: sessionGuard });

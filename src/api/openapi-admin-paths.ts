@@ -1,6 +1,6 @@
 /** The `/iam/admin` paths of the `/iam` OpenAPI document; each operation names its `iam.admin.*` permission. */
 import { IDENTIFIER_PATTERN } from '../auth/identity-validation';
-import { BODY_FAILURES, PROBLEM_MEDIA_TYPE, PROTECTED_FAILURES, empty, header, json, jsonBody, param, problem, ref, response } from './openapi-builders';
+import { BODY_FAILURES, NO_STORE, PROBLEM_MEDIA_TYPE, PROTECTED_FAILURES, empty, header, json, jsonBody, param, problem, ref, response } from './openapi-builders';
 import type { JsonSchema, OperationObject, PathItemObject, ResponseObject } from './openapi-types';
 
 /** Admin operations (docs/http-contract.md): a token whose active profile grants `permission`. */
@@ -28,7 +28,6 @@ const ADMIN_DENIED: ResponseObject = (() => {
 })();
 
 /** Admin answers are never cached (they may name users and sessions). */
-const NO_STORE: ResponseObject['headers'] = { 'Cache-Control': header('NoStore') };
 
 const upserted = (schema: JsonSchema, what: string, headers: ResponseObject['headers'] = {}): OperationObject['responses'] => ({
   '200': json(`The ${what} existed and was updated (or was already so).`, schema, { ...NO_STORE, ...headers }),

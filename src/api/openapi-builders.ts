@@ -77,3 +77,6 @@ export const PROTECTED_FAILURES = {
 };
 /** The answers every operation with a request body can give besides its own. */
 export const BODY_FAILURES = { '413': response('PayloadTooLarge'), '415': response('UnsupportedMediaType') };
+
+/** `Cache-Control: no-store` on an answer that carries data of one caller (admin objects, decisions). */
+export const NO_STORE: NonNullable<ResponseObject['headers']> = { 'Cache-Control': header('NoStore') };

@@ -1,5 +1,5 @@
 /** The non-admin paths of the `/iam` OpenAPI document: auth, sessions, authorization and meta. */
-import { BODY_FAILURES, PROTECTED_FAILURES, empty, formBody, header, html, json, jsonBody, pageOrProblem, param, problem, ref, response } from './openapi-builders';
+import { BODY_FAILURES, NO_STORE, PROTECTED_FAILURES, empty, formBody, header, html, json, jsonBody, pageOrProblem, param, problem, ref, response } from './openapi-builders';
 import type { PathItemObject } from './openapi-types';
 
 /** The path items outside `/iam/admin`. */
@@ -247,14 +247,56 @@ export const nonAdminPaths: Record<string, PathItemObject> = {
       summary: 'Explain a decision with the real engine',
       description:
         'Runs the same decision the proxy enforces, for the caller\'s session, and returns it whatever the outcome. ' +
-        '`{method, path}` is open to every session; the `{permissionCode, resourceType?, resourceId?}` form needs `iam.admin.diagnostics:read` ' +
-        '(it can ask the host\'s resolvers about any resource type).',
+        '`{method, path}` and the `{permissionCode, domain?, clientType?, resourceType?, resourceId?, scopeAccess?}` form are open to every session for its own principal; ' +
+        'without `iam.admin.diagnostics:read` a (permission, resource type) pair no policy route declares is answered `ROUTE_NOT_DECLARED` without asking a resolver ' +
+        '(no resolver oracle). `userId` (explain as another user) needs `iam.admin.diagnostics:read`.',
       tags: ['authorization'],
       requestBody: jsonBody(ref('DiagnosticsRequest')),
       responses: {
         '200': json('The decision (allowed or not).', ref('Decision')),
         '400': problem(400, ['IAM_VALIDATION_FAILED', 'IAM_BAD_REQUEST'], 'An invalid body, or a `path` the proxy would refuse to interpret.'),
         '403': response('AccessDenied'),
+        ...BODY_FAILURES,
+        ...PROTECTED_FAILURES,
+      },
+    },
+  },
+  '/iam/authorization/check': {
+    post: {
+      operationId: 'checkDecisions',
+      summary: 'Decisions for the host: 1–100 checks, answered in order',
+      description:
+        'Each answer is exactly the decision the proxy makes for a route with that permission and resource (same steps, resolvers and `resolve: optional` semantics; ' +
+        '`status` is what the proxy would answer), recorded with its `decisionId`. A resource named twice is resolved once. The subject: the caller (their bearer or cookie), ' +
+        'the user of an `X-IAM-Assertion` a host sends back as the bearer (its session must still live), or, for a caller granted `iam.authorization.decisions:check`, the ' +
+        '`subject` of the body. With the caller\'s own credential a resource is resolved only for a (permission, resource type) pair some policy route declares; any other ' +
+        'pair is answered `ROUTE_NOT_DECLARED` without asking a resolver. A resolver that is down makes that result 502; the others still answer.',
+      tags: ['authorization'],
+      requestBody: jsonBody(ref('CheckRequest')),
+      responses: {
+        '200': json('One result per check, in order.', ref('CheckResponse'), NO_STORE),
+        '400': response('ValidationFailed'),
+        '403': problem(403, ['IAM_ACCESS_DENIED', 'IAM_CSRF_REJECTED'], 'A `subject` named without `iam.authorization.decisions:check`, or a cross-site cookie request.'),
+        '404': problem(404, ['IAM_SESSION_NOT_FOUND', 'IAM_NOT_FOUND'], 'The `subject` session is not live, or its user unknown.'),
+        ...BODY_FAILURES,
+        ...PROTECTED_FAILURES,
+      },
+    },
+  },
+  '/iam/authorization/plan': {
+    post: {
+      operationId: 'planResources',
+      summary: 'Which resources of a type the subject reaches, to filter a list in the host\'s own query',
+      description:
+        '`ALL` (an unscoped profile, or a `*` scope of the type covering the access), `NONE` (the permission not granted, no valid profile, or no covering scope), or `SOME` ' +
+        'with the covering scopes\' `scopeRefId`s (a WRITE scope covers READ). Only scopes of `resourceType` count. The subject as for `/iam/authorization/check`. No resolver is asked.',
+      tags: ['authorization'],
+      requestBody: jsonBody(ref('PlanRequest')),
+      responses: {
+        '200': json('The plan.', ref('PlanResponse'), NO_STORE),
+        '400': response('ValidationFailed'),
+        '403': problem(403, ['IAM_ACCESS_DENIED', 'IAM_CSRF_REJECTED'], 'A `subject` named without `iam.authorization.decisions:check`, or a cross-site cookie request.'),
+        '404': problem(404, ['IAM_SESSION_NOT_FOUND', 'IAM_NOT_FOUND'], 'The `subject` session is not live, or its user unknown.'),
         ...BODY_FAILURES,
         ...PROTECTED_FAILURES,
       },

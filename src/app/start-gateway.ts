@@ -164,6 +164,8 @@ export async function startGatewayAs(config: GatewayConfig, options: StartOption
       jwks: () => (signer ? [signer.jwk] : []),
       oidc,
       bearers,
+      assertions: signer,
+      metrics,
     });
 
     // Forward-auth checks take the proxy's path (the same authorizer), not the /iam application's.

@@ -14,7 +14,7 @@ import { ProblemError, problems, type ProblemCode } from '../domain/problem';
 import type { CompiledGrant } from './ability-compiler';
 import type { AuthorizationDecision, DecisionRoute, FailedStepCode, PassedStepCode } from './decision';
 import { parsePermissionCode } from '../domain/permission-code';
-import { decodeResourceId, type ResourceResolverClient, type ScopeRef } from './resource-resolver';
+import { decodeResourceId, resolveOncePerCall, type ResourceResolverClient, type ScopeRef } from './resource-resolver';
 
 /** Who is asking: the session's principal and the client type it logged in with. */
 export interface DecisionSubject {
@@ -247,6 +247,22 @@ export class DecisionEngine {
   }
 
   /** {@link decide} without a promise when the grant is cached and no resolver has to be asked. */
+  /** The same engine (the same grants) resolving each resource at most once: for the decisions of one call. */
+  perCall(): DecisionEngine {
+    return new DecisionEngine({ grants: this.grants, resolvers: resolveOncePerCall(this.resolvers) });
+  }
+
+  /**
+   * A permission on a resource that no policy route pairs with it, asked with the user's own credential: denied as
+   * `ROUTE_NOT_DECLARED` without asking a resolver — otherwise anyone could learn from the resolvers which
+   * resource belongs to which parent by pairing any permission with any resource type (docs/threat-model.md).
+   */
+  notDeclared(subject: DecisionSubject, permissionCode: string, resource: { type: string; id: string; access: 'READ' | 'WRITE' }): AuthorizationDecision {
+    const decision = newDecision(subject, permissionCode, null);
+    decision.resource = { type: resource.type, id: resource.id, access: resource.access };
+    return fail(decision, 'ROUTE_NOT_DECLARED', `no policy route checks ${permissionCode} on a ${resource.type}: such a pair is not resolved for its own caller`, ACCESS_DENIED);
+  }
+
   /**
    * Which resources of `resourceType` the subject reaches with `permissionCode` for `access`: the decision's steps up
    * to the permission (the same as for a route without a resource), then the profile's scopes of that type — `ALL`

@@ -221,3 +221,19 @@ export class ResourceResolverClient {
     await this.agent.close();
   }
 }
+
+/**
+ * The resolutions of one call shared: a resource asked twice (two checks of one `POST /iam/authorization/check`)
+ * is resolved once, and both decisions see the same answer.
+ */
+export function resolveOncePerCall(inner: Pick<ResourceResolverClient, 'resolve'>): Pick<ResourceResolverClient, 'resolve'> {
+  const answers = new Map<string, Promise<ResolveResult>>();
+  return {
+    resolve(config, type, id) {
+      const key = `${type}\u0000${id}`;
+      let answer = answers.get(key);
+      if (answer === undefined) answers.set(key, (answer = inner.resolve(config, type, id)));
+      return answer;
+    },
+  };
+}

@@ -47,3 +47,6 @@ export function parsePermissionCode(code: string): ParsedPermissionCode | null {
 export function isValidPermissionCode(code: string): boolean {
   return parsePermissionCode(code) !== null;
 }
+
+/** The same grammar as a regular expression, for JSON schemas (request and response bodies). */
+export const PERMISSION_CODE_PATTERN = '^(\\*:\\*|[A-Za-z0-9_.-]+:([A-Za-z0-9_.-]+|\\*))$';

@@ -15,6 +15,8 @@ export interface GatewayMetrics {
   decisionDuration: FastHistogram;
   logins: Counter<'result'>;
   forwardAuth: Counter<'outcome'>;
+  /** `iam_host_checks_total{result}`: the checks of `POST /iam/authorization/check` (allowed, denied, error). */
+  hostChecks: Counter<'result'>;
   policyReloads: Counter<'result'>;
   policyRoutes: Gauge;
   sessionCacheEntries: Gauge;
@@ -128,6 +130,12 @@ export function createMetrics(options: { collectDefaults?: boolean } = {}): Gate
       name: 'iam_forward_auth_requests_total',
       help: 'Forward-auth checks by outcome (allowed, denied, unauthenticated, refused, error); their decisions also count in iam_decisions_total.',
       labelNames: ['outcome'],
+      registers: [registry],
+    }),
+    hostChecks: new Counter({
+      name: 'iam_host_checks_total',
+      help: 'Checks a host asked for (POST /iam/authorization/check), by result: allowed, denied (403/404), error (a resolver down or no resolver: 500/502); a count of checks.',
+      labelNames: ['result'],
       registers: [registry],
     }),
     policyReloads: new Counter({

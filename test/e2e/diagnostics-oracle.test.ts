@@ -64,16 +64,39 @@ beforeEach(() => {
 const diagnose = (token: string, body: unknown): Promise<Response> =>
   fetch(`${gateway.url}/iam/authorization/diagnostics`, { method: 'POST', headers: { ...bearer(token), 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
-describe('#11.13 the permission form of diagnostics is an administrator tool', () => {
+describe('#11.13 the permission form of diagnostics: the caller\'s own principal, resolved only as a route would', () => {
   it.each([
-    { permissionCode: 'task:read', resourceType: 'TASK', resourceId: '20' },
-    { permissionCode: 'project:read', resourceType: 'TASK', resourceId: '20' },
-    { permissionCode: 'project:read' },
-  ])('#11.13: a session without iam.admin.diagnostics:read gets 403 and no resolver is asked (%j)', async (body) => {
+    ['a pair no route declares', { permissionCode: 'project:read', resourceType: 'TASK', resourceId: '20' }],
+    ['another pair no route declares', { permissionCode: 'task:delete', resourceType: 'TASK', resourceId: '21' }],
+  ])('#11.13: %s: 200 ROUTE_NOT_DECLARED and no resolver is asked', async (_name, body) => {
     const alice = await login(gateway.url, 'alice');
     const response = await diagnose(alice.accessToken, body);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({ allowed: false, failedStep: 'ROUTE_NOT_DECLARED', userId: 'u-alice' });
+    expect(seen).toEqual([]);
+  });
+
+  it('#11.13: a pair a route declares is decided for the caller as the proxy would, asking the resolver once', async () => {
+    const alice = await login(gateway.url, 'alice');
+    const response = await diagnose(alice.accessToken, { permissionCode: 'task:read', resourceType: 'TASK', resourceId: '20' });
+    expect(response.status).toBe(200);
+    const decision = (await response.json()) as { userId: string; steps: Array<{ code: string }>; resource?: { scopeRefs?: unknown } };
+    expect(decision.userId).toBe('u-alice');
+    expect(decision.steps.map((step) => step.code)).toContain('RESOURCE_RESOLVED');
+    // The caller's view: the resolver's answer stays with auditors (docs/threat-model.md).
+    expect(decision.resource?.scopeRefs).toBeUndefined();
+    expect(seen).toEqual(['/internal/resources/tasks/20']);
+    // Without a resource nothing is resolved.
+    seen.length = 0;
+    expect((await diagnose(alice.accessToken, { permissionCode: 'project:read' })).status).toBe(200);
+    expect(seen).toEqual([]);
+  });
+
+  it('#11.13: explaining another user (userId) stays an administrator\'s question', async () => {
+    const alice = await login(gateway.url, 'alice');
+    const response = await diagnose(alice.accessToken, { method: 'GET', path: '/api/tasks/20', userId: 'u-bob' });
     expect(response.status).toBe(403);
-    expect(await response.json()).toMatchObject({ code: 'IAM_ACCESS_DENIED', step: 'PERMISSION_DENIED' });
+    expect(await response.json()).toMatchObject({ code: 'IAM_ACCESS_DENIED' });
     expect(seen).toEqual([]);
   });
 

@@ -97,6 +97,8 @@ function registeredRoutes(): Array<{ method: string; path: string }> {
     policy: unused,
     audit: unused,
     jwks: unused,
+    assertions: unused,
+    metrics: unused,
     clientTypes: ['WEB'],
     browserLogin: { clientType: 'WEB', oidcLoginPath: null, loginPath: '/iam/login' },
     console: unused,
@@ -514,6 +516,38 @@ describe('authorization', () => {
     }
   });
 
+  describe('POST /iam/authorization/check and /plan', () => {
+    it('200: one result per check in order; the plan of a resource type', async () => {
+      const alice = await fresh('alice');
+      const checks = [{ permissionCode: 'project:list' }, { permissionCode: 'admin:write' }];
+      const answer = await send('POST', '/iam/authorization/check', { token: alice.accessToken, json: { checks } });
+      expectDocumented('POST', '/iam/authorization/check', answer, 200);
+      expect((answer.body as { results: Array<{ allowed: boolean }> }).results.map((result) => result.allowed)).toEqual([true, false]);
+      const plan = await send('POST', '/iam/authorization/plan', { token: alice.accessToken, json: { permissionCode: 'project:read', resourceType: 'PROJECT', access: 'READ' } });
+      expectDocumented('POST', '/iam/authorization/plan', plan, 200);
+    });
+
+    it.each([
+      ['no checks', { checks: [] }],
+      ['101 checks', { checks: Array.from({ length: 101 }, () => ({ permissionCode: 'project:read' })) }],
+      ['an unknown access mode', { checks: [{ permissionCode: 'project:read', resource: { type: 'PROJECT', id: '1', access: 'EXECUTE' } }] }],
+      ['a malformed permission code', { checks: [{ permissionCode: 'not a code' }] }],
+    ])('400 for %s', async (_name, json) => {
+      const alice = await fresh('alice');
+      expectDocumented('POST', '/iam/authorization/check', await send('POST', '/iam/authorization/check', { token: alice.accessToken, json }), 400, 'IAM_VALIDATION_FAILED');
+    });
+
+    it('401 without a credential; 403 naming a subject without iam.authorization.decisions:check', async () => {
+      expectDocumented('POST', '/iam/authorization/check', await send('POST', '/iam/authorization/check', { json: { checks: [{ permissionCode: 'x:y' }] } }), 401, 'IAM_UNAUTHENTICATED');
+      expectDocumented('POST', '/iam/authorization/plan', await send('POST', '/iam/authorization/plan', { json: { permissionCode: 'x:y', resourceType: 'X', access: 'READ' } }), 401, 'IAM_UNAUTHENTICATED');
+      const alice = await fresh('alice');
+      const named = await send('POST', '/iam/authorization/check', { token: alice.accessToken, json: { checks: [{ permissionCode: 'x:y' }], subject: { userId: 'u-bob' } } });
+      expectDocumented('POST', '/iam/authorization/check', named, 403, 'IAM_ACCESS_DENIED');
+      expectDocumented('POST', '/iam/authorization/plan', await send('POST', '/iam/authorization/plan', { token: alice.accessToken, json: { permissionCode: 'x:y', resourceType: 'X', access: 'READ', subject: { userId: 'u-bob' } } }), 403, 'IAM_ACCESS_DENIED');
+      expectDocumented('POST', '/iam/authorization/plan', await send('POST', '/iam/authorization/plan', { token: alice.accessToken, json: { permissionCode: 'x', resourceType: 'X', access: 'READ' } }), 400, 'IAM_VALIDATION_FAILED');
+    });
+  });
+
   describe('POST /iam/authorization/diagnostics', () => {
     const path = '/iam/authorization/diagnostics';
     it.each([
@@ -533,10 +567,15 @@ describe('authorization', () => {
       if ('method' in body && allowed) expect(decision.route).toMatchObject({ pattern: expect.any(String), line: expect.any(Number) });
     });
 
-    it('#11.13: 403 for the permission form without iam.admin.diagnostics:read', async () => {
+    it('#11.13: the permission form for the caller\'s own principal; a (permission, resource type) pair no route declares is ROUTE_NOT_DECLARED', async () => {
       const alice = await fresh('alice');
+      const own = await send('POST', path, { token: alice.accessToken, json: { permissionCode: 'project:list' } });
+      expectDocumented('POST', path, own, 200);
+      expect(own.body).toMatchObject({ allowed: true, userId: 'u-alice' });
       const body = { permissionCode: 'project:read', resourceType: 'PROJECT', resourceId: '2' };
-      expectDocumented('POST', path, await send('POST', path, { token: alice.accessToken, json: body }), 403, 'IAM_ACCESS_DENIED');
+      const undeclared = await send('POST', path, { token: alice.accessToken, json: body });
+      expectDocumented('POST', path, undeclared, 200);
+      expect(undeclared.body).toMatchObject({ allowed: false, failedStep: 'ROUTE_NOT_DECLARED' });
     });
 
     it.each([

@@ -1,6 +1,7 @@
 /** `components.schemas` of the `/iam` OpenAPI document: every request and response body, by name. */
 import type { TSchema } from '@sinclair/typebox';
 import {
+  CheckRequest,
   DiagnosticsPermissionCheck,
   DiagnosticsRequest,
   DiagnosticsRequestTarget,
@@ -8,6 +9,7 @@ import {
   LoginForm,
   LoginRequest,
   LogoutTokenForm,
+  PlanRequest,
   PolicyCoverageRequest,
   ProfileInput,
   RevokeInput,
@@ -21,6 +23,7 @@ import {
   AuditPage,
   AuthenticationResult,
   AuthorizationVersion,
+  CheckResponse,
   CookieSwitchResult,
   Decision,
   DecisionResource,
@@ -30,6 +33,7 @@ import {
   Jwk,
   JwkSet,
   OpenApi,
+  PlanResponse,
   PolicyCoverage,
   PolicyRoute,
   PolicyView,
@@ -65,6 +69,10 @@ export const componentSchemas: Record<string, TSchema> = {
   DiagnosticsRequest,
   DiagnosticsPermissionCheck,
   DiagnosticsRequestTarget,
+  CheckRequest,
+  CheckResponse,
+  PlanRequest,
+  PlanResponse,
   JwkSet,
   Jwk,
   OpenApi,

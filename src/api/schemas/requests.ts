@@ -5,6 +5,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { MAX_PROFILE_SCOPES, MAX_TEMPLATE_PERMISSIONS } from '../../domain/grant-limits';
 import { Enum, HeaderSafe, Identifier, StrictObject } from './kit';
+import { PERMISSION_CODE_PATTERN } from '../../domain/permission-code';
 
 const ACCESS_MODES = ['READ', 'WRITE'] as const;
 
@@ -37,7 +38,7 @@ export const LogoutTokenForm = StrictObject({
   logout_token: Type.String({ minLength: 1, maxLength: 16384, description: 'A JWT signed by the provider.' }),
 });
 
-/** `POST /iam/authorization/diagnostics`, the permission-check form (needs `iam.admin.diagnostics:read`). */
+/** `POST /iam/authorization/diagnostics`, the permission-check form (the caller's own principal; docs/threat-model.md #11.13). */
 export const DiagnosticsPermissionCheck = StrictObject(
   {
     permissionCode: Type.String({ minLength: 3, maxLength: 200, description: 'e.g. `project:read`.' }),
@@ -147,3 +148,40 @@ export const PolicyCoverageRequest = StrictObject({
   document: Type.String({ minLength: 1, description: 'The OpenAPI 3 document, as text (JSON or YAML).' }),
   basePath: Type.Optional(Type.String({ pattern: '^/', maxLength: 200, description: "Prefix of every path; default: the path of the document's first `servers` URL." })),
 });
+
+/** Who a decision is about, named in the body (needs `iam.authorization.decisions:check`). */
+const DecisionSubject = Type.Union([
+  StrictObject({ sessionId: Identifier('A live session: its user, profile and client type.') }),
+  StrictObject({
+    userId: Identifier('A user: the profile a login of theirs with `clientType` would have.'),
+    clientType: Type.Optional(Type.String({ minLength: 1, maxLength: 50, description: 'Default WEB.' })),
+  }),
+]);
+
+/** One question of `POST /iam/authorization/check`. */
+export const HostCheck = StrictObject({
+  permissionCode: Type.String({ pattern: PERMISSION_CODE_PATTERN, maxLength: 200, description: 'e.g. `project:read`.' }),
+  resource: Type.Optional(
+    StrictObject({
+      type: HeaderSafe('Resource type, e.g. PROJECT.'),
+      id: Type.String({ minLength: 1, maxLength: 200, description: 'The resource id as it appears in the host\'s paths.' }),
+      access: Enum(ACCESS_MODES),
+    }),
+  ),
+});
+
+/** `POST /iam/authorization/check`: 1–100 checks, answered in order. */
+export const CheckRequest = StrictObject({
+  checks: Type.Array(HostCheck, { minItems: 1, maxItems: 100 }),
+  subject: Type.Optional(DecisionSubject),
+});
+export type CheckBody = Static<typeof CheckRequest>;
+
+/** `POST /iam/authorization/plan`: which resources of a type the subject reaches. */
+export const PlanRequest = StrictObject({
+  permissionCode: Type.String({ pattern: PERMISSION_CODE_PATTERN, maxLength: 200 }),
+  resourceType: HeaderSafe('Resource type, e.g. PROJECT.'),
+  access: Enum(ACCESS_MODES),
+  subject: Type.Optional(DecisionSubject),
+});
+export type PlanBody = Static<typeof PlanRequest>;

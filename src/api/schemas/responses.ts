@@ -10,9 +10,9 @@ import { PROBLEM_CATALOG, type ProblemCode } from '../../domain/problem';
 import { REQUEST_ID_PATTERN } from '../../http/prepare-request';
 import { Enum, HeaderSafe, Nullable, NullableString, Ref, StrictObject, Timestamp } from './kit';
 import { Scope } from './requests';
+import { PERMISSION_CODE_PATTERN } from '../../domain/permission-code';
 
 const PROBLEM_CODES = Object.keys(PROBLEM_CATALOG) as ProblemCode[];
-const PERMISSION_CODE_PATTERN = '^(\\*:\\*|[A-Za-z0-9_.-]+:([A-Za-z0-9_.-]+|\\*))$';
 
 export const Problem = StrictObject(
   {
@@ -287,4 +287,31 @@ export const PolicyCoverage = StrictObject({
   unusedRoutes: Type.Array(
     StrictObject({ id: Type.String(), methods: Type.Array(Type.String()), pattern: Type.String(), file: Type.String(), line: Type.Integer({ minimum: 1 }) }),
   ),
+});
+
+/** Who `POST /iam/authorization/check` and `/plan` decided for. */
+export const DecisionSubjectView = StrictObject({
+  userId: HeaderSafe('The user decided for.'),
+  profileId: Nullable(HeaderSafe(), { description: 'Their active profile; null when none applies.' }),
+  sessionId: Nullable(HeaderSafe(), { description: 'Their session; null for a subject named by user.' }),
+});
+
+/** One answer of `POST /iam/authorization/check`: the proxy's decision for such a route. */
+export const CheckResult = StrictObject({
+  allowed: Type.Boolean(),
+  status: Type.Integer({ description: 'What the proxy would answer: 200, or 401/403/404/500/502.' }),
+  failedStep: Nullable(Enum(FAILED_STEP_CODES)),
+  decisionId: Type.String({ format: 'uuid', description: 'Resolves at GET /iam/authorization/decisions/{decisionId}.' }),
+});
+
+export const CheckResponse = StrictObject({
+  subject: DecisionSubjectView,
+  results: Type.Array(CheckResult, { description: 'In the order of the checks.' }),
+});
+
+/** `POST /iam/authorization/plan`: `ALL`, `NONE`, or `SOME` with the ids the covering scopes name. */
+export const PlanResponse = StrictObject({
+  kind: Enum(['ALL', 'NONE', 'SOME'] as const),
+  ids: Type.Optional(Type.Array(Type.String(), { description: 'With SOME: the resource ids the subject reaches (a WRITE scope covers READ).' })),
+  subject: DecisionSubjectView,
 });

@@ -1,0 +1,233 @@
+/**
+ * Decisions for the host (docs/host-integration.md): `POST /iam/authorization/check` and `/plan` through a real
+ * gateway — each credential kind (the user's bearer, the session cookie, the X-IAM-Assertion a host received, a
+ * service naming a subject), each result status, the no-oracle rule, one resolver call per distinct resource within
+ * a call, revocation taking effect at once, and the host library (`iam-gateway/host`) against the same gateway.
+ */
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { RunningGateway } from '../../src/app/start-gateway';
+import { createHostAuthorization, HostAuthorizationError } from '../../src/host';
+import { createTestDatabase } from '../support/database';
+import { bearer, login, startTestGateway } from '../support/gateway';
+import { recordedHeader, startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
+
+let dir: string;
+let upstream: RecordingUpstream;
+let gateway: RunningGateway;
+let resolver: Server;
+/** The resolver host: task 5 is in project 1, task 6 in project 2, task 404 does not exist, task 502 fails. */
+const resolved: string[] = [];
+
+beforeAll(async () => {
+  await (await createTestDatabase()).close();
+  resolver = createServer((req, res) => {
+    resolved.push(req.url ?? '');
+    const id = (req.url ?? '').split('/').pop();
+    if (id === '404') res.writeHead(404).end();
+    else if (id === '502') res.writeHead(500).end();
+    else {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ scopes: [{ type: 'PROJECT', id: id === '5' ? '1' : '2' }] }));
+    }
+  });
+  await new Promise<void>((resolve) => resolver.listen(0, '127.0.0.1', resolve));
+  dir = mkdtempSync(join(tmpdir(), 'iam-host-decisions-'));
+  mkdirSync(join(dir, 'policies'));
+  writeFileSync(
+    join(dir, 'policies', 'routes.yaml'),
+    `version: 1
+default: deny
+resources:
+  TASK:
+    resolver: { url: "http://127.0.0.1:${(resolver.address() as AddressInfo).port}/tasks/{id}" }
+routes:
+  - { path: /api/projects, methods: [GET], permission: project:list }
+  - { path: /api/projects/:projectId, methods: [GET], permission: project:read, resource: { type: PROJECT, id: projectId, access: READ } }
+  - { path: /api/projects/:projectId, methods: [PUT], permission: project:update, resource: { type: PROJECT, id: projectId, access: WRITE } }
+  - { path: /api/tasks/:taskId, methods: [GET], permission: task:read, resource: { type: TASK, id: taskId, access: READ } }
+`,
+  );
+  upstream = await startRecordingUpstream();
+  gateway = await startTestGateway(upstream.url, {
+    IAM_POLICIES_DIR: join(dir, 'policies'),
+    IAM_FORWARD_ASSERTION_ENABLED: 'true',
+    IAM_FORWARD_ASSERTION_AUDIENCE: 'example-host',
+  });
+}, 60_000);
+
+afterAll(async () => {
+  await gateway?.close();
+  await upstream?.close();
+  await new Promise((resolve) => resolver?.close(resolve));
+  rmSync(dir, { recursive: true, force: true });
+});
+beforeEach(() => {
+  resolved.length = 0;
+});
+
+interface Results {
+  subject: { userId: string; profileId: string | null; sessionId: string | null };
+  results: Array<{ allowed: boolean; status: number; failedStep: string | null; decisionId: string }>;
+}
+
+const post = async (path: string, headers: Record<string, string>, body: unknown): Promise<{ status: number; body: Record<string, unknown> }> => {
+  const answer = await fetch(`${gateway.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  return { status: answer.status, body: (await answer.json()) as Record<string, unknown> };
+};
+const check = (headers: Record<string, string>, checks: unknown[], subject?: unknown) => post('/iam/authorization/check', headers, { checks, ...(subject ? { subject } : {}) });
+const plan = (headers: Record<string, string>, body: Record<string, unknown>) => post('/iam/authorization/plan', headers, body);
+const project = (id: string, access: 'READ' | 'WRITE' = 'READ') => ({ permissionCode: access === 'READ' ? 'project:read' : 'project:update', resource: { type: 'PROJECT', id, access } });
+const task = (id: string) => ({ permissionCode: 'task:read', resource: { type: 'TASK', id, access: 'READ' as const } });
+
+/** The assertion the host receives with a request the gateway forwarded for `token`. */
+async function assertionFor(token: string): Promise<string> {
+  await upstream.clear();
+  expect((await fetch(`${gateway.url}/api/projects`, { headers: bearer(token) })).status).toBe(200);
+  const [received] = await upstream.requests();
+  return recordedHeader(received!, 'x-iam-assertion')[0]!;
+}
+
+describe('POST /iam/authorization/check', () => {
+  it('the user\'s own bearer: every answer is the proxy\'s decision for such a route, in order, each with its decisionId', async () => {
+    const alice = await login(gateway.url, 'alice'); // p-alice-editor: PROJECT 1 WRITE
+    const answer = await check(bearer(alice.accessToken), [project('1'), project('2'), project('1', 'WRITE'), task('5'), task('6'), task('404'), task('502'), { permissionCode: 'admin:write' }]);
+    expect(answer.status).toBe(200);
+    const body = answer.body as unknown as Results;
+    expect(body.subject).toEqual({ userId: 'u-alice', profileId: 'p-alice-editor', sessionId: alice.sessionId });
+    expect(body.results.map((result) => [result.allowed, result.status, result.failedStep])).toEqual([
+      [true, 200, null],
+      [false, 403, 'SCOPE_DENIED'],
+      [true, 200, null],
+      [true, 200, null],
+      [false, 403, 'SCOPE_DENIED'],
+      [false, 404, 'RESOURCE_NOT_FOUND'],
+      // A resolver down is that result's 502; the others still answer.
+      [false, 502, 'RESOURCE_RESOLUTION_UNAVAILABLE'],
+      [false, 403, 'PERMISSION_DENIED'],
+    ]);
+    // Every decision is recorded: its id resolves for the user it concerns, allowed ones included.
+    for (const result of [body.results[0]!, body.results[1]!]) {
+      const decision = await fetch(`${gateway.url}/iam/authorization/decisions/${result.decisionId}`, { headers: bearer(alice.accessToken) });
+      expect(decision.status).toBe(200);
+      expect(await decision.json()).toMatchObject({ decisionId: result.decisionId, allowed: result.allowed });
+    }
+  });
+
+  it('resolves a resource at most once per call', async () => {
+    const alice = await login(gateway.url, 'alice');
+    const answer = await check(bearer(alice.accessToken), [task('5'), task('5'), task('6'), task('5')]);
+    expect((answer.body as unknown as Results).results.map((result) => result.allowed)).toEqual([true, true, false, true]);
+    expect(resolved.sort()).toEqual(['/tasks/5', '/tasks/6']);
+  });
+
+  it('no oracle: with the caller\'s own credential, a (permission, resource type) pair no route declares is ROUTE_NOT_DECLARED, no resolver asked', async () => {
+    const alice = await login(gateway.url, 'alice');
+    const answer = await check(bearer(alice.accessToken), [{ permissionCode: 'project:read', resource: { type: 'TASK', id: '6', access: 'READ' } }, { permissionCode: 'task:read', resource: { type: 'PROJECT', id: '2', access: 'READ' } }]);
+    expect((answer.body as unknown as Results).results.map((result) => [result.allowed, result.failedStep])).toEqual([
+      [false, 'ROUTE_NOT_DECLARED'],
+      [false, 'ROUTE_NOT_DECLARED'],
+    ]);
+    expect(resolved).toEqual([]);
+  });
+
+  it('the session cookie: the same answers; cross-site it is refused (403 IAM_CSRF_REJECTED)', async () => {
+    const alice = await login(gateway.url, 'alice');
+    const cookie = { cookie: `__Host-iam-session=${alice.accessToken}` };
+    const answer = await check(cookie, [project('1')]);
+    expect([answer.status, (answer.body as unknown as Results).results[0]!.allowed]).toEqual([200, true]);
+    const crossSite = await check({ ...cookie, 'sec-fetch-site': 'cross-site', origin: 'https://evil.test' }, [project('1')]);
+    expect([crossSite.status, crossSite.body.code]).toEqual([403, 'IAM_CSRF_REJECTED']);
+  });
+
+  it('the X-IAM-Assertion a host received, sent back as the bearer: decides for its session; tampered or foreign is 401; a logout refuses it at once', async () => {
+    const alice = await login(gateway.url, 'alice');
+    const assertion = await assertionFor(alice.accessToken);
+    const answer = await check(bearer(assertion), [project('1'), project('2')]);
+    expect(answer.status).toBe(200);
+    expect((answer.body as unknown as Results).subject).toEqual({ userId: 'u-alice', profileId: 'p-alice-editor', sessionId: alice.sessionId });
+    expect((answer.body as unknown as Results).results.map((result) => result.allowed)).toEqual([true, false]);
+    const [header, payload, signature] = assertion.split('.') as [string, string, string];
+    const forged = Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload, 'base64url').toString()), sub: 'u-admin' })).toString('base64url');
+    for (const token of [`${header}.${forged}.${signature}`, `${header}.${payload}.${signature.slice(0, -3)}AAA`, 'eyJhbGciOiJFZERTQSJ9.e30.c2ln']) {
+      const refused = await check(bearer(token), [project('1')]);
+      expect([refused.status, refused.body.code]).toEqual([401, 'IAM_UNAUTHENTICATED']);
+    }
+    expect((await fetch(`${gateway.url}/iam/auth/logout`, { method: 'POST', headers: bearer(alice.accessToken) })).status).toBe(204);
+    const afterLogout = await check(bearer(assertion), [project('1')]);
+    expect([afterLogout.status, afterLogout.body.code]).toEqual([401, 'IAM_UNAUTHENTICATED']);
+    expect((await plan(bearer(assertion), { permissionCode: 'project:read', resourceType: 'PROJECT', access: 'READ' })).status).toBe(401);
+  });
+
+  it('a service naming a subject needs iam.authorization.decisions:check; then decides for that session or user', async () => {
+    const bob = await login(gateway.url, 'bob');
+    const refused = await check(bearer(bob.accessToken), [project('1')], { userId: 'u-alice' });
+    expect([refused.status, refused.body.code]).toEqual([403, 'IAM_ACCESS_DENIED']);
+    const admin = await login(gateway.url, 'admin'); // *:* covers iam.authorization.decisions:check
+    const alice = await login(gateway.url, 'alice');
+    const bySession = await check(bearer(admin.accessToken), [project('1'), project('2')], { sessionId: alice.sessionId });
+    expect((bySession.body as unknown as Results).subject).toMatchObject({ userId: 'u-alice', sessionId: alice.sessionId });
+    expect((bySession.body as unknown as Results).results.map((result) => result.allowed)).toEqual([true, false]);
+    const byUser = await check(bearer(admin.accessToken), [project('2')], { userId: 'u-alice' });
+    expect((byUser.body as unknown as Results).results[0]!.allowed).toBe(false);
+    // A service may pair anything: its own permission is the gate (no ROUTE_NOT_DECLARED for it).
+    const unusual = await check(bearer(admin.accessToken), [{ permissionCode: 'project:read', resource: { type: 'TASK', id: '5', access: 'READ' } }], { userId: 'u-alice' });
+    expect((unusual.body as unknown as Results).results[0]!.failedStep).not.toBe('ROUTE_NOT_DECLARED');
+    const ended = await check(bearer(admin.accessToken), [project('1')], { sessionId: 's-no-such-session' });
+    expect([ended.status, ended.body.code]).toEqual([404, 'IAM_SESSION_NOT_FOUND']);
+  });
+
+  it('revocation takes effect on check and plan at once', async () => {
+    const alice = await login(gateway.url, 'alice');
+    expect((await check(bearer(alice.accessToken), [project('1')])).status).toBe(200);
+    expect((await fetch(`${gateway.url}/iam/sessions/revoke-others`, { method: 'POST', headers: bearer((await login(gateway.url, 'alice')).accessToken) })).status).toBe(204);
+    expect((await check(bearer(alice.accessToken), [project('1')])).status).toBe(401);
+    expect((await plan(bearer(alice.accessToken), { permissionCode: 'project:read', resourceType: 'PROJECT', access: 'READ' })).status).toBe(401);
+  });
+
+  it('bad input: every error listed (400); a body over the /iam limit is 413', async () => {
+    const alice = await login(gateway.url, 'alice');
+    const bad = await check(bearer(alice.accessToken), [{ permissionCode: 'nope' }, { permissionCode: 'a:b', resource: { type: 'X', id: '1', access: 'EXECUTE' } }]);
+    expect(bad.status).toBe(400);
+    expect((bad.body.errors as Array<{ pointer: string }>).map((error) => error.pointer).sort()).toEqual(['/checks/0/permissionCode', '/checks/1/resource/access']);
+    // Over the 64 kB /iam body limit (server.iam-body-limit): 413 before anything is parsed.
+    const huge = await check(bearer(alice.accessToken), Array.from({ length: 100 }, (_, i) => ({ permissionCode: 'project:read', resource: { type: 'PROJECT', id: `${i}-${'x'.repeat(1000)}`, access: 'READ' } })));
+    expect([huge.status, huge.body.code]).toEqual([413, 'IAM_PAYLOAD_TOO_LARGE']);
+    const many = await check(bearer(alice.accessToken), Array.from({ length: 101 }, () => ({ permissionCode: 'project:list' })));
+    expect([many.status, (many.body.errors as Array<{ pointer: string }>)[0]!.pointer]).toEqual([400, '/checks']);
+  });
+});
+
+describe('POST /iam/authorization/plan', () => {
+  it('ALL for an unscoped profile, SOME with the covering ids for a scoped one (WRITE covers READ), NONE without the permission', async () => {
+    const alice = await login(gateway.url, 'alice'); // PROJECT 1 WRITE
+    const bob = await login(gateway.url, 'bob'); // unscoped editor
+    const read = { permissionCode: 'project:read', resourceType: 'PROJECT', access: 'READ' };
+    expect((await plan(bearer(alice.accessToken), read)).body).toMatchObject({ kind: 'SOME', ids: ['1'], subject: { userId: 'u-alice' } });
+    expect((await plan(bearer(alice.accessToken), { ...read, access: 'WRITE', permissionCode: 'project:update' })).body).toMatchObject({ kind: 'SOME', ids: ['1'] });
+    expect((await plan(bearer(bob.accessToken), read)).body).toMatchObject({ kind: 'ALL' });
+    expect((await plan(bearer(alice.accessToken), { ...read, permissionCode: 'admin:write' })).body).toMatchObject({ kind: 'NONE' });
+    expect(resolved).toEqual([]);
+  });
+});
+
+describe('iam-gateway/host against the gateway', () => {
+  it('verifies the assertion against the gateway\'s JWKS, checks in one call, plans, and require() carries the decisionId', async () => {
+    const alice = await login(gateway.url, 'alice');
+    const assertion = await assertionFor(alice.accessToken);
+    const host = createHostAuthorization({ gatewayUrl: gateway.url, issuer: 'iam-gateway', audience: 'example-host' });
+    const iam = host.forRequest({ 'x-iam-assertion': assertion });
+    expect(await iam.principal()).toMatchObject({ userId: 'u-alice', sessionId: alice.sessionId, profileId: 'p-alice-editor' });
+    const [one, two] = await Promise.all([iam.check(project('1')), iam.check(project('2'))]);
+    expect([one.allowed, two.allowed]).toEqual([true, false]);
+    expect(await iam.plan('project:read', 'PROJECT')).toMatchObject({ kind: 'SOME', ids: ['1'] });
+    const refused = (await iam.require(project('2')).catch((error: unknown) => error)) as HostAuthorizationError;
+    expect(refused).toBeInstanceOf(HostAuthorizationError);
+    expect(refused.problem).toMatchObject({ status: 403, code: 'IAM_ACCESS_DENIED', decisionId: expect.any(String) });
+    // Another audience than the gateway's: no principal.
+    expect(await createHostAuthorization({ gatewayUrl: gateway.url, issuer: 'iam-gateway', audience: 'another-host' }).principal({ 'x-iam-assertion': assertion })).toBeNull();
+  });
+});
