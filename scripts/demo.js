@@ -35,6 +35,8 @@ async function run() {
   const config = loadConfig({ file: join(root, 'examples', 'demo.yaml'), env, cwd: root });
   const gateway = await startGateway(config);
   const gw = gateway.url;
+  // The host asks this gateway for decisions (iam-gateway/host), with the assertion it receives on each request.
+  host.connect({ gatewayUrl: gw, issuer: config.iam.forward.assertion.issuer });
   console.log(`
 iam-gateway demo
   example host     ${host.url}   (what the team already runs)
@@ -56,7 +58,7 @@ Try it:
     -d '{"username":"alice","password":"alice-password","clientType":"WEB"}' | node -pe 'JSON.parse(require("fs").readFileSync(0)).accessToken')
 
   curl -s ${gw}/iam/auth/me -H "Authorization: Bearer $TOKEN"
-  curl -s ${gw}/api/projects -H "Authorization: Bearer $TOKEN"            # allowed: project:list
+  curl -s ${gw}/api/projects -H "Authorization: Bearer $TOKEN"            # allowed: project:list; only project 1 (the gateway's plan)
   curl -s ${gw}/api/whoami -H "Authorization: Bearer $TOKEN"              # the identity headers the host received
   curl -i ${gw}/api/admin/stats -H "Authorization: Bearer $TOKEN"         # 403 IAM_ACCESS_DENIED, with decisionId
 

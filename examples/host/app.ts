@@ -15,6 +15,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { STATUS_CODES } from 'node:http';
 import Koa from 'koa';
 import Router, { type RouterMiddleware } from '@koa/router';
+import { createHostAuthorization, HostAuthorizationError, type HostAuthorization, type HostAuthorizationOptions, type RequestAuthorization } from '../../src/host';
 
 interface Project {
   id: string;
@@ -51,8 +52,19 @@ type ReceivedIdentity = Record<keyof typeof IDENTITY_HEADERS, string | null>;
 /** Larger bodies are refused: the host only ever receives small JSON documents. */
 const MAX_JSON_BODY_BYTES = 64 * 1024;
 
+/**
+ * The gateway the host asks for decisions (`iam-gateway/host`): set once the gateway is known (the demo starts the
+ * host first); until then, and without one, the host trusts the route's decision alone and lists every project.
+ */
+export interface GatewayLink {
+  connect(options: HostAuthorizationOptions): void;
+}
+
 /** Creates the example host with fresh in-memory data (each call is independent: tests can run many). */
-export function createHostApp(): Koa {
+export function createHostApp(): Koa & GatewayLink {
+  let authorization: HostAuthorization | null = null;
+  /** The decisions of this request: its assertion, checks and plans (null without a gateway to ask). */
+  const iamOf = (ctx: Koa.Context): RequestAuthorization | null => (authorization === null ? null : authorization.forRequest(ctx.headers));
   const projects = new Map<string, Project>([
     ['1', { id: '1', name: 'Apollo', createdBy: null }],
     ['2', { id: '2', name: 'Gemini', createdBy: null }],
@@ -101,8 +113,13 @@ export function createHostApp(): Koa {
   });
 
   // --- Projects -------------------------------------------------------------------------------------------
-  router.get('/api/projects', (ctx) => {
-    ctx.body = { projects: [...projects.values()], receivedIdentity: receivedIdentity(ctx) };
+  // The gateway checked project:list for the route; which projects this user may see is the gateway's `plan`
+  // (ALL, NONE, or SOME ids), applied to the host's own query: a user scoped to project 1 sees project 1 only.
+  router.get('/api/projects', async (ctx) => {
+    const iam = iamOf(ctx);
+    const plan = iam === null ? null : await iam.plan('project:read', 'PROJECT', 'READ');
+    const visible = [...projects.values()].filter((project) => plan === null || plan.kind === 'ALL' || (plan.kind === 'SOME' && plan.ids.includes(project.id)));
+    ctx.body = { projects: visible, ...(plan === null ? {} : { plan }), receivedIdentity: receivedIdentity(ctx) };
   });
 
   router.post('/api/projects', async (ctx) => {
@@ -136,6 +153,22 @@ export function createHostApp(): Koa {
 
   router.get('/api/tasks/:taskId', (ctx) => {
     const task = findOr404(ctx, tasks, ctx.params.taskId, 'task');
+    ctx.body = { task, receivedIdentity: receivedIdentity(ctx) };
+  });
+
+  // Logic a route cannot express: moving a task needs WRITE on its project and on the one it moves to. The gateway
+  // checked the first for the route; the host asks both in one call, and answers the gateway's 403 problem (with its
+  // decisionId) when either is refused.
+  router.post('/api/tasks/:taskId/move', async (ctx) => {
+    const task = findOr404(ctx, tasks, ctx.params.taskId, 'task');
+    const { projectId } = await readJsonBody(ctx);
+    const target = findOr404(ctx, projects, typeof projectId === 'string' ? projectId : ctx.throw(400, 'projectId must be a string'), 'project');
+    const iam = iamOf(ctx);
+    if (iam !== null) {
+      const write = (id: string) => ({ permissionCode: 'project:update', resource: { type: 'PROJECT', id, access: 'WRITE' as const } });
+      await Promise.all([iam.require(write(task.projectId)), iam.require(write(target.id))]);
+    }
+    task.projectId = target.id;
     ctx.body = { task, receivedIdentity: receivedIdentity(ctx) };
   });
 
@@ -214,6 +247,14 @@ export function createHostApp(): Koa {
         ctx.status = status;
       }
     } catch (error) {
+      if (error instanceof HostAuthorizationError) {
+        // The gateway's refusal, as the gateway would answer it: problem+json with the decisionId to explain it.
+        ctx.status = error.status;
+        ctx.type = 'application/problem+json';
+        ctx.body = error.toJSON();
+        ctx.set('X-Host-Received-User', ctx.get(IDENTITY_HEADERS.userId) || '-');
+        return;
+      }
       // Errors answered here (not by Koa's default handler) keep the X-Host-Received-User header below.
       const status = errorStatus(error);
       ctx.status = status;
@@ -224,7 +265,11 @@ export function createHostApp(): Koa {
   });
   app.use(router.routes());
   app.use(router.allowedMethods());
-  return app;
+  return Object.assign(app, {
+    connect(options: HostAuthorizationOptions): void {
+      authorization = createHostAuthorization(options);
+    },
+  });
 }
 
 /** The identity the gateway forwarded, one field per header (null when absent). */

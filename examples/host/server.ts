@@ -4,6 +4,7 @@
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { HostAuthorizationOptions } from '../../src/host';
 import { createHostApp } from './app';
 
 /** A running example host. */
@@ -12,6 +13,8 @@ export interface RunningHost {
   url: string;
   /** Stops listening and closes every open connection, keep-alive ones included. */
   close(): Promise<void>;
+  /** From now on, asks this gateway for decisions (lists filtered by `plan`, task moves checked on both projects). */
+  connect(options: HostAuthorizationOptions): void;
 }
 
 /**
@@ -21,7 +24,8 @@ export interface RunningHost {
  *   gateway is its only way in.
  */
 export function startHost(port: number, host = '127.0.0.1'): Promise<RunningHost> {
-  const handle = createHostApp().callback();
+  const app = createHostApp();
+  const handle = app.callback();
   // Koa's handler settles its own promise (errors become responses): nothing to await here.
   const server = createServer((req, res) => void handle(req, res));
   return new Promise((resolve, reject) => {
@@ -32,6 +36,7 @@ export function startHost(port: number, host = '127.0.0.1'): Promise<RunningHost
       const hostPart = address.includes(':') ? `[${address}]` : address;
       resolve({
         url: `http://${hostPart}:${boundPort}`,
+        connect: (options) => app.connect(options),
         close: () =>
           new Promise<void>((done, fail) => {
             server.close((error) => (error ? fail(error) : done()));

@@ -166,6 +166,40 @@ describe('example host', () => {
   });
 });
 
+describe('the example host asks the gateway (iam-gateway/host)', () => {
+  it('lists only the projects the gateway\'s plan allows, and moves a task only with WRITE on both projects', async () => {
+    const { createTestDatabase } = await import('../support/database');
+    const { login, startTestGateway } = await import('../support/gateway');
+    await (await createTestDatabase()).close();
+    const host = await startHost(0);
+    const gateway = await startTestGateway(host.url, { IAM_POLICIES_DIR: join(ROOT, 'policies'), IAM_FORWARD_ASSERTION_ENABLED: 'true' }).catch(async (error: unknown) => {
+      await host.close();
+      throw error;
+    });
+    try {
+      host.connect({ gatewayUrl: gateway.url, issuer: 'iam-gateway' });
+      const as = async (user: string) => ({ authorization: `Bearer ${(await login(gateway.url, user)).accessToken}` });
+      const [alice, bob, admin] = [await as('alice'), await as('bob'), await as('admin')];
+      const names = async (headers: Record<string, string>) => ((await call(gateway.url, 'GET', '/api/projects', { headers })).body.projects as Array<{ id: string }>).map((project) => project.id);
+      expect(await names(alice)).toEqual(['1']); // scoped to project 1
+      expect(await names(admin)).toEqual(['1', '2', '3']); // unscoped (*:*)
+      expect(await names(bob)).toEqual(['1', '2', '3']); // unscoped
+      // Alice may write project 1 only: the move to project 2 is refused with the gateway's problem and decisionId.
+      const refused = await call(gateway.url, 'POST', '/api/tasks/10/move', { headers: alice, body: { projectId: '2' } });
+      expect(refused.status).toBe(403);
+      expect(refused.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+      expect(refused.body).toMatchObject({ code: 'IAM_ACCESS_DENIED', decisionId: expect.any(String) });
+      expect((await call(gateway.url, 'GET', '/api/tasks/10', { headers: bob })).body.task.projectId).toBe('1');
+      // Bob (every project) moves it; then it is in project 2.
+      expect((await call(gateway.url, 'POST', '/api/tasks/10/move', { headers: bob, body: { projectId: '2' } })).status).toBe(200);
+      expect((await call(gateway.url, 'GET', '/api/tasks/10', { headers: bob })).body.task.projectId).toBe('2');
+    } finally {
+      await gateway.close();
+      await host.close();
+    }
+  });
+});
+
 describe('example YAML files', () => {
   const policy = readYaml('policies/example.yaml');
   const users = readYaml('config/users.example.yaml');
@@ -215,7 +249,7 @@ describe('example YAML files', () => {
       for (const route of leafRoutes()) {
         for (const method of route.methods) {
           const realMethod = method === '*' ? 'GET' : method;
-          const body = ['POST', 'PUT', 'PATCH'].includes(realMethod) ? { name: 'Checked' } : undefined;
+          const body = ['POST', 'PUT', 'PATCH'].includes(realMethod) ? { name: 'Checked', projectId: '2' } : undefined;
           const answer = await call(host.url, realMethod, concrete(route.path), { body });
           expect({ route: `${method} ${route.path}`, ok: answer.status < 400 }).toEqual({ route: `${method} ${route.path}`, ok: true });
         }

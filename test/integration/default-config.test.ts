@@ -119,8 +119,11 @@ describe('#11.21 npm run demo', () => {
       const script = walkthrough.replace('GW=http://127.0.0.1:8080', `GW=${gatewayUrl}`);
       const { stdout } = await run('bash', ['-euo', 'pipefail', '-c', script], { cwd: ROOT, timeout: 60_000 });
       const statuses = [...stdout.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((m) => Number(m[1]));
-      // health, no token, project 2, admin stats, revoke-others, logout, after logout
-      expect(statuses).toEqual([200, 401, 403, 403, 204, 204, 401]);
+      // health, no token, project 2, admin stats, a task moved to project 2, revoke-others, logout, after logout
+      expect(statuses).toEqual([200, 401, 403, 403, 403, 204, 204, 401]);
+      // The list is what the host's query kept of the gateway's plan: project 1 only, for alice.
+      expect(stdout).toContain('"plan":{"kind":"SOME","ids":["1"]');
+      expect(stdout).not.toContain('"name":"Gemini"');
       expect(stdout).toContain('"userId":"u-alice"');
       expect(stdout).toContain('"step":"SCOPE_DENIED"');
       expect(stdout).toContain('"step":"PERMISSION_DENIED"');
@@ -135,6 +138,30 @@ describe('#11.21 npm run demo', () => {
       expect(cookies.stdout).toMatch(/set-cookie: iam-session=iamt_/i);
       expect(cookies.stdout).toMatch(/"x-iam-user-id":"u-alice"/i);
       expect(cookies.stdout).toMatch(/set-cookie: iam-session=; Max-Age=0/i);
+    } finally {
+      await stop();
+    }
+  }, 120_000);
+});
+
+describe('docs/host-integration.md: the Python host example against npm run demo', () => {
+  it('forwards the assertion the host received and gets the plan, the checks and a refusal with its decisionId', async () => {
+    const { gatewayUrl, stop } = await startDemo('demo.js', { HOST_PORT: String(await freePort()) });
+    try {
+      const login = await fetch(`${gatewayUrl}/iam/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'alice', password: 'alice-password', clientType: 'WEB' }) });
+      const token = ((await login.json()) as { accessToken: string }).accessToken;
+      // What the example host received with a request: its /api/whoami echoes the X-IAM-* headers, the assertion among them.
+      const whoami = (await (await fetch(`${gatewayUrl}/api/whoami`, { headers: { authorization: `Bearer ${token}` } })).json()) as { headers: Record<string, string> };
+      const assertion = whoami.headers['x-iam-assertion']!;
+      expect(assertion).toMatch(/^eyJ/);
+      const { stdout } = await run('python3', [join(ROOT, 'examples', 'host-python', 'decisions.py'), gatewayUrl, assertion], { cwd: ROOT, timeout: 30_000 });
+      const report = JSON.parse(stdout) as { visible: string[]; write: Array<{ allowed: boolean }>; move_to_2: { status: number; decisionId: string } };
+      expect(report.visible).toEqual(['1']);
+      expect(report.write.map((result) => result.allowed)).toEqual([true, false]);
+      expect(report.move_to_2).toEqual({ status: 403, decisionId: expect.stringMatching(/^[0-9a-f-]{36}$/) });
+      // A forged assertion gets nothing: the gateway verifies it (the host needs no JWT library).
+      const forged = await run('python3', [join(ROOT, 'examples', 'host-python', 'decisions.py'), gatewayUrl, `${assertion.slice(0, -4)}AAAA`], { cwd: ROOT, timeout: 30_000 }).catch((error: { stderr?: string }) => error);
+      expect(String((forged as { stderr?: string }).stderr)).toContain('GatewayRefused');
     } finally {
       await stop();
     }

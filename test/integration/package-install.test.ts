@@ -104,15 +104,15 @@ afterAll(() => {
 });
 
 it('#13: the tarball holds the build, the bin, the shipped configuration and examples; no tests, benchmarks or sources', () => {
-  const fixed = ['LICENSE', 'README.md', 'package.json', 'bin/iam-gateway.js', 'config/default.yaml', 'config/provision.example.yaml', 'config/users.example.yaml', 'policies/example.yaml'];
+  const fixed = ['LICENSE', 'README.md', 'package.json', 'bin/iam-gateway.js', 'host.mjs', 'config/default.yaml', 'config/provision.example.yaml', 'config/users.example.yaml', 'policies/example.yaml'];
   const built = [...filesUnder('dist/src'), ...filesUnder('dist/migrations')].filter((file) => file.endsWith('.js') || file.endsWith('.d.ts'));
   // The web console's static files (served at /iam/console).
   built.push(...filesUnder('console'));
   const expected = [...fixed.filter((file) => file !== 'LICENSE' || packed.includes('LICENSE')), ...built].sort();
   expect(packed).toEqual(expected);
-  // About 420 files: the compiled src/ (.js and .d.ts) and migrations/, the console, and the eight above.
+  // About 510 files: the compiled src/ (.js and .d.ts) and migrations/, the console, and the nine above.
   expect(packed.length).toBe(expected.length);
-  expect(packed.length).toBeLessThan(500);
+  expect(packed.length).toBeLessThan(600);
   expect(packed.filter((file) => /^(dist\/)?(test|bench|examples|scripts|docs)\//.test(file))).toEqual([]);
   expect(packed.filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts'))).toEqual([]);
   for (const entry of [manifest.main, manifest.types, ...Object.values(manifest.bin), 'dist/src/app/main.js']) expect(packed).toContain(entry);
@@ -148,6 +148,28 @@ it('#13: require("iam-gateway") from the installed package exposes the API and r
     route: 401,
   });
 }, 60_000);
+
+it('#30: iam-gateway/host from the installed package: CommonJS, ESM and types, nothing of the gateway loaded', async () => {
+  const common = await sh(
+    process.execPath,
+    ['-e', `const host = require('iam-gateway/host'); const iam = host.createHostAuthorization({ gatewayUrl: 'http://127.0.0.1:1', issuer: 'iam-gateway' });
+      console.log(JSON.stringify({ exports: Object.keys(host).sort(), forRequest: typeof iam.forRequest, gatewayLoaded: Object.keys(require.cache).some((file) => file.includes('start-gateway')) }));`],
+    project,
+  );
+  expect(JSON.parse(common.trim().split('\n').pop()!)).toEqual({ exports: ['HostAuthorizationError', 'createHostAuthorization', 'expressMiddleware', 'koaMiddleware'], forRequest: 'function', gatewayLoaded: false });
+  writeFileSync(join(project, 'host-esm.mjs'), `import { createHostAuthorization, koaMiddleware } from 'iam-gateway/host';\nconsole.log(typeof createHostAuthorization, typeof koaMiddleware);\n`);
+  expect((await sh(process.execPath, ['host-esm.mjs'], project)).trim()).toBe('function function');
+  writeFileSync(
+    join(project, 'host-typed.ts'),
+    `import { createHostAuthorization, type HostPlan, type RequestAuthorization } from 'iam-gateway/host';
+export async function visible(iam: RequestAuthorization): Promise<HostPlan> {
+  return iam.plan('project:read', 'PROJECT', 'READ');
+}
+export const client = createHostAuthorization({ gatewayUrl: 'http://gateway', issuer: 'iam-gateway', audience: 'host' });
+`,
+  );
+  await sh(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '--noEmit', '--strict', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022', '--types', 'node', '--typeRoots', join(ROOT, 'node_modules', '@types'), 'host-typed.ts'], project);
+}, 120_000);
 
 it('#13: `npx iam-gateway` runs the installed bin: --version, --help, migrate status on the test database, policy check', async () => {
   expect(await sh('npx', ['--no-install', 'iam-gateway', '--version'], project)).toBe(`${manifest.version}\n`);
