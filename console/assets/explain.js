@@ -1,5 +1,6 @@
 // /iam/console/explain?decisionId=… or ?method=GET&path=/api/…[&userId=…]: why a request was (or would be) allowed
-// or denied, step by step, with the policy route (file:line) that decided it.
+// or denied, step by step, with the policy route (file:line) that decided it. ?permission=…[&resourceType=…&resourceId=…
+// &access=…][&subject=…]: a check as a host asks it (POST /iam/authorization/check), with the decision it recorded.
 import { api, IDENTIFIER, query, seg } from './api.js';
 import { badge, facts, field, fieldError, h, replace, when } from './dom.js';
 import { problemView } from './problems.js';
@@ -14,6 +15,11 @@ export async function renderExplain({ root, heading, params, navigate, isCurrent
   const method = (params.get('method') ?? 'GET').toUpperCase();
   const path = params.get('path') ?? '';
   const userId = params.get('userId') ?? '';
+  const permission = params.get('permission') ?? '';
+  const resourceType = params.get('resourceType') ?? '';
+  const resourceId = params.get('resourceId') ?? '';
+  const access = params.get('access') === 'WRITE' ? 'WRITE' : 'READ';
+  const subject = params.get('subject') ?? '';
 
   // By decision id.
   const idInput = h('input', { type: 'text', name: 'decisionId', value: decisionId, autocomplete: 'off', spellcheck: 'false', class: 'wide' });
@@ -70,14 +76,52 @@ export async function renderExplain({ root, heading, params, navigate, isCurrent
     navigate(`/iam/console/explain${query({ method: methodSelect.value, path: target, userId: user })}`);
   });
 
-  const result = h('section', { 'aria-labelledby': 'result-heading', class: 'result' });
-  root.append(h('div', { class: 'columns' }, byId, byRequest), result);
+  // By permission: the check a host asks (POST /iam/authorization/check), recorded like a proxy decision.
+  const permissionInput = h('input', { type: 'text', name: 'permission', value: permission, placeholder: 'project:read', autocomplete: 'off', spellcheck: 'false' });
+  const typeInput = h('input', { type: 'text', name: 'resourceType', value: resourceType, placeholder: 'PROJECT', autocomplete: 'off', spellcheck: 'false' });
+  const idCheckInput = h('input', { type: 'text', name: 'resourceId', value: resourceId, placeholder: '2', autocomplete: 'off', spellcheck: 'false' });
+  const accessSelect = h('select', { name: 'access' }, ['READ', 'WRITE'].map((mode) => h('option', { value: mode, selected: mode === access }, mode)));
+  const subjectInput = h('input', { type: 'text', name: 'subject', value: subject, autocomplete: 'off', spellcheck: 'false' });
+  const byCheck = h(
+    'form',
+    { class: 'card', 'aria-labelledby': 'by-check-heading', novalidate: true },
+    h('h2', { id: 'by-check-heading' }, 'By permission (a host\'s check)'),
+    field('Permission code', permissionInput, 'resource:action, e.g. project:update.'),
+    h('div', { class: 'row' }, field('Resource type (optional)', typeInput), field('Resource id', idCheckInput), field('Access', accessSelect)),
+    field('For user (optional)', subjectInput, 'Decides for that user\'s default web profile; needs iam.authorization.decisions:check. Empty: for you.'),
+    h('button', { type: 'submit' }, 'Run the check'),
+  );
+  byCheck.addEventListener('submit', (event) => {
+    event.preventDefault();
+    const code = permissionInput.value.trim();
+    const type = typeInput.value.trim();
+    const id = idCheckInput.value.trim();
+    const user = subjectInput.value.trim();
+    for (const input of [permissionInput, typeInput, idCheckInput, subjectInput]) fieldError(input, null);
+    const problems = [];
+    if (!PERMISSION_CODE.test(code)) problems.push([permissionInput, 'A permission code is resource:action, e.g. project:read.']);
+    if ((type === '') !== (id === '')) problems.push([type === '' ? typeInput : idCheckInput, 'A resource needs both its type and its id.']);
+    if (user !== '' && !IDENTIFIER.test(user)) problems.push([subjectInput, 'A user id is 1 to 200 visible ASCII characters, no spaces.']);
+    if (problems.length > 0) {
+      for (const [input, message] of problems) fieldError(input, message);
+      problems[0][0].focus();
+      return;
+    }
+    navigate(`/iam/console/explain${query({ permission: code, resourceType: type, resourceId: id, access: type === '' ? '' : accessSelect.value, subject: user })}`);
+  });
 
-  if (decisionId === '' && path === '') {
-    replace(result, h('h2', { id: 'result-heading', class: 'visually-hidden' }, 'Decision'), h('p', { class: 'muted' }, 'Enter a decision id, or a method and path, to see how the gateway decides.'));
+  const result = h('section', { 'aria-labelledby': 'result-heading', class: 'result' });
+  root.append(h('div', { class: 'columns' }, byId, byRequest, byCheck), result);
+
+  if (decisionId === '' && path === '' && permission === '') {
+    replace(result, h('h2', { id: 'result-heading', class: 'visually-hidden' }, 'Decision'), h('p', { class: 'muted' }, 'Enter a decision id, a method and path, or a permission, to see how the gateway decides.'));
     return;
   }
   replace(result, h('h2', { id: 'result-heading' }, 'Decision'), h('p', { class: 'muted' }, 'Loading…'));
+  if (decisionId === '' && path === '') {
+    await showCheck(result, { permission, resourceType, resourceId, access, subject }, isCurrent);
+    return;
+  }
   try {
     const answer =
       decisionId !== ''
@@ -97,6 +141,33 @@ export async function renderExplain({ root, heading, params, navigate, isCurrent
       view.append(h('p', null, 'A decision is visible to the user it concerns, and to holders of iam.admin.audit:read.'));
     }
     replace(result, h('h2', { id: 'result-heading' }, 'Decision'), view);
+  }
+}
+
+const PERMISSION_CODE = /^(\*:\*|[A-Za-z0-9_.-]+:([A-Za-z0-9_.-]+|\*))$/;
+
+/** Runs one check (POST /iam/authorization/check), then shows the decision it recorded, with its steps. */
+async function showCheck(result, { permission, resourceType, resourceId, access, subject }, isCurrent) {
+  const check = { permissionCode: permission, ...(resourceType !== '' ? { resource: { type: resourceType, id: resourceId, access } } : {}) };
+  try {
+    const answer = await api('/iam/authorization/check', { method: 'POST', body: { checks: [check], ...(subject !== '' ? { subject: { userId: subject } } : {}) } });
+    const outcome = answer.data.results[0];
+    // The decision behind the answer, as the user it concerns (or an auditor) may read it.
+    const decision = await api(`/iam/authorization/decisions/${seg(outcome.decisionId)}`).then((found) => found.data, () => null);
+    if (!isCurrent()) return;
+    const request = `${permission}${resourceType !== '' ? ` on ${resourceType} ${resourceId} (${access})` : ''} for ${answer.data.subject.userId}`;
+    replace(
+      result,
+      h('h2', { id: 'result-heading' }, 'Decision'),
+      decision !== null
+        ? decisionView(decision, request)
+        : h('p', { class: 'verdict' }, outcome.allowed ? badge('Allowed', 'ok') : badge('Denied', 'bad'), ' ', outcome.failedStep ? h('code', null, outcome.failedStep) : '', ' — decision ', h('code', null, outcome.decisionId)),
+    );
+    announce(outcome.allowed ? 'Allowed.' : `Denied at ${outcome.failedStep ?? 'a step'}.`);
+  } catch (error) {
+    if (!isCurrent()) return;
+    const context = subject !== '' ? { action: 'run a check for another user', permission: 'iam.authorization.decisions:check' } : { action: 'run this check', permission: null };
+    replace(result, h('h2', { id: 'result-heading' }, 'Decision'), problemView(error, context));
   }
 }
 

@@ -171,6 +171,31 @@ describeInBrowser('the console in Chromium', () => {
     await shows(page.locator('ol.steps li'), 'PERMISSION_DENIED');
   });
 
+  it('Explain: runs a check as a host asks it (POST /iam/authorization/check) and shows the decision it recorded', async () => {
+    const { page } = await newPage();
+    await signIn(page, 'alice', '/iam/console/explain');
+    await page.getByLabel('Permission code').fill('project:read');
+    await page.getByLabel('Resource type (optional)').fill('PROJECT');
+    await page.getByLabel('Resource id').fill('2');
+    await page.getByRole('button', { name: 'Run the check' }).click();
+    await page.waitForURL((url) => url.searchParams.get('permission') === 'project:read' && url.searchParams.get('resourceId') === '2');
+    await shows(page.locator('ol.steps li'), 'SCOPE_DENIED');
+    const shown = await mainText(page);
+    expect(shown).toContain('Denied');
+    expect(shown).toContain('project:read on PROJECT 2 (READ) for u-alice');
+    await expectSoundPage(page, 'Explain');
+    // Allowed on her project; a malformed code is refused next to its field, before any call.
+    await page.goto(`${gw()}/iam/console/explain?permission=project:read&resourceType=PROJECT&resourceId=1&access=READ`);
+    await shows(page.locator('.verdict'), 'Allowed');
+    await page.getByLabel('Permission code').fill('not a code');
+    await page.getByRole('button', { name: 'Run the check' }).click();
+    await shows(page.locator('main'), 'A permission code is resource:action');
+    // For another user it needs iam.authorization.decisions:check: the console says so.
+    await page.goto(`${gw()}/iam/console/explain?permission=project:read&subject=u-bob`);
+    await shows(page.locator('main'), 'iam.authorization.decisions:check');
+    await expectSoundPage(page, 'Explain');
+  });
+
   it('Policy: the admin sees the routes, filters them, sees a failed reload with file:line, and checks coverage', async () => {
     const admin = await login(gw(), 'admin', 'admin-password', 'API');
     const { page } = await newPage();
