@@ -41,7 +41,7 @@ function policyOf(yaml: string): CompiledPolicy {
 describe('parseOpenApiOperations', () => {
   it('reads every operation of a 3.0 YAML document, with path templates and operation ids', () => {
     const operations = parseOpenApiOperations(readFileSync(join(FIXTURES, 'host-openapi.yaml'), 'utf8'));
-    expect(operations).toHaveLength(14);
+    expect(operations).toHaveLength(15);
     expect(operations[3]).toEqual({
       method: 'GET',
       path: '/api/projects/{projectId}',
@@ -112,13 +112,13 @@ describe('iam-gateway policy coverage', () => {
     const result = await cli(['--openapi', 'test/fixtures/policy-coverage/host-openapi.yaml', '--dir', 'policies']);
     expect(result.code).toBe(0);
     expect(result.lines).toEqual([
-      'openapi: test/fixtures/policy-coverage/host-openapi.yaml, 14 operations; policy: policies, 11 routes',
+      'openapi: test/fixtures/policy-coverage/host-openapi.yaml, 15 operations; policy: policies, 12 routes',
       'uncovered operations (no route matches; they fall to default: deny):',
       '  GET /api/projects/{projectId}/members (listMembers)',
       '  GET /api/reports/{year}.csv (yearlyReport)',
       'routes matching no operation:',
       expect.stringMatching(/^ {2}example\.yaml:\d+ {2}GET \/$/),
-      '12 of 14 operations covered, 2 uncovered; 1 of 11 routes match no operation',
+      '13 of 15 operations covered, 2 uncovered; 1 of 12 routes match no operation',
     ]);
   });
 
