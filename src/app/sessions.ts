@@ -113,6 +113,9 @@ export async function startSessions(
     if (connected) {
       cache?.clear();
       grants.clear();
+      // What was recorded while the channel was down (an ending whose token-store step failed) is read and delivered
+      // now, not at the next interval.
+      void feed?.tick();
     }
     tunnels.channelChanged(connected);
     logger[connected ? 'info' : 'warn']({}, connected ? 'store events channel connected' : 'store events channel lost: local caches bypassed');

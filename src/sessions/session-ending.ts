@@ -57,7 +57,9 @@ const PENDING_LIMIT = 10_000;
  *     transaction (the feed's deliverer then repeats step 1 until it succeeds, and every instance reads the
  *     feed on an interval).
  * One step suffices for the session to be ended everywhere: step 1 at once, step 2 within the feed's
- * interval. Only when both fail is the answer 503 (and a retry does both again). When only the database
+ * interval. The answer says "ended" only when it is in effect everywhere now, that is when step 1 got through:
+ * when only step 1 failed, the record stands (and is delivered) but the answer is 503; when both failed, too (and a
+ * retry does both again). When only the database
  * failed, its record is written to the spool (fsynced) before the answer and kept in memory: it is written
  * as soon as the database answers, or, if the process stops first, by the next start — done, recorded later,
  * whatever stops next.
@@ -77,7 +79,7 @@ export class SessionEnding {
 
   /** Resolves once the sessions are ended (see above), with what the database recorded now (null: later). */
   async end(target: EndTarget): Promise<EndOutcome> {
-    const { store, cache, revocations } = this.deps;
+    const { revocations } = this.deps;
     // One instant for the whole ending: the rows' revoked_at/logout_at and, for "every session", the user's
     // revocation instant, published at once (step 1) and recorded with the epoch (step 2).
     const at = new Date();
@@ -90,19 +92,7 @@ export class SessionEnding {
       ...(session.expiresAt === undefined ? {} : { expiresAt: session.expiresAt }),
     }));
     if (target.allSessions && target.userId !== null) events.push({ type: 'user-sessions-ended', userId: target.userId, reason: target.reason, revokedAt: at.toISOString() });
-    let storeError: unknown = null;
-    let deleted = 0;
-    try {
-      for (const session of target.sessions) {
-        if (session.tokenHash === undefined || target.userId === null) continue;
-        cache?.deleteToken(session.tokenHash);
-        await store.deleteToken(session.tokenHash, target.userId, session.sessionId);
-        deleted++;
-      }
-      for (const event of events) await store.publish(event);
-    } catch (error) {
-      storeError = error;
-    }
+    const { error: storeError, deleted } = await this.storeStep(target, events);
     const request: EndSessionsRequest = {
       userId: target.userId,
       reason: target.reason,
@@ -120,6 +110,11 @@ export class SessionEnding {
       const delivery = this.deps.changes?.deliver();
       const known = new Set(target.sessions.map((session) => session.sessionId));
       if (storeError !== null || result.sessionEpoch !== null || result.ended.some((session) => !known.has(session.sessionId))) await delivery;
+      // Recorded, but the token store did not take step 1: every instance learns it from the feed within its interval,
+      // and one whose store read comes back first (after a failover, say) would accept the token until then. So the
+      // answer is 503, not "ended everywhere", unless step 1 gets through now (docs/threat-model.md #11.33).
+      // eslint-disable-next-line @typescript-eslint/only-throw-error -- rethrows what the token store threw
+      if (storeError !== null && (await this.storeStep(target, events)).error !== null) throw storeError;
       return { recorded: result.ended };
     } catch (error) {
       if (!(error instanceof DatabaseUnavailableError)) throw error;
@@ -132,6 +127,24 @@ export class SessionEnding {
       // eslint-disable-next-line @typescript-eslint/only-throw-error -- rethrows what the token store threw
       if (storeError !== null) throw storeError;
       return { recorded: null };
+    }
+  }
+
+  /** Step 1: the tokens deleted from the token store (and the local cache), the end published. */
+  private async storeStep(target: EndTarget, events: StoreEvent[]): Promise<{ error: unknown; deleted: number }> {
+    const { store, cache } = this.deps;
+    let deleted = 0;
+    try {
+      for (const session of target.sessions) {
+        if (session.tokenHash === undefined || target.userId === null) continue;
+        cache?.deleteToken(session.tokenHash);
+        await store.deleteToken(session.tokenHash, target.userId, session.sessionId);
+        deleted++;
+      }
+      for (const event of events) await store.publish(event);
+      return { error: null, deleted };
+    } catch (error) {
+      return { error, deleted };
     }
   }
 
