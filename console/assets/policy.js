@@ -1,6 +1,7 @@
-// /iam/console/policy: the routes the gateway enforces (GET /iam/admin/policy), the last failed reload, and a
-// coverage check of a host OpenAPI document (POST /iam/admin/policy/coverage).
-import { api } from './api.js';
+// /iam/console/policy: the routes the gateway enforces (GET /iam/admin/policy), the last failed reload, the candidate
+// policy with its divergences per route, and a coverage check of a host OpenAPI document (POST
+// /iam/admin/policy/coverage).
+import { api, query } from './api.js';
 import { badge, facts, field, h, replace, table, when } from './dom.js';
 import { problemView } from './problems.js';
 import { announce } from './status.js';
@@ -83,6 +84,7 @@ export async function renderPolicy({ root, heading, isCurrent }) {
       ['Files', policy.files.length > 0 ? policy.files.map((file, index) => [index > 0 ? ', ' : '', h('code', null, file)]) : 'none'],
       ['Unmatched requests', policy.defaultAction === 'allow' ? badge('allowed (default: allow)', 'warn') : 'denied (default: deny)'],
     ]),
+    candidateSection(policy.candidate),
     h(
       'section',
       { 'aria-labelledby': 'routes-heading' },
@@ -94,6 +96,84 @@ export async function renderPolicy({ root, heading, isCurrent }) {
     coverageSection(),
   );
   if (policy.lastError) announce('The last policy reload failed.');
+}
+
+/** The candidate's divergence counts of one route, as one sentence. */
+const counts = (route) => `${route.allowToDeny} allow → deny, ${route.denyToAllow} deny → allow${route.unknown > 0 ? `, ${route.unknown} unknown` : ''}`;
+
+/** What the candidate decided for an example: `deny (SCOPE_DENIED)`, `allow`, `unknown`. */
+const verdict = (outcome) => `${outcome.decision}${outcome.step ? ` (${outcome.step})` : ''}`;
+
+/**
+ * One example as a link to Explain: the request explained for its user (as the live policy decides it now), or, for
+ * an anonymous request the live policy denied, its recorded decision; an anonymous allowed request has nothing to show.
+ */
+function exampleLink(example) {
+  const text = `${example.method} ${example.path}${example.userId ? ` (${example.userId})` : ''}`;
+  const describe = `: live ${example.live.decision}${example.live.step ? ` (${example.live.step})` : ''}, candidate ${verdict(example.candidate)}, `;
+  const href = example.userId
+    ? `/iam/console/explain${query({ method: example.method, path: example.path, userId: example.userId })}`
+    : example.live.decision === 'deny'
+      ? `/iam/console/explain${query({ decisionId: example.live.decisionId })}`
+      : null;
+  return h('li', null, href ? h('a', { href }, text) : h('code', null, text), describe, when(example.at));
+}
+
+/**
+ * The candidate policy (`iam.policy.candidate-dir`): where it is read from, what is loaded, its last failed load, and
+ * the requests it decided otherwise than the live policy, per candidate route with recent examples. Nothing when no
+ * candidate is configured.
+ */
+function candidateSection(candidate) {
+  if (!candidate) return null;
+  const loaded = candidate.loaded;
+  const failure = candidate.lastError
+    ? h(
+        'div',
+        { class: 'error-box' },
+        h('h3', null, loaded ? 'The last candidate load failed; the last good candidate keeps deciding' : 'The candidate could not be loaded'),
+        h('p', null, 'At ', when(candidate.lastError.at), '. A candidate is never enforced: live traffic is not affected.'),
+        h(
+          'ul',
+          { class: 'issues' },
+          candidate.lastError.issues.map((issue) => h('li', null, h('code', null, source(issue.file, issue.line) || '(candidate)'), ': ', issue.message)),
+        ),
+      )
+    : null;
+  const divergences = candidate.divergences;
+  let body;
+  if (!loaded || !divergences) {
+    body = h('p', null, 'No candidate is deciding.');
+  } else if (divergences.total === 0) {
+    body = h('p', { class: 'summary' }, 'No divergence since ', when(divergences.since), ': the candidate decided every request as the live policy did.');
+  } else {
+    const rows = divergences.routes.map((route) => [
+      route.route ? h('code', null, route.route) : 'no route (its default)',
+      route.routeId ? h('code', null, route.routeId) : '—',
+      counts(route),
+      when(route.lastAt),
+      h('ul', { class: 'examples' }, route.examples.slice(0, 3).map(exampleLink)),
+    ]);
+    body = [
+      h('p', { class: 'summary' }, `${divergences.total} ${divergences.total === 1 ? 'request' : 'requests'} decided otherwise since `, when(divergences.since), divergences.otherRoutes > 0 ? ` (${divergences.otherRoutes} on routes not listed)` : '', '.'),
+      table('Candidate divergences', ['Candidate route', 'Source', 'Divergences', 'Latest', 'Recent examples'], rows),
+    ];
+  }
+  return h(
+    'section',
+    { 'aria-labelledby': 'candidate-heading' },
+    h('h2', { id: 'candidate-heading' }, 'Candidate policy'),
+    h('p', null, 'Read from ', h('code', null, candidate.dir), '. It decides every proxied and forward-auth request beside the live policy and is never enforced (this instance\'s counts).'),
+    loaded
+      ? facts([
+          ['Hash', h('code', null, loaded.hash)],
+          ['Loaded', when(loaded.loadedAt)],
+          ['Routes', String(loaded.routes)],
+        ])
+      : null,
+    failure,
+    body,
+  );
 }
 
 /**

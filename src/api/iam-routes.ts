@@ -17,7 +17,7 @@ import { registerConsoleRoutes, type ConsoleFiles } from './console-routes';
 import { registerDecisionRoutes, type DecisionRoutesDeps } from './decision-routes';
 import { registerOidcRoutes, type OidcRoutesDeps } from './oidc-routes';
 import { registerOpenApiRoutes } from './openapi-routes';
-import { registerPolicyRoutes } from './policy-routes';
+import { registerPolicyRoutes, type PolicyRoutesDeps } from './policy-routes';
 import { requireSession } from './require-session';
 import { registerSessionRoutes } from './session-routes';
 import { registerWellKnownRoutes } from './well-known-routes';
@@ -33,6 +33,8 @@ export interface IamRoutesDeps {
   engine: DecisionEngine;
   /** The serving policy (and the last failed reload). */
   policy: Pick<PolicyHolder, 'current' | 'lastError'>;
+  /** The candidate policy (`iam.policy.candidate-dir`) and its divergences; null or absent when none is configured. */
+  candidate?: PolicyRoutesDeps['candidate'];
   audit: AuditTrail;
   /** The public keys of `/iam/.well-known/jwks.json`. */
   jwks: () => JsonWebKey[];
@@ -105,6 +107,6 @@ export function registerIamRoutes(router: Router, deps: IamRoutesDeps): void {
     trustedOrigins: deps.sessionCookie.trustedOrigins,
   });
   registerAdminRoutes(router, { admin, engine, grants: deps.grants, requireSession: sessionGuard, clientTypes: deps.clientTypes });
-  registerPolicyRoutes(router, { holder, engine, requireSession: sessionGuard });
+  registerPolicyRoutes(router, { holder, candidate: deps.candidate ?? null, engine, requireSession: sessionGuard });
   if (deps.console) registerConsoleRoutes(router, { files: deps.console, bearers: deps.bearers, loginPath: deps.browserLogin.loginPath });
 }

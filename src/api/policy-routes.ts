@@ -5,11 +5,13 @@ import type { DecisionEngine } from '../authz/decision-engine';
 import { problems } from '../domain/problem';
 import type { CompiledPolicy, CompiledRoute } from '../policy/compiled-policy';
 import type { PolicyHolder } from '../policy/policy-holder';
+import type { CandidatePolicyHolder } from '../policy/candidate-holder';
+import type { CandidateDecisions } from '../gateway/candidate-decisions';
 import { OpenApiError, computeCoverage, parseOpenApiOperations } from '../policy-tools/policy-coverage';
 import { ADMIN_PERMISSIONS } from './admin-routes';
 import { requirePermission } from './require-session';
 import { PolicyCoverageRequest } from './schemas/requests';
-import type { PolicyCoverage, PolicyRoute, PolicyView } from './schemas/responses';
+import type { CandidatePolicyView, PolicyCoverage, PolicyRoute, PolicyView } from './schemas/responses';
 import { assertValid, createBodyValidator } from './validate-body';
 
 export const POLICY_COVERAGE_PATH = '/iam/admin/policy/coverage';
@@ -18,13 +20,15 @@ export const POLICY_COVERAGE_BODY_LIMIT = 4 * 1024 * 1024;
 
 export interface PolicyRoutesDeps {
   holder: Pick<PolicyHolder, 'current' | 'lastError'>;
+  /** The candidate policy and its divergences; null when `iam.policy.candidate-dir` is not set. */
+  candidate: { holder: Pick<CandidatePolicyHolder, 'current' | 'lastError' | 'dir'>; decisions: Pick<CandidateDecisions, 'divergences'> } | null;
   engine: Pick<DecisionEngine, 'decide'>;
   requireSession: Middleware;
 }
 
 /**
  * `GET /iam/admin/policy` (the route table the proxy serves now, its hash and load time, the last failed reload with
- * `file:line`) and `POST /iam/admin/policy/coverage` (a host OpenAPI document against it), both
+ * `file:line`, and the candidate policy with its divergences per route) and `POST /iam/admin/policy/coverage` (a host OpenAPI document against it), both
  * `iam.admin.policy:read` (docs/http-contract.md). The console's Policy page is built on them.
  */
 export function registerPolicyRoutes(router: Router, deps: PolicyRoutesDeps): void {
@@ -33,7 +37,7 @@ export function registerPolicyRoutes(router: Router, deps: PolicyRoutesDeps): vo
 
   router.get('/admin/policy', ...guard, (ctx) => {
     ctx.set('Cache-Control', 'no-store');
-    ctx.body = policyView(deps.holder.current, deps.holder.lastError);
+    ctx.body = { ...policyView(deps.holder.current, deps.holder.lastError), candidate: candidateView(deps.candidate) };
   });
 
   router.post('/admin/policy/coverage', ...guard, (ctx) => {
@@ -56,21 +60,35 @@ export function registerPolicyRoutes(router: Router, deps: PolicyRoutesDeps): vo
   });
 }
 
-function policyView(policy: CompiledPolicy, lastError: PolicyHolder['lastError']): Static<typeof PolicyView> {
+function policyView(policy: CompiledPolicy, lastError: PolicyHolder['lastError']): Omit<Static<typeof PolicyView>, 'candidate'> {
   return {
     hash: policy.hash,
     loadedAt: policy.loadedAt.toISOString(),
     files: [...policy.files],
     defaultAction: policy.defaultAction,
-    // Only a failure after the serving policy was loaded is news; an older one was superseded by this load.
-    lastError:
-      lastError === null || lastError.at < policy.loadedAt
-        ? null
-        : {
-            at: lastError.at.toISOString(),
-            issues: lastError.issues.map((issue) => ({ severity: issue.severity, kind: issue.kind, message: issue.message, file: issue.source?.file ?? null, line: issue.source?.line ?? null })),
-          },
+    lastError: failureView(policy, lastError),
     routes: policy.routes.map(routeView),
+  };
+}
+
+/** The last failed reload; only a failure after the serving policy was loaded is news (an older one was superseded). */
+function failureView(policy: CompiledPolicy | null, lastError: PolicyHolder['lastError']): Static<typeof PolicyView>['lastError'] {
+  if (lastError === null || (policy !== null && lastError.at < policy.loadedAt)) return null;
+  return {
+    at: lastError.at.toISOString(),
+    issues: lastError.issues.map((issue) => ({ severity: issue.severity, kind: issue.kind, message: issue.message, file: issue.source?.file ?? null, line: issue.source?.line ?? null })),
+  };
+}
+
+/** The candidate: where it is read from, what is loaded (null while nothing is), its last failure and its divergences. */
+function candidateView(candidate: PolicyRoutesDeps['candidate']): Static<typeof CandidatePolicyView> | null {
+  if (candidate === null) return null;
+  const policy = candidate.holder.current;
+  return {
+    dir: candidate.holder.dir,
+    loaded: policy === null ? null : { hash: policy.hash, loadedAt: policy.loadedAt.toISOString(), files: [...policy.files], routes: policy.routes.length },
+    lastError: failureView(policy, candidate.holder.lastError),
+    divergences: candidate.decisions.divergences(),
   };
 }
 

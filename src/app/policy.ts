@@ -2,6 +2,7 @@ import type { Logger } from '../observability/logger';
 import type { GatewayMetrics } from '../observability/metrics';
 import type { CompiledPolicy } from '../policy/compiled-policy';
 import { loadPolicyDirectory } from '../policy/load-policy-directory';
+import { CandidatePolicyHolder } from '../policy/candidate-holder';
 import { PolicyHolder } from '../policy/policy-holder';
 import { PolicyReloader } from '../policy/policy-watcher';
 import type { CleanupStack } from './cleanup-stack';
@@ -30,6 +31,45 @@ export async function startPolicy(config: GatewayConfig, logger: Logger, metrics
   reloader.start();
   cleanups.push(() => reloader.close());
   // SIGHUP reloads the policies now (e.g. where file events are unreliable).
+  const onSighup = (): void => void reloader.reload('SIGHUP');
+  process.on('SIGHUP', onSighup);
+  cleanups.push(async () => {
+    process.off('SIGHUP', onSighup);
+  });
+  return { holder, reloader };
+}
+
+/**
+ * Loads `iam.policy.candidate-dir` when one is configured and hot-reloads it like the live policy (file events, the
+ * periodic check, SIGHUP), with metrics of its own. A candidate that is missing or broken is logged and kept as an
+ * error (shown on the console's Policy page), never a reason not to start: it is never enforced and readiness does
+ * not depend on it.
+ */
+export async function startCandidatePolicy(
+  config: GatewayConfig,
+  logger: Logger,
+  metrics: GatewayMetrics,
+  cleanups: CleanupStack,
+): Promise<{ holder: CandidatePolicyHolder; reloader: PolicyReloader } | null> {
+  const dir = config.iam.policy.candidateDir;
+  if (dir === null) return null;
+  const holder = new CandidatePolicyHolder(dir);
+  const candidateMetrics = { policyReloads: metrics.policyCandidateReloads, policyRoutes: metrics.policyCandidateRoutes, policyLoadedTimestamp: metrics.policyCandidateLoadedTimestamp };
+  const reloader = new PolicyReloader({
+    dir,
+    holder,
+    role: 'candidate',
+    debounceMs: config.iam.policy.debounceMs,
+    pollIntervalMs: config.iam.policy.pollIntervalMs,
+    defaultResolverTimeoutMs: config.iam.authz.resolverTimeoutMs,
+    upstreamUrl: config.upstream.url,
+    logger,
+    metrics: candidateMetrics,
+  });
+  const first = await reloader.reload('start');
+  if (first.ok) logger.info({ dir, hash: first.hash, routes: holder.current?.routes.length ?? 0 }, 'candidate policy: deciding beside the live policy (never enforced)');
+  reloader.start();
+  cleanups.push(() => reloader.close());
   const onSighup = (): void => void reloader.reload('SIGHUP');
   process.on('SIGHUP', onSighup);
   cleanups.push(async () => {

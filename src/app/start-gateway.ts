@@ -23,7 +23,8 @@ import { openGatewayDatabase } from './database';
 import { browserLoginPath, createIamApi } from './iam-api';
 import { startListening, type PrimaryManagementPort } from './listeners';
 import { localEndpoints } from './management-server';
-import { startPolicy } from './policy';
+import { startCandidatePolicy, startPolicy } from './policy';
+import { CandidateDecisions } from '../gateway/candidate-decisions';
 import { readinessChecks } from './readiness';
 import { bearerVerifier } from '../auth/oidc/access-tokens';
 import { createAccessTokenVerifier, createOidc, createRelyingParty } from './oidc';
@@ -78,6 +79,7 @@ export async function startGatewayAs(config: GatewayConfig, options: StartOption
   if (closeAuthenticator) cleanups.push(() => closeAuthenticator());
   try {
     const policy = await startPolicy(config, logger, metrics, cleanups);
+    const candidatePolicy = await startCandidatePolicy(config, logger, metrics, cleanups);
     // A worker's primary applied the provisioning file once before forking (the migrations too: here they find nothing to do).
     const database = await openGatewayDatabase(config, logger, cleanups, worker === null ? files.provisioning : null);
     const repository = database.repository;
@@ -88,6 +90,7 @@ export async function startGatewayAs(config: GatewayConfig, options: StartOption
     const resolvers = new ResourceResolverClient({ metrics });
     cleanups.push(() => resolvers.close());
     const engine = new DecisionEngine({ grants, resolvers });
+    const candidate = candidatePolicy === null ? null : { holder: candidatePolicy.holder, decisions: new CandidateDecisions({ holder: candidatePolicy.holder, grants, metrics }) };
     const authenticator = files.authenticator;
     const starved = authenticator.starvedVerifications?.bind(authenticator);
     if (starved) metrics.observePasswordStarvations(starved);
@@ -126,6 +129,7 @@ export async function startGatewayAs(config: GatewayConfig, options: StartOption
       logger,
       trustedOrigins: new Set(config.iam.sessionCookie.trustedOrigins),
       signAssertion: signer ? (decision, session, method, path, requestId) => signer.sign(decision, session, method, path, requestId) : null,
+      candidate: candidate?.decisions ?? null,
     });
     const tracing = await startTracing(options.env ?? process.env, logger);
     cleanups.push(() => tracing.shutdown());
@@ -160,6 +164,7 @@ export async function startGatewayAs(config: GatewayConfig, options: StartOption
       login,
       engine,
       policy: policy.holder,
+      candidate,
       audit,
       jwks: () => (signer ? [signer.jwk] : []),
       oidc,
@@ -176,6 +181,7 @@ export async function startGatewayAs(config: GatewayConfig, options: StartOption
       logger,
       outages,
       tracer: tracing.tracer,
+      accessLog,
     });
 
     let shuttingDown = false;

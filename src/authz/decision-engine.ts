@@ -14,7 +14,8 @@ import { ProblemError, problems, type ProblemCode } from '../domain/problem';
 import type { CompiledGrant } from './ability-compiler';
 import type { AuthorizationDecision, DecisionRoute, FailedStepCode, PassedStepCode } from './decision';
 import { parsePermissionCode } from '../domain/permission-code';
-import { decodeResourceId, resolveOncePerCall, type ResourceResolverClient, type ScopeRef } from './resource-resolver';
+import { decodeResourceId, resolveOncePerCall, type ResolveResult, type ResourceResolverClient, type ScopeRef } from './resource-resolver';
+import type { ResourceResolverConfig } from '../policy/compiled-policy';
 
 /** Who is asking: the session's principal and the client type it logged in with. */
 export interface DecisionSubject {
@@ -41,7 +42,19 @@ export interface DecideInput {
   expectedClientType?: string;
   resources: CompiledPolicy['resources'];
   route?: AuthorizationDecision['route'];
+  /** Resolutions already made, asked instead of the resolvers (see {@link RecordedResolutions}). */
+  recorded?: RecordedResolutions;
 }
+
+/**
+ * What a resolver already answered for a resource (`id` decoded), for a decision that must not ask again — a
+ * candidate policy deciding beside the live one. `undefined`: nobody asked; the decision then fails its resource
+ * step with {@link UNKNOWN_RESOLUTION} instead of calling the resolver.
+ */
+export type RecordedResolutions = (type: string, id: string, resolver: ResourceResolverConfig) => ResolveResult | undefined;
+
+/** The reason of the failed resource step when {@link RecordedResolutions} did not know the answer. */
+export const UNKNOWN_RESOLUTION = 'the resolution was not recorded (no resolver is asked for this decision)';
 
 /** Input of {@link DecisionEngine.decideRequest}: a host request as the proxy sees it. */
 export interface DecideRequestInput {
@@ -53,6 +66,8 @@ export interface DecideRequestInput {
   subject: DecisionSubject | null;
   /** `policy.match(method, path)` when the caller already has it (the proxy does), to match only once. */
   match?: RouteMatch | null;
+  /** Resolutions already made, asked instead of the resolvers (see {@link RecordedResolutions}). */
+  recorded?: RecordedResolutions;
 }
 
 /** A decision now, or later when a grant must be loaded or a resolver asked. */
@@ -229,6 +244,7 @@ export class DecisionEngine {
           resource: declared === null ? null : { type: declared.type, id: id as string, access: declared.access, resolve: declared.resolve },
           resources: policy.resources,
           route: view,
+          recorded: input.recorded,
         });
         if (pending instanceof Promise) return pending.then((later) => applyMode(route, later));
         decision = pending;
@@ -330,6 +346,11 @@ export class DecisionEngine {
     decision.resource = shown;
 
     const resolver = input.resources[resource.type]?.resolver ?? null;
+    if (resolver !== null && input.recorded !== undefined) {
+      const known = input.recorded(resource.type, resourceId, resolver);
+      if (known === undefined) return fail(decision, 'RESOURCE_RESOLUTION_UNAVAILABLE', UNKNOWN_RESOLUTION, RESOLVER_DOWN);
+      return this.resolved(input, decision, grant, shown, known);
+    }
     if (resolver !== null) {
       // A span per resolver call when tracing is on (a no-op otherwise): it nests under the request being decided.
       return withSpan('resolve', { 'iam.resource.type': resource.type }, async (span) => {
@@ -341,14 +362,7 @@ export class DecisionEngine {
           kind: 'unavailable' as const,
           reason: `resolver for ${resource.type} failed (${(error as Error)?.name ?? 'error'})`,
         }))
-        .then((result) => {
-          if (result.kind === 'not-found') {
-            return fail(decision, 'RESOURCE_NOT_FOUND', `the resolver for ${resource.type} knows no ${resource.type} ${resourceId}`, NOT_FOUND);
-          }
-          if (result.kind === 'unavailable') return fail(decision, 'RESOURCE_RESOLUTION_UNAVAILABLE', result.reason, RESOLVER_DOWN);
-          pass(decision, 'RESOURCE_RESOLVED', `${resource.type} ${resourceId} resolved to ${describeRefs(result.scopeRefs)}`, `${resource.type} ${resourceId} resolved`);
-          return this.checkScope(input, decision, grant, shown, result.scopeRefs);
-        });
+        .then((result) => this.resolved(input, decision, grant, shown, result));
     }
     let scopeRefs: ScopeRef[];
     if (resource.resolve === 'required') {
@@ -363,6 +377,15 @@ export class DecisionEngine {
       pass(decision, 'RESOURCE_RESOLVED', `${resource.type} has no resolver: ${resource.type} ${resourceId} is checked as its own scope`);
     }
     return this.checkScope(input, decision, grant, shown, scopeRefs);
+  }
+
+  /** The resource step from a resolver's answer, then the scope step. */
+  private resolved(input: DecideInput, decision: AuthorizationDecision, grant: CompiledGrant, shown: NonNullable<AuthorizationDecision['resource']>, result: ResolveResult): AuthorizationDecision {
+    const type = shown.type;
+    if (result.kind === 'not-found') return fail(decision, 'RESOURCE_NOT_FOUND', `the resolver for ${type} knows no ${type} ${shown.id}`, NOT_FOUND);
+    if (result.kind === 'unavailable') return fail(decision, 'RESOURCE_RESOLUTION_UNAVAILABLE', result.reason, RESOLVER_DOWN);
+    pass(decision, 'RESOURCE_RESOLVED', `${type} ${shown.id} resolved to ${describeRefs(result.scopeRefs)}`, `${type} ${shown.id} resolved`);
+    return this.checkScope(input, decision, grant, shown, result.scopeRefs);
   }
 
   /** The last step: does a scope of the profile cover the resource's scope refs for the access? */

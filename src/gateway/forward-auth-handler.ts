@@ -5,6 +5,7 @@ import { StoreUnavailableError } from '../domain/token-store';
 import { hostCookie } from '../http/host-cookie';
 import { interpretRequestTarget, type PreparedRequest, type PrepareOptions } from '../http/prepare-request';
 import { sendProblem } from '../http/problem-response';
+import type { AccessLog } from '../observability/access-log';
 import type { Logger } from '../observability/logger';
 import type { GatewayMetrics } from '../observability/metrics';
 import type { OutageLog } from '../observability/outage-log';
@@ -31,6 +32,8 @@ export interface ForwardAuthDeps {
   outages: Pick<OutageLog, 'failed'> | null;
   /** The server span of each check when tracing is on (docs/observability.md); null when off. */
   tracer: RequestTracer | null;
+  /** `iam.access-log` (null when off): a check the candidate policy decided otherwise gets its line. */
+  accessLog?: AccessLog | null;
 }
 
 /** Methods the proxy itself would accept (Node's parser list) and forward; CONNECT opens no tunnel. */
@@ -83,6 +86,7 @@ export class ForwardAuthHandler {
   }
 
   private check(req: IncomingMessage, res: ServerResponse, request: PreparedRequest): void {
+    const started = performance.now();
     // Before anything else, as the /iam app's content-type check did: no route ran, nothing is counted.
     if (unsupportedBody(req.headers)) {
       sendProblem(res, new ProblemError('IAM_UNSUPPORTED_MEDIA_TYPE', 'The request body must be application/json.'), request.path, request.requestId);
@@ -103,14 +107,15 @@ export class ForwardAuthHandler {
     if (outcome instanceof Promise) {
       // authorizeFast never rejects; a rejection would still be answered, never left unhandled.
       void outcome.then(
-        (later) => this.answer(req, res, request, original, later),
+        (later) => this.answer(req, res, request, original, later, started),
         (error: unknown) => this.refuse(res, request, toProblem(error), original.path, error),
       );
     }
-    else this.answer(req, res, request, original, outcome);
+    else this.answer(req, res, request, original, outcome, started);
   }
 
-  private answer(req: IncomingMessage, res: ServerResponse, request: PreparedRequest, original: PreparedRequest, outcome: Authorization): void {
+  private answer(req: IncomingMessage, res: ServerResponse, request: PreparedRequest, original: PreparedRequest, outcome: Authorization, started: number): void {
+    if (outcome.candidate) this.logDivergence(request, original, outcome, started);
     // From here on an answer is about the original request: a problem names its path (RFC 9457 `instance`).
     if (!outcome.allowed) {
       this.refuse(res, request, outcome.problem, original.path);
@@ -134,6 +139,35 @@ export class ForwardAuthHandler {
     if (res.headersSent) return;
     res.writeHead(200, headers);
     res.end();
+  }
+
+  /**
+   * The access-log line of a check the candidate policy decided otherwise (docs/observability.md): about the original
+   * request, with the check's status. Checks the policies agree on are not logged here: the proxy in front logs them.
+   */
+  private logDivergence(request: PreparedRequest, original: PreparedRequest, outcome: Authorization, started: number): void {
+    const log = this.deps.accessLog;
+    const decision = outcome.decision ?? null;
+    if (!log || !outcome.candidate || decision === null) return;
+    log.write({
+      requestId: request.requestId,
+      traceId: null,
+      clientAddress: request.clientAddress,
+      method: original.method,
+      path: original.path,
+      route: decision.route?.pattern ?? null,
+      status: outcome.allowed ? 200 : outcome.problem.status,
+      decision: decision.shadowed ? 'shadow_deny' : decision.allowed ? 'allow' : 'deny',
+      step: decision.failedStep,
+      userId: decision.userId,
+      profileId: decision.profileId,
+      clientType: decision.clientType ?? null,
+      decisionId: decision.decisionId,
+      durationMs: Math.round((performance.now() - started) * 1000) / 1000,
+      upstreamMs: null,
+      bytes: null,
+      candidate: outcome.candidate.candidate,
+    });
   }
 
   /** A problem answer: counted by outcome, a failure logged (an outage counted instead), then sent. */

@@ -10,6 +10,7 @@ import { clearedSessionCookie } from '../http/session-cookie';
 import { sendLoginRedirect } from '../http/login-page';
 import { buildUpstreamHeaders } from '../http/upstream-headers';
 import type { Authorization, RequestAuthorizer } from './request-authorizer';
+import type { CandidateDivergence } from './candidate-decisions';
 import type { AuthorizationDecision } from '../authz/decision';
 import type { AccessLog } from '../observability/access-log';
 import { endSpan, type RequestSpan, type RequestTracer } from '../observability/tracing';
@@ -88,7 +89,7 @@ export class ProxyHandler {
         status = outcome.problem.status;
       }
       this.answered(request, exchange, outcome.route, status);
-      this.completed(request, exchange, outcome.route, status, outcome.decision ?? null, null, null, true);
+      this.completed(request, exchange, outcome.route, status, outcome.decision ?? null, null, null, true, outcome.candidate);
       return;
     }
     if (expectContinue) res.writeContinue();
@@ -124,7 +125,7 @@ export class ProxyHandler {
   /**
    * The request is over: the access log line and the end of the server span. `status` is what the client got;
    * `bytes` the response body, when known; `refused` when the gateway answered itself (a denial, or a failure to
-   * forward) rather than the host.
+   * forward) rather than the host; `candidate` when the candidate policy decided otherwise.
    */
   private completed(
     request: PreparedRequest,
@@ -135,11 +136,13 @@ export class ProxyHandler {
     upstreamMs: number | null,
     bytes: number | null,
     refused = false,
+    candidate: CandidateDivergence | null = null,
   ): void {
     const durationMs = performance.now() - exchange.started;
     const log = this.deps.accessLog;
-    // `denied` logs what the gateway refused or failed to forward, and shadow denials; `all` (sampled) the rest too.
-    if (log !== null && (exchange.logAllowed || refused || decision?.shadowed === true)) {
+    // `denied` logs what the gateway refused or failed to forward, shadow denials and the candidate's divergences;
+    // `all` (sampled) the rest too.
+    if (log !== null && (exchange.logAllowed || refused || decision?.shadowed === true || candidate !== null)) {
       log.write({
         requestId: request.requestId,
         traceId: exchange.trace?.recordedTraceId ?? null,
@@ -157,6 +160,7 @@ export class ProxyHandler {
         durationMs: Math.round(durationMs * 1000) / 1000,
         upstreamMs: upstreamMs === null ? null : Math.round(upstreamMs * 1000) / 1000,
         bytes,
+        ...(candidate === null ? {} : { candidate: candidate.candidate }),
       });
     }
     exchange.trace?.end(status);
@@ -196,7 +200,7 @@ export class ProxyHandler {
       this.deps.metrics.requests.inc({ outcome: outcome.problem.status === 401 ? 'unauthenticated' : 'denied' });
       handshake.refuse(outcome.problem);
       // A refused handshake is a denial like any other: its access-log line in every mode but off.
-      this.completed(request, { started, trace: null, authorize: null, logAllowed: false }, outcome.route, outcome.problem.status, outcome.decision ?? null, null, null, true);
+      this.completed(request, { started, trace: null, authorize: null, logAllowed: false }, outcome.route, outcome.problem.status, outcome.decision ?? null, null, null, true, outcome.candidate);
       return;
     }
     if (!handshake.open) return;
@@ -243,7 +247,8 @@ export class ProxyHandler {
     let statusCode = 0;
     let upstreamMs: number | null = null;
     let failed = false;
-    const watched = exchange.logAllowed || exchange.trace !== null || outcome.decision?.shadowed === true;
+    const candidate = outcome.candidate ?? null;
+    const watched = exchange.logAllowed || exchange.trace !== null || outcome.decision?.shadowed === true || candidate !== null;
     if (watched) {
       res.once('close', () => {
         if (forwardSpan !== null) {
@@ -251,7 +256,7 @@ export class ProxyHandler {
           endSpan(forwardSpan);
         }
         const length = Number(res.getHeader('content-length'));
-        this.completed(request, exchange, route, res.statusCode || statusCode, outcome.decision, upstreamMs, Number.isFinite(length) && res.writableFinished ? length : null, failed);
+        this.completed(request, exchange, route, res.statusCode || statusCode, outcome.decision, upstreamMs, Number.isFinite(length) && res.writableFinished ? length : null, failed, candidate);
       });
     }
     this.deps.forwarder.forward(req, res, {
@@ -272,7 +277,7 @@ export class ProxyHandler {
         this.answered(request, exchange, route, problem.status);
         // The gateway's own failure to forward: logged in every mode but off.
         failed = true;
-        if (!watched) this.completed(request, exchange, route, problem.status, outcome.decision, null, null, true);
+        if (!watched) this.completed(request, exchange, route, problem.status, outcome.decision, null, null, true, candidate);
       },
     });
   }

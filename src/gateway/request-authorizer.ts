@@ -14,6 +14,7 @@ import { isCrossSiteRequest } from '../http/csrf';
 import { parseBearerToken } from '../http/inbound-headers';
 import { activeTraceId } from '../observability/tracing';
 import type { PreparedRequest } from '../http/prepare-request';
+import type { CandidateDecisions, CandidateDivergence } from './candidate-decisions';
 
 export interface RequestAuthorizerDeps {
   /** The policy snapshot to use for a new request (hot reload swaps what this returns). */
@@ -27,11 +28,20 @@ export interface RequestAuthorizerDeps {
   trustedOrigins: ReadonlySet<string>;
   /** Signs the optional X-IAM-Assertion (docs/http-contract.md); null when off. */
   signAssertion: ((decision: AuthorizationDecision, session: VerifiedSession, method: string, path: string, requestId: string) => string) | null;
+  /** The candidate policy deciding beside the live one (`iam.policy.candidate-dir`); null when none is configured. */
+  candidate?: Pick<CandidateDecisions, 'compare'> | null;
 }
 
 /** The outcome of authorizing a request, shared by the proxy, WebSocket upgrades and forward-auth. */
 export type Authorization =
-  | { allowed: true; decision: AuthorizationDecision | null; session: VerifiedSession | null; bearerSent: boolean }
+  | {
+      allowed: true;
+      decision: AuthorizationDecision | null;
+      session: VerifiedSession | null;
+      bearerSent: boolean;
+      /** The candidate policy decided otherwise (never enforced: for the access log). */
+      candidate?: CandidateDivergence | null;
+    }
   | {
       allowed: false;
       problem: ProblemError;
@@ -39,6 +49,7 @@ export type Authorization =
       decision?: AuthorizationDecision;
       /** The matched route's pattern (metrics and the access log), when a route matched. */
       route?: string;
+      candidate?: CandidateDivergence | null;
     };
 
 function invalidToken(route: string | undefined): Authorization {
@@ -113,28 +124,47 @@ export class RequestAuthorizer {
       const pending = this.deps.engine.decideRequestFast({ method: request.method, path: request.path, policy, subject, match });
       if (pending instanceof Promise) {
         return pending.then(
-          (decision) => this.conclude(decision, request, clientAddress, session, bearerSent),
+          (decision) => this.conclude(decision, request, clientAddress, session, bearerSent, policy),
           (error: unknown) => this.failure(error, request, match?.route.pattern),
         );
       }
-      return this.conclude(pending, request, clientAddress, session, bearerSent);
+      return this.conclude(pending, request, clientAddress, session, bearerSent, policy);
     } catch (error) {
       return this.failure(error, request, match?.route.pattern);
     }
   }
 
-  private conclude(decision: AuthorizationDecision, request: PreparedRequest, clientAddress: string | undefined, session: VerifiedSession | null, bearerSent: boolean): Authorization {
+  private conclude(
+    decision: AuthorizationDecision,
+    request: PreparedRequest,
+    clientAddress: string | undefined,
+    session: VerifiedSession | null,
+    bearerSent: boolean,
+    policy: CompiledPolicy,
+  ): Authorization {
+    const candidates = this.deps.candidate;
+    // Decided again by the candidate policy with what this decision loaded; never changes the outcome.
+    const candidate =
+      candidates == null
+        ? null
+        : candidates.compare({
+            method: request.method,
+            path: request.path,
+            decision,
+            policy,
+            subject: session ? { principal: session.record.principal, clientType: session.record.clientType } : null,
+          });
     if (decision.shadowed) this.recordShadow(decision, request, clientAddress);
     if (!decision.allowed) {
       this.deps.metrics.decisions.inc({ result: 'deny', step: decision.failedStep ?? 'unknown' });
       const route = decision.route?.pattern;
-      if (decision.status === 401) return { allowed: false, problem: problems.unauthenticated('Authentication is required.', bearerSent), decision, route };
+      if (decision.status === 401) return { allowed: false, problem: problems.unauthenticated('Authentication is required.', bearerSent), decision, route, candidate };
       this.recordDenial(decision, request, clientAddress);
-      return { allowed: false, problem: problemFromDecision(decision), decision, route };
+      return { allowed: false, problem: problemFromDecision(decision), decision, route, candidate };
     }
     // A shadow denial is counted as shadow_deny above, not as an allow.
     if (!decision.shadowed) this.allowed.inc();
-    return { allowed: true, decision, session, bearerSent };
+    return { allowed: true, decision, session, bearerSent, candidate };
   }
 
   private failure(error: unknown, request: PreparedRequest, route: string | undefined): Authorization {

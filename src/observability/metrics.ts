@@ -19,6 +19,12 @@ export interface GatewayMetrics {
   hostChecks: Counter<'result'>;
   policyReloads: Counter<'result'>;
   policyRoutes: Gauge;
+  /** `iam_policy_candidate_divergences_total{live, candidate}`: requests the candidate policy decided otherwise. */
+  policyCandidateDivergences: Counter<'live' | 'candidate'>;
+  /** `iam_policy_candidate_reloads_total{result}`, `iam_policy_candidate_routes`, `iam_policy_candidate_loaded_timestamp_seconds`. */
+  policyCandidateReloads: Counter<'result'>;
+  policyCandidateRoutes: Gauge;
+  policyCandidateLoadedTimestamp: Gauge;
   sessionCacheEntries: Gauge;
   storeChannelConnected: Gauge;
   /** Makes `iam_session_cache_entries` report `size()` at every scrape (the real cache size). */
@@ -147,6 +153,25 @@ export function createMetrics(options: { collectDefaults?: boolean } = {}): Gate
     // `aggregator`: how `serve --workers N` combines the workers' values on the primary's /metrics (prom-client's
     // AggregatorRegistry; counters and histograms are summed, gauges too unless they say otherwise here).
     policyRoutes: new Gauge({ name: 'iam_policy_routes', help: 'Routes in the serving policy.', registers: [registry], aggregator: 'max' }),
+    policyCandidateDivergences: new Counter({
+      name: 'iam_policy_candidate_divergences_total',
+      help: 'Requests the candidate policy (iam.policy.candidate-dir) decided otherwise than the live policy, by the live decision (allow, deny) and the candidate\'s (allow, deny, unknown: it needed a grant or a resolution the live decision did not load).',
+      labelNames: ['live', 'candidate'],
+      registers: [registry],
+    }),
+    policyCandidateReloads: new Counter({
+      name: 'iam_policy_candidate_reloads_total',
+      help: 'Candidate policy loads and reloads by result (success, failure); a failure never affects the live policy.',
+      labelNames: ['result'],
+      registers: [registry],
+    }),
+    policyCandidateRoutes: new Gauge({ name: 'iam_policy_candidate_routes', help: 'Routes in the candidate policy; 0 while none is loaded.', registers: [registry], aggregator: 'max' }),
+    policyCandidateLoadedTimestamp: new Gauge({
+      name: 'iam_policy_candidate_loaded_timestamp_seconds',
+      help: 'When the candidate policy was loaded, as Unix time in seconds; 0 while none is loaded.',
+      registers: [registry],
+      aggregator: 'min',
+    }),
     sessionCacheEntries: new Gauge({
       name: 'iam_session_cache_entries',
       help: 'Entries in the local session cache.',

@@ -3,17 +3,33 @@ import { stat } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import type { Logger } from '../observability/logger';
 import type { GatewayMetrics } from '../observability/metrics';
-import type { PolicyIssue } from './compiled-policy';
+import type { CompiledPolicy, PolicyIssue } from './compiled-policy';
 import { compilePolicyFiles, hashPolicyFiles, readPolicyDirectory, type PolicyFileText } from './load-policy-directory';
 import type { PolicyHolder } from './policy-holder';
 import { waitUntilSettled } from './policy-settle';
 import { shrunkFiles } from './policy-shrinkage';
 
+/** What a reload swaps into: the live {@link PolicyHolder}, or the candidate's holder (which may hold nothing yet). */
+export interface ReloadTarget {
+  readonly current: CompiledPolicy | null;
+  readonly lastError: PolicyHolder['lastError'];
+  swap(next: CompiledPolicy): void;
+  reject(issues: PolicyIssue[]): void;
+}
+
+/** How the log names what is reloaded, and what happens to the last good one when a reload fails. */
+const WORDING = {
+  live: { name: 'policy', kept: 'the last good policy keeps serving', directory: 'the policies directory' },
+  candidate: { name: 'candidate policy', kept: 'the last good candidate is kept (a candidate is never enforced)', directory: 'the candidate directory' },
+} as const;
+
 /** What {@link PolicyReloader} needs; wired by the composition root (src/app/start-gateway.ts). */
 export interface PolicyReloaderOptions {
   /** The policies directory (`iam.policy.dir`), absolute. */
   dir: string;
-  holder: PolicyHolder;
+  holder: ReloadTarget;
+  /** `candidate` for `iam.policy.candidate-dir`: only the log's wording differs (default `live`). */
+  role?: keyof typeof WORDING;
   /**
    * Quiet time after the last file event before reloading, and the settle window: a changed file is read only
    * once its size and mtime have held for this long (`iam.policy.debounce`).
@@ -85,9 +101,11 @@ export class PolicyReloader {
   private rejectedFingerprint: string | null = null;
   private started = false;
   private closed = false;
+  private readonly wording: (typeof WORDING)[keyof typeof WORDING];
 
   constructor(options: PolicyReloaderOptions) {
     this.options = options;
+    this.wording = WORDING[options.role ?? 'live'];
   }
 
   /** Starts watching and polling, then checks once (a change made since the initial load is not missed). */
@@ -203,7 +221,7 @@ export class PolicyReloader {
       this.watcher = watcher;
       this.watchedIdentity = identity;
     } catch (error) {
-      this.options.logger.warn({ err: error, dir: this.options.dir }, 'policy: cannot watch the policies directory; relying on the periodic check');
+      this.options.logger.warn({ err: error, dir: this.options.dir }, `${this.wording.name}: cannot watch ${this.wording.directory}; relying on the periodic check`);
       this.retryArmLater();
     }
   }
@@ -240,22 +258,23 @@ export class PolicyReloader {
   private async sync(reason: string, force: boolean): Promise<ReloadOutcome> {
     const { holder } = this.options;
     const serving = holder.current;
-    if (this.closed) return { ok: holder.lastError === null, changed: false, hash: serving.hash, issues: [] };
+    const servingHash = serving?.hash ?? '';
+    if (this.closed) return { ok: holder.lastError === null, changed: false, hash: servingHash, issues: [] };
     try {
       let snapshot = await this.readOnce();
-      if (snapshot.issues.length === 0 && snapshot.fingerprint === serving.hash) return this.unchanged(reason, force, serving.hash);
+      if (serving !== null && snapshot.issues.length === 0 && snapshot.fingerprint === serving.hash) return this.unchanged(reason, force, serving);
       // Something changed: let writers finish before reading for real (#11.19), whatever triggered this.
       await waitUntilSettled(this.options.dir, this.options.debounceMs, { stopped: () => this.closed });
       snapshot = await this.readStable(await this.readOnce());
-      if (snapshot.issues.length === 0 && snapshot.fingerprint === serving.hash) return this.unchanged(reason, force, serving.hash);
+      if (serving !== null && snapshot.issues.length === 0 && snapshot.fingerprint === serving.hash) return this.unchanged(reason, force, serving);
       if (!force && snapshot.fingerprint === this.rejectedFingerprint) {
-        return { ok: false, changed: false, hash: serving.hash, issues: holder.lastError?.issues ?? snapshot.issues };
+        return { ok: false, changed: false, hash: servingHash, issues: holder.lastError?.issues ?? snapshot.issues };
       }
       const result =
         snapshot.issues.length > 0
           ? { policy: null, issues: snapshot.issues }
           : compilePolicyFiles(snapshot.files, { defaultResolverTimeoutMs: this.options.defaultResolverTimeoutMs, upstreamUrl: this.options.upstreamUrl ?? null });
-      if (this.closed) return { ok: holder.lastError === null, changed: false, hash: serving.hash, issues: result.issues };
+      if (this.closed) return { ok: holder.lastError === null, changed: false, hash: servingHash, issues: result.issues };
       if (!result.policy) return this.rejected(reason, snapshot.fingerprint, result.issues);
       holder.swap(result.policy);
       this.rejectedFingerprint = null;
@@ -264,15 +283,15 @@ export class PolicyReloader {
       this.options.metrics.policyLoadedTimestamp.set(Date.now() / 1000);
       this.logIssues(result.issues);
       this.options.logger.info(
-        { reason, hash: result.policy.hash, previousHash: serving.hash, routes: result.policy.routes.length, files: result.policy.files },
-        'policy: reloaded',
+        { reason, hash: result.policy.hash, previousHash: serving?.hash ?? null, routes: result.policy.routes.length, files: result.policy.files },
+        `${this.wording.name}: reloaded`,
       );
-      const shrunk = shrunkFiles(serving, result.policy);
+      const shrunk = serving === null ? [] : shrunkFiles(serving, result.policy);
       if (shrunk.length > 0) {
         // Valid, so serving; but a file that lost routes or half its bytes is often one caught half-written.
         this.options.logger.warn(
           { reason, hash: result.policy.hash, shrunk },
-          `policy: RELOADED POLICY LOST ROUTES OR SHRANK: ${shrunk.map((file) => `${file.file} ${file.routesBefore} -> ${file.routesAfter} routes${file.bytesBefore !== null && file.bytesAfter !== null ? `, ${file.bytesBefore} -> ${file.bytesAfter} bytes` : ''}`).join('; ')}. If this was not intended, the file may have been read half-written: write policy files to a temporary name and rename them into place.`,
+          `${this.wording.name}: RELOADED POLICY LOST ROUTES OR SHRANK: ${shrunk.map((file) => `${file.file} ${file.routesBefore} -> ${file.routesAfter} routes${file.bytesBefore !== null && file.bytesAfter !== null ? `, ${file.bytesBefore} -> ${file.bytesAfter} bytes` : ''}`).join('; ')}. If this was not intended, the file may have been read half-written: write policy files to a temporary name and rename them into place.`,
         );
       }
       return { ok: true, changed: true, hash: result.policy.hash, issues: result.issues };
@@ -283,15 +302,16 @@ export class PolicyReloader {
     }
   }
 
-  private unchanged(reason: string, force: boolean, hash: string): ReloadOutcome {
+  private unchanged(reason: string, force: boolean, serving: CompiledPolicy): ReloadOutcome {
     const { holder, logger } = this.options;
+    const hash = serving.hash;
     this.rejectedFingerprint = null;
     if (holder.lastError !== null) {
       // The directory is back to what serves (a broken edit was reverted): nothing is wrong any more.
-      holder.swap(holder.current);
-      logger.info({ reason, hash }, 'policy: the directory matches the serving policy again');
+      holder.swap(serving);
+      logger.info({ reason, hash }, `${this.wording.name}: the directory matches the serving policy again`);
     } else if (force) {
-      logger.info({ reason, hash }, 'policy: reload requested; the directory matches the serving policy');
+      logger.info({ reason, hash }, `${this.wording.name}: reload requested; the directory matches the serving policy`);
     }
     return { ok: true, changed: false, hash, issues: [] };
   }
@@ -303,8 +323,9 @@ export class PolicyReloader {
     metrics.policyReloads.inc({ result: 'failure' });
     this.logIssues(issues);
     const errors = issues.filter((issue) => issue.severity === 'error').length;
-    logger.error({ reason, errors, servingHash: holder.current.hash }, `policy: reload failed with ${errors} error(s); the last good policy keeps serving`);
-    return { ok: false, changed: false, hash: holder.current.hash, issues };
+    const servingHash = holder.current?.hash ?? '';
+    logger.error({ reason, errors, servingHash: holder.current?.hash ?? null }, `${this.wording.name}: reload failed with ${errors} error(s); ${holder.current === null ? `no ${this.wording.name} is loaded` : this.wording.kept}`);
+    return { ok: false, changed: false, hash: servingHash, issues };
   }
 
   /** One log line per issue, with file:line (docs/policy-format.md). */
@@ -312,8 +333,8 @@ export class PolicyReloader {
     for (const issue of issues) {
       const where = issue.source ? `${issue.source.file}:${issue.source.line}: ` : '';
       const fields = { kind: issue.kind, file: issue.source?.file, line: issue.source?.line };
-      if (issue.severity === 'error') this.options.logger.error(fields, `policy: ${where}${issue.message}`);
-      else this.options.logger.warn(fields, `policy: ${where}${issue.message}`);
+      if (issue.severity === 'error') this.options.logger.error(fields, `${this.wording.name}: ${where}${issue.message}`);
+      else this.options.logger.warn(fields, `${this.wording.name}: ${where}${issue.message}`);
     }
   }
 

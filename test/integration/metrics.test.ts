@@ -9,6 +9,7 @@ import type { RunningGateway } from '../../src/app/start-gateway';
 import { bearer, login, startTestGateway } from '../support/gateway';
 import { E2E_POLICIES, startGatewayWithUpstream, type GatewayWithUpstream } from '../support/gateway-fixture';
 import { metricDelta, metricValue } from '../support/scrape';
+import { until } from '../support/wait';
 
 const SHADOW_ROUTE = 'version: 1\nroutes:\n  - path: /shadow/admin\n    methods: [GET]\n    permission: admin:write\n    mode: shadow\n';
 /** Resolvers on the recording upstream (paths resolve against upstream.url): /status/<code> answers that code, /hang never. */
@@ -56,15 +57,6 @@ const metric = (name: string, labels: Record<string, string> = {}, of: RunningGa
 const delta = (name: string, labels: Record<string, string>, event: () => Promise<unknown>, of: RunningGateway = gateway): Promise<number> =>
   metricDelta(of.managementUrl, name, labels, event);
 
-/** Waits until `probe` holds (asynchronous effects: channel delivery, the audit flush). */
-async function until(what: string, probe: () => Promise<boolean>, withinMs = 5000): Promise<void> {
-  const deadline = Date.now() + withinMs;
-  while (!(await probe())) {
-    if (Date.now() > deadline) throw new Error(`not within ${withinMs} ms: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
-
 const get = (path: string, token?: string): Promise<Response> => fetch(`${gateway.url}${path}`, { headers: token ? bearer(token) : {} });
 const forwardAuth = (headers: Record<string, string>): Promise<Response> => fetch(`${gateway.url}/iam/authorization/forward-auth`, { headers });
 
@@ -104,6 +96,16 @@ describe('iam_forward_auth_requests_total', () => {
     expect(await delta('iam_forward_auth_requests_total', { outcome: 'refused' }, () => forwardAuth({ ...bearer(alice), 'X-Forwarded-Method': 'GET' }))).toBe(1);
     // Forward-auth checks are not proxied requests.
     expect(await delta('iam_proxy_requests_total', { outcome: 'forwarded' }, () => forwardAuth(allowed))).toBe(0);
+  });
+});
+
+describe('iam_host_checks_total', () => {
+  it('counts each check of POST /iam/authorization/check by result', async () => {
+    const alice = (await login(gateway.url, 'alice')).accessToken;
+    const check = (permissionCode: string): Promise<Response> =>
+      fetch(`${gateway.url}/iam/authorization/check`, { method: 'POST', headers: { ...bearer(alice), 'content-type': 'application/json' }, body: JSON.stringify({ checks: [{ permissionCode }] }) });
+    expect(await delta('iam_host_checks_total', { result: 'allowed' }, () => check('project:read'))).toBe(1);
+    expect(await delta('iam_host_checks_total', { result: 'denied' }, () => check('admin:write'))).toBe(1);
   });
 });
 
@@ -188,6 +190,15 @@ describe('policy, cache and channel gauges', () => {
         'iam_audit_spool_bytes',
         'iam_audit_spool_limit_bytes',
         'iam_password_verifications_starved_total',
+        'iam_host_checks_total',
+        // The eviction gauges of a Redis token store: revocation-durable.test.ts
+        'iam_token_store_evicted_keys',
+        'iam_token_store_eviction_policy',
+        // The candidate policy's metrics (a gateway with iam.policy.candidate-dir): e2e/policy-candidate.test.ts
+        'iam_policy_candidate_divergences_total',
+        'iam_policy_candidate_reloads_total',
+        'iam_policy_candidate_routes',
+        'iam_policy_candidate_loaded_timestamp_seconds',
       ].sort(),
     );
   });

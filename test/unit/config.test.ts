@@ -78,7 +78,7 @@ describe('loadConfig defaults', () => {
           timeoutMs: 5_000,
         },
         provision: { file: null },
-        policy: { dir: path.join(repoRoot, 'policies'), pollIntervalMs: 5_000, debounceMs: 200 },
+        policy: { dir: path.join(repoRoot, 'policies'), candidateDir: null, pollIntervalMs: 5_000, debounceMs: 200 },
         changes: { pollIntervalMs: 5_000 },
         authz: { abilityCacheSize: 10_000, abilityCacheBytes: 64 * 1024 * 1024, resolverTimeoutMs: 2_000 },
         gateway: { allowPathParameters: false },

@@ -268,6 +268,60 @@ const PolicyIssueView = StrictObject({
   line: Nullable(Type.Integer({ minimum: 1 })),
 });
 
+const CandidateOutcomeView = StrictObject({
+  decision: Enum(['allow', 'deny', 'unknown'] as const, { description: '`unknown`: the candidate needed a grant or a resolution the live decision did not load (no extra call is made).' }),
+  step: NullableString({ description: 'The failed step; null when allowed or unknown.' }),
+  route: NullableString({ description: "The candidate's route pattern; null when its `default` decided." }),
+});
+
+/** One candidate route's divergences from the live policy, with recent examples. */
+export const CandidateRouteDivergences = StrictObject({
+  routeId: NullableString({ description: "The candidate's route (`file:line`); null for requests its `default` decided." }),
+  route: NullableString({ description: 'Its pattern.' }),
+  allowToDeny: Type.Integer({ minimum: 0, description: 'Live allowed, the candidate would deny.' }),
+  denyToAllow: Type.Integer({ minimum: 0, description: 'Live denied, the candidate would allow.' }),
+  unknown: Type.Integer({ minimum: 0, description: 'The candidate could not decide without a call of its own.' }),
+  lastAt: Timestamp('The latest divergence.'),
+  examples: Type.Array(
+    StrictObject({
+      at: Timestamp('When the request was decided.'),
+      method: Type.String(),
+      path: Type.String({ description: 'The normalized path, without the query.' }),
+      userId: NullableString(),
+      live: StrictObject({
+        decision: Enum(['allow', 'deny'] as const, { description: "What was enforced (a shadow route's would-be denial went through: allow)." }),
+        step: NullableString(),
+        route: NullableString(),
+        decisionId: Type.String({ description: 'The live decision (recorded in the audit trail when it denied).' }),
+      }),
+      candidate: CandidateOutcomeView,
+    }),
+    { description: 'The most recent first; at most 10.' },
+  ),
+});
+
+/** The candidate policy (`iam.policy.candidate-dir`): decided beside the live one, never enforced. */
+export const CandidatePolicyView = StrictObject({
+  dir: Type.String({ description: 'The candidate directory.' }),
+  loaded: Nullable(
+    StrictObject({ hash: Type.String(), loadedAt: Timestamp('When the deciding candidate was loaded.'), files: Type.Array(Type.String()), routes: Type.Integer({ minimum: 0 }) }),
+    { description: 'The candidate that decides; null while none could be loaded.' },
+  ),
+  lastError: Nullable(StrictObject({ at: Timestamp('When the load failed.'), issues: Type.Array(PolicyIssueView) }), {
+    description: 'The last load that failed (the last good candidate, if any, keeps deciding); null when the last load succeeded.',
+  }),
+  divergences: Nullable(
+    StrictObject({
+      hash: Type.String({ description: 'The candidate the counts are about (a new candidate starts new counts).' }),
+      since: Timestamp('When counting started.'),
+      total: Type.Integer({ minimum: 0 }),
+      routes: Type.Array(Ref<typeof CandidateRouteDivergences>('CandidateRouteDivergences'), { description: 'The routes with the most divergences first; at most 200.' }),
+      otherRoutes: Type.Integer({ minimum: 0, description: 'Divergences on routes beyond the 200 listed.' }),
+    }),
+    { description: "This instance's divergences since the deciding candidate loaded; null while none is loaded." },
+  ),
+});
+
 /** `GET /iam/admin/policy`: what the proxy serves now, and the last failed reload. */
 export const PolicyView = StrictObject({
   hash: Type.String({ minLength: 1 }),
@@ -278,6 +332,7 @@ export const PolicyView = StrictObject({
     description: 'The last reload that failed after the serving policy was loaded (the policy kept serving); null when the last reload succeeded.',
   }),
   routes: Type.Array(Ref<typeof PolicyRoute>('PolicyRoute')),
+  candidate: Nullable(Ref<typeof CandidatePolicyView>('CandidatePolicyView'), { description: 'The candidate policy; null when `iam.policy.candidate-dir` is not set.' }),
 });
 
 /** `POST /iam/admin/policy/coverage`: the host's operations the policy does not declare, and routes no operation uses. */

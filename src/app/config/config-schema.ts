@@ -64,7 +64,7 @@ export interface RawConfig {
       timeout: Duration;
     };
     provision: { file?: string | null };
-    policy: { dir: string; 'poll-interval': Duration; debounce: Duration };
+    policy: { dir: string; 'candidate-dir'?: string | null; 'poll-interval': Duration; debounce: Duration };
     authz: { 'ability-cache-size': number; 'ability-cache-memory': ByteSize; 'resolver-timeout': Duration };
     changes: { 'poll-interval': Duration };
     gateway: { 'allow-path-parameters': boolean };
@@ -378,6 +378,7 @@ export const configSchema = section({
     }),
     policy: section({
       dir: text('policies', 'policy directory, relative to the working directory'),
+      'candidate-dir': nullableText('a candidate policy directory (relative to the working directory), decided beside the live policy on every proxied and forward-auth request and never enforced; its divergences are counted, logged and shown on the console Policy page; null = none'),
       'poll-interval': duration('5s', 'periodic checksum check of the policy files; 0 = off'),
       debounce: duration('200ms', 'quiet time after a file event before reloading; a changed policy file is read only once its size and mtime have held this long'),
     }),

@@ -95,6 +95,8 @@ export interface GatewayConfig {
     policy: {
       /** `iam.policy.dir` / `IAM_POLICIES_DIR`. */
       dir: string;
+      /** `iam.policy.candidate-dir` / `IAM_POLICY_CANDIDATE_DIR`, absolute; null = no candidate. */
+      candidateDir: string | null;
       /** Periodic checksum check; 0 = off. */
       pollIntervalMs: number;
       /** Quiet time after a file event before reloading. */

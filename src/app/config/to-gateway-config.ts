@@ -83,6 +83,7 @@ export function toGatewayConfig(raw: RawConfig, cwd: string, file: string): Gate
       provision: { file: nullable(iam.provision.file, fromCwd) },
       policy: {
         dir: fromCwd(iam.policy.dir),
+        candidateDir: iam.policy['candidate-dir'] == null ? null : fromCwd(iam.policy['candidate-dir']),
         pollIntervalMs: ms(iam.policy['poll-interval'], 'iam.policy.poll-interval'),
         debounceMs: ms(iam.policy.debounce, 'iam.policy.debounce'),
       },
