@@ -15,10 +15,13 @@
  * `--ab .` (this checkout against itself) shows the noise floor of the machine: the spread of ratios that means
  * nothing.
  *
- * Usage: node bench/lib/ab-pairs.js DIR [--pairs N] [--duration S] [--cold]   (also: npm run bench -- --ab DIR)
+ * Usage: node bench/lib/ab-pairs.js DIR [--pairs N] [--duration S] [--cold] [--candidate]   (also: npm run bench -- --ab DIR)
  * `--cold`: both gateways without the session cache (one Redis read per request; needs Redis).
+ * `--candidate`: this build's gateway also decides every request by a candidate policy (`iam.policy.candidate-dir`, a
+ * copy of the bench policy: it agrees, as a candidate does on most requests), the other not; with `.` as DIR, the
+ * ratio is the candidate's cost (the issue's goal: ≤ 1.10).
  */
-const { existsSync } = require('node:fs');
+const { cpSync, existsSync } = require('node:fs');
 const os = require('node:os');
 const { join, resolve } = require('node:path');
 const { numberFlag } = require('./args');
@@ -40,7 +43,7 @@ async function measurePair(builds, order, common, durationS) {
   const started = {};
   try {
     for (const build of order) {
-      started[build.key] = await startGatewayProcess({ ...common, name: `gateway-ab-${build.key}`, root: build.root });
+      started[build.key] = await startGatewayProcess({ ...common, name: `gateway-ab-${build.key}`, root: build.root, extraEnv: { ...common.extraEnv, ...build.extraEnv } });
     }
     const loads = await Promise.all(
       builds.map(async (build) => {
@@ -68,6 +71,7 @@ async function main(argv = []) {
   const pairs = numberFlag(argv, '--pairs', 6);
   const durationS = numberFlag(argv, '--duration', 8);
   const cold = argv.includes('--cold');
+  const candidate = argv.includes('--candidate');
   const redis = cold || process.env.REDIS_URL ? await resolveRedis() : { url: null };
   if (cold && !redis.url) {
     log('bench --ab --cold: needs Redis (REDIS_URL, or one answering on 127.0.0.1:6379)');
@@ -78,12 +82,14 @@ async function main(argv = []) {
   try {
     const upstream = await startUpstream();
     const common = { upstreamUrl: upstream.url, policyDir, redisUrl: redis.url, prefix, extraEnv: cold ? { IAM_TOKEN_CACHE_ENABLED: 'false' } : {} };
+    const candidateDir = join(workspace.dir, 'candidate');
+    if (candidate) cpSync(policyDir, candidateDir, { recursive: true });
     const builds = [
-      { key: 'this', root: ROOT },
-      { key: 'other', root: other },
+      { key: 'this', root: ROOT, extraEnv: candidate ? { IAM_POLICY_CANDIDATE_DIR: candidateDir } : {} },
+      { key: 'other', root: other, extraEnv: {} },
     ];
     log(
-      `this build ÷ ${other === ROOT ? 'itself (noise floor)' : other}: ${pairs} pairs of fresh gateways (${cold ? 'no session cache' : 'session cache'}, ` +
+      `this build${candidate ? ' with a candidate policy' : ''} ÷ ${other === ROOT ? (candidate ? 'itself without one' : 'itself (noise floor)') : other}: ${pairs} pairs of fresh gateways (${cold ? 'no session cache' : 'session cache'}, ` +
         `token store ${redis.url ? 'Redis' : 'in-process'}), both loaded at once on ${BENCH_PATH}, 25 connections each, ${durationS} s after 3 s of warm-up; ${os.cpus().length} cpus\n`,
     );
     const ratios = { cpu: [], rps: [] };

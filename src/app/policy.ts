@@ -1,6 +1,6 @@
 import type { Logger } from '../observability/logger';
 import type { GatewayMetrics } from '../observability/metrics';
-import type { CompiledPolicy } from '../policy/compiled-policy';
+import type { CompiledPolicy, PolicyIssue } from '../policy/compiled-policy';
 import { loadPolicyDirectory } from '../policy/load-policy-directory';
 import { CandidatePolicyHolder } from '../policy/candidate-holder';
 import { PolicyHolder } from '../policy/policy-holder';
@@ -66,8 +66,20 @@ export async function startCandidatePolicy(
     logger,
     metrics: candidateMetrics,
   });
-  const first = await reloader.reload('start');
-  if (first.ok) logger.info({ dir, hash: first.hash, routes: holder.current?.routes.length ?? 0 }, 'candidate policy: deciding beside the live policy (never enforced)');
+  // Loaded directly, as the live policy is (a reload waits on unref'd timers, which would let a starting process exit).
+  const loaded = await loadPolicyDirectory(dir, { defaultResolverTimeoutMs: config.iam.authz.resolverTimeoutMs, upstreamUrl: config.upstream.url });
+  logPolicyIssues(logger, 'candidate policy', loaded.issues, true);
+  if (loaded.policy) {
+    holder.swap(loaded.policy);
+    metrics.policyCandidateReloads.inc({ result: 'success' });
+    metrics.policyCandidateRoutes.set(loaded.policy.routes.length);
+    metrics.policyCandidateLoadedTimestamp.set(Date.now() / 1000);
+    logger.info({ dir, hash: loaded.policy.hash, routes: loaded.policy.routes.length }, 'candidate policy: deciding beside the live policy (never enforced)');
+  } else {
+    holder.reject(loaded.issues);
+    metrics.policyCandidateReloads.inc({ result: 'failure' });
+    logger.error({ dir, errors: loaded.issues.filter((issue) => issue.severity === 'error').length }, 'candidate policy: not loaded (the gateway serves the live policy alone until the candidate directory is fixed)');
+  }
   reloader.start();
   cleanups.push(() => reloader.close());
   const onSighup = (): void => void reloader.reload('SIGHUP');
@@ -84,11 +96,16 @@ export async function startCandidatePolicy(
  */
 export async function loadPolicyOrFail(config: GatewayConfig, logger: Logger, options: { warnings: boolean } = { warnings: true }): Promise<CompiledPolicy> {
   const loaded = await loadPolicyDirectory(config.iam.policy.dir, { defaultResolverTimeoutMs: config.iam.authz.resolverTimeoutMs, upstreamUrl: config.upstream.url });
-  for (const issue of loaded.issues) {
-    const where = issue.source ? `${issue.source.file}:${issue.source.line}: ` : '';
-    if (issue.severity === 'error') logger.error({ kind: issue.kind }, `policy: ${where}${issue.message}`);
-    else if (options.warnings) logger.warn({ kind: issue.kind }, `policy: ${where}${issue.message}`);
-  }
+  logPolicyIssues(logger, 'policy', loaded.issues, options.warnings);
   if (!loaded.policy) throw new Error(`policy: ${config.iam.policy.dir} has errors; see the log above`);
   return loaded.policy;
+}
+
+/** One log line per issue with file:line, prefixed `policy:` or `candidate policy:`; warnings only when `warnings`. */
+function logPolicyIssues(logger: Logger, name: string, issues: readonly PolicyIssue[], warnings: boolean): void {
+  for (const issue of issues) {
+    const where = issue.source ? `${issue.source.file}:${issue.source.line}: ` : '';
+    if (issue.severity === 'error') logger.error({ kind: issue.kind }, `${name}: ${where}${issue.message}`);
+    else if (warnings) logger.warn({ kind: issue.kind }, `${name}: ${where}${issue.message}`);
+  }
 }

@@ -17,6 +17,7 @@ import { chromiumAvailable, launchBrowser } from '../support/browser';
 import { createTestDatabase } from '../support/database';
 import { notRun } from '../support/env';
 import { bearer, login, ROOT, testConfig } from '../support/gateway';
+import { startGatewayProcess } from '../support/gateway-process';
 import { metricValue } from '../support/scrape';
 import { until } from '../support/wait';
 
@@ -195,6 +196,20 @@ describe('a candidate policy on real traffic', () => {
       expect(await metricValue(other.managementUrl, 'iam_policy_candidate_routes')).toBe(0);
     } finally {
       await other.close();
+    }
+  });
+});
+
+describe('a gateway process with a candidate policy', () => {
+  it('starts and serves (the candidate is loaded before the listeners, nothing else keeps the process alive yet)', async () => {
+    const processEnv = { IAM_POLICIES_DIR: join(root, 'live'), IAM_POLICY_CANDIDATE_DIR: join(root, 'live'), IAM_AUTHENTICATOR_TYPE: 'users-file', IAM_AUTHENTICATOR_PATH: join(FIXTURES, 'users.yaml'), IAM_PROVISION_FILE: join(FIXTURES, 'provision.yaml') };
+    const child = await startGatewayProcess(host.url, processEnv);
+    try {
+      expect((await fetch(`${child.managementUrl}/health/ready`)).status).toBe(200);
+      expect(child.logs().some((line) => line.msg === 'candidate policy: deciding beside the live policy (never enforced)')).toBe(true);
+      expect((await fetch(`${child.url}/health`)).status).toBe(200);
+    } finally {
+      await child.kill();
     }
   });
 });
