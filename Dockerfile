@@ -1,9 +1,9 @@
-# iam-gateway: a Node 20 image running `iam-gateway serve`.
+# iam-gateway: a Node 24 (Debian bookworm, slim) image running `iam-gateway serve`.
 # Build: docker build -t iam-gateway .
 # Run:   docker run -p 8080:8080 -p 127.0.0.1:9090:9090 -e SERVER_MANAGEMENT_HOST=0.0.0.0 -e UPSTREAM_URL=http://host:3000 \
 #          -e DATABASE_URL=postgresql://... -e REDIS_URL=redis://... \
 #          -v $PWD/policies:/app/policies:ro iam-gateway
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
 COPY src ./src
@@ -11,12 +11,12 @@ COPY migrations ./migrations
 COPY examples ./examples
 RUN npm ci --no-audit --no-fund && npm prune --omit=dev
 
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
-COPY package.json ./
+COPY package.json LICENSE ./
 COPY bin ./bin
 # The web console (/iam/console): static files served by the gateway.
 COPY console ./console

@@ -18,6 +18,8 @@ export async function startPolicy(config: GatewayConfig, logger: Logger, metrics
   metrics.policyRoutes.set(policy.routes.length);
   metrics.policyLoadedTimestamp.set(Date.now() / 1000);
   const holder = new PolicyHolder(policy);
+  // The alert's signal is the holder's own state, so it says exactly what readiness and /iam/admin/policy say.
+  metrics.observePolicyReloadFailing(() => holder.lastError !== null);
   const reloader = new PolicyReloader({
     dir: config.iam.policy.dir,
     holder,

@@ -137,7 +137,7 @@ export async function startGatewayAs(config: GatewayConfig, options: StartOption
       config.iam.accessLog.mode === 'off'
         ? null
         : new AccessLog(config.iam.accessLog.mode, config.iam.accessLog.sample, options.accessLogDestination, worker === null ? undefined : { worker: worker.id });
-    if (accessLog) cleanups.push(async () => accessLog.flush());
+    if (accessLog) cleanups.push(async () => accessLog.close());
     const loginPath = browserLoginPath(config);
     const proxy = new ProxyHandler({
       authorizer,

@@ -39,13 +39,28 @@ export interface AccessEntry {
 }
 
 /**
+ * The longest a written line waits in the buffer: like nginx's `access_log ... buffer=size flush=time`, a batch is
+ * written when it is full or when it has waited this long, so a quiet gateway's last lines do not wait for traffic.
+ */
+export const ACCESS_LOG_FLUSH_INTERVAL_MS = 1000;
+
+/**
  * The access log: one JSON line per request on stdout (pino, `msg: "access"`), separate from the application log
- * and its level. Writes are buffered (a 4 KiB batch) so logging every request does not become the bottleneck; the
- * buffer is flushed at shutdown. `all` logs allowed requests at `sampleRate` (0..1) and every denial or failure.
+ * and its level. Writes are buffered (a 4 KiB batch) so logging every request does not become the bottleneck; what
+ * is buffered is written at least every {@link ACCESS_LOG_FLUSH_INTERVAL_MS} and at {@link close} (shutdown).
+ * `all` logs allowed requests at `sampleRate` (0..1) and every denial or failure.
  */
 export class AccessLog {
   private readonly logger: Logger;
-  private readonly stream: DestinationStream & { flushSync?: () => void; end?: () => void };
+  private readonly stream: DestinationStream & { flush?: () => void; flushSync?: () => void; end?: () => void };
+  /**
+   * The one flush timer: armed by the first line written while none is armed, so a busy gateway has one timer a
+   * second, not one per line, and an idle one none at all.
+   */
+  private flushTimer: NodeJS.Timeout | null = null;
+  /** A line was written since the timer last fired. */
+  private writtenSinceTick = false;
+  private closed = false;
 
   constructor(
     readonly mode: Exclude<AccessLogMode, 'off'>,
@@ -77,14 +92,42 @@ export class AccessLog {
     // field is an id, an address, a number or a value of the gateway's own, so the line is not walked per request.
     const path = scrubText(entry.path);
     this.logger.info(path === entry.path ? entry : { ...entry, path }, 'access');
+    this.writtenSinceTick = true;
+    if (this.flushTimer === null && !this.closed) this.armFlushTimer();
   }
 
-  /** Writes what is buffered (shutdown). */
-  flush(): void {
+  /** Writes what is buffered, synchronously, and stops the flush timer (shutdown, once nothing writes any more). */
+  close(): void {
+    this.closed = true;
+    if (this.flushTimer !== null) clearTimeout(this.flushTimer);
+    this.flushTimer = null;
     try {
       this.stream.flushSync?.();
     } catch {
       // Nothing buffered, or the stream is already closed.
     }
+  }
+
+  private armFlushTimer(): void {
+    this.flushTimer = setTimeout(() => this.tick(), ACCESS_LOG_FLUSH_INTERVAL_MS);
+    // Never what keeps the process alive: at a stop close() writes the rest.
+    this.flushTimer.unref();
+  }
+
+  /**
+   * Hands what is buffered to the destination without blocking the event loop (`flush()`, not `flushSync()`: a
+   * stdout pipe nobody reads must not stall the proxy). The timer runs once more after the last interval with a
+   * line: a write already in progress when it fired left the lines behind it buffered, and that next run writes them.
+   */
+  private tick(): void {
+    this.flushTimer = null;
+    const wrote = this.writtenSinceTick;
+    this.writtenSinceTick = false;
+    try {
+      this.stream.flush?.();
+    } catch {
+      // The stream is closed (the process is stopping): nothing left to write to.
+    }
+    if (wrote && !this.closed) this.armFlushTimer();
   }
 }

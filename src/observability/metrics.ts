@@ -49,6 +49,10 @@ export interface GatewayMetrics {
   revocationPropagation: Histogram;
   /** `iam_policy_loaded_timestamp_seconds`: when the serving policy was loaded (epoch seconds). */
   policyLoadedTimestamp: Gauge;
+  /** `iam_policy_reload_failing`: 1 while the last reload failed and the directory still differs from what serves. */
+  policyReloadFailing: Gauge;
+  /** Makes `iam_policy_reload_failing` report `failing()` at every scrape (the policy holder's own `lastError`). */
+  observePolicyReloadFailing(failing: () => boolean): void;
   /** `iam_audit_queue_depth`: events buffered or in flight, not yet written (read at scrape). */
   auditQueueDepth: Gauge;
   /** `iam_audit_events_dropped_total{reason}` (audit/audit-trail.ts). */
@@ -86,6 +90,7 @@ export function createMetrics(options: { collectDefaults?: boolean } = {}): Gate
   let evictedKeys: (() => Promise<number | null>) | null = null;
   let starvedVerifications: () => number = () => 0;
   let starvedReported = 0;
+  let policyReloadFailing: () => boolean = () => false;
   const storeOperationFlushes: Array<() => void> = [];
   return {
     observeSessionCache(size) {
@@ -242,6 +247,19 @@ export function createMetrics(options: { collectDefaults?: boolean } = {}): Gate
       registers: [registry],
       // With workers: the oldest worker's policy, so its age alerts when any worker serves a stale one.
       aggregator: 'min',
+    }),
+    observePolicyReloadFailing(failing) {
+      policyReloadFailing = failing;
+    },
+    policyReloadFailing: new Gauge({
+      name: 'iam_policy_reload_failing',
+      help: '1 while the policies directory holds a change that failed to load (the last good policy keeps serving), 0 once a reload succeeds or the directory is back to what serves.',
+      registers: [registry],
+      // With workers: 1 when any worker refused the directory.
+      aggregator: 'max',
+      collect() {
+        this.set(policyReloadFailing() ? 1 : 0);
+      },
     }),
     auditQueueDepth: new Gauge({
       name: 'iam_audit_queue_depth',

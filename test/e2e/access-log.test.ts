@@ -1,7 +1,8 @@
 /**
  * The access log (docs/observability.md): one JSON line per request (`msg: "access"`) with the documented fields;
  * `iam.access-log: denied` (the default) writes denials and failures only, `all` every request (sampled), `off`
- * nothing; never a token, cookie or password, whatever the request carried.
+ * nothing; never a token, cookie or password, whatever the request carried. A real process writes its batched lines
+ * to stdout within the flush interval, also when no further request comes.
  */
 import type { DestinationStream } from 'pino';
 import type { RunningGateway } from '../../src/app/start-gateway';
@@ -9,6 +10,8 @@ import { bearer, login, startTestGateway } from '../support/gateway';
 import { E2E_POLICIES } from '../support/gateway-fixture';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
 import { createTestDatabase } from '../support/database';
+import { ensureBuilt, startGatewayProcess, type GatewayProcess } from '../support/gateway-process';
+import { until } from '../support/wait';
 
 /** A pino destination keeping every line written. */
 function capture(): { destination: DestinationStream; lines: () => Array<Record<string, unknown>>; raw: () => string } {
@@ -128,4 +131,20 @@ describe('the access log', () => {
     expect(await linesFor(sampled.gateway, sampled.log, denied.headers.get('x-request-id')!)).toHaveLength(1);
     expect(sampled.log.lines().filter((line) => line.requestId === allowed.headers.get('x-request-id'))).toEqual([]);
   });
+});
+
+describe('the access log of a gateway process (stdout, batched)', () => {
+  let gateway: GatewayProcess | undefined;
+  afterAll(() => gateway?.kill());
+
+  it('a single line reaches stdout without further traffic (flushed within a second, not at the next 4 KiB)', async () => {
+    ensureBuilt();
+    gateway = await startGatewayProcess(upstream.url, { IAM_POLICIES_DIR: E2E_POLICIES, IAM_ACCESS_LOG: 'denied' });
+    const denied = await fetch(`${gateway.url}/api/admin/stats`);
+    expect(denied.status).toBe(401);
+    const requestId = denied.headers.get('x-request-id');
+    // Nothing else is sent: the one short line is far below the batch size, so only the flush timer writes it.
+    const line = await until('the access line on stdout', () => gateway!.logs().find((entry) => entry.msg === 'access' && entry.requestId === requestId), { within: 15_000 });
+    expect(line).toMatchObject({ status: 401, decision: 'deny', path: '/api/admin/stats' });
+  }, 120_000);
 });

@@ -60,6 +60,59 @@ function dashboardExpressions(dashboard: Record<string, any>): string[] {
   return found;
 }
 
+/** A Prometheus duration (`30s`, `5m`, `0m`) in seconds. */
+function promSeconds(duration: string): number {
+  const match = /^(\d+)(ms|s|m|h)$/.exec(duration);
+  if (match === null) throw new Error(`not a Prometheus duration: ${duration}`);
+  return Number(match[1]) * { ms: 0.001, s: 1, m: 60, h: 3600 }[match[2] as 'ms' | 's' | 'm' | 'h'];
+}
+
+/** Splits `A / B` at its last division outside parentheses, braces, brackets and strings; null without one. */
+function splitDivision(expr: string): { numerator: string; denominator: string } | null {
+  let depth = 0;
+  let quote: string | null = null;
+  let at = -1;
+  for (let i = 0; i < expr.length; i++) {
+    const c = expr[i]!;
+    if (quote !== null) {
+      if (c === '\\') i++;
+      else if (c === quote) quote = null;
+    } else if (c === '"' || c === "'") quote = c;
+    else if ('({['.includes(c)) depth++;
+    else if (')}]'.includes(c)) depth--;
+    else if (c === '/' && depth === 0) at = i;
+  }
+  return at < 0 ? null : { numerator: expr.slice(0, at).trim(), denominator: expr.slice(at + 1).trim() };
+}
+
+/** The label sets of every sample on a /metrics page, by series name. */
+function sampleLabels(text: string): Map<string, Array<Record<string, string>>> {
+  const found = new Map<string, Array<Record<string, string>>>();
+  for (const match of text.matchAll(/^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{([^}]*)\})? \S+$/gm)) {
+    const labels = Object.fromEntries([...(match[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((label) => [label[1]!, label[2]!]));
+    found.set(match[1]!, [...(found.get(match[1]!) ?? []), labels]);
+  }
+  return found;
+}
+
+/**
+ * The series selectors of a PromQL expression with their label matchers (`=`, `!=`, `=~`, `!~`), the Grafana
+ * variables' (`$job`, `$instance`) left out: they match whatever is scraped.
+ */
+function selectors(expr: string): Array<{ name: string; text: string; matchers: Array<(labels: Record<string, string>) => boolean> }> {
+  return [...expr.matchAll(/([a-zA-Z_:][a-zA-Z0-9_:]*)\{([^}]*)\}/g)].map((match) => {
+    const kept = [...match[2]!.matchAll(/(\w+)\s*(=~|!~|!=|=)\s*"((?:[^"\\]|\\.)*)"/g)].filter((matcher) => !matcher[3]!.includes('$'));
+    const matchers = kept.map(([, label, op, value]) => (labels: Record<string, string>): boolean => {
+      const actual = labels[label!] ?? '';
+      if (op === '=') return actual === value;
+      if (op === '!=') return actual !== value;
+      const full = new RegExp(`^(?:${value!})$`).test(actual);
+      return op === '=~' ? full : !full;
+    });
+    return { name: match[1]!, text: `${match[1]!}{${kept.map(([, label, op, value]) => `${label!}${op!}"${value!}"`).join(', ')}}`, matchers };
+  });
+}
+
 /** `# TYPE` of every metric on a /metrics page, by name. */
 function exportedTypes(text: string): Map<string, string> {
   const types = new Map<string, string>();
@@ -92,6 +145,7 @@ const used = new Set(expressions.flatMap(({ expr }) => metricNames(expr)));
 
 let fixture: GatewayWithUpstream;
 let exported: Map<string, string>;
+let metricsText: string;
 
 beforeAll(async () => {
   fixture = await startGatewayWithUpstream({ IAM_POLICIES_DIR: E2E_POLICIES });
@@ -102,7 +156,8 @@ beforeAll(async () => {
   expect((await fetch(`${gateway.url}/api/admin/stats`, { headers: bearer(alice.accessToken) })).status).toBe(403);
   await gateway.services!.policyReloader.reload('test');
   expect((await fetch(`${gateway.url}/iam/auth/logout`, { method: 'POST', headers: bearer(alice.accessToken) })).status).toBeLessThan(300);
-  exported = exportedTypes(await (await fetch(`${gateway.managementUrl}/metrics`)).text());
+  metricsText = await (await fetch(`${gateway.managementUrl}/metrics`)).text();
+  exported = exportedTypes(metricsText);
 });
 
 afterAll(() => fixture?.close());
@@ -177,5 +232,45 @@ describe('deploy/grafana and deploy/prometheus', () => {
       expect(rule.annotations?.summary).toEqual(expect.any(String));
       expect(rule.annotations?.description).toEqual(expect.any(String));
     }
+  });
+
+  it('IamGatewayPolicyReloadFailing fires within a minute of a failed reload and lasts while the directory is broken', () => {
+    const rule = ruleList.find((entry) => entry.alert === 'IamGatewayPolicyReloadFailing')!;
+    // The gauge the policy holder sets (test/integration/metrics.test.ts moves it): a state, not a window over a
+    // counter that would fire late (waiting for increase()) or clear while the files are still broken.
+    expect(metricNames(rule.expr)).toEqual(['iam_policy_reload_failing']);
+    expect(rule.expr).not.toMatch(/\[/);
+    expect(exported.get('iam_policy_reload_failing')).toBe('gauge');
+    expect(promSeconds(String(rule.for ?? '0m'))).toBeLessThanOrEqual(60);
+  });
+
+  it('a ratio panel shows 0, not "No data", on a healthy gateway: its numerator is filled with 0 where the denominator has traffic', () => {
+    const ratios = dashboardExpressions(dashboard)
+      .map((expr) => ({ expr, division: splitDivision(expr) }))
+      .filter((entry) => entry.division !== null);
+    expect(ratios.length).toBeGreaterThanOrEqual(2);
+    for (const { expr, division } of ratios) {
+      // (failures or 0 * total) / total: the failure series is absent until the first failure (a counter with labels
+      // has no sample before its first inc), and without the fallback the whole ratio would be absent too.
+      const { numerator, denominator } = division!;
+      expect({ expr, zeroFilled: numerator.endsWith(` or 0 * ${denominator})`) && numerator.startsWith('(') }).toEqual({ expr, zeroFilled: true });
+    }
+  });
+
+  it('a panel never goes blank on a healthy gateway: a selector with no sample on /metrics has a 0 fallback', () => {
+    // A labelled counter has no sample before its first inc (5xx answers by route): a panel of such a selector alone,
+    // or a ratio with it as numerator, would show "No data" rather than 0 while the metric itself has traffic.
+    // Pre-created series (store and resolver errors, audit drops) need nothing, nor a metric with no sample at all
+    // (no resolver in this policy: "No data" is then the truth). This gateway served an allowed and a denied
+    // request and a reload: healthy.
+    const samples = sampleLabels(metricsText);
+    const blank = dashboardExpressions(dashboard).flatMap((expr) =>
+      selectors(expr)
+        .filter(({ name }) => (samples.get(name) ?? []).length > 0)
+        .filter(({ name, matchers }) => !samples.get(name)!.some((labels) => matchers.every((matcher) => matcher(labels))))
+        .map(({ text }) => ({ expr, text })),
+    );
+    expect(blank.map(({ text }) => text)).toContain('iam_http_requests_total{status_class="5xx"}');
+    for (const { expr, text } of blank) expect({ text, fallback: /\bor (on \(\) |0 \* )/.test(expr) }).toEqual({ text, fallback: true });
   });
 });

@@ -131,21 +131,34 @@ describe('iam_logins_total', () => {
 });
 
 describe('policy, cache and channel gauges', () => {
-  it('iam_policy_reloads_total and iam_policy_routes follow loads and reloads', async () => {
+  it('iam_policy_reloads_total, iam_policy_routes and iam_policy_reload_failing follow loads and reloads', async () => {
     const routes = gateway.services!.policy.current.routes.length;
     expect(await metric('iam_policy_routes')).toBe(routes);
     const loadedAtStart = await metric('iam_policy_loaded_timestamp_seconds');
     expect(loadedAtStart).toBeGreaterThan(Date.now() / 1000 - 600);
     expect(loadedAtStart).toBeLessThanOrEqual(Date.now() / 1000);
+    expect(await metric('iam_policy_reload_failing')).toBe(0);
     writeFileSync(join(policies, 'broken.yaml'), 'version: 1\nroutes:\n  - path: /x\n    methods: [NOPE]\n');
     expect(await delta('iam_policy_reloads_total', { result: 'failure' }, () => gateway.services!.policyReloader.reload('test'))).toBe(1);
     // A failed reload changes nothing that serves: the loaded policy keeps its age.
     expect(await metric('iam_policy_loaded_timestamp_seconds')).toBe(loadedAtStart);
+    expect(await metric('iam_policy_reload_failing')).toBe(1);
+    // Whatever the counter did (a broken directory is counted once per change), the gauge the alert reads stays 1.
+    await gateway.services!.policyReloader.reload('test');
+    expect(await metric('iam_policy_reload_failing')).toBe(1);
+    // Reverted to what serves: nothing is failing any more.
+    rmSync(join(policies, 'broken.yaml'));
+    await gateway.services!.policyReloader.reload('test');
+    expect(await metric('iam_policy_reload_failing')).toBe(0);
+    writeFileSync(join(policies, 'broken.yaml'), 'version: 1\nroutes:\n  - path: /x\n    methods: [NOPE]\n');
+    await gateway.services!.policyReloader.reload('test');
+    expect(await metric('iam_policy_reload_failing')).toBe(1);
     rmSync(join(policies, 'broken.yaml'));
     writeFileSync(join(policies, 'more.yaml'), 'version: 1\nroutes:\n  - path: /more\n    methods: [GET]\n    public: true\n');
     const beforeReload = Date.now() / 1000;
     expect(await delta('iam_policy_reloads_total', { result: 'success' }, () => gateway.services!.policyReloader.reload('test'))).toBe(1);
     expect(await metric('iam_policy_routes')).toBe(routes + 1);
+    expect(await metric('iam_policy_reload_failing')).toBe(0);
     const reloadedAt = await metric('iam_policy_loaded_timestamp_seconds');
     expect(reloadedAt).toBeGreaterThan(loadedAtStart);
     expect(reloadedAt).toBeGreaterThanOrEqual(Math.floor(beforeReload * 1000) / 1000);
@@ -182,6 +195,7 @@ describe('policy, cache and channel gauges', () => {
         'iam_revocation_events_total',
         'iam_revocation_propagation_seconds',
         'iam_policy_loaded_timestamp_seconds',
+        'iam_policy_reload_failing',
         'iam_audit_queue_depth',
         'iam_audit_events_dropped_total',
         'iam_audit_events_written_total',

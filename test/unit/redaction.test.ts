@@ -164,7 +164,7 @@ describe('the loggers as configured', () => {
       upstreamMs: null,
       bytes: null,
     });
-    log.flush();
+    log.close();
     expectClean(out.text());
     expect(out.text()).toContain('"path":"/reset/iamt_[redacted]/[redacted]"');
   });
