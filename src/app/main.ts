@@ -1,16 +1,8 @@
 import { ProvisioningFileError } from '../api/provisioning-file';
 import { ProvisioningError } from '../domain/iam-repository';
-import { auditCommand } from './cli/audit';
 import { asksForHelp, UsageError, type CliCommand } from './cli/command-line';
-import { hashPasswordCommand } from './cli/hash-password';
-import { migrateCommand } from './cli/migrate';
-import { provisionCommand } from './cli/provision';
-import { serveCommand } from './cli/serve';
-import { tokensCommand } from './cli/tokens';
 import { packageVersion } from './cli/version';
 import { ConfigError } from './config';
-import { runPolicyCommand } from './policy-command';
-import { POLICY_USAGE } from '../policy-tools/policy-command';
 import { scrubText } from '../observability/redaction';
 
 const USAGE = `usage: iam-gateway <command> [options]
@@ -21,6 +13,8 @@ const USAGE = `usage: iam-gateway <command> [options]
   policy test [DIR]           run the policy test cases of DIR/tests/*.yaml; exit 1 on a failure
   policy explain METHOD PATH  show the route a request selects and what it asks for (--dir DIR)
   policy coverage --openapi FILE  list host operations no route covers (--dir DIR, --fail-on-uncovered)
+  policy diff OLD_DIR NEW_DIR  compare two policies route by route; exit 1 when anything is wider
+  policy replay NEW_DIR       decide recorded requests (--access-log FILE, --since DURATION) again with NEW_DIR
   provision FILE [--overwrite]  create what a provisioning file describes and the database lacks;
                               --overwrite also updates existing objects to match (audited, actor provisioning)
   tokens purge                delete every token-store key under iam.token.store-prefix
@@ -31,21 +25,26 @@ const USAGE = `usage: iam-gateway <command> [options]
 \`iam-gateway <command> --help\` shows a command's options.
 Configuration: IAM_CONFIG (default config/default.yaml) plus environment overrides; see README.`;
 
-/** `policy` hands its arguments to the policy tools, which answer their own --help and usage errors. */
-const policyCommand: CliCommand = {
-  usage: POLICY_USAGE,
-  handlesHelp: true,
-  run: (args) => runPolicyCommand(args, { stdout: process.stdout, stderr: process.stderr, env: process.env, cwd: process.cwd(), stdin: process.stdin }),
-};
-
-const COMMANDS: Record<string, CliCommand> = {
-  serve: serveCommand,
-  migrate: migrateCommand,
-  policy: policyCommand,
-  provision: provisionCommand,
-  tokens: tokensCommand,
-  audit: auditCommand,
-  'hash-password': hashPasswordCommand,
+/**
+ * Each command's module is loaded when the command runs: `policy diff` in CI should not pay for loading the
+ * ORM, the HTTP stack and the telemetry SDK that `serve` needs.
+ */
+const COMMANDS: Record<string, () => Promise<CliCommand>> = {
+  serve: async () => (await import('./cli/serve')).serveCommand,
+  migrate: async () => (await import('./cli/migrate')).migrateCommand,
+  // `policy` hands its arguments to the policy tools, which answer their own --help and usage errors.
+  policy: async () => {
+    const [{ runPolicyCommand }, { POLICY_USAGE }] = await Promise.all([import('./policy-command'), import('../policy-tools/policy-command')]);
+    return {
+      usage: POLICY_USAGE,
+      handlesHelp: true,
+      run: (args) => runPolicyCommand(args, { stdout: process.stdout, stderr: process.stderr, env: process.env, cwd: process.cwd(), stdin: process.stdin }),
+    };
+  },
+  provision: async () => (await import('./cli/provision')).provisionCommand,
+  tokens: async () => (await import('./cli/tokens')).tokensCommand,
+  audit: async () => (await import('./cli/audit')).auditCommand,
+  'hash-password': async () => (await import('./cli/hash-password')).hashPasswordCommand,
 };
 
 /** The CLI; resolves the process exit code (0 done, 1 failed, 2 usage error). */
@@ -66,11 +65,12 @@ export async function main(argv: string[]): Promise<number> {
       process.stdout.write(`${packageVersion()}\n`);
       return 0;
   }
-  const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
-  if (command === undefined) {
+  const load = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+  if (load === undefined) {
     process.stderr.write(`iam-gateway: unknown ${name.startsWith('-') ? 'option' : 'command'} "${name}"\n\n${USAGE}\n`);
     return 2;
   }
+  const command = await load();
   if (!command.handlesHelp && asksForHelp(rest)) {
     process.stdout.write(`${command.usage}\n`);
     return 0;

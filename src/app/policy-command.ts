@@ -1,8 +1,6 @@
 import { readProvisioningFile } from '../api/provisioning-file';
-import { DecisionEngine } from '../authz/decision-engine';
-import { GrantProvider } from '../authz/grant-provider';
 import { runPolicyCommand as runPolicyTool, type PolicyCommandIo, type PolicyToolServices, type ReplayData } from '../policy-tools/policy-command';
-import { recordOfAuditEvent, replayResolvers, type RecordedDecision } from '../policy-tools/policy-replay';
+import type { RecordedDecision } from '../policy-tools/policy-replay';
 import { loadConfig, parseDuration, type GatewayConfig } from './config';
 
 /**
@@ -63,10 +61,14 @@ async function openReplay(config: GatewayConfig, since: string | null): Promise<
   const sinceMs = since === null ? null : parseDuration(since, '--since');
   const url = config.database.url;
   if (url === null) throw new Error('replay needs the database the gateway uses (DATABASE_URL or database.url): its grants decide, and its audit trail holds the denials');
-  const [{ createOrm }, { MikroOrmIamRepository }, { MikroOrmAdminRepository }] = await Promise.all([
+  // Loaded here, not at the top: the other policy commands (diff in CI above all) start without them.
+  const [{ createOrm }, { MikroOrmIamRepository }, { MikroOrmAdminRepository }, { DecisionEngine }, { GrantProvider }, { recordOfAuditEvent, replayResolvers }] = await Promise.all([
     import('../adapters/postgres/orm'),
     import('../adapters/postgres/mikro-orm-iam-repository'),
     import('../adapters/postgres/admin-repository'),
+    import('../authz/decision-engine'),
+    import('../authz/grant-provider'),
+    import('../policy-tools/policy-replay'),
   ]);
   let orm;
   try {

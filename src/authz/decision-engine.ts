@@ -14,7 +14,8 @@ import { ProblemError, problems, type ProblemCode } from '../domain/problem';
 import type { CompiledGrant } from './ability-compiler';
 import type { AuthorizationDecision, DecisionRoute, FailedStepCode, PassedStepCode } from './decision';
 import { parsePermissionCode } from '../domain/permission-code';
-import { decodeResourceId, resolveOncePerCall, type ResolveResult, type ResourceResolverClient, type ScopeRef } from './resource-resolver';
+import type { ResolveResult, ResourceResolverClient, ScopeRef } from './resource-resolver';
+import { decodeResourceId } from './resource-url';
 import type { ResourceResolverConfig } from '../policy/compiled-policy';
 
 /** Who is asking: the session's principal and the client type it logged in with. */
@@ -500,4 +501,20 @@ export function problemFromDecision(decision: AuthorizationDecision, options: { 
     return new ProblemError('IAM_UNAUTHENTICATED', detail, { extensions, headers: challenge.headers });
   }
   return new ProblemError(decision.problemCode, detail, { extensions });
+}
+
+/**
+ * The resolutions of one call shared: a resource asked twice (two checks of one `POST /iam/authorization/check`)
+ * is resolved once, and both decisions see the same answer.
+ */
+function resolveOncePerCall(inner: Pick<ResourceResolverClient, 'resolve'>): Pick<ResourceResolverClient, 'resolve'> {
+  const answers = new Map<string, Promise<ResolveResult>>();
+  return {
+    resolve(config, type, id) {
+      const key = `${type}\u0000${id}`;
+      let answer = answers.get(key);
+      if (answer === undefined) answers.set(key, (answer = inner.resolve(config, type, id)));
+      return answer;
+    },
+  };
 }

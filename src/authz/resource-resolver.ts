@@ -6,6 +6,7 @@
 import { Agent, request } from 'undici';
 import type { GatewayMetrics } from '../observability/metrics';
 import type { ResourceResolverConfig } from '../policy/compiled-policy';
+import { decodeResourceId, resolverUrl } from './resource-url';
 
 export type ScopeRef = { type: string; id: string };
 
@@ -18,42 +19,6 @@ export type ResolveResult =
 const MAX_BODY_BYTES = 256 * 1024;
 
 const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT']);
-
-/**
- * Path parameters keep every percent-escape except those of unreserved characters (docs/http-contract.md), so an
- * id must be decoded once before it is re-encoded for the resolver URL and compared with `scopeRefId`s.
- * Normalization refuses malformed escapes; if one slips through, the raw text is used (never a throw).
- */
-export function decodeResourceId(id: string): string {
-  if (id.indexOf('%') === -1) return id;
-  try {
-    return decodeURIComponent(id);
-  } catch {
-    return id;
-  }
-}
-
-/**
- * The resolver URL for a resource id (`id` as it appears in the normalized path), or null when the id cannot
- * name a resource without changing the URL's structure. The id is decoded once and then percent-encoded as
- * one path segment (`/`, `?`, `#`, `%`, `\` never survive as such); ids that are or make a `.`/`..` segment
- * (which URL parsers resolve, reaching another resolver URL), empty ids and control characters are refused.
- * One function for the proxy, forward-auth, diagnostics and `policy explain`.
- */
-export function resolverUrl(template: string, id: string): string | null {
-  const decoded = decodeResourceId(id);
-  // eslint-disable-next-line no-control-regex -- refusing control characters is the point
-  if (decoded.length === 0 || decoded === '.' || decoded === '..' || /[\u0000-\u001f\u007f]/.test(decoded)) return null;
-  const url = template.replaceAll('{id}', encodeURIComponent(decoded));
-  // The template's own text around {id} could still form a dot segment with the id (`/.{id}` and `.`).
-  const end = url.search(/[?#]/);
-  const path = end < 0 ? url : url.slice(0, end);
-  const afterScheme = path.indexOf('//');
-  for (const segment of path.slice(afterScheme + 2).split('/').slice(1)) {
-    if (segment === '.' || segment === '..') return null;
-  }
-  return url;
-}
 
 /** Parses a 200 body; null when it is not `{scopes?: [{type: string, id: string|number}]}`. */
 function parseScopes(text: string, type: string, id: string): ScopeRef[] | null {
@@ -220,20 +185,4 @@ export class ResourceResolverClient {
   async close(): Promise<void> {
     await this.agent.close();
   }
-}
-
-/**
- * The resolutions of one call shared: a resource asked twice (two checks of one `POST /iam/authorization/check`)
- * is resolved once, and both decisions see the same answer.
- */
-export function resolveOncePerCall(inner: Pick<ResourceResolverClient, 'resolve'>): Pick<ResourceResolverClient, 'resolve'> {
-  const answers = new Map<string, Promise<ResolveResult>>();
-  return {
-    resolve(config, type, id) {
-      const key = `${type}\u0000${id}`;
-      let answer = answers.get(key);
-      if (answer === undefined) answers.set(key, (answer = inner.resolve(config, type, id)));
-      return answer;
-    },
-  };
 }

@@ -4,7 +4,7 @@
  * specific match selects (file:line), and what that route asks for; or, with no route, what `default`
  * does. Uses the proxy's own normalizer and the compiled policy's own matcher: a view, not a re-implementation.
  */
-import { decodeResourceId, resolverUrl } from '../authz/resource-resolver';
+import { decodeResourceId, resolverUrl } from '../authz/resource-url';
 import { isIamPath } from '../http/prepare-request';
 import { normalizeRequestTarget } from '../http/normalize-target';
 import type { CompiledPolicy, CompiledRoute, DefaultAction, MethodRefusal, ResourceResolverConfig, RouteMatch } from '../policy/compiled-policy';

@@ -12,9 +12,17 @@ export const PROBE_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', '
 
 /** The parsed segments of a route's pattern ([] for a pattern that does not parse: the loader reported it). */
 export function segmentsOf(route: CompiledRoute): PatternSegment[] {
-  const parsed = parseRoutePattern(route.pattern);
-  return parsed.ok ? parsed.segments : [];
+  let segments = SEGMENTS.get(route);
+  if (segments === undefined) {
+    const parsed = parseRoutePattern(route.pattern);
+    segments = parsed.ok ? parsed.segments : [];
+    SEGMENTS.set(route, segments);
+  }
+  return segments;
 }
+
+/** Parsed once per route: a diff asks for each route's segments several times. */
+const SEGMENTS = new WeakMap<CompiledRoute, PatternSegment[]>();
 
 /**
  * Request paths standing for every path the pattern matches: a fresh value (a control character no static segment

@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ResourceResolverClient, resolverUrl } from '../../src/authz/resource-resolver';
+import { ResourceResolverClient } from '../../src/authz/resource-resolver';
+import { resolverUrl } from '../../src/authz/resource-url';
 import { createMetrics } from '../../src/observability/metrics';
 import { compilePolicyFiles } from '../../src/policy/load-policy-directory';
 

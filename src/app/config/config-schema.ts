@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import type { JSONSchemaType } from 'ajv';
 import { DURATION_EXAMPLES, SIZE_EXAMPLES, tryParseByteSize, tryParseDuration } from './durations';
-import { parseRedisUrl } from '../../adapters/redis/redis-topology';
+import { parseRedisUrl } from '../../adapters/redis/redis-url';
 import { isLogoutTokenType } from '../../auth/oidc/token-types';
 
 /**
