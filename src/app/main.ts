@@ -23,7 +23,7 @@ const USAGE = `usage: iam-gateway <command> [options]
   version                     print the version (also --version, -v)
 
 \`iam-gateway <command> --help\` shows a command's options.
-Configuration: IAM_CONFIG (default config/default.yaml) plus environment overrides; see README.`;
+Configuration: IAM_CONFIG (default config/default.yaml) plus environment overrides; see docs/configuration.md.`;
 
 /**
  * Each command's module is loaded when the command runs: `policy diff` in CI should not pay for loading the

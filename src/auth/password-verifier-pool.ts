@@ -152,7 +152,7 @@ const VERIFICATION_MS = 50;
  * On Linux a verification runs under the SCHED_IDLE policy where it can (util-linux's `chrt`): it then uses only
  * CPU time nothing else wants, and a proxy thread that wakes up takes the core back at once. A nice value alone
  * still lets a hashing thread hold a core for a few milliseconds against a waking proxy thread, which is what
- * raised the proxied p99 while logins ran (README, Performance). A machine with no idle CPU would starve such a
+ * raised the proxied p99 while logins ran (bench/README.md, results). A machine with no idle CPU would starve such a
  * verification, so one still running after {@link STARVED_AFTER_MS} moves to the nice value at once, and the
  * threads stay there for {@link IDLE_RETRY_MS}: logins then cost what they cost before, and they always finish.
  *

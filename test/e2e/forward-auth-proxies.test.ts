@@ -1,5 +1,5 @@
 /**
- * #11.6: the forward-auth recipes of examples/forward-auth/ (shown verbatim in the README) run against a
+ * #11.6: the forward-auth recipes of examples/forward-auth/ (shown verbatim in docs/forward-auth.md) run against a
  * real nginx (auth_request) and a real Caddy (forward_auth) in front of the recording host: the original
  * method is what is authorized, client X-IAM-* headers and the gateway's token never reach the host,
  * denials carry the problem body, and paths whose meaning depends on normalization are refused.
@@ -69,10 +69,10 @@ beforeAll(async () => {
 });
 afterAll(() => fixture?.close());
 
-const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
+const GUIDE = readFileSync(join(ROOT, 'docs', 'forward-auth.md'), 'utf8');
 
-it('the README shows the Traefik recipe verbatim (it cannot be run here)', () => {
-  expect(README).toContain(readFileSync(join(ROOT, 'examples', 'forward-auth', 'traefik.yaml'), 'utf8').trim());
+it('docs/forward-auth.md shows the Traefik recipe verbatim (it cannot be run here)', () => {
+  expect(GUIDE).toContain(readFileSync(join(ROOT, 'examples', 'forward-auth', 'traefik.yaml'), 'utf8').trim());
 });
 
 describe.each([nginx, caddy])('#11.6 forward-auth behind a real $name', (kind: FrontProxyKind) => {
@@ -92,8 +92,8 @@ describe.each([nginx, caddy])('#11.6 forward-auth behind a real $name', (kind: F
   beforeEach(() => upstream.clear());
   const bearer = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}` });
 
-  it('#11.6: the README shows this recipe verbatim', () => {
-    expect(README).toContain(kind.recipe.trim());
+  it('#11.6: docs/forward-auth.md shows this recipe verbatim', () => {
+    expect(GUIDE).toContain(kind.recipe.trim());
   });
 
   it('#11.6: a POST is authorized as a POST: a GET-only grant does not let it through, even with a forged method header', async () => {

@@ -205,9 +205,8 @@ export async function canList(input: DecideInput): Promise<AuthorizationDecision
 }
 `,
   );
-  // The README's examples ("Use it as a library") compile as they are shown.
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
-  const section = /\n## Use it as a library\n([\s\S]*?)\n## /.exec(readme)![1]!;
+  // The examples of docs/library.md compile as they are shown.
+  const section = readFileSync(join(ROOT, 'docs', 'library.md'), 'utf8');
   const examples = [...section.matchAll(/```ts\n([\s\S]*?)```/g)].map((match) => match[1]!);
   expect(examples.length).toBe(2);
   examples.forEach((example, index) => writeFileSync(join(project, `readme-${index}.ts`), example));

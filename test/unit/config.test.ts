@@ -405,10 +405,10 @@ describe('parseDuration and parseByteSize', () => {
   });
 });
 
-describe('the README configuration table', () => {
+describe('the configuration reference (docs/configuration.md, "Every key")', () => {
   it('lists every configuration key once, with its environment variables, and nothing else', () => {
-    const readme = readFileSync(path.join(repoRoot, 'README.md'), 'utf8');
-    const section = /## Configuration\n([\s\S]*?)\n## /.exec(readme)![1]!;
+    const reference = readFileSync(path.join(repoRoot, 'docs', 'configuration.md'), 'utf8');
+    const section = /## Every key\n([\s\S]*?)\n## /.exec(reference)![1]!;
     const rows = [...section.matchAll(/^\| `([a-z0-9.-]+)` \| ([^|]*) \|/gm)].map((match) => ({
       key: match[1]!,
       env: [...match[2]!.matchAll(/`([A-Z0-9_]+)`/g)].map((name) => name[1]!),

@@ -1,13 +1,16 @@
 /**
- * The README cannot drift from the CLI: every `npx iam-gateway …` line it shows names a command that exists,
- * and every option it shows is one that command's `--help` lists. (The walkthrough's curl commands run
+ * The README and the docs cannot drift from the CLI: every `npx iam-gateway …` line they show names a command that
+ * exists, and every option it shows is one that command's `--help` lists. (The walkthrough's curl commands run
  * against the demo in test/integration/default-config.test.ts.)
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runCli } from '../support/cli';
 
-const README = readFileSync(join(__dirname, '..', '..', 'README.md'), 'utf8');
+const ROOT = join(__dirname, '..', '..');
+const README = ['README.md', 'CONTRIBUTING.md', ...readdirSync(join(ROOT, 'docs')).filter((name) => name.endsWith('.md')).map((name) => join('docs', name))]
+  .map((file) => readFileSync(join(ROOT, file), 'utf8'))
+  .join('\n');
 
 /** `npx iam-gateway policy check [DIR] [--provision FILE]  # …` → words before the comment. */
 const shown = [...README.matchAll(/^npx iam-gateway ([^#\n]*)/gm)].map((match) => match[1]!.trim());
