@@ -4,15 +4,14 @@
  * header must match. A failure here is a contract break: fix the handler (or the document when it is the
  * one that is wrong), never loosen a schema to fit a bug.
  */
-import Router from '@koa/router';
 import { join } from 'node:path';
-import { registerIamRoutes } from '../../src/api/iam-routes';
 import { HTTP_METHODS, openApiDocument, type HttpMethod, type ParameterObject, type ReferenceObject, type ResponseObject } from '../../src/api/openapi-document';
 import type { RunningGateway } from '../../src/app/start-gateway';
 import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
 import { startGatewayWithUpstream, type GatewayWithUpstream } from '../support/gateway-fixture';
 import { freePort } from '../support/front-proxy';
 import { startTestOp, type TestOp } from '../support/oidc-op';
+import { registeredIamRoutes } from '../support/iam-routes';
 import { createResponseValidator, resolvePointer } from '../support/openapi-validator';
 import { type RecordingUpstream } from '../support/recording-upstream';
 
@@ -78,44 +77,6 @@ function expectDocumented(method: string, path: string, answer: Answer, status: 
 
 /** Fresh sessions: tests that revoke or log out never disturb each other. */
 const fresh = (user: string, clientType = 'WEB'): ReturnType<typeof login> => login(gateway.url, user, `${user}-password`, clientType);
-
-/**
- * The routes the /iam application serves: registerIamRoutes (the one list the gateway registers, src/api/iam-routes.ts)
- * run on a bare router, read back from @koa/router's `stack` (ALL = `router.all`).
- */
-function registeredRoutes(): Array<{ method: string; path: string }> {
-  const router = new Router({ prefix: '/iam' });
-  const unused = {} as never; // registration only builds routes; no dependency is called
-  registerIamRoutes(router, {
-    repository: unused,
-    admin: unused,
-    sessions: unused,
-    grants: unused,
-    changes: unused,
-    login: unused,
-    engine: unused,
-    policy: unused,
-    audit: unused,
-    jwks: unused,
-    assertions: unused,
-    metrics: unused,
-    clientTypes: ['WEB'],
-    browserLogin: { clientType: 'WEB', oidcLoginPath: null, loginPath: '/iam/login' },
-    console: unused,
-    oidc: unused,
-    bearers: unused,
-    sessionCookie: { secure: true, trustedOrigins: new Set() },
-    allowPathParameters: false,
-  });
-  const routes: Array<{ method: string; path: string }> = [];
-  for (const layer of router.stack) {
-    if (layer.methods.length === 0 || typeof layer.path !== 'string') continue; // router.use() layers
-    const path = layer.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
-    if (layer.methods.includes('PROPFIND')) routes.push({ method: 'ALL', path });
-    else for (const method of layer.methods) if (!(method === 'HEAD' && layer.methods.includes('GET'))) routes.push({ method, path });
-  }
-  return routes;
-}
 
 describe('the document', () => {
   const operations = validator.operations();
@@ -233,7 +194,7 @@ describe('the document', () => {
   });
 
   it('documents every route the /iam modules register, and every documented route is registered', () => {
-    const routes = registeredRoutes();
+    const routes = registeredIamRoutes();
     expect(routes.length).toBeGreaterThanOrEqual(24);
     const undocumented = routes.filter(({ method, path }) => {
       const item = openApiDocument.paths[path];

@@ -1,0 +1,41 @@
+/** The routes the gateway's /iam application registers, read from the router itself (no gateway started). */
+import Router from '@koa/router';
+import { registerIamRoutes } from '../../src/api/iam-routes';
+
+/**
+ * The routes the /iam application serves: registerIamRoutes (the one list the gateway registers, src/api/iam-routes.ts)
+ * run on a bare router, read back from @koa/router's `stack` (ALL = `router.all`).
+ */
+export function registeredIamRoutes(): Array<{ method: string; path: string }> {
+  const router = new Router({ prefix: '/iam' });
+  const unused = {} as never; // registration only builds routes; no dependency is called
+  registerIamRoutes(router, {
+    repository: unused,
+    admin: unused,
+    sessions: unused,
+    grants: unused,
+    changes: unused,
+    login: unused,
+    engine: unused,
+    policy: unused,
+    audit: unused,
+    jwks: unused,
+    assertions: unused,
+    metrics: unused,
+    clientTypes: ['WEB'],
+    browserLogin: { clientType: 'WEB', oidcLoginPath: null, loginPath: '/iam/login' },
+    console: unused,
+    oidc: unused,
+    bearers: unused,
+    sessionCookie: { secure: true, trustedOrigins: new Set() },
+    allowPathParameters: false,
+  });
+  const routes: Array<{ method: string; path: string }> = [];
+  for (const layer of router.stack) {
+    if (layer.methods.length === 0 || typeof layer.path !== 'string') continue; // router.use() layers
+    const path = layer.path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');
+    if (layer.methods.includes('PROPFIND')) routes.push({ method: 'ALL', path });
+    else for (const method of layer.methods) if (!(method === 'HEAD' && layer.methods.includes('GET'))) routes.push({ method, path });
+  }
+  return routes;
+}
