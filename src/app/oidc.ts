@@ -51,7 +51,7 @@ export function createOidc(
     login: deps.login,
     store: deps.store,
     rateLimiter: deps.rateLimiter,
-    claims: { ...oidc.claims, users: oidc.users, linkBy: oidc.linkBy },
+    claims: { ...oidc.claims, users: oidc.users, linkBy: oidc.linkBy, allowed: oidc.allowed, profiles: oidc.profiles },
     clientType: browserClientType(config.iam.clientTypes),
   });
   const backchannel = new BackchannelLogout({ rp, store: deps.store, repository: deps.repository, sessions: deps.sessions });

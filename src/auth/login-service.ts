@@ -7,7 +7,8 @@ import type { IdentityRecord, ProfileRecord, UserRecord } from '../domain/record
 import { ProblemError, problems } from '../domain/problem';
 import { notASession, type AuthenticationResult, type RequestFacts, type SessionService, type VerifiedSession } from '../sessions/session-service';
 import type { TokenStore } from '../domain/token-store';
-import type { AuthenticatedIdentity, AuthenticationOutcome, IdentityAuthenticator, LoginRequest } from './authenticator';
+import type { AuthenticatedIdentity, AuthenticationOutcome, IdentityAuthenticator, LoginRequest, ProjectedProfiles } from './authenticator';
+import { OVERWRITE_UNAUDITED, type ProvisioningOptions } from '../domain/provisioning';
 import type { LoginRateLimiter } from './login-rate-limiter';
 import type { IamPrincipal } from '../domain/principal';
 
@@ -39,6 +40,11 @@ export interface EstablishOptions {
   preferredProfileId?: string | null;
   /** The provider's session id (`sid`), kept with the session for back-channel logout. */
   idpSessionId?: string | null;
+  /**
+   * Profiles the login projects by rule (`iam.oidc.profiles`): `profiles` are created or updated, the existing ones
+   * among `retract` are revoked, each change audited as `audit`.
+   */
+  projection?: { profiles: ProjectedProfiles; retract: readonly string[]; audit: { actorUserId: string; source: string } };
 }
 
 /** The `result` label of `iam_logins_total` for a login that threw `error`. */
@@ -102,6 +108,24 @@ export class LoginService {
   }
 
   /**
+   * What a login projects: the authenticator's profiles (as it sends them, unaudited: it is the authority), or the
+   * profiles of `iam.oidc.profiles` rules, with a revocation for each rule profile the user holds but no longer
+   * qualifies for (looked up only then: a rule never creates a profile just to revoke it), audited.
+   */
+  private async projectedProfiles(identity: AuthenticatedIdentity, projection: EstablishOptions['projection']): Promise<{ profiles: ProjectedProfiles; options: ProvisioningOptions }> {
+    if (!projection) return { profiles: identity.profiles ?? [], options: OVERWRITE_UNAUDITED };
+    const profiles: ProjectedProfiles = [...projection.profiles];
+    if (projection.retract.length > 0) {
+      for (const held of await this.deps.repository.listProfiles(identity.userId)) {
+        if (!held.revoked && projection.retract.includes(held.profileId)) {
+          profiles.push({ profileId: held.profileId, profileName: held.profileName, templateVersionId: held.templateVersionId, clientTypes: [...held.clientTypes], revoked: true });
+        }
+      }
+    }
+    return { profiles, options: { overwrite: true, audit: projection.audit } };
+  }
+
+  /**
    * The second half of every login, whoever proved the identity (a password authenticator, an OpenID Provider):
    * the gateway's own records decide whether the user may log in and which profile is active, then the session is
    * issued and the login audited. Refusals are audited and answered 401 IAM_INVALID_CREDENTIALS.
@@ -112,10 +136,11 @@ export class LoginService {
     const { user } = admitted;
 
     let authorizationVersion = user.authorizationVersion;
-    if (identity.profiles && identity.profiles.length > 0) {
-      // The host projects its profiles and scopes into the gateway.
+    const projected = await this.projectedProfiles(identity, login.projection);
+    if (projected.profiles.length > 0) {
+      // The host (or the provider's claims, by rule) projects profiles and scopes into the gateway.
       // Same path as every principal change: recorded in the change feed with it, then delivered (#11.27).
-      const summary = await this.deps.repository.applyProvisioning({ users: [{ userId: identity.userId, profiles: identity.profiles }] });
+      const summary = await this.deps.repository.applyProvisioning({ users: [{ userId: identity.userId, profiles: projected.profiles }] }, projected.options);
       if (summary.affectedUserIds.includes(identity.userId)) {
         authorizationVersion = (await this.deps.repository.getUser(identity.userId))?.authorizationVersion ?? authorizationVersion;
         await this.deps.changes?.deliver();

@@ -95,6 +95,8 @@ describe('loadConfig defaults', () => {
           claims: { userId: 'sub', identityDomain: null, profile: null },
           users: 'jit',
           linkBy: 'none',
+          allowed: [],
+          profiles: [],
           acceptAccessTokens: false,
           audience: null,
           accessTokenTypes: ['at+jwt', 'application/at+jwt'],
@@ -416,5 +418,33 @@ describe('the configuration reference (docs/configuration.md, "Every key")', () 
     const expected = listConfigKeys().map(({ key, env, alias }) => ({ key, env: alias === undefined ? [env] : [env, alias] }));
     expect(rows.sort((a, b) => a.key.localeCompare(b.key))).toEqual(expected.sort((a, b) => a.key.localeCompare(b.key)));
     expect(rows.map((row) => row.key)).toContain('iam.forward.assertion.key-file');
+  });
+});
+
+describe('iam.oidc.allowed and iam.oidc.profiles', () => {
+  const rule = { name: 'eng', when: [{ claim: 'groups', values: ['eng'] }], 'template-version': 'editor-v1', 'client-types': ['WEB'] };
+
+  it('reads the rules from the file and from the environment (a JSON array)', () => {
+    const fromEnv = load('', { IAM_OIDC_ALLOWED: '[{"claim":"groups","values":["eng","ops"]}]', IAM_OIDC_PROFILES: JSON.stringify([{ ...rule, scopes: [{ type: 'TEAM', claim: 'groups', access: 'WRITE' }] }]) });
+    expect(fromEnv.iam.oidc.allowed).toEqual([{ claim: 'groups', values: ['eng', 'ops'] }]);
+    expect(fromEnv.iam.oidc.profiles).toEqual([
+      { name: 'eng', when: [{ claim: 'groups', values: ['eng'] }], profileName: 'eng', templateVersionId: 'editor-v1', clientTypes: ['WEB'], scopes: [{ type: 'TEAM', claim: 'groups', access: 'WRITE' }], unscoped: null },
+    ]);
+    const fromFile = load('iam:\n  oidc:\n    allowed:\n      - claim: email_verified\n    profiles:\n      - { name: ops, template-version: reader-v1, client-types: [WEB], profile-name: Operations, unscoped: true }\n');
+    expect(fromFile.iam.oidc.allowed).toEqual([{ claim: 'email_verified', values: [] }]);
+    expect(fromFile.iam.oidc.profiles[0]).toEqual(expect.objectContaining({ name: 'ops', profileName: 'Operations', when: [], scopes: [], unscoped: true }));
+  });
+
+  it.each([
+    ['two rules with one name', { IAM_OIDC_PROFILES: JSON.stringify([rule, rule]) }, /iam\.oidc\.profiles\[1\]\.name: "eng" names two rules/],
+    ['a scope with both id and claim', { IAM_OIDC_PROFILES: JSON.stringify([{ ...rule, scopes: [{ type: 'T', id: 'x', claim: 'groups', access: 'READ' }] }]) }, /give either id .* or claim/],
+    ['a scope with neither', { IAM_OIDC_PROFILES: JSON.stringify([{ ...rule, scopes: [{ type: 'T', access: 'READ' }] }]) }, /give either id .* or claim/],
+    ['unscoped with scopes', { IAM_OIDC_PROFILES: JSON.stringify([{ ...rule, unscoped: true, scopes: [{ type: 'T', id: 'x', access: 'READ' }] }]) }, /unscoped: true means every resource/],
+    ['a name that cannot be part of an id', { IAM_OIDC_PROFILES: JSON.stringify([{ ...rule, name: 'Eng Team' }]) }, /iam\.oidc\.profiles/],
+    ['an unknown key in a rule', { IAM_OIDC_PROFILES: JSON.stringify([{ ...rule, template: 'x' }]) }, /iam\.oidc\.profiles/],
+    ['a condition without a claim', { IAM_OIDC_ALLOWED: '[{"values":["x"]}]' }, /iam\.oidc\.allowed/],
+    ['not JSON', { IAM_OIDC_ALLOWED: '[{claim' }, /iam\.oidc\.allowed: .* is not a JSON array/],
+  ])('refuses %s with a message naming the key', (_case, env, message) => {
+    expect(loadError('', env).message).toMatch(message);
   });
 });

@@ -4,6 +4,23 @@ import { DURATION_EXAMPLES, SIZE_EXAMPLES, tryParseByteSize, tryParseDuration } 
 import { parseRedisUrl } from '../../adapters/redis/redis-url';
 import { isLogoutTokenType } from '../../auth/oidc/token-types';
 
+/** `iam.oidc.allowed` and a profile rule's `when`: a claim that must hold one of `values` (none: be present). */
+export interface RawClaimCondition {
+  claim: string;
+  values: string[];
+}
+
+/** One rule of `iam.oidc.profiles` (docs/oidc.md). */
+export interface RawProfileRule {
+  name: string;
+  when: RawClaimCondition[];
+  'profile-name'?: string | null;
+  'template-version': string;
+  'client-types': string[];
+  scopes: Array<{ type: string; id?: string | null; claim?: string | null; access: 'READ' | 'WRITE' }>;
+  unscoped?: boolean | null;
+}
+
 /**
  * The YAML/environment form of the configuration after defaults are applied: kebab-case keys,
  * durations and sizes as written (`8h`, `16kb` or numbers). The schema below is typed against this
@@ -85,6 +102,8 @@ export interface RawConfig {
       claims: { 'user-id': string; 'identity-domain'?: string | null; profile?: string | null };
       users: 'jit' | 'existing';
       'link-by': 'none' | 'verified-email';
+      allowed: RawClaimCondition[];
+      profiles: RawProfileRule[];
       'accept-access-tokens': boolean;
       audience?: string | null;
       'access-token-types': string[];
@@ -277,6 +296,46 @@ const section = <P extends Record<string, unknown>>(properties: P) => ({
 
 const MAX = Number.MAX_SAFE_INTEGER;
 
+const claimCondition = {
+  type: 'object' as const,
+  additionalProperties: false as const,
+  required: ['claim'] as Array<'claim' | 'values'>,
+  properties: {
+    claim: { type: 'string' as const, format: 'claim-name' },
+    values: { type: 'array' as const, items: { type: 'string' as const, minLength: 1, maxLength: 200 }, uniqueItems: true as const, maxItems: 100, default: [] as string[] },
+  },
+};
+
+const profileRule = {
+  type: 'object' as const,
+  additionalProperties: false as const,
+  required: ['name', 'template-version', 'client-types'] as Array<'name' | 'when' | 'template-version' | 'client-types' | 'scopes'>,
+  properties: {
+    name: { type: 'string' as const, pattern: '^[a-z0-9][a-z0-9-]{0,39}$', description: 'lower-case letters, digits and "-", up to 40: part of the projected profile id' },
+    when: { type: 'array' as const, items: claimCondition, maxItems: 20, default: [] as RawClaimCondition[] },
+    'profile-name': { type: 'string' as const, nullable: true as const, minLength: 1, maxLength: 200 },
+    'template-version': { type: 'string' as const, minLength: 1, maxLength: 200 },
+    'client-types': { type: 'array' as const, items: { type: 'string' as const, minLength: 1 }, uniqueItems: true as const, minItems: 1 },
+    scopes: {
+      type: 'array' as const,
+      maxItems: 20,
+      default: [] as RawProfileRule['scopes'],
+      items: {
+        type: 'object' as const,
+        additionalProperties: false as const,
+        required: ['type', 'access'] as Array<'type' | 'access'>,
+        properties: {
+          type: { type: 'string' as const, minLength: 1, maxLength: 200 },
+          id: { type: 'string' as const, nullable: true as const, minLength: 1, maxLength: 200 },
+          claim: { type: 'string' as const, nullable: true as const, format: 'claim-name' },
+          access: { type: 'string' as const, enum: ['READ', 'WRITE'] as Array<'READ' | 'WRITE'> },
+        },
+      },
+    },
+    unscoped: { type: 'boolean' as const, nullable: true as const },
+  },
+};
+
 /**
  * JSON Schema (draft-07, ajv 8) of the configuration file. The `default`s here are the only defaults;
  * config/default.yaml repeats them as documentation (a test checks the two agree).
@@ -444,6 +503,20 @@ export const configSchema = section({
         default: 'none' as const,
         description:
           'a provider account the gateway has not seen joins an existing user only when an admin linked it (none), or also when the userId is its email and email_verified is true (verified-email; the first account in that domain only)',
+      },
+      allowed: {
+        type: 'array' as const,
+        items: claimCondition,
+        default: [],
+        description:
+          'claims a provider account must have to sign in, e.g. [{claim: groups, values: [engineering, ops]}]: every condition must hold (a string claim equal to one of the values, a list claim containing one; no values: the claim is present); otherwise the login is refused and audited',
+      },
+      profiles: {
+        type: 'array' as const,
+        items: profileRule,
+        default: [],
+        description:
+          "rules from claims to profiles, applied at every login: a user whose claims meet a rule's `when` has its profile (id oidc-<name>-<userId>, the rule's template version, client types and scopes, which may take their ids from a claim); when the claims stop meeting it, the profile is revoked; each change audited",
       },
       'accept-access-tokens': flag(false, "accept the provider's JWT access tokens as bearers (resource-server mode; needs an audience other than the client id)"),
       audience: nullableText('`aud` a JWT access token must carry; required with accept-access-tokens, and not the client id (the aud of its ID tokens)'),

@@ -1,3 +1,5 @@
+import type { ClaimCondition, ProfileRule } from '../../auth/oidc/claim-rules';
+
 /**
  * The validated configuration, as the code sees it: YAML keys in camelCase, durations in milliseconds,
  * sizes in bytes. The YAML/env form (kebab-case keys, `8h`, `1mb`) is documented in config/default.yaml.
@@ -155,6 +157,10 @@ export interface GatewayConfig {
       users: 'jit' | 'existing';
       /** What, besides an admin, may join a new provider account to an existing user (docs/oidc.md). */
       linkBy: 'none' | 'verified-email';
+      /** `iam.oidc.allowed`: claims a provider account must have to sign in. */
+      allowed: ClaimCondition[];
+      /** `iam.oidc.profiles`: rules from claims to projected profiles, applied at every login. */
+      profiles: ProfileRule[];
       acceptAccessTokens: boolean;
       /** With `acceptAccessTokens`, set and not the client id (the configuration check refuses otherwise). */
       audience: string | null;

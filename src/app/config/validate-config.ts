@@ -102,6 +102,24 @@ export function crossChecks(data: Data): Problem[] {
           : 'iam.oidc.audience: must differ from iam.oidc.client-id when iam.oidc.accept-access-tokens is true (the provider\'s ID tokens carry the client id as their aud, and would pass as access tokens)',
     });
   }
+  // Profile rules: names are part of the projected profile ids (one rule, one id); a scope names its id one way.
+  const rules = get('iam.oidc.profiles');
+  if (Array.isArray(rules)) {
+    const seen = new Set<string>();
+    rules.forEach((rule: { name?: unknown; scopes?: Array<{ id?: unknown; claim?: unknown }>; unscoped?: unknown }, index) => {
+      const at = ['iam', 'oidc', 'profiles', String(index)];
+      if (typeof rule.name === 'string') {
+        if (seen.has(rule.name)) problems.push({ path: [...at, 'name'], message: `iam.oidc.profiles[${index}].name: "${rule.name}" names two rules (the name is part of the projected profile id)` });
+        seen.add(rule.name);
+      }
+      (rule.scopes ?? []).forEach((scope, scopeIndex) => {
+        if ((scope.id ?? null) === null === ((scope.claim ?? null) === null)) {
+          problems.push({ path: [...at, 'scopes', String(scopeIndex)], message: `iam.oidc.profiles[${index}].scopes[${scopeIndex}]: give either id (a fixed scope id) or claim (one scope per value of that claim), not both or neither` });
+        }
+      });
+      if (rule.unscoped === true && (rule.scopes ?? []).length > 0) problems.push({ path: [...at, 'unscoped'], message: `iam.oidc.profiles[${index}]: unscoped: true means every resource, so it takes no scopes` });
+    });
+  }
   const issuer = get('iam.oidc.issuer');
   if (typeof issuer === 'string' && URL.canParse(issuer) && new URL(issuer).protocol === 'http:' && !isLoopbackHost(new URL(issuer).hostname)) {
     problems.push({ path: ['iam', 'oidc', 'issuer'], message: 'iam.oidc.issuer: must be https:// (plain http only on loopback, for development)' });

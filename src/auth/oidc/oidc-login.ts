@@ -8,6 +8,7 @@ import type { AuthenticatedIdentity } from '../authenticator';
 import { checkAuthenticatedIdentity } from '../identity-validation';
 import type { LoginRateLimiter } from '../login-rate-limiter';
 import type { LoginService } from '../login-service';
+import { projectProfiles, unmetCondition, type ClaimCondition, type ProfileRule } from './claim-rules';
 import { attachRule, type LinkBy } from './identity-linking';
 import { LOGIN_STATE_TTL_MS, type LoginState, type LoginStateSeal } from './login-state';
 import type { RelyingParty } from './relying-party';
@@ -24,6 +25,10 @@ export interface ClaimMapping {
   users: 'jit' | 'existing';
   /** What may join a new provider account to an existing user besides an admin (`iam.oidc.link-by`). */
   linkBy: LinkBy;
+  /** `iam.oidc.allowed`: claims an account must have to sign in (none: every account). */
+  allowed?: readonly ClaimCondition[];
+  /** `iam.oidc.profiles`: profiles projected from the claims at every login. */
+  profiles?: readonly ProfileRule[];
 }
 
 export interface OidcLoginDeps {
@@ -118,7 +123,14 @@ export class OidcLogin {
       throw new ProblemError('IAM_OIDC_LOGIN_FAILED', `The identity provider refused the login: ${error}${description ? ` (${description.slice(0, 200)})` : ''}.`);
     }
     const claims = await this.deps.rp.completeLogin(query, state);
+    const unmet = unmetCondition(claims, this.deps.claims.allowed ?? []);
+    if (unmet !== null) {
+      const wanted = unmet.values.length === 0 ? 'is missing' : `holds none of ${unmet.values.slice(0, 5).join(', ')}${unmet.values.length > 5 ? ', …' : ''}`;
+      throw new ProblemError('IAM_OIDC_LOGIN_FAILED', `This account may not sign in here: its "${unmet.claim}" claim ${wanted} (iam.oidc.allowed).`);
+    }
     const identity = this.identityOf(claims);
+    const rules = this.deps.claims.profiles ?? [];
+    const projection = rules.length > 0 ? projectProfiles(claims, identity.userId, rules) : null;
     const profileClaim = this.deps.claims.profile;
     const preferred = profileClaim !== null && typeof claims[profileClaim] === 'string' ? (claims[profileClaim] as string) : null;
     return this.deps.login.loginVerified(identity, this.deps.clientType, facts, {
@@ -128,6 +140,7 @@ export class OidcLogin {
       attach: attachRule(claims, identity, this.deps.claims.linkBy),
       preferredProfileId: preferred,
       idpSessionId: typeof claims.sid === 'string' ? claims.sid : null,
+      ...(projection ? { projection: { profiles: projection.profiles, retract: projection.retract, audit: { actorUserId: 'oidc', source: 'iam.oidc.profiles' } } } : {}),
     });
   }
 

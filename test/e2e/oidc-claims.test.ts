@@ -1,0 +1,151 @@
+/**
+ * Profiles from the provider's groups and claims (`iam.oidc.profiles`) and who may sign in (`iam.oidc.allowed`),
+ * against a real OpenID Provider (oidc-provider, test/support/oidc-op.ts) whose ID tokens carry `groups`.
+ *
+ * One user, three provider accounts: the userId is the `email` claim, and an admin linked the three accounts to
+ * that user, so each login is the same user with other groups — what a change of groups at the provider does
+ * between two logins.
+ */
+import type { ProfileRecord } from '../../src/domain/records';
+import { freePort } from '../support/front-proxy';
+import { E2E_POLICIES, startGatewayWithUpstream, type GatewayWithUpstream } from '../support/gateway-fixture';
+import { CookieJar, startTestOp, type TestOp } from '../support/oidc-op';
+
+const CLIENT = { id: 'iam-gateway', secret: 'gateway-secret-for-claims' };
+const CAROL = 'carol@example.test';
+const ACCOUNTS = {
+  'carol-eng': { sub: 'carol-1', password: 'pw-1', claims: { email: CAROL, groups: ['engineering'] } },
+  'carol-both': { sub: 'carol-2', password: 'pw-2', claims: { email: CAROL, groups: ['engineering', 'staff'] } },
+  'carol-staff': { sub: 'carol-3', password: 'pw-3', claims: { email: CAROL, groups: ['staff'] } },
+  dave: { sub: 'dave-1', password: 'pw-dave', claims: { email: 'dave@example.test', groups: ['contractors'] } },
+  nogroups: { sub: 'erin-1', password: 'pw-erin', claims: { email: 'erin@example.test' } },
+};
+
+const RULES = [
+  { name: 'engineering', when: [{ claim: 'groups', values: ['engineering'] }], 'profile-name': 'Engineering', 'template-version': 'editor-v1', 'client-types': ['WEB'], scopes: [{ type: 'TEAM', claim: 'groups', access: 'WRITE' }] },
+  { name: 'staff', when: [{ claim: 'groups', values: ['staff'] }], 'template-version': 'reader-v1', 'client-types': ['WEB'], unscoped: true },
+];
+
+let op: TestOp;
+let fixture: GatewayWithUpstream;
+
+beforeAll(async () => {
+  const port = await freePort();
+  op = await startTestOp({
+    clients: [{ client_id: CLIENT.id, client_secret: CLIENT.secret, redirect_uris: [`http://127.0.0.1:${port}/iam/auth/oidc/callback`], grant_types: ['authorization_code'], response_types: ['code'], token_endpoint_auth_method: 'client_secret_basic' }],
+    accounts: ACCOUNTS,
+  });
+  fixture = await startGatewayWithUpstream(
+    {
+      PORT: String(port),
+      IAM_POLICIES_DIR: E2E_POLICIES,
+      IAM_AUTHENTICATOR_TYPE: 'oidc',
+      IAM_OIDC_ISSUER: op.issuer,
+      IAM_OIDC_CLIENT_ID: CLIENT.id,
+      IAM_OIDC_CLIENT_SECRET: CLIENT.secret,
+      IAM_OIDC_REDIRECT_URI: `http://127.0.0.1:${port}/iam/auth/oidc/callback`,
+      IAM_OIDC_SCOPES: 'openid,email,groups',
+      IAM_OIDC_CLAIMS_USER_ID: 'email',
+      IAM_OIDC_ALLOWED: JSON.stringify([{ claim: 'groups', values: ['engineering', 'staff'] }]),
+      IAM_OIDC_PROFILES: JSON.stringify(RULES),
+    },
+    { keepDatabase: true },
+  );
+  // An admin linked Carol's three provider accounts to her user (docs/oidc.md): each signs in as her.
+  await fixture.gateway.services!.repository.applyProvisioning({
+    users: [{ userId: CAROL, identities: ['carol-1', 'carol-2', 'carol-3'].map((sub) => ({ identityId: `oidc:${sub}`, identityDomain: op.issuer })) }],
+  });
+}, 60_000);
+afterAll(async () => {
+  await fixture?.close();
+  await op?.close();
+});
+
+const send = (url: string, init: RequestInit = {}): Promise<Response> => fetch(url, { redirect: 'manual', ...init });
+
+async function signIn(account: keyof typeof ACCOUNTS): Promise<Response> {
+  const gw = fixture.gateway.url;
+  const started = await send(`${gw}/iam/auth/oidc/login?returnTo=%2Fapi%2Fprojects`);
+  const stateCookie = /__Host-iam-oidc=([^;]+)/.exec(started.headers.getSetCookie().join('\n'))![1]!;
+  const callback = await op.loginThrough(started.headers.get('location')!, account, ACCOUNTS[account].password, `${gw}/iam/auth/oidc/callback`, new CookieJar());
+  return send(callback, { headers: { cookie: `__Host-iam-oidc=${stateCookie}` } });
+}
+
+/** Carol's rule profiles: id → what a decision reads of them. */
+async function carolsProfiles(): Promise<Record<string, Pick<ProfileRecord, 'profileName' | 'templateVersionId' | 'revoked' | 'unscoped' | 'scopes'>>> {
+  const profiles = await fixture.gateway.services!.repository.listProfiles(CAROL);
+  return Object.fromEntries(
+    profiles.map((profile) => [profile.profileId, { profileName: profile.profileName, templateVersionId: profile.templateVersionId, revoked: profile.revoked, unscoped: profile.unscoped, scopes: [...profile.scopes].sort((a, b) => a.scopeRefId.localeCompare(b.scopeRefId)) }]),
+  );
+}
+
+async function auditRows(action: string, targetId: string): Promise<Array<{ actor_user_id: string; details: { source?: string; changed?: string[]; reason?: string } }>> {
+  await fixture.gateway.services!.audit.flush();
+  return fixture.db!.orm.em.fork().execute('select actor_user_id, details from iam_audit_events where action = ? and target_id = ? order by occurred_at', [action, targetId]);
+}
+
+const team = (id: string) => ({ scopeType: 'TEAM', scopeRefId: id, accessMode: 'WRITE' });
+
+describe('iam.oidc.profiles: the provider\'s groups become profiles at every login', () => {
+  it('adds the profile of each rule the claims meet, with scopes from a claim; the session can use it', async () => {
+    const answer = await signIn('carol-eng');
+    expect(answer.status).toBe(303);
+    expect(await carolsProfiles()).toEqual({
+      'oidc-engineering-carol@example.test': { profileName: 'Engineering', templateVersionId: 'editor-v1', revoked: false, unscoped: false, scopes: [team('engineering')] },
+    });
+    // No profile for the staff rule: a rule never creates a profile just to revoke it.
+    const cookie = answer.headers.getSetCookie().find((line) => line.startsWith('__Host-iam-session='))!.split(';')[0]!;
+    const me = await send(`${fixture.gateway.url}/iam/auth/me`, { headers: { cookie } });
+    expect(((await me.json()) as { activeProfileId: string }).activeProfileId).toBe('oidc-engineering-carol@example.test');
+    const created = await auditRows('provisioning.profile.create', 'oidc-engineering-carol@example.test');
+    expect(created).toEqual([{ actor_user_id: 'oidc', details: expect.objectContaining({ source: 'iam.oidc.profiles' }) }]);
+  });
+
+  it('updates a profile whose claims changed and adds the one a new group brings, each change audited', async () => {
+    expect((await signIn('carol-both')).status).toBe(303);
+    expect(await carolsProfiles()).toEqual({
+      'oidc-engineering-carol@example.test': { profileName: 'Engineering', templateVersionId: 'editor-v1', revoked: false, unscoped: false, scopes: [team('engineering'), team('staff')] },
+      'oidc-staff-carol@example.test': { profileName: 'staff', templateVersionId: 'reader-v1', revoked: false, unscoped: true, scopes: [] },
+    });
+    expect(await auditRows('provisioning.profile.update', 'oidc-engineering-carol@example.test')).toHaveLength(1);
+    expect(await auditRows('provisioning.profile.create', 'oidc-staff-carol@example.test')).toHaveLength(1);
+  });
+
+  it('revokes the profile whose group went away, and keeps the others', async () => {
+    expect((await signIn('carol-staff')).status).toBe(303);
+    const profiles = await carolsProfiles();
+    expect(profiles['oidc-engineering-carol@example.test']!.revoked).toBe(true);
+    expect(profiles['oidc-staff-carol@example.test']!.revoked).toBe(false);
+    expect((await auditRows('provisioning.profile.update', 'oidc-engineering-carol@example.test')).at(-1)!.details.changed).toContain('revoked');
+  });
+
+  it('gives the profile back when the group returns', async () => {
+    expect((await signIn('carol-eng')).status).toBe(303);
+    const profiles = await carolsProfiles();
+    expect(profiles['oidc-engineering-carol@example.test']).toEqual(expect.objectContaining({ revoked: false, scopes: [team('engineering')] }));
+    // The staff profile is revoked now (carol-eng is not in staff).
+    expect(profiles['oidc-staff-carol@example.test']!.revoked).toBe(true);
+  });
+});
+
+describe('iam.oidc.allowed: who may sign in', () => {
+  it.each([
+    ['a group outside the list', 'dave' as const, 'dave@example.test', 'holds none of engineering, staff'],
+    ['no groups claim at all', 'nogroups' as const, 'erin@example.test', 'holds none of engineering, staff'],
+  ])('refuses %s: 401 IAM_OIDC_LOGIN_FAILED naming the claim, audited, no user and no session', async (_case, account, userId, words) => {
+    const answer = await signIn(account);
+    expect(answer.status).toBe(401);
+    expect(answer.headers.getSetCookie().some((line) => line.startsWith('__Host-iam-session='))).toBe(false);
+    const problem = (await answer.json()) as { code: string; detail: string };
+    expect(problem.code).toBe('IAM_OIDC_LOGIN_FAILED');
+    expect(problem.detail).toContain('"groups" claim');
+    expect(problem.detail).toContain(words);
+    expect(await fixture.gateway.services!.repository.getUser(userId)).toBeNull();
+    await fixture.gateway.services!.audit.flush();
+    const rows = await fixture.db!.orm.em.fork().execute<Array<{ details: { reason: string; detail: string } }>>(
+      "select details from iam_audit_events where action = 'auth.login.failed' and request_id = ?",
+      [answer.headers.get('x-request-id')],
+    );
+    expect(rows.map((row) => row.details.reason)).toEqual(['IAM_OIDC_LOGIN_FAILED']);
+  });
+});
