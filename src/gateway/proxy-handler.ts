@@ -9,6 +9,7 @@ import { sendProblem } from '../http/problem-response';
 import { clearedSessionCookie } from '../http/session-cookie';
 import { sendLoginRedirect } from '../http/login-page';
 import { buildUpstreamHeaders } from '../http/upstream-headers';
+import { sendWellKnownFile, wellKnownFileFor, type WellKnownFile } from '../http/well-known-files';
 import type { Authorization, RequestAuthorizer } from './request-authorizer';
 import type { CandidateDivergence } from './candidate-decisions';
 import type { AuthorizationDecision } from '../authz/decision';
@@ -60,6 +61,8 @@ export class ProxyHandler {
 
   /** Handles a request that is not for `/iam`; synchronous on the warm path. */
   handle(req: IncomingMessage, res: ServerResponse, request: PreparedRequest, expectContinue = false): void {
+    const file = wellKnownFileFor(request.method, request.path);
+    if (file !== null && this.deps.authorizer.refusesUndeclared(request)) return this.answerWellKnown(req, res, request, file);
     const tracer = this.deps.tracer;
     // A request the sampler left out is handled as with tracing off: no child spans, no context to carry, and the
     // client's own traceparent reaches the host.
@@ -94,6 +97,25 @@ export class ProxyHandler {
     }
     if (expectContinue) res.writeContinue();
     this.forward(req, res, request, outcome, exchange);
+  }
+
+  /**
+   * `GET`/`HEAD /favicon.ico` or `/robots.txt` that the policy would refuse only because no route declares it
+   * (docs/http-contract.md): the gateway's fixed answer instead of a denial. Nothing is decided, so nothing is
+   * audited, and the access log has a line (decision `none`) only where it logs allowed requests (`all`, sampled).
+   */
+  private answerWellKnown(req: IncomingMessage, res: ServerResponse, request: PreparedRequest, file: WellKnownFile): void {
+    const tracer = this.deps.tracer;
+    const exchange: Exchange = {
+      started: performance.now(),
+      // `METHOD proxy`, like any request no route matched.
+      trace: tracer === null ? null : tracer.startSampled({ method: request.method, route: 'proxy', path: request.path, headers: req.headers, clientAddress: request.clientAddress, trustedPeer: request.trustedPeer }),
+      authorize: null,
+      logAllowed: this.deps.accessLog !== null && this.deps.accessLog.logsAllowed && this.deps.accessLog.sampled(),
+    };
+    sendWellKnownFile(res, file, request.requestId);
+    this.answered(request, exchange, undefined, file.status);
+    this.completed(request, exchange, undefined, file.status, null, null, request.method === 'HEAD' ? 0 : Buffer.byteLength(file.body));
   }
 
   /** The `authorize` span's attributes (docs/observability.md): route, permission, decision, step, decisionId. */

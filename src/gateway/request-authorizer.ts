@@ -70,6 +70,16 @@ export class RequestAuthorizer {
     this.allowed = deps.metrics.decisions.cell('allow', 'none');
   }
 
+  /**
+   * Whether the live policy refuses the request without looking at who sent it: its route table selects no route for
+   * the method and path, and `default: deny` decides (403 ROUTE_NOT_DECLARED). Only asked for the few paths the
+   * gateway may answer itself (gateway/proxy-handler.ts); {@link authorizeFast} takes its own snapshot.
+   */
+  refusesUndeclared(request: PreparedRequest): boolean {
+    const policy = this.deps.policy();
+    return policy.defaultAction === 'deny' && policy.match(request.method, request.path) === null;
+  }
+
   /** Authorizes a prepared request exactly as the proxy enforces it. Never rejects. */
   async authorize(request: PreparedRequest, clientAddress: string | undefined, upgrade = false): Promise<Authorization> {
     return this.authorizeFast(request, clientAddress, upgrade);
