@@ -1,16 +1,16 @@
 /** The `/iam/admin` paths of the `/iam` OpenAPI document; each operation names its `iam.admin.*` permission. */
 import { IDENTIFIER_PATTERN } from '../auth/identity-validation';
-import { BODY_FAILURES, NO_STORE, PROBLEM_MEDIA_TYPE, PROTECTED_FAILURES, empty, header, json, jsonBody, param, problem, ref, response } from './openapi-builders';
+import { BODY_FAILURES, NO_STORE, PROBLEM_MEDIA_TYPE, PROTECTED_FAILURES, empty, header, json, jsonBody, param, problem, ref, response, sessionGranting } from './openapi-builders';
 import type { JsonSchema, OperationObject, PathItemObject, ResponseObject } from './openapi-types';
 
-/** Admin operations (docs/http-contract.md): a token whose active profile grants `permission`. */
+/** Admin operations (docs/http-contract.md): a session (bearer or cookie) whose active profile grants `permission`. */
 function admin(permission: string, operation: Omit<OperationObject, 'tags' | 'security' | 'x-permission'>): OperationObject {
   return {
     ...operation,
     tags: ['admin'],
     description: `${operation.description ? `${operation.description} ` : ''}Needs \`${permission}\` in the caller's active profile.`,
-    // OpenAPI 3.1 §4.8.30: for non-OAuth schemes the array lists the roles required.
-    security: [{ bearer: [permission] }],
+    // OpenAPI 3.1 §4.8.30: for non-OAuth schemes the array lists the roles required (bearer or cookie alike).
+    security: sessionGranting(permission),
     'x-permission': permission,
     responses: { ...operation.responses, '403': ADMIN_DENIED, ...PROTECTED_FAILURES },
   };

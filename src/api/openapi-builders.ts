@@ -3,7 +3,8 @@
  * and RFC 9457 problem answers.
  */
 import { PROBLEM_CATALOG, type ProblemCode } from '../domain/problem';
-import type { JsonSchema, OperationObject, ReferenceObject, ResponseObject } from './openapi-types';
+import type { JsonSchema, OperationObject, PathItemObject, ReferenceObject, ResponseObject, SecurityRequirement } from './openapi-types';
+import { HTTP_METHODS } from './openapi-types';
 
 export const PROBLEM_MEDIA_TYPE = 'application/problem+json';
 export const ref = (name: string): JsonSchema => ({ $ref: `#/components/schemas/${name}` });
@@ -80,3 +81,35 @@ export const BODY_FAILURES = { '413': response('PayloadTooLarge'), '415': respon
 
 /** `Cache-Control: no-store` on an answer that carries data of one caller (admin objects, decisions). */
 export const NO_STORE: NonNullable<ResponseObject['headers']> = { 'Cache-Control': header('NoStore') };
+
+/**
+ * Who may call an operation (`security`, OpenAPI 3.1 §4.8.30), in the names of `components.securitySchemes`.
+ * The gateway reads the bearer token, or without one the session cookie (docs/http-contract.md, Authentication):
+ * either satisfies a protected operation, so each is a requirement of its own (alternatives).
+ */
+export const SESSION: SecurityRequirement[] = [{ bearer: [] }, { sessionCookie: [] }];
+/** A credential is used when one is sent, and none is fine too (`{}`: the anonymous alternative). */
+export const OPTIONAL_SESSION: SecurityRequirement[] = [...SESSION, {}];
+/** A session whose active profile grants `permission` (for non-OAuth schemes the list names the roles needed). */
+export const sessionGranting = (permission: string): SecurityRequirement[] => SESSION.map((requirement) => Object.fromEntries(Object.keys(requirement).map((scheme) => [scheme, [permission]])));
+
+/**
+ * The answers the front door can give to a request for any operation before routing, listed on every one: a target
+ * longer than `server.max-url-length` is 414 whatever it names. (400 IAM_BAD_REQUEST, 405 and 431 are in
+ * `info.description`: listing them would contradict an operation's own 400 and its methods.)
+ */
+export const REFUSED_BEFORE_ROUTING = { '414': response('UriTooLong') };
+
+/** `paths` with {@link REFUSED_BEFORE_ROUTING} added to every operation (an operation's own entry wins). */
+export function withRefusalsBeforeRouting(paths: Record<string, PathItemObject>): Record<string, PathItemObject> {
+  return Object.fromEntries(
+    Object.entries(paths).map(([path, item]) => {
+      const withRefusals: PathItemObject = { ...item };
+      for (const method of HTTP_METHODS) {
+        const operation = item[method];
+        if (operation) withRefusals[method] = { ...operation, responses: { ...REFUSED_BEFORE_ROUTING, ...operation.responses } };
+      }
+      return [path, withRefusals];
+    }),
+  );
+}

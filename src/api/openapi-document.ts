@@ -9,7 +9,7 @@
 import { IDENTIFIER_PATTERN } from '../auth/identity-validation';
 import { REQUEST_ID_PATTERN } from '../http/prepare-request';
 import { adminPaths } from './openapi-admin-paths';
-import { header, problem } from './openapi-builders';
+import { header, problem, SESSION, withRefusalsBeforeRouting } from './openapi-builders';
 import { nonAdminPaths } from './openapi-paths';
 import { componentSchemas } from './schemas/components';
 import type { JsonSchema, OpenApiDocument } from './openapi-types';
@@ -27,18 +27,33 @@ export type {
   PathItemObject,
   ReferenceObject,
   ResponseObject,
+  SecurityRequirement,
+  SecuritySchemeObject,
 } from './openapi-types';
 export { HTTP_METHODS } from './openapi-types';
 
 const components: OpenApiDocument['components'] = {
   // TypeBox schemas are JSON Schema; their symbol-keyed metadata does not serialize.
   schemas: componentSchemas as Record<string, JsonSchema>,
+  // docs/http-contract.md, Authentication: the gateway reads the bearer token, or without one the session cookie.
   securitySchemes: {
     bearer: {
       type: 'http',
       scheme: 'bearer',
       bearerFormat: 'iamt_<43 base64url characters>',
-      description: 'The `accessToken` of login or profile switch, in the Authorization header only (never the query string; RFC 6750 §2.1).',
+      description:
+        'The `accessToken` of login or profile switch (`iamt_` and 256 random bits in base64url), in the Authorization header only ' +
+        '(never the query string; RFC 6750 §2.1). With `iam.oidc.accept-access-tokens`, also a JWT access token of the OpenID ' +
+        'Provider; for `/iam/authorization/check` and `/plan`, also an `X-IAM-Assertion` the gateway issued. A bearer wins over the cookie.',
+    },
+    sessionCookie: {
+      type: 'apiKey',
+      in: 'cookie',
+      name: '__Host-iam-session',
+      description:
+        'The session cookie of a browser login (the same token; `iam-session` when `iam.session-cookie.secure` is false). Read only ' +
+        'without a bearer token and when the request carries exactly one; a cookie-authenticated unsafe request from another site ' +
+        '(Sec-Fetch-Site, Origin) is 403 IAM_CSRF_REJECTED.',
     },
   },
   headers: {
@@ -101,6 +116,7 @@ const components: OpenApiDocument['components'] = {
     ValidationFailed: problem(400, ['IAM_VALIDATION_FAILED'], 'The body is not valid JSON or not of the documented shape; `errors` names every JSON pointer.'),
     PayloadTooLarge: problem(413, ['IAM_PAYLOAD_TOO_LARGE'], 'The body is larger than `server.iam-body-limit`.'),
     UnsupportedMediaType: problem(415, ['IAM_UNSUPPORTED_MEDIA_TYPE'], 'The body is not `application/json` (or has no Content-Type).'),
+    UriTooLong: problem(414, ['IAM_URI_TOO_LONG'], 'The request target is longer than `server.max-url-length`: refused before routing, whatever it names.'),
     InternalError: problem(500, ['IAM_INTERNAL_ERROR'], 'Unexpected failure; the body reveals nothing, the log has the cause.'),
     Unavailable: problem(503, ['IAM_STORE_UNAVAILABLE', 'IAM_DATABASE_UNAVAILABLE'], 'The token store or the database cannot be reached (fail closed).', {
       headers: { 'Retry-After': header('RetryAfter') },
@@ -126,13 +142,16 @@ export const openApiDocument: OpenApiDocument = {
     version: '0.1.0',
     summary: 'Login sessions, central revocation, profile/permission/scope authorization and explained denials.',
     description:
-      'Every error is `application/problem+json` (RFC 9457) with a stable `code`. Besides the answers listed per operation, any request may be ' +
-      'refused before routing: 400 IAM_BAD_REQUEST (a target or header set the gateway will not interpret), 405 IAM_METHOD_NOT_ALLOWED, ' +
-      '414 IAM_URI_TOO_LONG, 431 IAM_HEADERS_TOO_LARGE.',
+      'Every error is `application/problem+json` (RFC 9457) with a stable `code`. Besides the answers listed per operation (each lists ' +
+      '414 IAM_URI_TOO_LONG), any request may be refused before routing: 400 IAM_BAD_REQUEST (a target or header set the gateway will ' +
+      'not interpret), 405 IAM_METHOD_NOT_ALLOWED, 431 IAM_HEADERS_TOO_LARGE. Credentials: the bearer token, or without one the session ' +
+      'cookie (`security` of each operation; `[]` marks the public ones).',
     license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
   },
+  // Relative: the gateway serves its `/iam` endpoints at its own origin, whatever name clients reach it by.
+  servers: [{ url: '/', description: 'This gateway: the origin that served this document.' }],
   tags: authenticationTags,
-  security: [{ bearer: [] }],
-  paths: { ...nonAdminPaths, ...adminPaths },
+  security: SESSION,
+  paths: withRefusalsBeforeRouting({ ...nonAdminPaths, ...adminPaths }),
   components,
 };

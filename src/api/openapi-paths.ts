@@ -1,5 +1,5 @@
 /** The non-admin paths of the `/iam` OpenAPI document: auth, sessions, authorization and meta. */
-import { BODY_FAILURES, NO_STORE, PROTECTED_FAILURES, empty, formBody, header, html, json, jsonBody, pageOrProblem, param, problem, ref, response } from './openapi-builders';
+import { BODY_FAILURES, NO_STORE, OPTIONAL_SESSION, PROTECTED_FAILURES, empty, formBody, header, html, json, jsonBody, pageOrProblem, param, problem, ref, response } from './openapi-builders';
 import type { PathItemObject } from './openapi-types';
 
 /** The path items outside `/iam/admin`. */
@@ -134,7 +134,7 @@ export const nonAdminPaths: Record<string, PathItemObject> = {
       description:
         "Ends the caller's session (bearer or cookie; none is fine), clears the cookie and redirects to the provider's `end_session_endpoint` (RP-initiated logout) when it offers one, else to `/`.",
       tags: ['oidc'],
-      security: [],
+      security: OPTIONAL_SESSION,
       responses: {
         '302': empty("To the provider's end-session endpoint, or `/`.", { Location: header('Location'), 'Set-Cookie': header('ClearedSessionCookie') }),
         '403': pageOrProblem(403, ['IAM_CSRF_REJECTED'], 'A navigation from another site carrying the session cookie: nothing is ended.'),
@@ -326,7 +326,7 @@ export const nonAdminPaths: Record<string, PathItemObject> = {
         'The bearer token (or the session cookie) is needed when the matched route needs one. ' +
         'The 200 carries the Cookie the host may see, which the proxy forwards instead of the client\'s.',
       tags: ['authorization'],
-      security: [{ bearer: [] }, {}],
+      security: OPTIONAL_SESSION,
       parameters: [
         { name: 'X-Forwarded-Uri', in: 'header', description: 'The original request target (or X-Original-URI); required.', schema: { type: 'string' } },
         { name: 'X-Forwarded-Method', in: 'header', description: 'The original method (or X-Original-Method); required, never guessed.', schema: { type: 'string' } },
@@ -371,7 +371,6 @@ export const nonAdminPaths: Record<string, PathItemObject> = {
       description:
         'The console page; its script calls only this API with the session cookie. Without a session a browser is sent to the login (302), anyone else gets 401.',
       tags: ['console'],
-      security: [],
       responses: {
         '200': html('The console page (`Content-Security-Policy` with `script-src \'self\'`, no inline script or style).'),
         '302': empty('No session: to the login, coming back here.', { Location: header('Location') }),
@@ -387,7 +386,6 @@ export const nonAdminPaths: Record<string, PathItemObject> = {
       operationId: 'showConsolePage',
       summary: 'A console page by its deep link (the same HTML; the script shows the page)',
       tags: ['console'],
-      security: [],
       responses: {
         '200': html('The console page.'),
         '302': empty('No session: to the login, coming back here.', { Location: header('Location') }),

@@ -64,29 +64,40 @@ export interface OperationObject {
   summary: string;
   description?: string;
   tags: string[];
-  /** Absent: the document's default (a bearer token). `[]`: no token. `[{bearer: []}, {}]`: optional. */
-  security?: Array<Record<string, string[]>>;
+  /**
+   * Absent: the document's default (the bearer token or the session cookie). `[]`: public, no credential read.
+   * A requirement `{}` among the others: a credential is optional (used when sent).
+   */
+  security?: SecurityRequirement[];
   parameters?: Array<ParameterObject | ReferenceObject>;
   requestBody?: { description?: string; required: boolean; content: Record<string, MediaTypeObject> };
   responses: Record<string, ResponseObject | ReferenceObject>;
   /** The `iam.admin.*` permission the caller's active profile must grant (docs/http-contract.md). */
   'x-permission'?: string;
 }
+/** A Security Requirement Object (§4.8.30): scheme name → the roles (non-OAuth schemes) the caller must hold. */
+export type SecurityRequirement = Record<string, string[]>;
+/** The two ways the gateway accepts a session (docs/http-contract.md, Authentication). */
+export type SecuritySchemeObject =
+  | { type: 'http'; scheme: 'bearer'; bearerFormat?: string; description?: string }
+  | { type: 'apiKey'; in: 'cookie'; name: string; description?: string };
 export type HttpMethod = 'get' | 'put' | 'post' | 'delete' | 'options' | 'head' | 'patch' | 'trace';
 export type PathItemObject = { parameters?: Array<ParameterObject | ReferenceObject> } & Partial<Record<HttpMethod, OperationObject>>;
 export interface OpenApiDocument {
   openapi: '3.1.0';
   jsonSchemaDialect: string;
   info: { title: string; version: string; summary?: string; description?: string; license?: { name: string; identifier: string } };
+  /** Where the document is served: the gateway's own origin (a relative URL, §4.8.5). */
+  servers: Array<{ url: string; description?: string }>;
   tags: Array<{ name: string; description: string }>;
-  security: Array<Record<string, string[]>>;
+  security: SecurityRequirement[];
   paths: Record<string, PathItemObject>;
   components: {
     schemas: Record<string, JsonSchema>;
     responses: Record<string, ResponseObject>;
     parameters: Record<string, ParameterObject>;
     headers: Record<string, HeaderObject>;
-    securitySchemes: Record<string, { type: 'http'; scheme: 'bearer'; bearerFormat?: string; description?: string }>;
+    securitySchemes: Record<string, SecuritySchemeObject>;
   };
 }
 

@@ -75,18 +75,35 @@ function expectDocumented(method: string, path: string, answer: Answer, status: 
   exercised.add(`${match.operation.operationId} ${answer.status}`);
 }
 
+/** A `security` with the anonymous alternative `{}`: a credential is used when sent, none is fine. */
+const isOptional = (security: Array<Record<string, string[]>>): boolean => security.some((requirement) => Object.keys(requirement).length === 0);
+
+/** A value for the path parameter `name` of `pathTemplate`: its first `enum` value (a console page), else `sample`. */
+function sampleOf(pathTemplate: string, name: string): string {
+  const item = openApiDocument.paths[pathTemplate]!;
+  const declared = [...(item.parameters ?? []), ...HTTP_METHODS.flatMap((method) => item[method]?.parameters ?? [])]
+    .map((p) => ('$ref' in p ? (resolvePointer(openApiDocument, p.$ref) as ParameterObject) : p))
+    .find((p) => p.in === 'path' && p.name === name);
+  const values = declared?.schema.enum;
+  return values && typeof values[0] === 'string' ? values[0] : 'sample';
+}
+
 /** Fresh sessions: tests that revoke or log out never disturb each other. */
 const fresh = (user: string, clientType = 'WEB'): ReturnType<typeof login> => login(gateway.url, user, `${user}-password`, clientType);
 
 describe('the document', () => {
   const operations = validator.operations();
 
-  it('has the OpenAPI 3.1 shape: version, dialect, info, bearer scheme, /iam paths only', () => {
+  it('has the OpenAPI 3.1 shape: version, dialect, info, this origin as server, bearer and cookie schemes, /iam paths only', () => {
     expect(openApiDocument.openapi).toBe('3.1.0');
     expect(openApiDocument.jsonSchemaDialect).toBe('https://json-schema.org/draft/2020-12/schema');
     expect(openApiDocument.info.title).toEqual(expect.any(String));
     expect(openApiDocument.info.version).toEqual(expect.any(String));
+    expect(openApiDocument.servers.map((server) => server.url)).toEqual(['/']);
     expect(openApiDocument.components.securitySchemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
+    expect(openApiDocument.components.securitySchemes.sessionCookie).toMatchObject({ type: 'apiKey', in: 'cookie', name: '__Host-iam-session' });
+    // A protected operation takes either credential (docs/http-contract.md, Authentication).
+    expect(openApiDocument.security).toEqual([{ bearer: [] }, { sessionCookie: [] }]);
     expect(Object.keys(openApiDocument.paths).length).toBeGreaterThan(10);
     for (const path of Object.keys(openApiDocument.paths)) expect(path).toMatch(/^\/iam\/[^?#]*[^/]$/);
     const names = ['Problem', 'AuthenticationResult', 'Principal', 'Session', 'Profile', 'Scope', 'Decision', 'DecisionStep', 'LoginRequest', 'DiagnosticsRequest'];
@@ -142,13 +159,13 @@ describe('the document', () => {
       'getOpenApiDocument',
       'login',
       'oidcBackchannelLogout',
-      'oidcLogout',
-      'showConsole',
-      'showConsolePage',
       'showLoginPage',
       'startOidcLogin',
       'submitLoginPage',
     ]);
+    // These use a session when one is sent, and answer without one too.
+    const optional = operations.filter((o) => isOptional(o.operation.security ?? openApiDocument.security)).map((o) => o.operation.operationId);
+    expect(optional.sort()).toEqual(['forwardAuth', 'oidcLogout']);
   });
 
   it('describes every error as application/problem+json (or, on the browser login page, its HTML form) and every success without it', () => {
@@ -188,7 +205,7 @@ describe('the document', () => {
     expect(admin).toHaveLength(19);
     for (const { operation } of admin) {
       expect(codes).toContain(operation['x-permission']);
-      expect(operation.security).toEqual([{ bearer: [operation['x-permission']] }]);
+      expect(operation.security).toEqual([{ bearer: [operation['x-permission']] }, { sessionCookie: [operation['x-permission']] }]);
       expect(Object.keys(operation.responses)).toEqual(expect.arrayContaining(['401', '403']));
     }
   });
@@ -400,8 +417,11 @@ describe('OpenID Connect (authenticator oidc, against a real provider)', () => {
 describe('every operation that needs a token', () => {
   const guarded = validator
     .operations()
-    .filter((o) => (o.operation.security ?? openApiDocument.security).length > 0 && o.operation.operationId !== 'forwardAuth')
-    .map((o) => [o.operation.operationId, o.method.toUpperCase(), o.pathTemplate.replace(/\{[^}]+\}/g, 'sample')] as const);
+    .filter((o) => {
+      const security = o.operation.security ?? openApiDocument.security;
+      return security.length > 0 && !isOptional(security);
+    })
+    .map((o) => [o.operation.operationId, o.method.toUpperCase(), o.pathTemplate.replace(/\{([^}]+)\}/g, (_, name: string) => sampleOf(o.pathTemplate, name))] as const);
 
   it.each(guarded)('%s answers 401 with a Bearer challenge without a token', async (_id, method, path) => {
     const answer = await send(method, path);

@@ -1,10 +1,11 @@
-/** `components.schemas` of the `/iam` OpenAPI document: every request and response body, by name. */
+/**
+ * `components.schemas` of the `/iam` OpenAPI document: every request and response body, by name. Only schemas the
+ * document references are listed (redocly's no-unused-components): the two forms of DiagnosticsRequest are inside it.
+ */
 import type { TSchema } from '@sinclair/typebox';
 import {
   CheckRequest,
-  DiagnosticsPermissionCheck,
   DiagnosticsRequest,
-  DiagnosticsRequestTarget,
   IdentityInput,
   LoginForm,
   LoginRequest,
@@ -71,8 +72,6 @@ export const componentSchemas: Record<string, TSchema> = {
   CandidateRouteDivergences,
   PolicyCoverage,
   DiagnosticsRequest,
-  DiagnosticsPermissionCheck,
-  DiagnosticsRequestTarget,
   CheckRequest,
   CheckResponse,
   PlanRequest,
