@@ -179,11 +179,11 @@ beforeAll(async () => {
 afterAll(() => fixture?.close());
 
 describe('the published permission is the enforced one', () => {
-  it('the served document publishes an x-permission on every admin operation, as its bearer role', () => {
+  it('the served document publishes an x-permission on every admin operation, as its bearer and session-cookie role', () => {
     expect(guarded.length).toBeGreaterThanOrEqual(19);
     const admin = validator.operations().filter((o) => o.pathTemplate.startsWith('/iam/admin/'));
     expect(guarded.map((o) => keyOf(o.method, o.pathTemplate)).sort()).toEqual(admin.map((o) => keyOf(o.method, o.pathTemplate)).sort());
-    for (const { operation } of guarded) expect({ id: operation.operationId, security: operation.security }).toEqual({ id: operation.operationId, security: [{ bearer: [operation['x-permission']] }] });
+    for (const { operation } of guarded) expect({ id: operation.operationId, security: operation.security }).toEqual({ id: operation.operationId, security: [{ bearer: [operation['x-permission']] }, { sessionCookie: [operation['x-permission']] }] });
     // The bodies of the table are valid for the operations, as the document describes them.
     for (const op of guarded) {
       if (op.operation.operationId in BODIES) expect({ id: op.operation.operationId, errors: validator.requestBodyErrors(op.method, op.pathTemplate, BODIES[op.operation.operationId]) }).toEqual({ id: op.operation.operationId, errors: [] });
