@@ -12,7 +12,14 @@ export async function renderMe({ root, heading, isCurrent }) {
   const message = h('div');
   const principalSection = h('section', { 'aria-labelledby': 'principal-heading' }, h('h2', { id: 'principal-heading' }, 'Signed in as'), h('p', { class: 'muted' }, 'Loading…'));
   const profilesSection = h('section', { 'aria-labelledby': 'profiles-heading' }, h('h2', { id: 'profiles-heading' }, 'My profiles'), h('p', { class: 'muted' }, 'Loading…'));
+  // With OpenID Connect the page names the gateway's OIDC logout: it ends the session here, then sends the browser to
+  // the provider's end_session_endpoint, so the provider's session does not sign the user straight back in.
+  const viaProvider = document.body.dataset.signOut;
   const signOut = button('Sign out', async () => {
+    if (viaProvider) {
+      location.assign(viaProvider);
+      return;
+    }
     try {
       await api('/iam/auth/logout', { method: 'POST' });
       announce('Signed out.');
@@ -21,7 +28,7 @@ export async function renderMe({ root, heading, isCurrent }) {
       replace(message, problemView(error));
     }
   });
-  root.append(message, principalSection, profilesSection, h('section', { 'aria-labelledby': 'sign-out-heading' }, h('h2', { id: 'sign-out-heading' }, 'Sign out'), h('p', null, 'Ends this session on every gateway instance.'), h('p', null, signOut)));
+  root.append(message, principalSection, profilesSection, h('section', { 'aria-labelledby': 'sign-out-heading' }, h('h2', { id: 'sign-out-heading' }, 'Sign out'), h('p', null, viaProvider ? 'Ends this session on every gateway instance, then at your identity provider.' : 'Ends this session on every gateway instance.'), h('p', null, signOut)));
 
   const load = async () => {
     const [me, profiles] = await Promise.allSettled([api('/iam/auth/me'), api('/iam/authorization/profiles')]);

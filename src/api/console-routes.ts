@@ -75,6 +75,11 @@ export interface ConsoleRoutesDeps {
   bearers: Pick<SessionService, 'verify'>;
   /** Where a browser without a session signs in; null when nobody can (authenticator `none`). */
   loginPath: string | null;
+  /**
+   * Where the console's "Sign out" sends the browser instead of `POST /iam/auth/logout`: the OpenID Connect logout,
+   * which ends the session here and then at the provider (RP-initiated logout); null without OpenID Connect.
+   */
+  signOutPath?: string | null;
 }
 
 /**
@@ -84,6 +89,8 @@ export interface ConsoleRoutesDeps {
  * session cookie, so every action it offers is scriptable (docs/console.md).
  */
 export function registerConsoleRoutes(router: Router, deps: ConsoleRoutesDeps): void {
+  // The page tells its script where "Sign out" goes (a data attribute: the CSP allows no inline script).
+  const index = deps.signOutPath ? Buffer.from(deps.files.index.body.toString('utf8').replace('<body>', `<body data-sign-out="${deps.signOutPath}">`)) : deps.files.index.body;
   const page = async (ctx: Context): Promise<void> => {
     const prepared = stateOf(ctx).prepared;
     const bearer = parseBearerToken(prepared.authorization);
@@ -99,7 +106,7 @@ export function registerConsoleRoutes(router: Router, deps: ConsoleRoutesDeps): 
     }
     ctx.set({ ...htmlPageHeaders(CONSOLE_CSP), vary: 'Accept, Cookie' });
     ctx.type = deps.files.index.type;
-    ctx.body = deps.files.index.body;
+    ctx.body = index;
   };
 
   router.get('/console', page);

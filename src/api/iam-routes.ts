@@ -108,5 +108,5 @@ export function registerIamRoutes(router: Router, deps: IamRoutesDeps): void {
   });
   registerAdminRoutes(router, { admin, engine, grants: deps.grants, requireSession: sessionGuard, clientTypes: deps.clientTypes });
   registerPolicyRoutes(router, { holder, candidate: deps.candidate ?? null, engine, requireSession: sessionGuard });
-  if (deps.console) registerConsoleRoutes(router, { files: deps.console, bearers: deps.bearers, loginPath: deps.browserLogin.loginPath });
+  if (deps.console) registerConsoleRoutes(router, { files: deps.console, bearers: deps.bearers, loginPath: deps.browserLogin.loginPath, signOutPath: deps.browserLogin.oidcLoginPath === null ? null : '/iam/auth/oidc/logout' });
 }

@@ -4,12 +4,14 @@
  *
  * One user, three provider accounts: the userId is the `email` claim, and an admin linked the three accounts to
  * that user, so each login is the same user with other groups — what a change of groups at the provider does
- * between two logins.
+ * between two logins. The console's sign-out goes through the provider (RP-initiated logout), in Chromium.
  */
 import type { ProfileRecord } from '../../src/domain/records';
 import { freePort } from '../support/front-proxy';
 import { E2E_POLICIES, startGatewayWithUpstream, type GatewayWithUpstream } from '../support/gateway-fixture';
 import { CookieJar, startTestOp, type TestOp } from '../support/oidc-op';
+import type { Browser } from 'playwright-core';
+import { chromiumAvailable, launchBrowser } from '../support/browser';
 
 const CLIENT = { id: 'iam-gateway', secret: 'gateway-secret-for-claims' };
 const CAROL = 'carol@example.test';
@@ -48,6 +50,8 @@ beforeAll(async () => {
       IAM_OIDC_CLAIMS_USER_ID: 'email',
       IAM_OIDC_ALLOWED: JSON.stringify([{ claim: 'groups', values: ['engineering', 'staff'] }]),
       IAM_OIDC_PROFILES: JSON.stringify(RULES),
+      // Plain http in the test, so Chromium keeps the cookie: `iam-session` without Secure.
+      IAM_SESSION_COOKIE_SECURE: 'false',
     },
     { keepDatabase: true },
   );
@@ -66,9 +70,9 @@ const send = (url: string, init: RequestInit = {}): Promise<Response> => fetch(u
 async function signIn(account: keyof typeof ACCOUNTS): Promise<Response> {
   const gw = fixture.gateway.url;
   const started = await send(`${gw}/iam/auth/oidc/login?returnTo=%2Fapi%2Fprojects`);
-  const stateCookie = /__Host-iam-oidc=([^;]+)/.exec(started.headers.getSetCookie().join('\n'))![1]!;
+  const stateCookie = /(?:^|\n)iam-oidc=([^;]+)/.exec(started.headers.getSetCookie().join('\n'))![1]!;
   const callback = await op.loginThrough(started.headers.get('location')!, account, ACCOUNTS[account].password, `${gw}/iam/auth/oidc/callback`, new CookieJar());
-  return send(callback, { headers: { cookie: `__Host-iam-oidc=${stateCookie}` } });
+  return send(callback, { headers: { cookie: `iam-oidc=${stateCookie}` } });
 }
 
 /** Carol's rule profiles: id → what a decision reads of them. */
@@ -94,7 +98,7 @@ describe('iam.oidc.profiles: the provider\'s groups become profiles at every log
       'oidc-engineering-carol@example.test': { profileName: 'Engineering', templateVersionId: 'editor-v1', revoked: false, unscoped: false, scopes: [team('engineering')] },
     });
     // No profile for the staff rule: a rule never creates a profile just to revoke it.
-    const cookie = answer.headers.getSetCookie().find((line) => line.startsWith('__Host-iam-session='))!.split(';')[0]!;
+    const cookie = answer.headers.getSetCookie().find((line) => line.startsWith('iam-session='))!.split(';')[0]!;
     const me = await send(`${fixture.gateway.url}/iam/auth/me`, { headers: { cookie } });
     expect(((await me.json()) as { activeProfileId: string }).activeProfileId).toBe('oidc-engineering-carol@example.test');
     const created = await auditRows('provisioning.profile.create', 'oidc-engineering-carol@example.test');
@@ -135,7 +139,7 @@ describe('iam.oidc.allowed: who may sign in', () => {
   ])('refuses %s: 401 IAM_OIDC_LOGIN_FAILED naming the claim, audited, no user and no session', async (_case, account, userId, words) => {
     const answer = await signIn(account);
     expect(answer.status).toBe(401);
-    expect(answer.headers.getSetCookie().some((line) => line.startsWith('__Host-iam-session='))).toBe(false);
+    expect(answer.headers.getSetCookie().some((line) => line.startsWith('iam-session='))).toBe(false);
     const problem = (await answer.json()) as { code: string; detail: string };
     expect(problem.code).toBe('IAM_OIDC_LOGIN_FAILED');
     expect(problem.detail).toContain('"groups" claim');
@@ -147,5 +151,49 @@ describe('iam.oidc.allowed: who may sign in', () => {
       [answer.headers.get('x-request-id')],
     );
     expect(rows.map((row) => row.details.reason)).toEqual(['IAM_OIDC_LOGIN_FAILED']);
+  });
+});
+
+// Outside CI without /usr/bin/chromium this block is skipped (test/support/browser.ts says so in one line).
+(chromiumAvailable() ? describe : describe.skip)('the console signs out through the provider (Chromium)', () => {
+  let browser: Browser;
+  beforeAll(async () => {
+    browser = await launchBrowser();
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  it('"Sign out" on the Me page ends the session here, then sends the browser to the provider\'s end_session_endpoint', async () => {
+    const gw = fixture.gateway.url;
+    const answer = await signIn('carol-staff');
+    const token = answer.headers.getSetCookie().find((line) => line.startsWith('iam-session='))!.split(';')[0]!.slice('iam-session='.length);
+    const context = await browser.newContext();
+    try {
+      await context.addCookies([{ name: 'iam-session', value: token, url: gw, httpOnly: true, sameSite: 'Lax' }]);
+      const page = await context.newPage();
+      await page.goto(`${gw}/iam/console/me`);
+      await page.getByText('then at your identity provider').waitFor();
+      const toProvider = page.waitForRequest((request) => request.url().startsWith(`${op.issuer}/`) && request.isNavigationRequest());
+      await page.getByRole('button', { name: 'Sign out' }).click();
+      const endSession = new URL((await toProvider).url());
+      // The provider's end_session_endpoint, not its authorization endpoint (a sign-out that only ended the gateway
+      // session would land on the login, which sends the browser to the provider to sign in again).
+      const discovery = (await (await fetch(`${op.issuer}/.well-known/openid-configuration`)).json()) as { end_session_endpoint: string };
+      expect(`${endSession.origin}${endSession.pathname}`).toBe(discovery.end_session_endpoint);
+      expect(endSession.searchParams.get('client_id')).toBe(CLIENT.id);
+      expect((await send(`${gw}/api/projects`, { headers: { cookie: `iam-session=${token}` } })).status).toBe(401);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('the console page served with OpenID Connect names the provider sign-out', async () => {
+    // The served page carries data-sign-out only when the gateway signs in through a provider (test/e2e/console.test.ts
+    // signs out with POST /iam/auth/logout on a users-file gateway).
+    const answer = await signIn('carol-staff');
+    const cookie = answer.headers.getSetCookie().find((line) => line.startsWith('iam-session='))!.split(';')[0]!;
+    const html = await (await send(`${fixture.gateway.url}/iam/console/me`, { headers: { cookie, accept: 'text/html' } })).text();
+    expect(html).toContain('<body data-sign-out="/iam/auth/oidc/logout">');
   });
 });
