@@ -1,6 +1,6 @@
 /**
- * dependency-cruiser: the layer rule of src/ (`npm run lint:deps`; test/unit/architecture-rule.test.ts shows
- * each rule failing on a fixture tree).
+ * dependency-cruiser: the layer rule of src/ and migrations/ (`npm run lint:deps`; test/unit/architecture-rule.test.ts
+ * shows each rule failing on a fixture tree).
  *
  * Tiers, top to bottom; a module imports its own folder and folders of lower tiers, and, inside its own tier,
  * only the edges listed in SAME_TIER (they are acyclic):
@@ -11,7 +11,7 @@
  * adapter, and nothing in src/ imports it.
  * Libraries are placed too (the *_PACKAGES lists below): the ORM and the database drivers (MikroORM, pg, PGlite) and the
  * Redis client only in adapters/; the HTTP framework and the schema library (Koa, @koa/router, koa-body, TypeBox) only
- * in api/, the one tier that uses them; no tier below imports them.
+ * in api/, the one folder that uses them (not app/, not gateway/, not the tiers below).
  * migrations/ (outside src/, cruised with it) import only @mikro-orm/migrations and node built-ins, never src/, and
  * each one is listed in adapters/postgres/migration-list.ts (reachable from an entry point).
  * Type-only imports count (`tsPreCompilationDeps`): a type is a dependency too.
