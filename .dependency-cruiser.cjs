@@ -1,6 +1,6 @@
 /**
- * dependency-cruiser: the layer rule of src/ (`npm run lint:deps`; test/unit/architecture-rule.test.ts shows
- * each rule failing on a fixture tree).
+ * dependency-cruiser: the layer rule of src/ and migrations/ (`npm run lint:deps`; test/unit/architecture-rule.test.ts
+ * shows each rule failing on a fixture tree).
  *
  * Tiers, top to bottom; a module imports its own folder and folders of lower tiers, and, inside its own tier,
  * only the edges listed in SAME_TIER (they are acyclic):
@@ -9,6 +9,11 @@
  * threads, and only app/ imports them. host/ (the `iam-gateway/host` client library) stands apart: it imports nothing
  * of the gateway, and nothing imports it. src/index.ts (the published package API) may import any tier but no
  * adapter, and nothing in src/ imports it.
+ * Libraries are placed too (the *_PACKAGES lists below): the ORM and the database drivers (MikroORM, pg, PGlite) and the
+ * Redis client only in adapters/; the HTTP framework and the schema library (Koa, @koa/router, koa-body, TypeBox) only
+ * in api/, the one folder that uses them (not app/, not gateway/, not the tiers below).
+ * migrations/ (outside src/, cruised with it) import only @mikro-orm/migrations and node built-ins, never src/, and
+ * each one is listed in adapters/postgres/migration-list.ts (reachable from an entry point).
  * Type-only imports count (`tsPreCompilationDeps`): a type is a dependency too.
  */
 const TIERS = [
@@ -37,7 +42,24 @@ const ADAPTER_MAY_IMPORT = ['domain', 'observability', 'threads'];
  */
 const ENTRY_POINTS = ['src/index.ts', 'src/host/index.ts', 'src/app/main.ts', 'src/adapters/postgres/database-thread-worker.ts', 'src/app/gc-tuning.ts'];
 
+/**
+ * Packages by name, as regular expressions (a scope's packages with `@scope/[^/]+`). Their @types/ packages are listed
+ * with them: a type-only import is a dependency too.
+ */
+const DATABASE_PACKAGES = ['@mikro-orm/[^/]+', 'knex', 'pg', 'pg-[^/]+', 'postgres-[^/]+', '@types/pg', '@electric-sql/pglite[^/]*'];
+const REDIS_PACKAGES = ['ioredis', 'cluster-key-slot'];
+const WEB_FRAMEWORK_PACKAGES = ['koa', 'koa-[^/]+', '@koa/[^/]+', '@types/koa', '@types/koa-[^/]+', '@types/koa__[^/]+', '@sinclair/typebox'];
+const MIGRATION_PACKAGES = ['@mikro-orm/migrations'];
+
+/** The only folders of src/ that import the WEB_FRAMEWORK_PACKAGES: api/ (the /iam Koa app, its TypeBox schemas). */
+const WEB_FRAMEWORK_FOLDERS = ['api'];
+
 const folders = (names) => `^src/(${names.join('|')})/`;
+/**
+ * A resolved npm package: `node_modules/<name>/…`; under test/fixtures/architecture the cruiser resolves to the
+ * repository's node_modules, `../../../node_modules/<name>/…`.
+ */
+const packages = (names) => `(^|/)node_modules/(${names.join('|')})/`;
 const escape = (path) => path.replace(/[.]/g, '\\.');
 const ALL_TIERED = TIERS.flat();
 
@@ -102,6 +124,36 @@ module.exports = {
       to: { path: '^src/adapters/' },
     },
     {
+      name: 'database-packages-only-in-adapters',
+      comment:
+        'the ORM and the database drivers (MikroORM, knex, pg, PGlite) are imported in adapters/ only: postgres/ and pglite/ implement the domain/ storage seams, everything else (app/ included, which wires the adapters) sees those interfaces',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/adapters/' },
+      to: { path: packages(DATABASE_PACKAGES) },
+    },
+    {
+      name: 'redis-packages-only-in-adapters',
+      comment:
+        'the Redis client (ioredis, and cluster-key-slot for Cluster slots) is imported in adapters/ only: redis/ implements the domain/ token-store seam, everything else (app/ included) sees that interface',
+      severity: 'error',
+      from: { path: '^src/', pathNot: '^src/adapters/' },
+      to: { path: packages(REDIS_PACKAGES) },
+    },
+    {
+      name: 'web-framework-only-in-api',
+      comment: `Koa, its router and body parser, and TypeBox are imported in ${WEB_FRAMEWORK_FOLDERS.map((folder) => `${folder}/`).join(', ')} only (the /iam app: routes, schemas, OpenAPI); gateway/ answers on node:http and undici, and the tiers below know no web framework`,
+      severity: 'error',
+      from: { path: '^src/', pathNot: folders(WEB_FRAMEWORK_FOLDERS) },
+      to: { path: packages(WEB_FRAMEWORK_PACKAGES) },
+    },
+    {
+      name: 'migrations-import-only-the-migration-library',
+      comment: `a migration is released schema history: it imports ${MIGRATION_PACKAGES.join(', ')} and node built-ins only, never src/ (which keeps changing), another migration or another package`,
+      severity: 'error',
+      from: { path: '^migrations/' },
+      to: { dependencyTypesNot: ['core'], pathNot: packages(MIGRATION_PACKAGES) },
+    },
+    {
       name: 'app-config-through-its-index',
       comment: 'outside app/config/, the configuration is imported from app/config/index.ts only',
       severity: 'error',
@@ -145,10 +197,10 @@ module.exports = {
     },
     {
       name: 'reachable-from-an-entry-point',
-      comment: `not reachable from ${ENTRY_POINTS.join(', ')}: dead code, or an entry point to list in .dependency-cruiser.cjs`,
+      comment: `not reachable from ${ENTRY_POINTS.join(', ')}: dead code, an entry point to list in .dependency-cruiser.cjs, or a migration to list in src/adapters/postgres/migration-list.ts`,
       severity: 'error',
       from: { path: `^(${ENTRY_POINTS.map(escape).join('|')})$` },
-      to: { path: '^src/', pathNot: [`^(${ENTRY_POINTS.map(escape).join('|')})$`, '\\.d\\.ts$'], reachable: false },
+      to: { path: '^(src|migrations)/', pathNot: [`^(${ENTRY_POINTS.map(escape).join('|')})$`, '\\.d\\.ts$'], reachable: false },
     },
     {
       name: 'not-to-dev-dep',

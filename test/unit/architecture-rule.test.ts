@@ -1,15 +1,18 @@
 /**
- * The layer rule of src/ (.dependency-cruiser.cjs, docs/architecture.md): the real configuration refuses each
- * kind of import it is meant to refuse (a fake src/ in test/fixtures/architecture, one offending import per rule
- * and some allowed ones), and the real src/ breaks none of it.
- * dependency-cruiser is an ES module; it runs here as the CLI `npm run lint:deps` uses.
+ * The layer rule of src/ and migrations/ (.dependency-cruiser.cjs, docs/architecture.md): the real configuration
+ * refuses each kind of import it is meant to refuse (a fake src/ and migrations/ in test/fixtures/architecture, one
+ * offending import per rule and some allowed ones), and the real src/ and migrations/ break none of it.
+ * dependency-cruiser is an ES module; it runs here as the CLI `npm run lint:deps` uses, on the same folders.
  */
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const ROOT = join(__dirname, '..', '..');
 const CLI = join(ROOT, 'node_modules', 'dependency-cruiser', 'bin', 'dependency-cruise.mjs');
 const CONFIG = join(ROOT, '.dependency-cruiser.cjs');
+/** The folders `npm run lint:deps` cruises (the first test holds package.json to them). */
+const CRUISED = ['src', 'migrations'];
 
 interface Violation {
   type: string;
@@ -30,9 +33,9 @@ function describeViolation(violation: Violation): string {
   return `${name}: ${violation.from} → ${isPackage ? violation.unresolvedTo : violation.to}`;
 }
 
-/** Cruises `src` under `cwd` with the real configuration: its violations, described and sorted. */
+/** Cruises `src` and `migrations` under `cwd` with the real configuration: its violations, described and sorted. */
 function cruise(cwd: string): string[] {
-  const run = spawnSync(process.execPath, [CLI, 'src', '--config', CONFIG, '--output-type', 'json'], { cwd, encoding: 'utf8', timeout: 20_000 });
+  const run = spawnSync(process.execPath, [CLI, ...CRUISED, '--config', CONFIG, '--output-type', 'json'], { cwd, encoding: 'utf8', timeout: 20_000 });
   if (run.error) throw run.error;
   if (run.stdout.trim() === '') throw new Error(`dependency-cruiser printed nothing (exit ${run.status}):\n${run.stderr}`);
   const result = JSON.parse(run.stdout) as { summary: { violations: Violation[] } };
@@ -40,6 +43,11 @@ function cruise(cwd: string): string[] {
 }
 
 describe('#12 the layer rule (.dependency-cruiser.cjs)', () => {
+  it('npm run lint:deps cruises src/ and migrations/', () => {
+    const { scripts } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> };
+    expect(scripts['lint:deps']).toBe(`depcruise ${CRUISED.join(' ')} --config .dependency-cruiser.cjs --output-type err-long`);
+  });
+
   it('refuses each forbidden import of the fixture tree, naming the rule, and nothing else', () => {
     expect(cruise(join(ROOT, 'test', 'fixtures', 'architecture'))).toEqual(
       [
@@ -61,11 +69,20 @@ describe('#12 the layer rule (.dependency-cruiser.cjs)', () => {
         'reachable-from-an-entry-point: src/threads/dead.ts',
         'not-to-dev-dep: src/http/problem.ts → fast-check',
         'not-to-test: src/http/problem.ts → test/helper.ts',
+        // libraries: the ORM and the Redis client outside adapters/, Koa and TypeBox outside api/ (a type-only import included)
+        'database-packages-only-in-adapters: src/domain/record.ts → @mikro-orm/core',
+        'redis-packages-only-in-adapters: src/authz/decide.ts → ioredis',
+        'web-framework-only-in-api: src/policy/rule.ts → koa',
+        'web-framework-only-in-api: src/sessions/session.ts → @sinclair/typebox',
+        // migrations: src/ and other packages than the migration library, and one no adapter lists
+        'migrations-import-only-the-migration-library: migrations/Migration20990101000001_reads_src.ts → src/http/problem.ts',
+        'migrations-import-only-the-migration-library: migrations/Migration20990101000002_unlisted.ts → @mikro-orm/core',
+        'reachable-from-an-entry-point: migrations/Migration20990101000002_unlisted.ts',
       ].sort(),
     );
   });
 
-  it('the real src/ breaks none of the rules', () => {
+  it('the real src/ and migrations/ break none of the rules', () => {
     expect(cruise(ROOT)).toEqual([]);
   });
 });
