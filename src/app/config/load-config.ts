@@ -7,9 +7,13 @@ import { configSchema, type RawConfig } from './config-schema';
 import { applyEnvironment } from './env-overrides';
 import type { GatewayConfig } from './gateway-config';
 import { toGatewayConfig } from './to-gateway-config';
+import { unknownEnvironmentWarnings } from './unknown-environment';
 import { compiledValidator, crossChecks, describeAjvError } from './validate-config';
 
 export { ConfigError, type ConfigProblem } from './config-error';
+
+/** The environment variable naming the configuration file. */
+export const CONFIG_FILE_ENV = 'IAM_CONFIG';
 
 /** Where `loadConfig` reads from. */
 export interface LoadConfigOptions {
@@ -28,11 +32,13 @@ export interface LoadConfigOptions {
  *
  * Precedence, lowest first: schema defaults, the file, the conventional environment name (`PORT`),
  * the generic environment name (`SERVER_PORT`): the generic name is the more specific one, so it wins.
+ * An `IAM_…`/`SERVER_…` variable that nothing reads is not an error: it is listed in `warnings`, which the
+ * gateway logs at start.
  */
 export function loadConfig(options: LoadConfigOptions = {}): GatewayConfig {
   const cwd = path.resolve(options.cwd ?? process.cwd());
   const env = options.env ?? process.env;
-  const file = path.resolve(cwd, options.file ?? env.IAM_CONFIG ?? path.join('config', 'default.yaml'));
+  const file = path.resolve(cwd, options.file ?? env[CONFIG_FILE_ENV] ?? path.join('config', 'default.yaml'));
   const shownFile = showPath(file, cwd);
 
   let text: string;
@@ -77,7 +83,7 @@ export function loadConfig(options: LoadConfigOptions = {}): GatewayConfig {
     };
     throw new ConfigError(unique(problems).map((problem) => locate(problem, envSources, lineOf)), shownFile);
   }
-  return toGatewayConfig(data as unknown as RawConfig, cwd, file);
+  return toGatewayConfig(data as unknown as RawConfig, cwd, file, unknownEnvironmentWarnings(env, [CONFIG_FILE_ENV]));
 }
 
 // ---------------------------------------------------------------- defaults
