@@ -153,6 +153,22 @@ describe('loadConfig defaults', () => {
   it('refuses a missing file instead of silently using defaults', () => {
     expect(() => loadConfig({ file: path.join(workDir, 'absent.yaml'), env: {} })).toThrow(/cannot read the configuration file \(ENOENT\)/);
   });
+
+  it('without IAM_CONFIG and without config/default.yaml under cwd: the package\'s own config/default.yaml, paths still from cwd', () => {
+    const elsewhere = mkdtempSync(path.join(workDir, 'elsewhere-'));
+    const config = loadConfig({ env: {}, cwd: elsewhere });
+    expect(config.source).toEqual({ file: defaultFile, directory: path.join(repoRoot, 'config') });
+    expect(config.iam.policy.dir).toBe(path.join(elsewhere, 'policies'));
+    expect(withoutSource(config)).toEqual(withoutSource(loadConfig({ file: defaultFile, env: {}, cwd: elsewhere })));
+  });
+
+  it('a file IAM_CONFIG names that is missing fails naming the variable and the file, with no fall back', () => {
+    const elsewhere = mkdtempSync(path.join(workDir, 'elsewhere-'));
+    const failure = (): unknown => loadConfig({ env: { IAM_CONFIG: 'absent.yaml' }, cwd: elsewhere });
+    expect(failure).toThrow(ConfigError);
+    expect(failure).toThrow('config: cannot read the configuration file absent.yaml (ENOENT) (environment variable IAM_CONFIG)');
+    expect(() => loadConfig({ env: { IAM_CONFIG: path.join(elsewhere, 'absent.yaml') }, cwd: repoRoot })).toThrow(/absent\.yaml \(ENOENT\) \(environment variable IAM_CONFIG\)/);
+  });
 });
 
 describe('loadConfig rejects what it does not understand', () => {
