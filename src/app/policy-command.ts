@@ -1,6 +1,7 @@
 import { readProvisioningFile } from '../api/provisioning-file';
 import { runPolicyCommand as runPolicyTool, type PolicyCommandIo, type PolicyToolServices, type ReplayData } from '../policy-tools/policy-command';
 import type { RecordedDecision } from '../policy-tools/policy-replay';
+import { databasePlace } from '../adapters/postgres/database-place';
 import { loadConfig, parseDuration, type GatewayConfig } from './config';
 
 /**
@@ -40,16 +41,6 @@ async function databaseTemplates(config: GatewayConfig): Promise<Array<{ version
     }
   } catch (error) {
     throw new Error(`--database: cannot read the templates: ${(error as Error).message}`);
-  }
-}
-
-/** The database's place, never its credentials: what an error message may name. */
-function databasePlace(url: string): string {
-  try {
-    const parsed = new URL(url);
-    return `${parsed.hostname}:${parsed.port || '5432'}${parsed.pathname}`;
-  } catch {
-    return 'the configured database';
   }
 }
 

@@ -69,6 +69,8 @@ export function startGateway(config: GatewayConfig, options: StartOptions = {}):
 /** {@link startGateway} in one process (`worker` null) or as a worker of `serve --workers N`. */
 export async function startGatewayAs(config: GatewayConfig, options: StartOptions, worker: WorkerRole | null): Promise<RunningGateway> {
   const logger = options.logger ?? createLogger(config.log.level);
+  // What loading the configuration noticed (an IAM_… variable nothing reads), once: a worker's primary logged it.
+  if (worker === null) for (const warning of config.warnings) logger.warn({}, warning);
   const metrics = createMetrics();
   if (!config.iam.enabled) return startTransparent(config, logger, metrics, worker);
 

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { parseDocument } from 'yaml';
 import { ConfigError, listConfigKeys, loadConfig, parseByteSize, parseDuration, type GatewayConfig } from '../../src/app/config';
+import { closestName, editDistance, unknownEnvironmentWarnings } from '../../src/app/config/unknown-environment';
 
 const repoRoot = path.resolve(__dirname, '../..');
 const defaultFile = path.join(repoRoot, 'config/default.yaml');
@@ -116,6 +117,7 @@ describe('loadConfig defaults', () => {
         audit: { flushIntervalMs: 1_000, spoolDir: path.join(repoRoot, '.data/audit-spool'), spoolMaxBytes: 1024 ** 3, retentionMs: 0, anonymousDenialsPerMinute: 60 },
       },
       source: { file: defaultFile, directory: path.dirname(defaultFile) },
+      warnings: [],
     };
     expect(config).toEqual(expected);
   });
@@ -152,6 +154,22 @@ describe('loadConfig defaults', () => {
 
   it('refuses a missing file instead of silently using defaults', () => {
     expect(() => loadConfig({ file: path.join(workDir, 'absent.yaml'), env: {} })).toThrow(/cannot read the configuration file \(ENOENT\)/);
+  });
+
+  it('without IAM_CONFIG and without config/default.yaml under cwd: the package\'s own config/default.yaml, paths still from cwd', () => {
+    const elsewhere = mkdtempSync(path.join(workDir, 'elsewhere-'));
+    const config = loadConfig({ env: {}, cwd: elsewhere });
+    expect(config.source).toEqual({ file: defaultFile, directory: path.join(repoRoot, 'config') });
+    expect(config.iam.policy.dir).toBe(path.join(elsewhere, 'policies'));
+    expect(withoutSource(config)).toEqual(withoutSource(loadConfig({ file: defaultFile, env: {}, cwd: elsewhere })));
+  });
+
+  it('a file IAM_CONFIG names that is missing fails naming the variable and the file, with no fall back', () => {
+    const elsewhere = mkdtempSync(path.join(workDir, 'elsewhere-'));
+    const failure = (): unknown => loadConfig({ env: { IAM_CONFIG: 'absent.yaml' }, cwd: elsewhere });
+    expect(failure).toThrow(ConfigError);
+    expect(failure).toThrow('config: cannot read the configuration file absent.yaml (ENOENT) (environment variable IAM_CONFIG)');
+    expect(() => loadConfig({ env: { IAM_CONFIG: path.join(elsewhere, 'absent.yaml') }, cwd: repoRoot })).toThrow(/absent\.yaml \(ENOENT\) \(environment variable IAM_CONFIG\)/);
   });
 });
 
@@ -331,8 +349,79 @@ describe('loadConfig environment overrides', () => {
     expect(error.message).toMatch(message);
   });
 
-  it('ignores variables that name no key', () => {
-    expect(() => load('', { IAM_TOKN: 'x', HOME: '/root', SERVER: 'x' })).not.toThrow();
+  it('ignores variables that name no key (an IAM_… or SERVER_… one is only warned about)', () => {
+    expect(load('', { IAM_TOKN: 'x', HOME: '/root', SERVER: 'x' }).warnings).toEqual(['unknown environment variable IAM_TOKN']);
+  });
+});
+
+describe('loadConfig warns about IAM_… and SERVER_… variables no key reads', () => {
+  it('one warning per unknown name, with the closest known name when close; never the value', () => {
+    const config = load('', {
+      IAM_POLICY_DIRR: '/secret-value-1',
+      SERVER_PROT: 'secret-value-2',
+      IAM_TOKEN_TTL: '1h',
+      IAM_POLICIES_DIR: '/policies',
+      SERVER_WORKERS: '1',
+      IAM_CONFIG: path.join(workDir, 'unused.yaml'),
+      IAM_SOMETHING_ELSE_ENTIRELY: 'secret-value-3',
+      PORT: '1234',
+      IAMX: 'x',
+      iam_policy_dirr: 'x',
+      HOME: '/root',
+    });
+    expect(config.warnings).toEqual([
+      'unknown environment variable IAM_POLICY_DIRR (did you mean IAM_POLICY_DIR?)',
+      'unknown environment variable IAM_SOMETHING_ELSE_ENTIRELY',
+      'unknown environment variable SERVER_PROT (did you mean SERVER_PORT?)',
+    ]);
+    expect(config.warnings.join('\n')).not.toMatch(/secret-value/);
+    // The known names still apply.
+    expect(config.server.port).toBe(1234);
+    expect(config.iam.token.ttlMs).toBe(3_600_000);
+  });
+
+  it('no warning for any generic or conventional name of a key', () => {
+    const env = Object.fromEntries(listConfigKeys().flatMap(({ env: generic, alias }) => [generic, ...(alias === undefined ? [] : [alias])]).map((name) => [name, undefined]));
+    expect(unknownEnvironmentWarnings(env, ['IAM_CONFIG'])).toEqual([]);
+    expect(unknownEnvironmentWarnings({ IAM_CONFIG: 'x' }, ['IAM_CONFIG'])).toEqual([]);
+  });
+});
+
+describe('closestName and editDistance', () => {
+  const known = ['IAM_POLICY_DIR', 'IAM_POLICIES_DIR', 'SERVER_PORT', 'SERVER_HOST', 'IAM_TOKEN_TTL', 'IAM_ENABLED'];
+
+  it.each([
+    ['IAM_POLICY_DIRR', 'IAM_POLICY_DIR'], // one insertion
+    ['IAM_POLICY_DR', 'IAM_POLICY_DIR'], // one deletion
+    ['IAM_POLICIE_DIR', 'IAM_POLICIES_DIR'],
+    ['SERVER_PROT', 'SERVER_PORT'], // two neighbours swapped: one edit
+    ['SERVER_HOTS', 'SERVER_HOST'],
+    ['IAM_TOKEN_TLL', 'IAM_TOKEN_TTL'],
+    ['IAM_ENABELD', 'IAM_ENABLED'],
+  ])('%s → %s', (name, expected) => {
+    expect(closestName(name, known)).toBe(expected);
+  });
+
+  it.each([
+    ['IAM_SOMETHING_ELSE_ENTIRELY'], // far from everything
+    ['IAM_X'], // short: a third of its length allows 1 edit, and nothing is that close
+    ['SERVER_P'], // 3 edits from SERVER_PORT, but more than a third of its length
+  ])('%s → no suggestion', (name) => {
+    expect(closestName(name, known)).toBeNull();
+  });
+
+  it('counts insertions, deletions, replacements and swaps of neighbours', () => {
+    expect(editDistance('', '')).toBe(0);
+    expect(editDistance('abc', 'abc')).toBe(0);
+    expect(editDistance('abc', '')).toBe(3);
+    expect(editDistance('', 'abc')).toBe(3);
+    expect(editDistance('kitten', 'sitting')).toBe(3);
+    expect(editDistance('ab', 'ba')).toBe(1);
+    expect(editDistance('abcd', 'acbd')).toBe(1);
+    expect(editDistance('IAM_POLICY_DIR', 'IAM_POLICIES_DIR')).toBe(3);
+    // A bound caps the answer (and the work) for distant names.
+    expect(editDistance('IAM_SOMETHING_ELSE_ENTIRELY', 'IAM_ENABLED', 4)).toBe(4);
+    expect(editDistance('kitten', 'sitting', 10)).toBe(3);
   });
 });
 

@@ -1,5 +1,6 @@
 import { ConnectionException } from '@mikro-orm/core';
 import { DatabaseUnavailableError } from '../../domain/iam-repository';
+import { databasePlace } from './database-place';
 
 /** Socket-level error codes of Node and DNS that mean "the server cannot be reached". */
 const NETWORK_CODES = new Set([
@@ -81,4 +82,48 @@ export function toRepositoryError(error: unknown): unknown {
   if (error instanceof DatabaseUnavailableError) return error;
   if (isConnectionFailure(error)) return new DatabaseUnavailableError('The database cannot be reached.', { cause: error, timedOut: isQueryTimeout(error) });
   return error;
+}
+
+/** SQLSTATEs with which the server refuses the connection itself (PostgreSQL appendix A), and how they are named. */
+const REFUSED_CONNECTION: Readonly<Record<string, string>> = {
+  '28000': 'authorization refused, 28000',
+  '28P01': 'password authentication failed, 28P01',
+  '3D000': 'no such database, 3D000',
+};
+
+/**
+ * A failure to reach the database at `url` (or to be let in: a wrong password, a database that does not exist) as an
+ * error naming where the database is and why, for an operator starting the gateway or running a command:
+ * `cannot connect to the database at 127.0.0.1:5999/iam (ECONNREFUSED)`. The place is host, port and database name
+ * only ({@link databasePlace}): never the URL's userinfo or query. Any other error is returned as it is.
+ */
+export function namingTheDatabase(error: unknown, url: string): unknown {
+  if (error instanceof DatabaseUnavailableError && error.message.startsWith(CANNOT_CONNECT)) return error;
+  const refused = findCode(error, (code) => code in REFUSED_CONNECTION);
+  if (refused === undefined && !isConnectionFailure(error)) return error;
+  const reason = refused !== undefined ? REFUSED_CONNECTION[refused] : (findCode(error, (code) => NETWORK_CODES.has(code) || /^[0-9A-Z]{5}$/.test(code)) ?? (isTimeout(error) ? 'timed out' : 'no connection'));
+  return new DatabaseUnavailableError(`${CANNOT_CONNECT}${databasePlace(url)} (${reason})`, { cause: error });
+}
+
+const CANNOT_CONNECT = 'cannot connect to the database at ';
+
+/** The first `code` of `error` or of an error inside it (causes, an AggregateError's errors) that `wanted` accepts. */
+function findCode(error: unknown, wanted: (code: string) => boolean, depth = 0): string | undefined {
+  if (depth > 5 || error === null || typeof error !== 'object') return undefined;
+  const candidate = error as { code?: unknown; cause?: unknown; errors?: unknown };
+  if (typeof candidate.code === 'string' && wanted(candidate.code)) return candidate.code;
+  for (const inner of Array.isArray(candidate.errors) ? candidate.errors : []) {
+    const found = findCode(inner, wanted, depth + 1);
+    if (found !== undefined) return found;
+  }
+  return findCode(candidate.cause, wanted, depth + 1);
+}
+
+/** True when `error` or a cause inside it is a connect or acquire timeout (pg, knex/tarn). */
+function isTimeout(error: unknown, depth = 0): boolean {
+  if (depth > 5 || error === null || typeof error !== 'object') return false;
+  const candidate = error as { name?: unknown; message?: unknown; cause?: unknown };
+  if (candidate.name === 'KnexTimeoutError') return true;
+  if (typeof candidate.message === 'string' && /timeout|timed out/i.test(candidate.message)) return true;
+  return isTimeout(candidate.cause, depth + 1);
 }

@@ -2,6 +2,7 @@ import type { MikroORM } from '@mikro-orm/postgresql';
 import type { EmbeddedDatabase } from '../pglite/embedded-database';
 import { startEmbeddedDatabaseProcess } from '../pglite/embedded-database-process';
 import type { IamRepository } from '../../domain/iam-repository';
+import { namingTheDatabase } from './connection-failure';
 import { migrateUp } from './migrator';
 import { MikroOrmIamRepository } from './mikro-orm-iam-repository';
 import { createOrm } from './orm';
@@ -33,7 +34,8 @@ export interface OpenDatabase {
 /**
  * Connects to `database.url` or, when it is null, starts the embedded PGlite in `database.embedded-dir`
  * (in a child process) and connects to it over its socket; then applies pending migrations. On any failure
- * everything opened so far is closed again before the error propagates.
+ * everything opened so far is closed again before the error propagates; a server that cannot be reached (or
+ * refuses the login) rejects with `cannot connect to the database at HOST:PORT/NAME (REASON)`.
  */
 export async function openDatabase(config: DatabaseSettings): Promise<OpenDatabase> {
   const embedded: EmbeddedDatabase | null =
@@ -60,6 +62,7 @@ export async function openDatabase(config: DatabaseSettings): Promise<OpenDataba
     return { orm, repository: new MikroOrmIamRepository(orm), kind: embedded ? 'embedded' : 'postgres', close };
   } catch (error) {
     await close().catch(() => undefined);
-    throw error;
+    // The first statement (the migrations) is where an unreachable server shows: named by place, never by URL.
+    throw config.database.url === null ? error : namingTheDatabase(error, config.database.url);
   }
 }

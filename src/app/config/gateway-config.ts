@@ -187,4 +187,9 @@ export interface GatewayConfig {
   };
   /** Absolute path of the file the configuration came from (for resolving relative paths). */
   source: { file: string; directory: string };
+  /**
+   * What loading noticed without refusing it: one line per `IAM_…` or `SERVER_…` environment variable that no key
+   * reads (`unknown environment variable IAM_POLICY_DIRR (did you mean IAM_POLICY_DIR?)`), logged as warnings at start.
+   */
+  warnings: string[];
 }

@@ -1,19 +1,27 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
+import { packageRoot } from '../package-root';
 import { isSection, type Data } from './config-data';
 import { ConfigError, findNode, locate, showPath, unique, type Segment } from './config-error';
 import { configSchema, type RawConfig } from './config-schema';
 import { applyEnvironment } from './env-overrides';
 import type { GatewayConfig } from './gateway-config';
 import { toGatewayConfig } from './to-gateway-config';
+import { unknownEnvironmentWarnings } from './unknown-environment';
 import { compiledValidator, crossChecks, describeAjvError } from './validate-config';
 
 export { ConfigError, type ConfigProblem } from './config-error';
 
+/** The environment variable naming the configuration file. */
+export const CONFIG_FILE_ENV = 'IAM_CONFIG';
+
 /** Where `loadConfig` reads from. */
 export interface LoadConfigOptions {
-  /** The YAML file; default `IAM_CONFIG`, else `<cwd>/config/default.yaml`. Relative to `cwd`. */
+  /**
+   * The YAML file, relative to `cwd`; default `IAM_CONFIG`, else `<cwd>/config/default.yaml` when it exists, else
+   * the installed package's own `config/default.yaml`.
+   */
   file?: string;
   /** Environment overrides; default `process.env`. */
   env?: NodeJS.ProcessEnv;
@@ -28,11 +36,14 @@ export interface LoadConfigOptions {
  *
  * Precedence, lowest first: schema defaults, the file, the conventional environment name (`PORT`),
  * the generic environment name (`SERVER_PORT`): the generic name is the more specific one, so it wins.
+ * An `IAM_…`/`SERVER_…` variable that nothing reads is not an error: it is listed in `warnings`, which the
+ * gateway logs at start.
  */
 export function loadConfig(options: LoadConfigOptions = {}): GatewayConfig {
   const cwd = path.resolve(options.cwd ?? process.cwd());
   const env = options.env ?? process.env;
-  const file = path.resolve(cwd, options.file ?? env.IAM_CONFIG ?? path.join('config', 'default.yaml'));
+  const named = options.file ?? env[CONFIG_FILE_ENV];
+  const file = named === undefined ? defaultFile(cwd) : path.resolve(cwd, named);
   const shownFile = showPath(file, cwd);
 
   let text: string;
@@ -40,7 +51,11 @@ export function loadConfig(options: LoadConfigOptions = {}): GatewayConfig {
     text = readFileSync(file, 'utf8');
   } catch (error) {
     const reason = (error as NodeJS.ErrnoException).code ?? String(error);
-    throw new ConfigError([{ key: '', message: `cannot read the configuration file (${reason})` }], shownFile);
+    // A file IAM_CONFIG names must be there: never a silent fall back to another one.
+    const problem = options.file === undefined && named !== undefined
+      ? { key: '', message: `cannot read the configuration file ${shownFile} (${reason})`, env: CONFIG_FILE_ENV }
+      : { key: '', message: `cannot read the configuration file (${reason})` };
+    throw new ConfigError([problem], shownFile);
   }
   const lineCounter = new LineCounter();
   const document = parseDocument(text, { lineCounter, prettyErrors: true });
@@ -77,7 +92,20 @@ export function loadConfig(options: LoadConfigOptions = {}): GatewayConfig {
     };
     throw new ConfigError(unique(problems).map((problem) => locate(problem, envSources, lineOf)), shownFile);
   }
-  return toGatewayConfig(data as unknown as RawConfig, cwd, file);
+  return toGatewayConfig(data as unknown as RawConfig, cwd, file, unknownEnvironmentWarnings(env, [CONFIG_FILE_ENV]));
+}
+
+/**
+ * Without `IAM_CONFIG`: `config/default.yaml` under `cwd` (a checkout, or a deployment that keeps its own), else the
+ * one the package ships (an installed package run from any directory). Relative paths in either resolve against
+ * `cwd`. When neither exists, the one under `cwd`, so that the error names where the file was looked for.
+ */
+function defaultFile(cwd: string): string {
+  const local = path.join(cwd, 'config', 'default.yaml');
+  if (existsSync(local)) return local;
+  const root = packageRoot();
+  const shipped = root === null ? null : path.join(root, 'config', 'default.yaml');
+  return shipped !== null && existsSync(shipped) ? shipped : local;
 }
 
 // ---------------------------------------------------------------- defaults

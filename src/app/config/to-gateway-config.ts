@@ -4,7 +4,7 @@ import { parseByteSize, parseDuration } from './durations';
 import type { GatewayConfig } from './gateway-config';
 
 /** The validated YAML form → what the code uses. Nothing here can fail: validation ran first. */
-export function toGatewayConfig(raw: RawConfig, cwd: string, file: string): GatewayConfig {
+export function toGatewayConfig(raw: RawConfig, cwd: string, file: string, warnings: string[]): GatewayConfig {
   const ms = (value: string | number, key: string): number => parseDuration(value, key);
   const bytes = (value: string | number, key: string): number => parseByteSize(value, key);
   const fromCwd = (value: string): string => path.resolve(cwd, value);
@@ -151,6 +151,7 @@ export function toGatewayConfig(raw: RawConfig, cwd: string, file: string): Gate
       },
     },
     source: { file, directory: path.dirname(file) },
+    warnings,
   };
 }
 

@@ -66,6 +66,7 @@ export async function runPrimary(config: GatewayConfig, workers: WorkerCount): P
   const refusal = workerRefusal(config, workers);
   if (refusal !== null) throw new Error(refusal);
   const logger = createLogger(config.log.level).child({ worker: 0 });
+  for (const warning of config.warnings) logger.warn({}, warning);
   if (config.iam.enabled) await prepareOnce(config, logger);
   const primary = new Primary(config, workers.count, logger);
   // Taken before the workers are forked: a stop during the start stops the workers that started, gracefully.
