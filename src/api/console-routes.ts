@@ -90,7 +90,9 @@ export interface ConsoleRoutesDeps {
  */
 export function registerConsoleRoutes(router: Router, deps: ConsoleRoutesDeps): void {
   // The page tells its script where "Sign out" goes (a data attribute: the CSP allows no inline script).
-  const index = deps.signOutPath ? Buffer.from(deps.files.index.body.toString('utf8').replace('<body>', `<body data-sign-out="${deps.signOutPath}">`)) : deps.files.index.body;
+  let index: Buffer | undefined;
+  const indexBody = (): Buffer =>
+    (index ??= deps.signOutPath ? Buffer.from(deps.files.index.body.toString('utf8').replace('<body>', `<body data-sign-out="${deps.signOutPath}">`)) : deps.files.index.body);
   const page = async (ctx: Context): Promise<void> => {
     const prepared = stateOf(ctx).prepared;
     const bearer = parseBearerToken(prepared.authorization);
@@ -106,7 +108,7 @@ export function registerConsoleRoutes(router: Router, deps: ConsoleRoutesDeps): 
     }
     ctx.set({ ...htmlPageHeaders(CONSOLE_CSP), vary: 'Accept, Cookie' });
     ctx.type = deps.files.index.type;
-    ctx.body = index;
+    ctx.body = indexBody();
   };
 
   router.get('/console', page);

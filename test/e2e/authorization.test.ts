@@ -11,6 +11,7 @@ import type { RunningGateway } from '../../src/app/start-gateway';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { testRedisUrl, uniquePrefix, notRun } from '../support/env';
 import { bearer, login, startTestGateway } from '../support/gateway';
+import { until } from '../support/wait';
 
 let host: RunningHost;
 let gateway: RunningGateway;
@@ -311,10 +312,7 @@ describe('changes to profiles reach live sessions', () => {
   });
 });
 
+/** The shared poller (test/support/wait.ts), with a generous bound whatever the call names. */
 async function waitFor(condition: () => Promise<boolean>, timeoutMs = 3000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
+  await until('the condition', condition, { within: Math.max(timeoutMs, 20_000), every: 50 });
 }

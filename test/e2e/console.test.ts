@@ -17,6 +17,7 @@ import { chromiumAvailable, launchBrowser } from '../support/browser';
 import { createTestDatabase } from '../support/database';
 import { notRun } from '../support/env';
 import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
+import { until } from '../support/wait';
 
 const runnable = chromiumAvailable();
 if (!runnable) notRun('console: every test (no /usr/bin/chromium; CI always has it)');
@@ -96,14 +97,9 @@ async function policyAsAdmin(token: string): Promise<any> {
   return response.json();
 }
 
-async function waitFor<T>(what: string, probe: () => Promise<T | null | undefined | false>, timeoutMs = 5000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+/** The shared poller (test/support/wait.ts), with a generous bound whatever the call names. */
+function waitFor<T>(what: string, probe: () => Promise<T | null | undefined | false>, timeoutMs = 5000): Promise<T> {
+  return until(what, probe, { within: Math.max(timeoutMs, 20_000) });
 }
 
 const status = async (path: string, token: string): Promise<number> => (await fetch(`${gw()}${path}`, { headers: bearer(token) })).status;

@@ -10,6 +10,7 @@ import { bearer, login, ROOT } from '../support/gateway';
 import { ensureBuilt, startGatewayProcess, type GatewayProcess } from '../support/gateway-process';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
 import { relayedUrl, startTcpRelay, targetOf, type TcpRelay } from '../support/tcp-relay';
+import { until } from '../support/wait';
 
 const redisUrl = testRedisUrl();
 
@@ -43,12 +44,9 @@ describeWithRedis('two gateway processes sharing Redis and PostgreSQL', () => {
   const revoke = (base: string, token: string, sessionId: string): Promise<number> =>
     fetch(`${base}/iam/sessions/${sessionId}/revoke`, { method: 'POST', headers: bearer(token) }).then((r) => r.status);
 
+  /** The shared poller (test/support/wait.ts), with a generous bound whatever the call names. */
   async function waitFor(condition: () => Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!(await condition())) {
-      if (Date.now() > deadline) throw new Error('condition not met in time');
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    await until('the condition', condition, { within: Math.max(timeoutMs, 20_000), every: 100 });
   }
 
   it('a revocation through A is refused by B on its next request', async () => {

@@ -51,14 +51,9 @@ async function statuses(url: string, count: number, headers: Record<string, stri
   return out;
 }
 
-async function waitFor<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+/** The shared poller (test/support/wait.ts). */
+function waitFor<T>(what: string, probe: () => T | undefined | Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
+  return until(what, probe, { within: Math.max(timeoutMs, 20_000), every: 100 });
 }
 
 const isAlive = (pid: number): boolean => {

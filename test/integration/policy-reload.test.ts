@@ -14,6 +14,7 @@ import type { RunningGateway } from '../../src/app/start-gateway';
 import { createTestDatabase } from '../support/database';
 import { startTestGateway } from '../support/gateway';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
+import { until } from '../support/wait';
 
 /** A policy where GET `path` is public (`open`) or needs a permission nobody has (`closed`: 401 anonymous). */
 function policy(routes: Record<string, 'open' | 'closed'>): string {
@@ -23,19 +24,9 @@ function policy(routes: Record<string, 'open' | 'closed'>): string {
   return `version: 1\ndefault: deny\nroutes:\n${lines.join('\n')}\n`;
 }
 
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: string | undefined;
-  for (;;) {
-    try {
-      const value = await probe();
-      if (value !== undefined && value !== false) return value;
-    } catch (error) {
-      last = String(error);
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? ` (last error: ${last})` : ''}`);
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
+/** The shared poller (test/support/wait.ts), with a generous bound whatever the call names. */
+function waitFor<T>(what: string, probe: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 10_000): Promise<T> {
+  return until(what, probe, { within: Math.max(timeoutMs, 20_000) });
 }
 
 async function counter(metrics: Pick<GatewayMetrics, 'policyReloads'>, result: 'success' | 'failure'): Promise<number> {

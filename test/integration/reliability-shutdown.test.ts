@@ -17,6 +17,7 @@ import { ensureBuilt, startGatewayProcess, type GatewayProcess } from '../suppor
 import { login } from '../support/gateway';
 import { startRecordingUpstream, type RecordedRequest, type RecordingUpstream } from '../support/recording-upstream';
 import { relayedUrl, startTcpRelay, targetOf, type TcpRelay } from '../support/tcp-relay';
+import { until } from '../support/wait';
 
 const POLICY = `
 version: 1
@@ -163,14 +164,8 @@ async function within<T, F>(promise: Promise<T>, ms: number, fallback: F): Promi
   }
 }
 
-async function waitForRecorded(predicate: (r: RecordedRequest) => boolean, withinMs = 5000): Promise<RecordedRequest> {
-  const started = Date.now();
-  while (Date.now() - started < withinMs) {
-    const found = (await upstream.requests()).find(predicate);
-    if (found) return found;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  throw new Error('the upstream never received the request');
+async function waitForRecorded(predicate: (r: RecordedRequest) => boolean): Promise<RecordedRequest> {
+  return until('the upstream to receive the request', async () => (await upstream.requests()).find(predicate), { every: 20 });
 }
 
 describe('SIGTERM to a gateway process', () => {

@@ -19,18 +19,14 @@ import type { StoreEvent, TokenRecord } from '../../src/domain/token-record';
 import { StoreUnavailableError, type TokenStore } from '../../src/domain/token-store';
 import { testRedisUrl, uniquePrefix, notRun } from '../support/env';
 import { startPrivateRedis } from '../support/private-redis';
+import { until } from '../support/wait';
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const randomId = (label: string): string => `${label}-${randomBytes(6).toString('hex')}`;
 
-/** Polls until `check` is true; fails with `what` after `timeoutMs`. */
+/** The shared poller (test/support/wait.ts), with a generous bound whatever the call names. */
 async function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
+  await until(what, check, { within: Math.max(timeoutMs, 20_000) });
 }
 
 function makeRecord(options: { userId?: string; sessionId?: string; ttlMs?: number; idleMs?: number } = {}): TokenRecord {

@@ -4,6 +4,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { until } from './wait';
 
 export interface ExportedSpan {
   traceId: string;
@@ -63,12 +64,11 @@ export class OtlpReceiver {
 
   /** Waits until `predicate` holds for the spans received (the batch processor exports every 100 ms here). */
   async waitFor(predicate: (spans: ExportedSpan[]) => boolean, what: string): Promise<ExportedSpan[]> {
-    const deadline = Date.now() + 10_000;
-    while (Date.now() < deadline) {
-      if (predicate(this.spans)) return this.spans;
-      await new Promise((resolve) => setTimeout(resolve, 50));
+    try {
+      return await until(what, () => predicate(this.spans) && this.spans, { every: 50 });
+    } catch (error) {
+      throw new Error(`no ${what} among ${this.spans.length} spans: ${JSON.stringify(this.spans.map((span) => span.name))}`, { cause: error });
     }
-    throw new Error(`no ${what} among ${this.spans.length} spans: ${JSON.stringify(this.spans.map((span) => span.name))}`);
   }
 
   close(): Promise<void> {
