@@ -1,0 +1,90 @@
+/**
+ * docs/your-app.md, run as written: every `sh` block in order, in an empty directory, with this checkout's CLI as
+ * `npx iam-gateway` and the example host (examples/host) as "your app". The gateway the guide starts is a real
+ * `iam-gateway serve` process on the embedded database; the only changes to the text are the two addresses (the
+ * app's and the gateway's port, free ports here instead of 3000 and 8080).
+ */
+import { spawn } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startHost, type RunningHost } from '../../examples/host/server';
+import { freePort } from '../support/front-proxy';
+import { ROOT } from '../support/gateway';
+import { ensureBuilt } from '../support/gateway-process';
+import { until } from '../support/wait';
+
+const GUIDE = readFileSync(join(ROOT, 'docs', 'your-app.md'), 'utf8');
+
+let work: string;
+let host: RunningHost;
+let port: number;
+
+function run(script: string): Promise<{ code: number; output: string }> {
+  const child = spawn('bash', ['-e', '-c', script], {
+    cwd: work,
+    // A fresh shell: no DATABASE_URL or REDIS_URL (the guide runs on the embedded defaults), the gateway's ports free.
+    env: { PATH: `${join(work, '.bin')}:${process.env.PATH ?? ''}`, HOME: process.env.HOME ?? '', PORT: String(port), MANAGEMENT_PORT: '0' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => void (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => void (output += chunk.toString()));
+  return new Promise((resolve) => child.on('close', (code) => resolve({ code: code ?? -1, output })));
+}
+
+const gatewayPid = (): number | null => (existsSync(join(work, 'gateway.pid')) ? Number(readFileSync(join(work, 'gateway.pid'), 'utf8').trim()) : null);
+const alive = (pid: number): boolean => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+beforeAll(async () => {
+  ensureBuilt();
+  work = mkdtempSync(join(tmpdir(), 'iam-your-app-'));
+  mkdirSync(join(work, '.bin'));
+  const npx = join(work, '.bin', 'npx');
+  writeFileSync(npx, `#!/bin/sh\nif [ "$1" = iam-gateway ]; then shift; exec "${process.execPath}" "${join(ROOT, 'bin', 'iam-gateway.js')}" "$@"; fi\necho "npx $1: not in this test" >&2; exit 127\n`);
+  chmodSync(npx, 0o755);
+  host = await startHost(0);
+  port = await freePort();
+}, 60_000);
+
+afterAll(async () => {
+  // Stopped by the guide's last block; by its PID here if a block failed before.
+  const pid = work ? gatewayPid() : null;
+  if (pid !== null && alive(pid)) process.kill(pid, 'SIGKILL');
+  await host?.close();
+  if (work) rmSync(work, { recursive: true, force: true });
+});
+
+describe('docs/your-app.md as written', () => {
+  it('each sh block runs in order: a policy, a user, the gateway in front of the app, 401/200/403, a clean stop', async () => {
+    const blocks = [...GUIDE.matchAll(/```sh\n([\s\S]*?)```/g)].map((match) => match[1]!.replaceAll('http://127.0.0.1:3000', host.url).replaceAll('http://127.0.0.1:8080', `http://127.0.0.1:${port}`));
+    expect(blocks).toHaveLength(5);
+    const outcomes = [];
+    for (const block of blocks) {
+      const outcome = await run(block);
+      outcomes.push(outcome);
+      if (outcome.code !== 0) break;
+    }
+    const log = existsSync(join(work, 'gateway.log')) ? readFileSync(join(work, 'gateway.log'), 'utf8') : '';
+    // Every block exits 0 (the walk stops at the first that does not, showing its output and the gateway's log).
+    const failed = outcomes.find((outcome) => outcome.code !== 0);
+    expect(failed === undefined ? null : { code: failed.code, output: failed.output.slice(-2000), log: log.slice(-2000) }).toBeNull();
+    expect(outcomes).toHaveLength(5);
+    // The policy check, then the statuses of the walk: no session, carol's list, the admin area she may not use.
+    expect(outcomes[0]!.output).toContain('0 errors, 0 warnings');
+    const statuses = [...outcomes[3]!.output.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((match) => Number(match[1]));
+    expect(statuses).toEqual([401, 200, 403]);
+    expect(outcomes[3]!.output).toContain('PERMISSION_DENIED');
+    expect(outcomes[3]!.output).toContain('"userId":"u-carol"');
+    // The last block stopped the gateway.
+    const pid = gatewayPid()!;
+    await until('the gateway to exit after the guide stops it', () => !alive(pid));
+  }, 120_000);
+});
