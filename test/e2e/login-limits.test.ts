@@ -157,8 +157,8 @@ describe('#11.10 password checks are bounded and fair', () => {
     );
     expect(real.status).toBe(200);
     expect(count(flood, 401)).toBe(150);
-    // Served in turn with the flood: about two verifications, not 150. (Generous bound for a shared CI machine.)
-    expect(real.ms).toBeLessThan(1500);
+    // Served in turn with the flood: about two verifications, not 150. Compared with the flood's own slowest answer
+    // (the same machine, the same moment), never with a fixed number of milliseconds a loaded machine can break.
     expect(real.ms).toBeLessThan(Math.max(...flood.map((a) => a.ms)) / 3);
   }, 120_000);
 

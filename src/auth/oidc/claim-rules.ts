@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import type { JWTPayload } from 'jose';
 import { MAX_PROFILE_SCOPES } from '../../domain/grant-limits';
 import type { ScopeRecord } from '../../domain/records';
 import type { ProjectedProfiles } from '../authenticator';
@@ -33,11 +32,17 @@ export interface ProfileRule {
   unscoped: boolean | null;
 }
 
+/**
+ * The verified claims of an ID token (jose's `JWTPayload` fits; not imported from jose, which is an ES module: these
+ * types reach the package's public declarations through the configuration).
+ */
+export type Claims = Readonly<Record<string, unknown>>;
+
 const IDENTIFIER = new RegExp(IDENTIFIER_PATTERN);
 const HEADER_SAFE = new RegExp(HEADER_SAFE_PATTERN);
 
 /** The claim's values as strings (a string, a number or a boolean; a list of them); anything else has none. */
-function valuesOf(claims: JWTPayload, claim: string): string[] | null {
+function valuesOf(claims: Claims, claim: string): string[] | null {
   if (!Object.hasOwn(claims, claim)) return null;
   const value = claims[claim];
   const scalar = (item: unknown): string | null => (typeof item === 'string' ? item : typeof item === 'number' || typeof item === 'boolean' ? String(item) : null);
@@ -46,7 +51,7 @@ function valuesOf(claims: JWTPayload, claim: string): string[] | null {
   return one === null ? null : [one];
 }
 
-export function conditionHolds(claims: JWTPayload, condition: ClaimCondition): boolean {
+export function conditionHolds(claims: Claims, condition: ClaimCondition): boolean {
   const values = valuesOf(claims, condition.claim);
   if (values === null) return false;
   if (condition.values.length === 0) return values.length > 0 && values.some((value) => value !== '' && value !== 'false');
@@ -54,7 +59,7 @@ export function conditionHolds(claims: JWTPayload, condition: ClaimCondition): b
 }
 
 /** The first condition of `iam.oidc.allowed` the claims do not meet; null when the login may go on. */
-export function unmetCondition(claims: JWTPayload, conditions: readonly ClaimCondition[]): ClaimCondition | null {
+export function unmetCondition(claims: Claims, conditions: readonly ClaimCondition[]): ClaimCondition | null {
   return conditions.find((condition) => !conditionHolds(claims, condition)) ?? null;
 }
 
@@ -73,7 +78,7 @@ export function ruleProfileId(ruleName: string, userId: string): string {
  * qualifies for (to revoke where they exist). A rule whose claim-valued scope finds no usable value (missing, or
  * not a header-safe id) does not match: a scoped profile without scopes would grant nothing anyway.
  */
-export function projectProfiles(claims: JWTPayload, userId: string, rules: readonly ProfileRule[]): { profiles: ProjectedProfiles; retract: string[] } {
+export function projectProfiles(claims: Claims, userId: string, rules: readonly ProfileRule[]): { profiles: ProjectedProfiles; retract: string[] } {
   const profiles: ProjectedProfiles = [];
   const retract: string[] = [];
   for (const rule of rules) {
@@ -95,7 +100,7 @@ export function projectProfiles(claims: JWTPayload, userId: string, rules: reado
   return { profiles, retract };
 }
 
-function scopesOf(claims: JWTPayload, rule: ProfileRule): ScopeRecord[] | null {
+function scopesOf(claims: Claims, rule: ProfileRule): ScopeRecord[] | null {
   const scopes: ScopeRecord[] = [];
   for (const scope of rule.scopes) {
     const ids = scope.claim === undefined ? [scope.id] : (valuesOf(claims, scope.claim) ?? []).filter((value) => value !== '' && HEADER_SAFE.test(value));
