@@ -2,7 +2,7 @@
  * The package's public API for Node programs: run the gateway in-process, or use its decision engine
  * inside a Node host (`decide()` returns the decision, `require()` throws the problem of a denial).
  */
-export { startGateway, type RunningGateway, type GatewayServices, type StartOptions } from './app/start-gateway';
+export { startGateway, type Gateway, type StartOptions } from './app/public-gateway';
 export { loadConfig, ConfigError, type GatewayConfig } from './app/config';
 export { openAuthorizationEngine, type EmbeddedAuthorizationEngine } from './app/embedded-engine';
 export { decide, require } from './authz/decide';

@@ -3,7 +3,7 @@
  * gateway's engine in-process; they give the same answers the proxy enforces.
  */
 import { join } from 'node:path';
-import { decide, openAuthorizationEngine, ProblemError, require as requireAllowed } from '../../src';
+import { decide, openAuthorizationEngine, ProblemError, require as requireAllowed, startGateway } from '../../src';
 import { readProvisioningFile } from '../../src/api/provisioning-file';
 import type { IamPrincipal } from '../../src/domain/principal';
 import { createTestDatabase, type TestDatabase } from '../support/database';
@@ -41,5 +41,16 @@ it('decides and requires with the same engine and policy as the gateway', async 
     expect(viaRoute).toMatchObject({ allowed: true, permissionCode: 'project:list' });
   } finally {
     await embedded.close();
+  }
+});
+
+it('startGateway gives a program where the gateway listens and how to stop it, not its wired services', async () => {
+  const gateway = await startGateway(testConfig('http://127.0.0.1:9', { REDIS_URL: '', PORT: '0', MANAGEMENT_PORT: '0' }));
+  try {
+    expect(Object.keys(gateway).sort()).toEqual(['close', 'managementPort', 'managementUrl', 'port', 'url']);
+    expect(Object.isFrozen(gateway)).toBe(true);
+    expect((await fetch(`${gateway.managementUrl}/health/live`)).status).toBe(200);
+  } finally {
+    await gateway.close();
   }
 });
