@@ -1,7 +1,9 @@
 // /iam/console/access[?q=…][&userId=…]: users, a user's identities and profiles (with scopes), the permission
-// templates; enable/disable users and profiles and edit scopes where the viewer holds the write permission.
+// templates; enable/disable users and profiles and edit scopes where the viewer holds the write permission; create
+// users, identities, profiles and template versions (access-create.js).
 import { api, grants, IDENTIFIER, query, seg } from './api.js';
-import { badge, button, confirmButton, facts, field, fieldError, h, replace, table, when } from './dom.js';
+import { identityCreateForm, profileCreateForm, templateCreateForm, userCreateForm } from './access-create.js';
+import { append, badge, button, confirmButton, facts, field, fieldError, h, replace, table, when } from './dom.js';
 import { problemView } from './problems.js';
 import { announce } from './status.js';
 
@@ -24,26 +26,51 @@ async function viewerPermissions() {
 
 const may = (permissions, code) => permissions === null || grants(permissions, code);
 
+/**
+ * The template list of the page, shared by the templates table and the profile form's select: `get()` is the answer
+ * (a promise of the list; it rejects with the ApiError); `refresh()` reads it again and tells every subscriber.
+ */
+function templateStore() {
+  const load = () => {
+    const answer = api('/iam/admin/templates').then((result) => result.data);
+    answer.catch(() => {}); // each reader handles the failure
+    return answer;
+  };
+  const listeners = new Set();
+  let current = load();
+  return {
+    get: () => current,
+    refresh() {
+      current = load();
+      for (const listener of listeners) listener(current);
+      return current;
+    },
+    subscribe: (listener) => listeners.add(listener),
+  };
+}
+
 export async function renderAccess({ root, heading, params, navigate, isCurrent }) {
   heading('Access');
   const userId = params.get('userId') ?? '';
   const q = params.get('q') ?? '';
   const permissions = viewerPermissions();
+  const templates = templateStore();
 
   const usersSection = h('section', { 'aria-labelledby': 'users-heading' }, h('h2', { id: 'users-heading' }, 'Users'));
   const detailSection = userId !== '' ? h('section', { 'aria-labelledby': 'user-heading', class: 'user-detail' }) : null;
   const templatesSection = h('section', { 'aria-labelledby': 'templates-heading' }, h('h2', { id: 'templates-heading' }, 'Permission templates'));
-  root.append(usersSection, detailSection, templatesSection);
+  // Without a userId there is no detail section (Node.append would write a null as the text "null").
+  append(root, [usersSection, detailSection, templatesSection]);
 
   await Promise.all([
-    renderUsers(usersSection, { q, userId, navigate, isCurrent }),
-    detailSection ? renderUserDetail(detailSection, userId, permissions, isCurrent) : null,
-    renderTemplates(templatesSection, isCurrent),
+    renderUsers(usersSection, { q, userId, navigate, isCurrent, permissions }),
+    detailSection ? renderUserDetail(detailSection, userId, permissions, templates, isCurrent) : null,
+    renderTemplates(templatesSection, { isCurrent, permissions, templates }),
   ]);
 }
 
-/** The user list: a search box (q, in the URL) and pages of 50 ("More" follows nextCursor). */
-async function renderUsers(section, { q, userId, navigate, isCurrent }) {
+/** The user list: a search box (q, in the URL) and pages of 50 ("More" follows nextCursor); the new-user form. */
+async function renderUsers(section, { q, userId, navigate, isCurrent, permissions }) {
   const searchInput = h('input', { type: 'search', name: 'q', value: q, autocomplete: 'off', spellcheck: 'false' });
   const form = h('form', { class: 'inline-form', role: 'search', novalidate: true }, field('Find users (id or name)', searchInput), h('button', { type: 'submit' }, 'Search'));
   form.addEventListener('submit', (event) => {
@@ -87,17 +114,48 @@ async function renderUsers(section, { q, userId, navigate, isCurrent }) {
       holder.append(problemView(error));
     }
   };
+  // After a create: the list from its first page again, with the new user in it.
+  const refresh = async () => {
+    users.length = 0;
+    cursor = null;
+    try {
+      await load();
+    } catch (error) {
+      replace(holder, problemView(error, { action: 'see the users', permission: 'iam.admin.users:read' }));
+    }
+  };
   try {
     await load();
   } catch (error) {
     if (isCurrent()) replace(holder, problemView(error, { action: 'see the users', permission: 'iam.admin.users:read' }));
   }
+  if (isCurrent() && may(await permissions, 'iam.admin.users:write')) section.append(userCreateForm(refresh));
 }
 
-/** The user's record (found through the list, which is the only read of users), identities and profiles. */
-async function renderUserDetail(section, userId, permissionsPromise, isCurrent) {
-  const reload = () => renderUserDetail(section, userId, permissionsPromise, isCurrent);
-  replace(section, h('h2', { id: 'user-heading' }, 'User ', h('code', null, userId)), h('p', { class: 'muted' }, 'Loading…'));
+/**
+ * The user's record, identities and profiles (reloaded after each change), then the forms creating an identity and a
+ * profile of the user (built once, so their messages stay through a reload).
+ */
+async function renderUserDetail(section, userId, permissionsPromise, templates, isCurrent) {
+  const body = h('div', null, h('p', { class: 'muted' }, 'Loading…'));
+  replace(section, h('h2', { id: 'user-heading' }, 'User ', h('code', null, userId)), body);
+  let identityIds = [];
+  const reload = async () => {
+    const state = await renderUserBody(body, userId, permissionsPromise, isCurrent, reload);
+    identityIds = state.identityIds;
+    return state;
+  };
+  const { exists, held } = await reload();
+  if (!isCurrent() || !exists) return;
+  const forms = [
+    may(held, 'iam.admin.identities:write') ? identityCreateForm(userId, () => identityIds, reload) : null,
+    may(held, 'iam.admin.profiles:write') ? profileCreateForm(userId, templates, reload) : null,
+  ].filter(Boolean);
+  if (forms.length > 0) section.append(h('div', { class: 'create-forms' }, forms));
+}
+
+/** The user's facts, identities and profiles into `body`; resolves whether the user exists, and their identity ids. */
+async function renderUserBody(body, userId, permissionsPromise, isCurrent, reload) {
   const message = h('div');
   const [userAnswer, identities, profiles, permissions] = await Promise.allSettled([
     api(`/iam/admin/users/${seg(userId)}`),
@@ -105,9 +163,10 @@ async function renderUserDetail(section, userId, permissionsPromise, isCurrent) 
     api(`/iam/admin/users/${seg(userId)}/profiles`),
     permissionsPromise,
   ]);
-  if (!isCurrent()) return;
   const held = permissions.status === 'fulfilled' ? permissions.value : null;
-  const parts = [h('h2', { id: 'user-heading' }, 'User ', h('code', null, userId)), message];
+  const state = { exists: userAnswer.status === 'fulfilled', held, identityIds: identities.status === 'fulfilled' ? identities.value.data.map((identity) => identity.identityId) : [] };
+  if (!isCurrent()) return state;
+  const parts = [message];
 
   if (userAnswer.status === 'rejected' && userAnswer.reason?.status !== 404) {
     parts.push(problemView(userAnswer.reason, { action: 'see the users', permission: 'iam.admin.users:read' }));
@@ -164,7 +223,8 @@ async function renderUserDetail(section, userId, permissionsPromise, isCurrent) 
   else if (profiles.value.data.length === 0) parts.push(h('p', null, 'No profiles.'));
   else parts.push(h('div', { class: 'profiles' }, profiles.value.data.map((profile) => profileEditor(profile, may(held, 'iam.admin.profiles:write'), reload))));
 
-  replace(section, parts);
+  replace(body, parts);
+  return state;
 }
 
 /** One profile: its facts, enable/disable, and its scopes as an editable list (If-Match: its version). */
@@ -330,12 +390,19 @@ function profileEditor(initial, canWrite, reloadAll) {
   return card;
 }
 
-/** Every template version and its permission codes. */
-async function renderTemplates(section, isCurrent) {
+/** Every template version and its permission codes; the new-template form. */
+async function renderTemplates(section, { isCurrent, permissions, templates }) {
   const holder = h('div', null, h('p', { class: 'muted' }, 'Loading…'));
   section.append(holder);
+  await drawTemplates(holder, isCurrent, templates.get());
+  if (!isCurrent() || !may(await permissions, 'iam.admin.templates:write')) return;
+  section.append(templateCreateForm(() => drawTemplates(holder, isCurrent, templates.refresh())));
+}
+
+/** The templates table from `list`, the store's answer (a promise of the list; rejected: the problem is shown). */
+async function drawTemplates(holder, isCurrent, list) {
   try {
-    const { data } = await api('/iam/admin/templates');
+    const data = await list;
     if (!isCurrent()) return;
     replace(
       holder,

@@ -35,7 +35,8 @@ function details(problem) {
  * - 401: "Your session ended — sign in again", with a link to the login page and back here;
  * - 403 IAM_ACCESS_DENIED with `rule: ESCALATION_PREVENTION`: "You cannot grant what you do not hold";
  * - 403 IAM_ACCESS_DENIED and `context.action`/`context.permission`: "You are not allowed to … (needs …)";
- * - 409 IAM_CONFLICT: "Changed by someone else — reload", with a Reload button when `context.reload` is given;
+ * - 409 IAM_CONFLICT: "Changed by someone else — reload", with a Reload button when `context.reload` is given (not for
+ *   `context.creating`: a create's 409 is about its id, shown with its title and detail like any other problem);
  * - anything else: the problem's title and detail, with its code, step, decision id and field errors.
  * The message is also announced in the live region.
  */
@@ -61,7 +62,7 @@ export function problemView(error, context = {}) {
       problem.detail ? h('p', null, problem.detail) : null,
       details(problem),
     );
-  } else if (status === 409 && problem.code === 'IAM_CONFLICT') {
+  } else if (status === 409 && problem.code === 'IAM_CONFLICT' && !context.creating) {
     view = h(
       'div',
       { class: 'problem' },

@@ -4,8 +4,8 @@
  * may do it, and the readable "not allowed" state for alice, who holds no iam.admin.* permission. Screenshots go to
  * test-output/screenshots/console-<page>.png.
  *
- * Users (test/fixtures/console/): alice (editor/reader on project 1), admin (the full IAM administrator) and
- * auditor (iam.admin.audit:read only). Plain http, so the session cookie is `iam-session`.
+ * Users (test/fixtures/console/): alice (editor/reader on project 1), admin (the full IAM administrator),
+ * auditor (iam.admin.audit:read only) and delegate (manages users and profiles, holds only the reader's codes). Plain http, so the session cookie is `iam-session`.
  */
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -26,7 +26,7 @@ const describeInBrowser = runnable ? describe : describe.skip;
 const SCREENSHOTS = join(ROOT, 'test-output', 'screenshots');
 const FIXTURES = join(ROOT, 'test', 'fixtures', 'console');
 const CONSOLE_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
-const PASSWORDS: Record<string, string> = { alice: 'alice-password', admin: 'admin-password', auditor: 'alice-password' };
+const PASSWORDS: Record<string, string> = { alice: 'alice-password', admin: 'admin-password', auditor: 'alice-password', delegate: 'alice-password' };
 /** Where policies/example.yaml declares the host's admin area (the route alice is denied by). */
 const ADMIN_ROUTE_LINE = readFileSync(join(ROOT, 'policies', 'example.yaml'), 'utf8').split('\n').findIndex((line) => line.includes('path: /api/admin/**')) + 1;
 
@@ -330,6 +330,161 @@ describeInBrowser('the console in Chromium', () => {
     await profile.getByText('Changed by someone else').waitFor({ state: 'detached' });
     await expect(page.locator('article[data-profile-id="p-alice-editor"]').getByLabel('Scope 2 resource id').inputValue()).resolves.toBe('3');
     await expectSoundPage(page, 'Access');
+  });
+
+  describe('Access: creating', () => {
+    let adminToken: string;
+    /** `GET` of an admin API path as the admin (bearer): its status and body. */
+    const adminGet = async (path: string): Promise<{ status: number; body: any }> => {
+      const response = await fetch(`${gw()}${path}`, { headers: bearer(adminToken) });
+      return { status: response.status, body: await response.json() };
+    };
+    beforeAll(async () => {
+      adminToken = (await login(gw(), 'admin', 'admin-password', 'API')).accessToken;
+    });
+
+    it('the admin creates a template version and a user; an invalid permission code, an existing and an invalid id are shown', async () => {
+      const { page } = await newPage();
+      await signIn(page, 'admin', '/iam/console/access');
+      const templateForm = page.getByRole('form', { name: 'New template version' });
+      await templateForm.getByLabel('Version id').fill('reviewer-v1');
+      await templateForm.getByLabel('Template name').fill('reviewer');
+      await templateForm.getByLabel('Permissions').fill('project:read\nnot a code\n');
+      await templateForm.getByRole('button', { name: 'Create template version' }).click();
+      // 400: the code the API refuses, next to the field, and nothing written.
+      await shows(templateForm.locator('.field-error'), 'Line 2: "not a code" is not a permission code');
+      await expect(templateForm.getByLabel('Permissions').getAttribute('aria-invalid')).resolves.toBe('true');
+      await expect(templateForm.locator('.problem-title').innerText()).resolves.toBe('Request validation failed');
+      expect((await adminGet('/iam/admin/templates/reviewer-v1')).status).toBe(404);
+
+      await templateForm.getByLabel('Permissions').fill('project:read\ntask:read');
+      await templateForm.getByRole('button', { name: 'Create template version' }).click();
+      await shows(templateForm.locator('.notice'), 'Template version reviewer-v1 created.');
+      await shows(page.getByRole('table', { name: 'Permission templates' }).locator('tbody tr'), 'reviewer-v1');
+      const template = await adminGet('/iam/admin/templates/reviewer-v1');
+      expect(template.status).toBe(200);
+      expect(template.body).toMatchObject({ name: 'reviewer', permissions: ['project:read', 'task:read'] });
+      // No description given: none stored, and the table shows a dash, not "null".
+      expect(template.body.description ?? null).toBeNull();
+      const row = await shows(page.getByRole('table', { name: 'Permission templates' }).locator('tbody tr'), 'reviewer-v1');
+      expect(row).toContain('—');
+      // An existing version is not overwritten.
+      await templateForm.getByLabel('Version id').fill('editor-v1');
+      await templateForm.getByLabel('Template name').fill('replaced');
+      await templateForm.getByRole('button', { name: 'Create template version' }).click();
+      await shows(templateForm.locator('.problem-title'), 'Template version editor-v1 already exists');
+      expect((await adminGet('/iam/admin/templates/editor-v1')).body.name).toBe('editor');
+
+      const userForm = page.getByRole('form', { name: 'New user' });
+      await userForm.getByLabel('User id').fill('u-carol');
+      await userForm.getByLabel('Display name (optional)').fill('Carol');
+      await expect(userForm.getByLabel('Enabled (can sign in)').isChecked()).resolves.toBe(true);
+      await userForm.getByRole('button', { name: 'Create user' }).click();
+      await shows(userForm.locator('.notice'), 'User u-carol created.');
+      await shows(page.locator('#status'), 'User u-carol created.');
+      await shows(page.getByRole('table', { name: 'Users' }).locator('tbody tr'), 'u-carol');
+      expect((await adminGet('/iam/admin/users/u-carol')).body).toMatchObject({ userId: 'u-carol', displayName: 'Carol', enabled: true });
+      // The form is empty again, its checkbox back on.
+      await expect(userForm.getByLabel('User id').inputValue()).resolves.toBe('');
+      await expect(userForm.getByLabel('Enabled (can sign in)').isChecked()).resolves.toBe(true);
+
+      // An existing user is not overwritten; an id outside the API's rule is refused next to its field before any call;
+      // a name the API finds too long is its 400, shown next to the field it names.
+      await userForm.getByLabel('User id').fill('u-alice');
+      await userForm.getByLabel('Enabled (can sign in)').uncheck();
+      await userForm.getByRole('button', { name: 'Create user' }).click();
+      await shows(userForm.locator('.problem-title'), 'User u-alice already exists');
+      expect((await adminGet('/iam/admin/users/u-alice')).body).toMatchObject({ displayName: 'Alice', enabled: true });
+      await userForm.getByLabel('User id').fill('u;bad');
+      await userForm.getByRole('button', { name: 'Create user' }).click();
+      await shows(userForm.locator('.field-error'), 'without / \\ % or ;');
+      await expect(userForm.getByLabel('User id').getAttribute('aria-invalid')).resolves.toBe('true');
+      await userForm.getByLabel('User id').fill('u-dave');
+      await userForm.getByLabel('Display name (optional)').fill('D'.repeat(201));
+      await userForm.getByRole('button', { name: 'Create user' }).click();
+      await shows(userForm.locator('.field-error'), /200 characters/);
+      await expect(userForm.getByLabel('Display name (optional)').getAttribute('aria-invalid')).resolves.toBe('true');
+      await expect(userForm.getByLabel('User id').getAttribute('aria-invalid')).resolves.toBeNull();
+      await expect(userForm.locator('.problem-title').innerText()).resolves.toBe('Request validation failed');
+      expect((await adminGet('/iam/admin/users/u-dave')).status).toBe(404);
+      expect(await mainText(page)).not.toMatch(/\b(null|undefined)\b/);
+      await expectSoundPage(page, 'Access');
+      await screenshot(page, 'access-create');
+    });
+
+    it("the admin gives u-carol an identity and a scoped profile; another user's identity (409) and an unknown client type (400) are shown", async () => {
+      const { page } = await newPage();
+      await signIn(page, 'admin', '/iam/console/access?userId=u-carol');
+      await shows(page.locator('.user-detail'), 'No identities.');
+      const identityForm = page.getByRole('form', { name: 'New identity of u-carol' });
+      // alice's identity cannot be moved to carol: the API's 409 with its detail.
+      await identityForm.getByLabel('Identity id').fill('id-alice');
+      await identityForm.getByLabel('Identity domain').fill('example.com');
+      await identityForm.getByRole('button', { name: 'Create identity' }).click();
+      await shows(identityForm.locator('.problem'), 'Identity "id-alice" belongs to user "u-alice"; it cannot be moved.');
+      await identityForm.getByLabel('Identity id').fill('id-carol');
+      await identityForm.getByRole('button', { name: 'Create identity' }).click();
+      await shows(identityForm.locator('.notice'), 'Identity id-carol of u-carol created.');
+      await shows(page.getByRole('table', { name: 'Identities of u-carol' }), 'id-carol');
+      expect((await adminGet('/iam/admin/users/u-carol/identities')).body).toEqual([expect.objectContaining({ identityId: 'id-carol', identityDomain: 'example.com', enabled: true })]);
+
+      const profileForm = page.getByRole('form', { name: 'New profile of u-carol' });
+      await profileForm.getByLabel('Profile id').fill('p-carol-reviewer');
+      await profileForm.getByLabel('Profile name').fill('Reviewer on project 2');
+      await profileForm.getByLabel('Template').selectOption('reviewer-v1');
+      await profileForm.getByLabel('Client types').fill('WEB, PHONE');
+      await profileForm.getByLabel('Scopes').fill('PROJECT 2 READ');
+      await profileForm.getByRole('button', { name: 'Create profile' }).click();
+      await shows(profileForm.locator('.field-error'), 'Item 2:');
+      await expect(profileForm.getByLabel('Client types').getAttribute('aria-invalid')).resolves.toBe('true');
+      expect((await adminGet('/iam/admin/profiles/p-carol-reviewer')).status).toBe(404);
+
+      await profileForm.getByLabel('Client types').fill('WEB, API');
+      await profileForm.getByRole('button', { name: 'Create profile' }).click();
+      await shows(profileForm.locator('.notice'), 'Profile p-carol-reviewer of u-carol created.');
+      const card = page.locator('article[data-profile-id="p-carol-reviewer"]');
+      await expect(card.getByLabel('Scope 1 resource id').inputValue()).resolves.toBe('2');
+      expect(await card.innerText()).toContain('reviewer-v1');
+      expect((await adminGet('/iam/admin/profiles/p-carol-reviewer')).body).toMatchObject({
+        userId: 'u-carol',
+        profileName: 'Reviewer on project 2',
+        templateVersionId: 'reviewer-v1',
+        clientTypes: ['WEB', 'API'],
+        enabled: true,
+        unscoped: false,
+        scopes: [{ scopeType: 'PROJECT', scopeRefId: '2', accessMode: 'READ' }],
+      });
+      expect(await mainText(page)).not.toMatch(/\b(null|undefined)\b/);
+      await expectSoundPage(page, 'Access');
+      await screenshot(page, 'access-create-profile');
+    });
+
+    it('a delegated admin who holds only the reader codes is refused an editor profile: the API\'s 403 is shown', async () => {
+      const { page } = await newPage();
+      await signIn(page, 'delegate', '/iam/console/access?userId=u-carol');
+      // No iam.admin.templates:write: no template form (the API would refuse it anyway).
+      await page.getByRole('table', { name: 'Permission templates' }).waitFor();
+      await expect(page.getByRole('form', { name: 'New template version' }).count()).resolves.toBe(0);
+      const profileForm = page.getByRole('form', { name: 'New profile of u-carol' });
+      await profileForm.getByLabel('Profile id').fill('p-carol-editor');
+      await profileForm.getByLabel('Profile name').fill('Editor everywhere');
+      await profileForm.getByLabel('Template').selectOption('editor-v1');
+      await profileForm.getByLabel('Unscoped (applies to every resource)').check();
+      await profileForm.getByRole('button', { name: 'Create profile' }).click();
+      const problem = await shows(profileForm.locator('.problem'), 'You cannot grant what you do not hold');
+      expect(problem).toContain('project:create');
+      expect(problem).toContain('/templateVersionId');
+      expect((await adminGet('/iam/admin/profiles/p-carol-editor')).status).toBe(404);
+      // What the delegate holds, it may grant.
+      await profileForm.getByLabel('Profile id').fill('p-carol-reader');
+      await profileForm.getByLabel('Profile name').fill('Reader everywhere');
+      await profileForm.getByLabel('Template').selectOption('reader-v1');
+      await profileForm.getByRole('button', { name: 'Create profile' }).click();
+      await shows(profileForm.locator('.notice'), 'Profile p-carol-reader of u-carol created.');
+      expect((await adminGet('/iam/admin/profiles/p-carol-reader')).body).toMatchObject({ templateVersionId: 'reader-v1', unscoped: true });
+      await expectSoundPage(page, 'Access');
+      await screenshot(page, 'access-create-denied');
+    });
   });
 
   it('Audit: the auditor pages through 250 rows, 50 a page, each once, the cursor in the URL', async () => {
