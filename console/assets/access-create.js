@@ -106,13 +106,16 @@ function exists(what, id) {
   return error;
 }
 
-/** Whether GET `url` finds the object (404: no; any other failure is thrown, so nothing is overwritten blindly). */
-async function found(url) {
+/**
+ * Creates with `PUT url` and `If-None-Match: *`: the API refuses (409) instead of replacing an object that exists,
+ * also one another admin created a moment ago; that refusal is shown as "already exists".
+ */
+async function createOnly(url, body, what, id) {
   try {
-    await api(url);
-    return true;
+    return await api(url, { method: 'PUT', body, headers: { 'if-none-match': '*' } });
   } catch (error) {
-    if (error.status === 404) return false;
+    // Refused as existing, or as created by a concurrent request a moment ago.
+    if (error.status === 409 && /^(If-None-Match|The object was created concurrently)/.test(String(error.problem?.detail ?? ''))) throw exists(what, id);
     throw error;
   }
 }
@@ -133,9 +136,8 @@ export function userCreateForm(created) {
     check: () => [idRule(userId, 'u-carol')].filter(Boolean),
     submit: async () => {
       const id = userId.value.trim();
-      if (await found(`/iam/admin/users/${seg(id)}`)) throw exists('User', id);
       const name = displayName.value.trim();
-      await api(`/iam/admin/users/${seg(id)}`, { method: 'PUT', body: { ...(name === '' ? {} : { displayName: name }), enabled: enabled.control.checked } });
+      await createOnly(`/iam/admin/users/${seg(id)}`, { ...(name === '' ? {} : { displayName: name }), enabled: enabled.control.checked }, 'User', id);
       await created(id);
       return `User ${id} created.`;
     },
@@ -160,6 +162,8 @@ export function identityCreateForm(userId, known, created) {
       const id = identityId.value.trim();
       if (known().includes(id)) throw exists('Identity', id);
       // An identity of another user is refused by the API (409: it cannot be moved).
+      // A plain PUT: an identity is never moved to another user (409 naming its owner, the more useful answer), and
+      // one of this user's is caught by known() above.
       await api(`/iam/admin/identities/${seg(id)}`, { method: 'PUT', body: { userId, identityDomain: identityDomain.value.trim(), enabled: enabled.control.checked } });
       await created();
       return `Identity ${id} of ${userId} created.`;
@@ -229,7 +233,6 @@ export function profileCreateForm(userId, templates, created) {
     },
     submit: async () => {
       const id = profileId.value.trim();
-      if (await found(`/iam/admin/profiles/${seg(id)}`)) throw exists('Profile', id);
       const isUnscoped = unscoped.control.checked;
       const wanted = isUnscoped ? [] : lines(scopes).map(parseScope);
       const body = {
@@ -241,7 +244,7 @@ export function profileCreateForm(userId, templates, created) {
         revoked: false,
         unscoped: isUnscoped,
       };
-      const answer = await api(`/iam/admin/profiles/${seg(id)}`, { method: 'PUT', body });
+      const answer = await createOnly(`/iam/admin/profiles/${seg(id)}`, body, 'Profile', id);
       if (wanted.length > 0) {
         try {
           await api(`/iam/admin/profiles/${seg(id)}/scopes`, { method: 'PUT', body: wanted, headers: { 'if-match': `"${answer.data.version}"` } });
@@ -280,10 +283,9 @@ export function templateCreateForm(created) {
     check: () => [idRule(versionId, 'reviewer-v1'), required(name, 'a name')].filter(Boolean),
     submit: async () => {
       const id = versionId.value.trim();
-      if (await found(`/iam/admin/templates/${seg(id)}`)) throw exists('Template version', id);
       const text = description.value.trim();
       const body = { name: name.value.trim(), ...(text === '' ? {} : { description: text }), permissions: [...new Set(lines(permissions))] };
-      await api(`/iam/admin/templates/${seg(id)}`, { method: 'PUT', body });
+      await createOnly(`/iam/admin/templates/${seg(id)}`, body, 'Template version', id);
       await created();
       return `Template version ${id} created.`;
     },

@@ -140,6 +140,7 @@ export function registerAdminRoutes(router: Router, deps: AdminRoutesDeps): void
   router.put('/admin/profiles/:profileId/scopes', ...guard(ADMIN_PERMISSIONS.profilesWrite), async (ctx) => {
     const body = assertValid(validateScopes, ctx.request.body);
     const precondition = ifMatch(ctx);
+    if (precondition === 'absent') throw problems.validation([{ pointer: '/If-None-Match', message: 'creates an object; a profile\'s scopes are replaced on the existing profile' }], 'The If-None-Match header does not apply here.');
     respondVersioned(ctx, 200, await admin.replaceScopes(await actorOf(ctx), pathId(ctx, 'profileId'), body, precondition));
   });
 
@@ -190,6 +191,15 @@ function respondVersioned(ctx: Context, status: number, object: { version?: numb
  */
 function ifMatch(ctx: Context): VersionPrecondition {
   const header = ctx.get('if-match').trim();
+  // `If-None-Match: *` (RFC 9110 §13.1.2): create only; the write is refused when the object exists (two admins
+  // creating the same id: one wins, the other gets 409, nothing is overwritten).
+  const noneMatch = ctx.get('if-none-match').trim();
+  if (noneMatch !== '') {
+    if (noneMatch !== '*' || header !== '') {
+      throw problems.validation([{ pointer: '/If-None-Match', message: 'only * (create only) is accepted, and not together with If-Match' }], 'The If-None-Match header is not valid.');
+    }
+    return 'absent';
+  }
   if (header === '') return null;
   if (header === '*') return '*';
   const match = /^"?([0-9]{1,9})"?$/.exec(header);

@@ -59,7 +59,7 @@ export const adminPaths: Record<string, PathItemObject> = {
       operationId: 'putTemplate',
       summary: 'Create or update a permission template version (optimistic locking with If-Match)',
       description: 'Changing the permissions raises the authorization version of every user with a profile on it.',
-      parameters: [param('IfMatch')],
+      parameters: [param('IfMatch'), param('IfNoneMatch')],
       requestBody: jsonBody(ref('TemplateInput')),
       responses: {
         ...upserted(ref('Template'), 'template version', { ETag: header('ETag') }),
@@ -92,7 +92,7 @@ export const adminPaths: Record<string, PathItemObject> = {
       operationId: 'putUser',
       summary: 'Create or update a user (optimistic locking with If-Match)',
       description: 'Disabling a user ends every session of the user at once.',
-      parameters: [param('IfMatch')],
+      parameters: [param('IfMatch'), param('IfNoneMatch')],
       requestBody: jsonBody(ref('UserInput')),
       responses: {
         ...upserted(ref('User'), 'user', { ETag: header('ETag') }),
@@ -114,7 +114,7 @@ export const adminPaths: Record<string, PathItemObject> = {
     put: admin('iam.admin.identities:write', {
       operationId: 'putIdentity',
       summary: 'Create or update an identity (optimistic locking with If-Match: the version is in the user\'s identity list)',
-      parameters: [param('IfMatch')],
+      parameters: [param('IfMatch'), param('IfNoneMatch')],
       requestBody: jsonBody(ref('IdentityInput')),
       responses: {
         ...upserted(ref('Identity'), 'identity', { ETag: header('ETag') }),
@@ -147,7 +147,7 @@ export const adminPaths: Record<string, PathItemObject> = {
       operationId: 'putProfile',
       summary: 'Create or update a profile (optimistic locking with If-Match)',
       description: 'A disabled or revoked profile stops granting on the next request of every session using it.',
-      parameters: [param('IfMatch')],
+      parameters: [param('IfMatch'), param('IfNoneMatch')],
       requestBody: jsonBody(ref('ProfileInput')),
       responses: {
         ...upserted(ref('Profile'), 'profile', { ETag: header('ETag') }),

@@ -105,6 +105,12 @@ const components: OpenApiDocument['components'] = {
       description: '`*` or the ETag last read (RFC 9110 §13.1.1); a stale one gets 409 IAM_CONFLICT, a malformed one 400.',
       schema: { type: 'string' },
     },
+    IfNoneMatch: {
+      name: 'If-None-Match',
+      in: 'header',
+      description: '`*`: create only (RFC 9110 §13.1.2); when the object exists the write is refused with 409 IAM_CONFLICT and nothing is replaced. Not together with If-Match (400).',
+      schema: { type: 'string', enum: ['*'] },
+    },
   },
   responses: {
     Unauthenticated: problem(401, ['IAM_UNAUTHENTICATED'], 'No token, or an invalid, expired or revoked one.', {

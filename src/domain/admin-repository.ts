@@ -68,7 +68,11 @@ export interface ProfileInput {
 }
 
 /** `If-Match`: a profile version, `*` (any existing version), or null (no precondition). */
-export type VersionPrecondition = number | '*' | null;
+/**
+ * A write's precondition: a version (`If-Match: "3"`), `*` (it must exist), `absent` (`If-None-Match: *`: create
+ * only, never replace), or null (none).
+ */
+export type VersionPrecondition = number | '*' | 'absent' | null;
 
 export interface ProfileWriteResult {
   profile: ProfileRecord;

@@ -368,6 +368,42 @@ describe('round 3: If-Match on templates, users and identities', () => {
     expect((await call('PUT', '/iam/admin/identities/id-ifmatch', adminToken, { userId: 'u-ifmatch', identityDomain: 'example.com', enabled: false }, { 'if-match': `"${identity.version}"` })).status).toBe(200);
   });
 
+  it('If-None-Match: * creates only: concurrent creates of one id, one wins and the others 409 with nothing replaced', async () => {
+    for (const [path, body] of [
+      ['/iam/admin/templates/t-create-only', { name: 'create only', permissions: [] }],
+      ['/iam/admin/users/u-create-only', { displayName: 'Create Only', enabled: true }],
+      ['/iam/admin/identities/id-create-only', { userId: 'u-create-only', identityDomain: 'example.com', enabled: true }],
+    ] as const) {
+      const racing = await Promise.all([1, 2, 3].map(() => call('PUT', path, adminToken, body, { 'if-none-match': '*' })));
+      expect([path, racing.map((answer) => answer.status).sort()]).toEqual([path, [201, 409, 409]]);
+      // Refused by the precondition, or by the database's unique key when both passed it at the same moment.
+      for (const refused of racing.filter((answer) => answer.status === 409)) expect(String(refused.body.detail)).toMatch(/^(If-None-Match \*: the .* already exists|The object was created concurrently)/);
+      const sequential = await call('PUT', path, adminToken, body, { 'if-none-match': '*' });
+      expect([sequential.status, String(sequential.body.detail)]).toEqual([409, expect.stringMatching(/^If-None-Match \*: the .* already exists/)]);
+      // Without the header the same PUT replaces, as before.
+      expect((await call('PUT', path, adminToken, body)).status).toBe(200);
+    }
+    const profile = await call('PUT', '/iam/admin/profiles/p-create-only', adminToken, profileBody({ userId: 'u-create-only' }), { 'if-none-match': '*' });
+    expect(profile.status).toBe(201);
+    const again = await call('PUT', '/iam/admin/profiles/p-create-only', adminToken, profileBody({ userId: 'u-create-only', profileName: 'replaced?' }), { 'if-none-match': '*' });
+    expect([again.status, codeOf(again)]).toEqual([409, 'IAM_CONFLICT']);
+    expect((await call('GET', '/iam/admin/profiles/p-create-only', adminToken)).body.profileName).not.toBe('replaced?');
+  });
+
+  it.each([
+    ['a tag instead of *', { 'if-none-match': '"1"' }, '/iam/admin/users/u-create-bad'],
+    ['both headers', { 'if-none-match': '*', 'if-match': '*' }, '/iam/admin/users/u-create-bad'],
+  ])('If-None-Match: %s is a 400 naming the header, and writes nothing', async (_case, headers, path) => {
+    const answer = await call('PUT', path, adminToken, { enabled: true }, headers);
+    expect([answer.status, codeOf(answer), pointersOf(answer)]).toEqual([400, 'IAM_VALIDATION_FAILED', ['/If-None-Match']]);
+    expect((await call('GET', path, adminToken)).status).toBe(404);
+  });
+
+  it('If-None-Match does not apply to replacing a profile\'s scopes (400)', async () => {
+    const answer = await call('PUT', '/iam/admin/profiles/p-create-only/scopes', adminToken, [], { 'if-none-match': '*' });
+    expect([answer.status, codeOf(answer), pointersOf(answer)]).toEqual([400, 'IAM_VALIDATION_FAILED', ['/If-None-Match']]);
+  });
+
   it('concurrent template saves with the same If-Match: one wins, the others 409', async () => {
     const base = await call('PUT', '/iam/admin/templates/t-ifmatch-race', adminToken, { name: 'race', permissions: [] });
     const tag = base.headers.get('etag')!;

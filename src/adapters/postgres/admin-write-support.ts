@@ -77,6 +77,10 @@ export function changedFields(before: Record<string, unknown> | null, after: Rec
  */
 export function checkPrecondition(what: string, stored: { version: number } | null, precondition: VersionPrecondition): void {
   if (precondition === null) return;
+  if (precondition === 'absent') {
+    if (stored !== null) throw new AdminWriteError('conflict', `If-None-Match *: the ${what} already exists (version ${stored.version}); it was not replaced.`);
+    return;
+  }
   if (stored === null || (precondition !== '*' && stored.version !== precondition)) {
     throw new AdminWriteError('conflict', `If-Match ${String(precondition)} does not match the ${what}'s current version ${stored?.version ?? '(none)'}.`);
   }
