@@ -149,6 +149,7 @@ export async function startGatewayAs(config: GatewayConfig, options: StartOption
       logger,
       isTrustedProxy,
       browserLogin: loginPath === null ? null : { path: loginPath, secureCookie: config.iam.sessionCookie.secure },
+      branding: config.iam.ui,
       tracer: tracing.tracer,
       accessLog,
     });
