@@ -165,12 +165,15 @@ function isAddressOrRange(value: string): boolean {
   return Number(prefix) <= (family === 4 ? 32 : 128);
 }
 
+/** A C0 control character or DEL. */
+const hasControlCharacter = (value: string): boolean => [...value].some((char) => char.charCodeAt(0) < 0x20 || char.charCodeAt(0) === 0x7f);
+
 /**
  * `iam.ui.logo-url`: an https URL without credentials, or a path on the gateway's own origin (`/` not followed by `/`; no
  * backslash, space or quote anywhere). Never `http:`, `data:` or `javascript:`: the pages' CSP allows images from that origin only.
  */
 function isLogoUrl(value: string): boolean {
-  if (/[\s\x00-\x1f\x7f"'<>\\]/.test(value)) return false;
+  if (hasControlCharacter(value) || /[\s"'<>\\]/.test(value)) return false;
   if (value.startsWith('/')) return !value.startsWith('//');
   if (!URL.canParse(value)) return false;
   const url = new URL(value);
@@ -224,7 +227,7 @@ export const CONFIG_FORMATS: Readonly<Record<string, ConfigFormat>> = {
     echo: true,
   },
   // Shown on every page the gateway writes for a browser (escaped there): one line of text.
-  'page-title': { validate: (v) => v.length <= 100 && !/[\x00-\x1f\x7f]/.test(v) && v.trim() !== '', expected: 'one line of text, at most 100 characters', echo: true },
+  'page-title': { validate: (v) => v.length <= 100 && !hasControlCharacter(v) && v.trim() !== '', expected: 'one line of text, at most 100 characters', echo: true },
   'logo-url': { validate: isLogoUrl, expected: 'an https:// URL (no credentials) or a path on the gateway such as /static/logo.svg', echo: true },
   secret: { validate: (v) => v.length > 0, expected: 'a non-empty secret', echo: false },
   // RFC 6749 §3.3: scope-token = 1*( %x21 / %x23-5B / %x5D-7E )
