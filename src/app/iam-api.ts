@@ -22,7 +22,7 @@ export function createIamApi(
     bodyLimit: config.server.iamBodyLimit,
     formPaths: new Set(['/iam/login', OIDC_BACKCHANNEL_PATH]),
     documentPaths: new Map([[POLICY_COVERAGE_PATH, POLICY_COVERAGE_BODY_LIMIT]]),
-    branding: config.iam.ui,
+    branding: deps.branding ?? config.iam.ui,
     register: (router) =>
       registerIamRoutes(router, {
         ...deps,
@@ -33,7 +33,7 @@ export function createIamApi(
           loginPath: browserLoginPath(config),
         },
         console: consoleFiles,
-        branding: config.iam.ui,
+        branding: deps.branding ?? config.iam.ui,
         sessionCookie: { secure: config.iam.sessionCookie.secure, trustedOrigins: new Set(config.iam.sessionCookie.trustedOrigins) },
         allowPathParameters: config.iam.gateway.allowPathParameters,
       }),

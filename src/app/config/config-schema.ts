@@ -90,7 +90,7 @@ export interface RawConfig {
       assertion: { enabled: boolean; ttl: Duration; issuer: string; audience?: string | null; 'key-file'?: string | null };
     };
     'session-cookie': { secure: boolean; 'trusted-origins': string[] };
-    ui: { title: string; 'logo-url'?: string | null };
+    ui: { title: string; 'logo-url'?: string | null; 'templates-dir'?: string | null };
     'access-log': 'all' | 'denied' | 'off';
     'access-log-sample': number;
     oidc: {
@@ -487,6 +487,9 @@ export const configSchema = section({
     }),
     ui: section({
       title: text('iam-gateway', "the product name on the gateway's own browser pages (sign-in, 401, 403, 404) and their window titles", 'page-title'),
+      'templates-dir': nullableText(
+        'a directory with layout.html, the whole page around the content of those pages ({{title}}, {{heading}}, {{logo-url}}, {{stylesheet}}, {{body}}), relative to the working directory; a template error stops the start with its file:line; null = the built-in layout',
+      ),
       'logo-url': nullableText("a logo shown beside the title on those pages: an https:// URL or a path on the gateway's origin (their CSP allows images from there only); null = none", 'logo-url'),
     }),
     'access-log': {
