@@ -7,6 +7,7 @@ import type { OutageLog } from '../observability/outage-log';
 import { ProblemError } from '../domain/problem';
 import { stateOf } from './iam-context';
 import { PREPARED_REQUEST, type RequestWithPrepared } from '../http/prepare-request';
+import type { PageBranding } from '../http/page-layout';
 import { problemMiddleware } from './problem-middleware';
 import { assertStorable } from './validate-body';
 
@@ -27,6 +28,8 @@ export function createIamApp(options: {
    */
   documentPaths?: ReadonlyMap<string, number>;
   register: (router: Router) => void;
+  /** `iam.ui.*`: the branding of the 404 page a browser gets (default: the gateway's own name, no logo). */
+  branding?: PageBranding;
 }): Koa {
   const formPaths = options.formPaths ?? new Set<string>();
   const documentPaths = options.documentPaths ?? new Map<string, number>();
@@ -48,7 +51,7 @@ export function createIamApp(options: {
       if (route !== null) nameActiveRequest(ctx.method, route);
     }
   });
-  app.use(problemMiddleware(options.logger, options.outages));
+  app.use(problemMiddleware(options.logger, options.outages, options.branding));
   // Every /iam body is JSON (docs/http-contract.md) except the login form's, which is form-encoded only: any other
   // body, or one without a Content-Type, is refused before anything reads it. `is()` is null without a body;
   // `Content-Length: 0` is no body either.

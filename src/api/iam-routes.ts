@@ -12,6 +12,7 @@ import { registerAdminRoutes } from './admin-routes';
 import { AdminService } from './admin-service';
 import { registerAuthRoutes } from './auth-routes';
 import { registerAuthorizationRoutes } from './authorization-routes';
+import type { PageBranding } from '../http/page-layout';
 import { registerLoginPageRoutes } from './login-page-routes';
 import { registerConsoleRoutes, type ConsoleFiles } from './console-routes';
 import { registerDecisionRoutes, type DecisionRoutesDeps } from './decision-routes';
@@ -47,6 +48,8 @@ export interface IamRoutesDeps {
    * hands over to when the authenticator is `oidc` (null: the page shows the password form).
    */
   browserLogin: { clientType: string; oidcLoginPath: string | null; loginPath: string | null };
+  /** `iam.ui.*`: the branding of the sign-in and problem pages (default: the gateway's own name, no logo). */
+  branding?: PageBranding;
   /** The console's files (`console/` of the package); null: the console is not served. */
   console: ConsoleFiles | null;
   /** Verifies the bearer (or cookie) of a protected endpoint: gateway sessions, and provider JWTs when accepted. */
@@ -76,8 +79,17 @@ export function registerIamRoutes(router: Router, deps: IamRoutesDeps): void {
     oidcLoginPath: deps.browserLogin.oidcLoginPath,
     secureCookie: deps.sessionCookie.secure,
     trustedOrigins: deps.sessionCookie.trustedOrigins,
+    ...(deps.branding === undefined ? {} : { branding: deps.branding }),
   });
-  if (deps.oidc) registerOidcRoutes(router, { ...deps.oidc, sessions, secureCookie: deps.sessionCookie.secure, trustedOrigins: deps.sessionCookie.trustedOrigins });
+  if (deps.oidc) {
+    registerOidcRoutes(router, {
+      ...deps.oidc,
+      sessions,
+      secureCookie: deps.sessionCookie.secure,
+      trustedOrigins: deps.sessionCookie.trustedOrigins,
+      ...(deps.branding === undefined ? {} : { branding: deps.branding }),
+    });
+  }
   registerSessionRoutes(router, { sessions, requireSession: sessionGuard });
   registerOpenApiRoutes(router);
   registerWellKnownRoutes(router, { jwks: deps.jwks });

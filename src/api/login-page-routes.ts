@@ -4,6 +4,7 @@ import type { LoginService } from '../auth/login-service';
 import { ProblemError, problems } from '../domain/problem';
 import { isCrossSiteRequest } from '../http/csrf';
 import { loginPageHeaders, loginPageHtml, type LoginPage } from '../http/login-page';
+import type { PageBranding } from '../http/page-layout';
 import { prefersHtml } from '../http/problem-page';
 import { safeReturnTo } from '../http/return-to';
 import { sessionCookie } from '../http/session-cookie';
@@ -20,6 +21,8 @@ export interface LoginPageDeps {
   trustedOrigins: ReadonlySet<string>;
   /** Set with `iam.authenticator.type: oidc`: the page sends the browser to the identity provider instead. */
   oidcLoginPath: string | null;
+  /** `iam.ui.*` (default: the gateway's own name, no logo). */
+  branding?: PageBranding;
 }
 
 /** What the form says for each refusal (the problem's own detail for the rest). */
@@ -42,7 +45,7 @@ export function registerLoginPageRoutes(router: Router, deps: LoginPageDeps): vo
       redirect(ctx, 302, `${deps.oidcLoginPath}?returnTo=${encodeURIComponent(returnTo)}`);
       return;
     }
-    render(ctx, 200, { returnTo });
+    render(ctx, 200, { returnTo }, deps.branding);
   });
 
   router.post('/login', async (ctx) => {
@@ -54,7 +57,7 @@ export function registerLoginPageRoutes(router: Router, deps: LoginPageDeps): vo
     if (!validateForm(body)) {
       const returnTo = safeReturnTo(isRecord(body) ? body.returnTo : undefined);
       if (!prefersHtml(ctx.get('accept'))) throw problems.validation([{ pointer: '/', message: 'username and password are required form fields' }]);
-      render(ctx, 400, { returnTo, error: 'Enter a username and a password.' });
+      render(ctx, 400, { returnTo, error: 'Enter a username and a password.' }, deps.branding);
       return;
     }
     const returnTo = safeReturnTo(body.returnTo);
@@ -66,7 +69,7 @@ export function registerLoginPageRoutes(router: Router, deps: LoginPageDeps): vo
       // Every refusal the user can act on is shown on the form; an internal error stays a problem (and is logged).
       if (!(error instanceof ProblemError) || error.status === 500) throw error;
       for (const [name, value] of Object.entries(error.headers)) ctx.set(name, value);
-      render(ctx, error.status, { returnTo, username: body.username, error: FORM_ERRORS[error.code] ?? error.message });
+      render(ctx, error.status, { returnTo, username: body.username, error: FORM_ERRORS[error.code] ?? error.message }, deps.branding);
     }
   });
 }
@@ -84,10 +87,10 @@ export function redirect(ctx: Context, status: 302 | 303, location: string | URL
   ctx.body = '';
 }
 
-function render(ctx: Context, status: number, page: LoginPage): void {
+function render(ctx: Context, status: number, page: LoginPage, branding?: PageBranding): void {
   ctx.status = status;
-  ctx.set(loginPageHeaders());
-  ctx.body = loginPageHtml(page);
+  ctx.set(loginPageHeaders(branding));
+  ctx.body = loginPageHtml(page, branding);
 }
 
 const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null;

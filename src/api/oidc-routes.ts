@@ -7,6 +7,7 @@ import type { RelyingParty } from '../auth/oidc/relying-party';
 import { ProblemError, problems } from '../domain/problem';
 import { isCrossSiteRequest } from '../http/csrf';
 import { parseBearerToken } from '../http/inbound-headers';
+import type { PageBranding } from '../http/page-layout';
 import { prefersHtml, problemPageHeaders, problemPageHtml } from '../http/problem-page';
 import { safeReturnTo } from '../http/return-to';
 import { clearedLoginStateCookie, clearedSessionCookie, loginStateCookie, loginStateCookieName, sessionCookie } from '../http/session-cookie';
@@ -22,6 +23,8 @@ export interface OidcRoutesDeps {
   /** `iam.session-cookie.secure`. */
   secureCookie: boolean;
   trustedOrigins: ReadonlySet<string>;
+  /** `iam.ui.*` for the failure pages (default: the gateway's own name, no logo). */
+  branding?: PageBranding;
 }
 
 /** The paths of the OpenID Connect endpoints (docs/oidc.md). */
@@ -38,7 +41,7 @@ export function registerOidcRoutes(router: Router, deps: OidcRoutesDeps): void {
   const secure = deps.secureCookie;
 
   router.get('/auth/oidc/login', async (ctx) => {
-    await forBrowser(ctx, async () => {
+    await forBrowser(ctx, deps.branding, async () => {
       const { location, stateCookie } = await deps.login.begin(safeReturnTo(ctx.query.returnTo));
       ctx.set('Set-Cookie', loginStateCookie(secure, stateCookie, LOGIN_STATE_TTL_MS / 1000));
       redirect(ctx, 302, location);
@@ -46,7 +49,7 @@ export function registerOidcRoutes(router: Router, deps: OidcRoutesDeps): void {
   });
 
   router.get('/auth/oidc/callback', async (ctx) => {
-    await forBrowser(ctx, async () => {
+    await forBrowser(ctx, deps.branding, async () => {
       // The state cookie is spent whatever happens next.
       ctx.append('Set-Cookie', clearedLoginStateCookie(secure));
       const query = new URLSearchParams(ctx.querystring);
@@ -57,7 +60,7 @@ export function registerOidcRoutes(router: Router, deps: OidcRoutesDeps): void {
   });
 
   router.get('/auth/oidc/logout', async (ctx) => {
-    await forBrowser(ctx, async () => {
+    await forBrowser(ctx, deps.branding, async () => {
       const prepared = stateOf(ctx).prepared;
       const bearer = parseBearerToken(prepared.authorization);
       const cookie = bearer.kind === 'bearer' ? null : prepared.cookieSession;
@@ -86,15 +89,15 @@ export function registerOidcRoutes(router: Router, deps: OidcRoutesDeps): void {
 }
 
 /** Runs a browser endpoint: a problem becomes an HTML page for a browser, problem+json for anyone else. */
-async function forBrowser(ctx: Context, handler: () => Promise<void>): Promise<void> {
+async function forBrowser(ctx: Context, branding: PageBranding | undefined, handler: () => Promise<void>): Promise<void> {
   try {
     await handler();
   } catch (error) {
     if (!(error instanceof ProblemError) || !prefersHtml(ctx.get('accept'))) throw error;
     const requestId = stateOf(ctx).prepared.requestId;
     ctx.status = error.status;
-    ctx.set(problemPageHeaders(error, requestId));
+    ctx.set(problemPageHeaders(error, requestId, branding));
     const signInAgain = error.code === 'IAM_OIDC_STATE_INVALID' || error.code === 'IAM_OIDC_LOGIN_FAILED';
-    ctx.body = problemPageHtml(error, ctx.method, ctx.path, requestId, { signInAgain });
+    ctx.body = problemPageHtml(error, ctx.method, ctx.path, requestId, { signInAgain, ...(branding === undefined ? {} : { branding }) });
   }
 }

@@ -5,17 +5,27 @@ import { ProblemError, toProblem } from '../domain/problem';
 import { DatabaseUnavailableError } from '../domain/iam-repository';
 import { problems } from '../domain/problem';
 import { StoreUnavailableError } from '../domain/token-store';
+import type { PageBranding } from '../http/page-layout';
+import { prefersHtml, problemPageHeaders, problemPageHtml } from '../http/problem-page';
 import { stateOf } from './iam-context';
 
 /**
  * Every error of the /iam app becomes `application/problem+json` (docs/http-contract.md): problems as they are,
- * body-parser errors mapped to stable codes, store/database outages to 503, anything else a bare 500.
+ * body-parser errors mapped to stable codes, store/database outages to 503, anything else a bare 500. A browser
+ * (`Accept` prefers HTML) asking for a path no endpoint serves gets the 404 as a page (`branding`: `iam.ui.*`).
  */
-export function problemMiddleware(logger: Logger, outages?: OutageLog): Middleware {
+export function problemMiddleware(logger: Logger, outages?: OutageLog, branding?: PageBranding): Middleware {
   return async (ctx, next) => {
     try {
       await next();
-      if (ctx.status === 404 && ctx.body === undefined) throw new ProblemError('IAM_NOT_FOUND', `No endpoint ${ctx.method} ${ctx.path}.`);
+      if (ctx.status === 404 && ctx.body === undefined) {
+        const problem = new ProblemError('IAM_NOT_FOUND', `No endpoint ${ctx.method} ${ctx.path}.`);
+        if (!prefersHtml(ctx.get('accept'))) throw problem;
+        const requestId = stateOf(ctx).prepared?.requestId ?? '';
+        ctx.status = 404;
+        ctx.set(problemPageHeaders(problem, requestId, branding));
+        ctx.body = problemPageHtml(problem, ctx.method, ctx.path, requestId, branding === undefined ? {} : { branding });
+      }
     } catch (error) {
       const problem = mapError(error);
       const dependency = unavailable(error);

@@ -22,6 +22,7 @@ export function createIamApi(
     bodyLimit: config.server.iamBodyLimit,
     formPaths: new Set(['/iam/login', OIDC_BACKCHANNEL_PATH]),
     documentPaths: new Map([[POLICY_COVERAGE_PATH, POLICY_COVERAGE_BODY_LIMIT]]),
+    branding: deps.branding ?? config.iam.ui,
     register: (router) =>
       registerIamRoutes(router, {
         ...deps,
@@ -32,6 +33,7 @@ export function createIamApi(
           loginPath: browserLoginPath(config),
         },
         console: consoleFiles,
+        branding: deps.branding ?? config.iam.ui,
         sessionCookie: { secure: config.iam.sessionCookie.secure, trustedOrigins: new Set(config.iam.sessionCookie.trustedOrigins) },
         allowPathParameters: config.iam.gateway.allowPathParameters,
       }),

@@ -1,6 +1,9 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { loadProvisioningFile, ProvisioningFileError, type ProvisioningFile } from '../api/provisioning-file';
 import type { IdentityAuthenticator } from '../auth/authenticator';
 import { AssertionSigner } from '../gateway/assertion-signer';
+import { compilePageLayout, PageTemplateError, type PageBranding } from '../http/page-layout';
 import { createAuthenticator } from './authenticator';
 import { ConfigError, listConfigKeys, type ConfigProblem, type GatewayConfig } from './config';
 
@@ -12,6 +15,8 @@ export interface Preflight {
   authenticator: IdentityAuthenticator;
   /** `iam.provision.file`, read and checked (shape, codes, client types), or null. */
   provisioning: ProvisioningFile | null;
+  /** `iam.ui.*`: the title, the logo and the custom layout of `iam.ui.templates-dir` (compiled), if any. */
+  branding: PageBranding;
 }
 
 /**
@@ -58,11 +63,23 @@ export function preflight(config: GatewayConfig): Preflight {
     }
   }
 
+  const branding: PageBranding = { title: config.iam.ui.title, logoUrl: config.iam.ui.logoUrl, layout: null };
+  if (config.iam.ui.templatesDir !== null) {
+    const layoutFile = join(config.iam.ui.templatesDir, 'layout.html');
+    try {
+      branding.layout = compilePageLayout(readFileSync(layoutFile, 'utf8'), layoutFile);
+    } catch (error) {
+      // One line per problem of the template, each with its file:line.
+      if (error instanceof PageTemplateError) for (const problem of error.problems) fail('iam.ui.templates-dir', `${error.file}:${problem.line}: ${problem.message}`);
+      else fail('iam.ui.templates-dir', `cannot read ${layoutFile}: ${reason(error)}`);
+    }
+  }
+
   if (problems.length > 0) {
     void authenticator?.close?.();
     throw new ConfigError(problems, config.source.file);
   }
-  return { signer, authenticator: authenticator!, provisioning };
+  return { signer, authenticator: authenticator!, provisioning, branding };
 }
 
 function reason(error: unknown): string {

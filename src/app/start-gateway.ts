@@ -149,6 +149,7 @@ export async function startGatewayAs(config: GatewayConfig, options: StartOption
       logger,
       isTrustedProxy,
       browserLogin: loginPath === null ? null : { path: loginPath, secureCookie: config.iam.sessionCookie.secure },
+      branding: files.branding,
       tracer: tracing.tracer,
       accessLog,
     });
@@ -157,6 +158,7 @@ export async function startGatewayAs(config: GatewayConfig, options: StartOption
     cleanups.push(async () => outages.close());
     const iam = createIamApi(config, {
       logger,
+      branding: files.branding,
       outages,
       repository,
       admin: database.admin,

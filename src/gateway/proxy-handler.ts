@@ -4,6 +4,7 @@ import type { ProblemError } from '../domain/problem';
 import type { Logger } from '../observability/logger';
 import { ProxyRequestMetrics, type GatewayMetrics } from '../observability/metrics';
 import type { PreparedRequest } from '../http/prepare-request';
+import type { PageBranding } from '../http/page-layout';
 import { prefersHtml, sendProblemPage } from '../http/problem-page';
 import { sendProblem } from '../http/problem-response';
 import { clearedSessionCookie } from '../http/session-cookie';
@@ -31,6 +32,8 @@ export interface ProxyHandlerDeps {
    * the session cookie is the `Secure` one (to clear a stale one); null when nobody can log in (authenticator `none`).
    */
   browserLogin: { path: string; secureCookie: boolean } | null;
+  /** `iam.ui.*`: the branding of the 401 and 403 pages a browser gets (default: the gateway's own name, no logo). */
+  branding?: PageBranding;
   /** Spans for each request (docs/observability.md); null when tracing is off (one null check per request). */
   tracer: RequestTracer | null;
   /** `iam.access-log`; null when off. */
@@ -190,16 +193,24 @@ export class ProxyHandler {
 
   /**
    * A browser (Accept prefers HTML) that is denied gets a page it can show, and one navigating without a session is
-   * sent to the login; API clients keep problem+json (content negotiation). False when this is not such a case.
+   * sent to the login (without a login to go to, or not a navigation, it gets the 401 as a page); API clients, and
+   * scripts that send an `Authorization` header, keep problem+json (content negotiation). Undefined when this is not
+   * such a case.
    */
   private answeredBrowser(req: IncomingMessage, res: ServerResponse, request: PreparedRequest, problem: ProblemError): number | undefined {
     if ((problem.status !== 401 && problem.status !== 403) || !prefersHtml(req.headers.accept)) return undefined;
+    const branding = this.deps.branding === undefined ? {} : { branding: this.deps.branding };
     if (problem.status === 403) {
-      sendProblemPage(res, problem, request.method, request.path, request.requestId);
+      sendProblemPage(res, problem, request.method, request.path, request.requestId, branding);
       return 403;
     }
+    if (request.authorization !== null) return undefined;
     const login = this.deps.browserLogin;
-    if (login === null || request.authorization !== null || (request.method !== 'GET' && request.method !== 'HEAD')) return undefined;
+    if (login === null || (request.method !== 'GET' && request.method !== 'HEAD')) {
+      const signIn = login === null ? {} : { signInAgain: true, loginPath: `${login.path}?returnTo=${encodeURIComponent(request.path + request.search)}` };
+      sendProblemPage(res, problem, request.method, request.path, request.requestId, { ...branding, ...signIn });
+      return 401;
+    }
     const stale = request.cookieSession === null ? null : clearedSessionCookie(login.secureCookie);
     sendLoginRedirect(res, login.path, request.path + request.search, request.requestId, stale);
     return 302;

@@ -1,10 +1,12 @@
 import type { ServerResponse } from 'node:http';
 import { escapeHtml, htmlPageHeaders } from './html';
+import { DEFAULT_BRANDING, pageCsp, renderPage, type PageBranding } from './page-layout';
 
 /**
- * The login form's policy: no script or style at all, the form may post only to the gateway, nothing may frame it.
+ * The login form's policy: the pages' stylesheet (and the logo's origin), no script at all, the form may post only to
+ * the gateway, nothing may frame it.
  */
-export const LOGIN_PAGE_CSP = "default-src 'none'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'";
+export const loginPageCsp = (branding: PageBranding = DEFAULT_BRANDING): string => pageCsp(branding, "'self'");
 
 export interface LoginPage {
   /** The same-origin path to go back to after the login (already checked by `safeReturnTo`). */
@@ -16,22 +18,14 @@ export interface LoginPage {
 }
 
 /** The HTML of `GET /iam/login` and of a refused `POST /iam/login`: a plain, accessible form; every value escaped. */
-export function loginPageHtml(page: LoginPage): string {
+export function loginPageHtml(page: LoginPage, branding: PageBranding = DEFAULT_BRANDING): string {
   const error = page.error
-    ? `<p id="login-error" role="alert"><strong>${escapeHtml(page.error)}</strong></p>\n`
+    ? `<p id="login-error" class="alert" role="alert"><strong>${escapeHtml(page.error)}</strong></p>\n`
     : '';
   const describedBy = page.error ? ' aria-describedby="login-error" aria-invalid="true"' : '';
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>Sign in</title>
-</head>
-<body>
-<main>
-<h1>Sign in</h1>
-${error}<form method="post" action="/iam/login">
+  return renderPage(branding, {
+    heading: 'Sign in',
+    body: `${error}<form method="post" action="/iam/login">
 <input type="hidden" name="returnTo" value="${escapeHtml(page.returnTo)}">
 <p><label for="username">Username</label><br>
 <input id="username" name="username" type="text" autocomplete="username" required maxlength="200" value="${escapeHtml(page.username ?? '')}"${describedBy} autofocus></p>
@@ -39,14 +33,12 @@ ${error}<form method="post" action="/iam/login">
 <input id="password" name="password" type="password" autocomplete="current-password" required maxlength="1024"${describedBy}></p>
 <p><button type="submit">Sign in</button></p>
 </form>
-</main>
-</body>
-</html>
-`;
+`,
+  });
 }
 
 /** Headers of the login page. */
-export const loginPageHeaders = (): Record<string, string> => ({ ...htmlPageHeaders(LOGIN_PAGE_CSP), vary: 'Accept' });
+export const loginPageHeaders = (branding: PageBranding = DEFAULT_BRANDING): Record<string, string> => ({ ...htmlPageHeaders(loginPageCsp(branding)), vary: 'Accept' });
 
 
 /**

@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { ProblemError } from '../domain/problem';
 import { escapeHtml, htmlPageHeaders } from './html';
+import { DEFAULT_BRANDING, pageCsp, renderPage, type PageBranding } from './page-layout';
 
 /**
  * True when the client's `Accept` (RFC 9110 §12.5.1) prefers `text/html` to JSON: a browser navigating, not an
@@ -22,15 +23,27 @@ export function prefersHtml(accept: string | undefined): boolean {
   return html > 0 && html > json;
 }
 
+/** What a problem page may add: the branding, and a "Sign in" link (an OpenID Connect login that failed, a 401). */
+export interface ProblemPageOptions {
+  signInAgain?: boolean;
+  /** Where "Sign in" goes (default `/iam/login`). */
+  loginPath?: string;
+  branding?: PageBranding;
+}
+
 /**
- * No script, style, frame, form, image or base: the page is inert text, whatever a detail or path contains.
- * (docs/http-contract.md: browsers denied with 403 get this page; API clients keep problem+json.)
+ * The pages' stylesheet (and the logo's origin, when there is one); no script, frame, form or base: the page is inert
+ * text, whatever a detail or path contains. (docs/http-contract.md: browsers denied with 403 get this page; API
+ * clients keep problem+json.)
  */
-export const PROBLEM_PAGE_CSP = "default-src 'none'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+export const problemPageCsp = (branding: PageBranding = DEFAULT_BRANDING): string => pageCsp(branding, "'none'");
+
+/** The policy of a problem page without a logo. */
+export const PROBLEM_PAGE_CSP = problemPageCsp();
 
 /** The HTML of a problem for a browser: what was refused, the step that failed and the `decisionId` when it is a
  * denial, the request id, and what to do next. Every value is escaped. */
-export function problemPageHtml(problem: ProblemError, method: string, path: string, requestId: string, options: { signInAgain?: boolean } = {}): string {
+export function problemPageHtml(problem: ProblemError, method: string, path: string, requestId: string, options: ProblemPageOptions = {}): string {
   const body = problem.toBody(path, requestId);
   const rows: Array<[string, string]> = [
     ['Request', `${method} ${path}`],
@@ -44,41 +57,31 @@ export function problemPageHtml(problem: ProblemError, method: string, path: str
 <p>If you need this access, ask your administrator and quote the decision id: it shows them exactly which rule
 refused the request and why.</p>`
     : options.signInAgain
-      ? '<p><a href="/iam/login">Sign in again</a></p>'
+      ? `<p><a href="${escapeHtml(options.loginPath ?? '/iam/login')}">Sign in again</a></p>`
       : '<p>If this keeps happening, tell your administrator the request id.</p>';
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${escapeHtml(body.title)}</title>
-</head>
-<body>
-<main>
-<h1>${escapeHtml(body.title)}</h1>
-<p>${escapeHtml(body.detail)}</p>
+  return renderPage(options.branding ?? DEFAULT_BRANDING, {
+    heading: body.title,
+    body: `<p class="detail">${escapeHtml(body.detail)}</p>
 <dl>
 ${rows.map(([term, value]) => `<dt>${escapeHtml(term)}</dt><dd><code>${escapeHtml(value)}</code></dd>`).join('\n')}
 </dl>
 ${next}
-</main>
-</body>
-</html>
-`;
+`,
+  });
 }
 
 /** The headers of {@link problemPageHtml}'s page (with the problem's own, e.g. `Retry-After`). */
-export function problemPageHeaders(problem: ProblemError, requestId: string): Record<string, string> {
-  return { ...htmlPageHeaders(PROBLEM_PAGE_CSP), 'x-request-id': requestId, vary: 'Accept', ...problem.headers };
+export function problemPageHeaders(problem: ProblemError, requestId: string, branding: PageBranding = DEFAULT_BRANDING): Record<string, string> {
+  return { ...htmlPageHeaders(problemPageCsp(branding)), 'x-request-id': requestId, vary: 'Accept', ...problem.headers };
 }
 
-/** Writes a denial as a small HTML page for a browser (the proxy's 403). */
-export function sendProblemPage(res: ServerResponse, problem: ProblemError, method: string, path: string, requestId: string): void {
+/** Writes a problem as a small HTML page for a browser (the proxy's 403, a browser's 401). */
+export function sendProblemPage(res: ServerResponse, problem: ProblemError, method: string, path: string, requestId: string, options: ProblemPageOptions = {}): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  const html = problemPageHtml(problem, method, path, requestId);
-  res.writeHead(problem.status, { ...problemPageHeaders(problem, requestId), 'content-length': Buffer.byteLength(html) });
+  const html = problemPageHtml(problem, method, path, requestId, options);
+  res.writeHead(problem.status, { ...problemPageHeaders(problem, requestId, options.branding), 'content-length': Buffer.byteLength(html) });
   res.end(html);
 }

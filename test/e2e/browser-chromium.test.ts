@@ -274,7 +274,7 @@ describeInBrowser('in Chromium', () => {
       const { page } = await newPage();
       const answer = await page.goto(`${gw}/iam/login?returnTo=%2Fapi%2Fprojects`);
       expect(answer!.status()).toBe(200);
-      expect(answer!.headers()['content-security-policy']).toBe("default-src 'none'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'");
+      expect(answer!.headers()['content-security-policy']).toBe("default-src 'none'; style-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'");
       expect(await page.evaluate(() => document.scripts.length)).toBe(0);
       expect(await inlineScriptRuns(page)).toBe(false);
       // The same injection on a page without CSP runs: the check above can fail.

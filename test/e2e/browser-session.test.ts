@@ -132,7 +132,7 @@ describe('the login page', () => {
     const page = await send(`${gw()}/iam/login?returnTo=${encodeURIComponent('/api/projects?x=1')}`);
     expect(page.status).toBe(200);
     expect(page.headers.get('content-type')).toBe('text/html; charset=utf-8');
-    expect(page.headers.get('content-security-policy')).toBe("default-src 'none'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'");
+    expect(page.headers.get('content-security-policy')).toBe("default-src 'none'; style-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'");
     expect(page.headers.get('x-frame-options')).toBe('DENY');
     expect(page.headers.get('cache-control')).toBe('no-store');
     const html = await page.text();

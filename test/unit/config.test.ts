@@ -85,6 +85,7 @@ describe('loadConfig defaults', () => {
         gateway: { allowPathParameters: false },
         forward: { trustedProxies: [], assertion: { enabled: false, ttlMs: 60_000, issuer: 'iam-gateway', audience: null, keyFile: null } },
         sessionCookie: { secure: true, trustedOrigins: [] },
+        ui: { title: 'iam-gateway', logoUrl: null, templatesDir: null },
         accessLog: { mode: 'denied', sample: 1 },
         oidc: {
           issuer: null,
@@ -287,6 +288,17 @@ describe('loadConfig rejects what it does not understand', () => {
     }
     expect(load('', { IAM_OIDC_LINK_BY: 'verified-email' }).iam.oidc.linkBy).toBe('verified-email');
     expect(loadError('', { IAM_OIDC_LINK_BY: 'email' }).problems.map(({ key }) => key)).toEqual(['iam.oidc.link-by']);
+  });
+
+  it('iam.ui: a one-line title; a logo that is an https URL without credentials or a path on the gateway', () => {
+    expect(load('', { IAM_UI_TITLE: 'Acme <Portal>', IAM_UI_LOGO_URL: 'https://cdn.example.com/logo.svg' }).iam.ui).toEqual({ title: 'Acme <Portal>', logoUrl: 'https://cdn.example.com/logo.svg', templatesDir: null });
+    expect(load('', { IAM_UI_LOGO_URL: '/static/logo.svg' }).iam.ui.logoUrl).toBe('/static/logo.svg');
+    for (const logo of ['http://cdn.example.com/logo.svg', 'javascript:alert(1)', 'data:image/svg+xml,<svg/>', '//evil.example/logo.svg', '/\\evil.example/x', 'https://user:pw@cdn.example.com/l.svg', 'logo.svg', '/a b.svg', '/a".svg']) {
+      expect([logo, loadError('', { IAM_UI_LOGO_URL: logo }).problems.map(({ key }) => key)]).toEqual([logo, ['iam.ui.logo-url']]);
+    }
+    for (const title of ['two\nlines', 'x'.repeat(101), '   ']) {
+      expect([title, loadError('', { IAM_UI_TITLE: title }).problems.map(({ key }) => key)]).toEqual([title, ['iam.ui.title']]);
+    }
   });
 
   it('never echoes a database or Redis URL, which may carry a password', () => {

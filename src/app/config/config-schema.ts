@@ -90,6 +90,7 @@ export interface RawConfig {
       assertion: { enabled: boolean; ttl: Duration; issuer: string; audience?: string | null; 'key-file'?: string | null };
     };
     'session-cookie': { secure: boolean; 'trusted-origins': string[] };
+    ui: { title: string; 'logo-url'?: string | null; 'templates-dir'?: string | null };
     'access-log': 'all' | 'denied' | 'off';
     'access-log-sample': number;
     oidc: {
@@ -164,6 +165,21 @@ function isAddressOrRange(value: string): boolean {
   return Number(prefix) <= (family === 4 ? 32 : 128);
 }
 
+/** A C0 control character or DEL. */
+const hasControlCharacter = (value: string): boolean => [...value].some((char) => char.charCodeAt(0) < 0x20 || char.charCodeAt(0) === 0x7f);
+
+/**
+ * `iam.ui.logo-url`: an https URL without credentials, or a path on the gateway's own origin (`/` not followed by `/`; no
+ * backslash, space or quote anywhere). Never `http:`, `data:` or `javascript:`: the pages' CSP allows images from that origin only.
+ */
+function isLogoUrl(value: string): boolean {
+  if (hasControlCharacter(value) || /[\s"'<>\\]/.test(value)) return false;
+  if (value.startsWith('/')) return !value.startsWith('//');
+  if (!URL.canParse(value)) return false;
+  const url = new URL(value);
+  return url.protocol === 'https:' && url.host !== '' && url.username === '' && url.password === '';
+}
+
 /** Every custom `format` the schema uses; `validate-config.ts` registers them with ajv. */
 export const CONFIG_FORMATS: Readonly<Record<string, ConfigFormat>> = {
   duration: { validate: (v) => tryParseDuration(v) !== undefined, expected: `a duration (${DURATION_EXAMPLES})`, echo: true },
@@ -210,6 +226,9 @@ export const CONFIG_FORMATS: Readonly<Record<string, ConfigFormat>> = {
     expected: 'an origin such as https://app.example.com (scheme, host, optional port; no path)',
     echo: true,
   },
+  // Shown on every page the gateway writes for a browser (escaped there): one line of text.
+  'page-title': { validate: (v) => v.length <= 100 && !hasControlCharacter(v) && v.trim() !== '', expected: 'one line of text, at most 100 characters', echo: true },
+  'logo-url': { validate: isLogoUrl, expected: 'an https:// URL (no credentials) or a path on the gateway such as /static/logo.svg', echo: true },
   secret: { validate: (v) => v.length > 0, expected: 'a non-empty secret', echo: false },
   // RFC 6749 §3.3: scope-token = 1*( %x21 / %x23-5B / %x5D-7E )
   'oauth-scope': { validate: (v) => /^[\x21\x23-\x5B\x5D-\x7E]{1,200}$/.test(v), expected: 'an OAuth scope token (no spaces or quotes)', echo: true },
@@ -465,6 +484,13 @@ export const configSchema = section({
     'session-cookie': section({
       secure: flag(true, 'the browser session cookie is __Host-iam-session with Secure; false: iam-session without Secure (plain-http development only)'),
       'trusted-origins': list([], 'origin', "origins besides the gateway's own whose unsafe cookie-authenticated requests are accepted (CSRF)"),
+    }),
+    ui: section({
+      title: text('iam-gateway', "the product name on the gateway's own browser pages (sign-in, 401, 403, 404) and their window titles", 'page-title'),
+      'templates-dir': nullableText(
+        'a directory with layout.html, the whole page around the content of those pages ({{title}}, {{heading}}, {{logo-url}}, {{stylesheet}}, {{body}}), relative to the working directory; a template error stops the start with its file:line; null = the built-in layout',
+      ),
+      'logo-url': nullableText("a logo shown beside the title on those pages: an https:// URL or a path on the gateway's origin (their CSP allows images from there only); null = none", 'logo-url'),
     }),
     'access-log': {
       type: 'string' as const,

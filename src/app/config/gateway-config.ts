@@ -142,6 +142,8 @@ export interface GatewayConfig {
       /** Origins besides the gateway's own allowed to send unsafe cookie-authenticated requests. */
       trustedOrigins: string[];
     };
+    /** `iam.ui.*`: the branding of the gateway's own browser pages (docs/http-contract.md). */
+    ui: { title: string; logoUrl: string | null; templatesDir: string | null };
     /** `iam.access-log` and `iam.access-log-sample` (docs/observability.md). */
     accessLog: { mode: 'all' | 'denied' | 'off'; sample: number };
     /** OpenID Connect: the provider, this client, and how its claims become a principal (docs/oidc.md). */

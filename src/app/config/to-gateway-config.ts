@@ -105,6 +105,7 @@ export function toGatewayConfig(raw: RawConfig, cwd: string, file: string, warni
         },
       },
       sessionCookie: { secure: iam['session-cookie'].secure, trustedOrigins: [...iam['session-cookie']['trusted-origins']] },
+      ui: { title: iam.ui.title, logoUrl: iam.ui['logo-url'] ?? null, templatesDir: nullable(iam.ui['templates-dir'] ?? null, fromCwd) },
       accessLog: { mode: iam['access-log'], sample: iam['access-log-sample'] },
       oidc: {
         issuer: iam.oidc.issuer ?? null,
