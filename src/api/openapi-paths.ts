@@ -2,6 +2,14 @@
 import { BODY_FAILURES, NO_STORE, OPTIONAL_SESSION, PROTECTED_FAILURES, empty, formBody, header, html, json, jsonBody, pageOrProblem, param, problem, ref, response } from './openapi-builders';
 import type { PathItemObject } from './openapi-types';
 
+/** What check and plan answer besides their result: the subject's refusals, then the body's and the session's. */
+const SUBJECT_FAILURES = {
+  '403': problem(403, ['IAM_ACCESS_DENIED', 'IAM_CSRF_REJECTED'], 'A `subject` named without `iam.authorization.decisions:check`, or a cross-site cookie request.'),
+  '404': problem(404, ['IAM_SESSION_NOT_FOUND', 'IAM_NOT_FOUND'], 'The `subject` session is not live, or its user unknown.'),
+  ...BODY_FAILURES,
+  ...PROTECTED_FAILURES,
+};
+
 /** The path items outside `/iam/admin`. */
 export const nonAdminPaths: Record<string, PathItemObject> = {
   '/iam/auth/login': {
@@ -276,10 +284,7 @@ export const nonAdminPaths: Record<string, PathItemObject> = {
       responses: {
         '200': json('One result per check, in order.', ref('CheckResponse'), NO_STORE),
         '400': response('ValidationFailed'),
-        '403': problem(403, ['IAM_ACCESS_DENIED', 'IAM_CSRF_REJECTED'], 'A `subject` named without `iam.authorization.decisions:check`, or a cross-site cookie request.'),
-        '404': problem(404, ['IAM_SESSION_NOT_FOUND', 'IAM_NOT_FOUND'], 'The `subject` session is not live, or its user unknown.'),
-        ...BODY_FAILURES,
-        ...PROTECTED_FAILURES,
+        ...SUBJECT_FAILURES,
       },
     },
   },
@@ -295,10 +300,7 @@ export const nonAdminPaths: Record<string, PathItemObject> = {
       responses: {
         '200': json('The plan.', ref('PlanResponse'), NO_STORE),
         '400': response('ValidationFailed'),
-        '403': problem(403, ['IAM_ACCESS_DENIED', 'IAM_CSRF_REJECTED'], 'A `subject` named without `iam.authorization.decisions:check`, or a cross-site cookie request.'),
-        '404': problem(404, ['IAM_SESSION_NOT_FOUND', 'IAM_NOT_FOUND'], 'The `subject` session is not live, or its user unknown.'),
-        ...BODY_FAILURES,
-        ...PROTECTED_FAILURES,
+        ...SUBJECT_FAILURES,
       },
     },
   },

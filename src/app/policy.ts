@@ -20,16 +20,23 @@ export async function startPolicy(config: GatewayConfig, logger: Logger, metrics
   const holder = new PolicyHolder(policy);
   // The alert's signal is the holder's own state, so it says exactly what readiness and /iam/admin/policy say.
   metrics.observePolicyReloadFailing(() => holder.lastError !== null);
-  const reloader = new PolicyReloader({
-    dir: config.iam.policy.dir,
-    holder,
-    debounceMs: config.iam.policy.debounceMs,
-    pollIntervalMs: config.iam.policy.pollIntervalMs,
-    defaultResolverTimeoutMs: config.iam.authz.resolverTimeoutMs,
-    upstreamUrl: config.upstream.url,
-    logger,
-    metrics,
-  });
+  const reloader = new PolicyReloader({ ...reloadSettings(config, logger), dir: config.iam.policy.dir, holder, metrics });
+  startReloading(reloader, cleanups);
+  return { holder, reloader };
+}
+
+/** What every policy load compiles with: the resolvers' default timeout, and the host a resolver path is on. */
+function compileSettings(config: GatewayConfig): { defaultResolverTimeoutMs: number; upstreamUrl: string } {
+  return { defaultResolverTimeoutMs: config.iam.authz.resolverTimeoutMs, upstreamUrl: config.upstream.url };
+}
+
+/** What the live and the candidate reloaders share. */
+function reloadSettings(config: GatewayConfig, logger: Logger) {
+  return { ...compileSettings(config), debounceMs: config.iam.policy.debounceMs, pollIntervalMs: config.iam.policy.pollIntervalMs, logger };
+}
+
+/** Starts a reloader (file events, the periodic check) and its SIGHUP trigger; both stop with the gateway. */
+function startReloading(reloader: PolicyReloader, cleanups: CleanupStack): void {
   reloader.start();
   cleanups.push(() => reloader.close());
   // SIGHUP reloads the policies now (e.g. where file events are unreliable).
@@ -38,7 +45,6 @@ export async function startPolicy(config: GatewayConfig, logger: Logger, metrics
   cleanups.push(async () => {
     process.off('SIGHUP', onSighup);
   });
-  return { holder, reloader };
 }
 
 /**
@@ -57,19 +63,9 @@ export async function startCandidatePolicy(
   if (dir === null) return null;
   const holder = new CandidatePolicyHolder(dir);
   const candidateMetrics = { policyReloads: metrics.policyCandidateReloads, policyRoutes: metrics.policyCandidateRoutes, policyLoadedTimestamp: metrics.policyCandidateLoadedTimestamp };
-  const reloader = new PolicyReloader({
-    dir,
-    holder,
-    role: 'candidate',
-    debounceMs: config.iam.policy.debounceMs,
-    pollIntervalMs: config.iam.policy.pollIntervalMs,
-    defaultResolverTimeoutMs: config.iam.authz.resolverTimeoutMs,
-    upstreamUrl: config.upstream.url,
-    logger,
-    metrics: candidateMetrics,
-  });
+  const reloader = new PolicyReloader({ ...reloadSettings(config, logger), dir, holder, role: 'candidate', metrics: candidateMetrics });
   // Loaded directly, as the live policy is (a reload waits on unref'd timers, which would let a starting process exit).
-  const loaded = await loadPolicyDirectory(dir, { defaultResolverTimeoutMs: config.iam.authz.resolverTimeoutMs, upstreamUrl: config.upstream.url });
+  const loaded = await loadPolicyDirectory(dir, compileSettings(config));
   logPolicyIssues(logger, 'candidate policy', loaded.issues, true);
   if (loaded.policy) {
     holder.swap(loaded.policy);
@@ -82,13 +78,7 @@ export async function startCandidatePolicy(
     metrics.policyCandidateReloads.inc({ result: 'failure' });
     logger.error({ dir, errors: loaded.issues.filter((issue) => issue.severity === 'error').length }, 'candidate policy: not loaded (the gateway serves the live policy alone until the candidate directory is fixed)');
   }
-  reloader.start();
-  cleanups.push(() => reloader.close());
-  const onSighup = (): void => void reloader.reload('SIGHUP');
-  process.on('SIGHUP', onSighup);
-  cleanups.push(async () => {
-    process.off('SIGHUP', onSighup);
-  });
+  startReloading(reloader, cleanups);
   return { holder, reloader };
 }
 
@@ -97,7 +87,7 @@ export async function startCandidatePolicy(
  * `serve --workers N` checks the directory before forking and leaves the warnings to its workers), and errors fail.
  */
 export async function loadPolicyOrFail(config: GatewayConfig, logger: Logger, options: { warnings: boolean } = { warnings: true }): Promise<CompiledPolicy> {
-  const loaded = await loadPolicyDirectory(config.iam.policy.dir, { defaultResolverTimeoutMs: config.iam.authz.resolverTimeoutMs, upstreamUrl: config.upstream.url });
+  const loaded = await loadPolicyDirectory(config.iam.policy.dir, compileSettings(config));
   logPolicyIssues(logger, 'policy', loaded.issues, options.warnings);
   if (!loaded.policy) throw new Error(`policy: ${config.iam.policy.dir} has errors; see the log above`);
   return loaded.policy;

@@ -25,10 +25,10 @@ export interface ParsedPolicyFile {
  *
  * Two readers, one meaning: a well-formed file without aliases is read by js-yaml's event parser, about ten
  * times faster than the `yaml` library's document model (a 10,000-route file in ~0.1 s instead of ~1.5 s,
- * which is what keeps `policy diff` and a reload of a large policy fast); lines are then computed from the
- * parser's source offsets, only when asked. Anything else — a syntax error, a duplicate key, an unknown tag,
- * an alias, several documents, an empty file — is read again by `yaml`, whose messages and alias bound
- * (`maxAliasCount`, against "billion laughs") are the ones users see. Both read the YAML 1.2 core schema
+ * which is what keeps `policy diff` and a reload of a large policy fast); lines come from the parser's source
+ * offsets (the line table is built when a line is first asked for). Anything else — a syntax error, a
+ * duplicate key, an unknown tag, an alias, several documents, an empty file — is read again by `yaml`, whose
+ * messages and alias bound (`maxAliasCount`, against "billion laughs") are the ones users see. Both read the YAML 1.2 core schema
  * (no `yes`/`on` booleans, no `<<` merge keys); test/unit/policy-parser-readers.test.ts holds them to the
  * same values.
  */
@@ -40,18 +40,17 @@ export function parsePolicyFile(file: string, text: string): ParsedPolicyFile {
 export function parseWellFormed(file: string, text: string): ParsedPolicyFile | null {
   let events: YamlEvent[];
   let documents: unknown[];
+  let index: LocatedNode | null | typeof NOT_FOR_THE_FAST_READER;
   try {
     events = parseEvents(text, { filename: file });
-    // Aliases go to `yaml`, which bounds their expansion; shared references would also let one alias
-    // multiply the schema validator's work.
-    if (events.some((event) => event.type === EVENT_ID.ALIAS)) return null;
+    // One pass over the events before any value is built: it also finds what only `yaml` may read (see indexEvents).
+    index = indexEvents(text, events);
+    if (index === NOT_FOR_THE_FAST_READER) return null;
     documents = constructFromEvents(events, { source: text, filename: file, schema: CORE_SCHEMA });
   } catch {
     return null;
   }
   if (documents.length !== 1) return null;
-  const index = indexEvents(text, events);
-  if (index === UNUSUAL_KEY) return null;
   let lineStarts: number[] | undefined;
   const lineOf = (path: ReadonlyArray<string | number>): number => {
     lineStarts ??= startsOfLines(text);
@@ -108,16 +107,19 @@ type LocatedNode =
   | { offset: number; kind: 'mapping'; keys: Array<string | null>; keyNodes: LocatedNode[]; values: LocatedNode[] };
 
 /**
- * A mapping key that is not a plain word or a quoted string: an empty key, `null`, `true`, a number, a
- * collection. The two readers turn such keys into property names differently (`[:]` is `{"": null}` to one
- * and `{"null": null}` to the other), and no policy key looks like that, so such a file goes to `yaml`.
+ * What only `yaml` may read:
+ * - an alias: `yaml` bounds its expansion, and shared references would let one alias multiply the schema
+ *   validator's work;
+ * - a mapping key that is not a plain word or a quoted string (an empty key, `null`, `true`, a number, a
+ *   collection): the two readers turn such keys into property names differently (`[:]` is `{"": null}` to one
+ *   and `{"null": null}` to the other), and no policy key looks like that.
  */
-const UNUSUAL_KEY = Symbol('unusual key');
+const NOT_FOR_THE_FAST_READER = Symbol('not for the fast reader');
 const PLAIN_KEY = /^[A-Za-z_][A-Za-z0-9_.-]*$/;
 const NOT_A_STRING = /^(?:null|Null|NULL|true|True|TRUE|false|False|FALSE)$/;
 
-/** Rebuilds the node tree of the first document from js-yaml's events (no aliases: see parseWellFormed). */
-function indexEvents(text: string, events: readonly YamlEvent[]): LocatedNode | null | typeof UNUSUAL_KEY {
+/** Rebuilds the node tree of the first document from js-yaml's events, or says the file is not for the fast reader. */
+function indexEvents(text: string, events: readonly YamlEvent[]): LocatedNode | null | typeof NOT_FOR_THE_FAST_READER {
   const open: Array<Extract<LocatedNode, { kind: 'sequence' | 'mapping' }>> = [];
   let root: LocatedNode | null = null;
   const pendingKey: Array<{ key: string | null; node: LocatedNode } | null> = [];
@@ -162,6 +164,8 @@ function indexEvents(text: string, events: readonly YamlEvent[]): LocatedNode | 
         pendingKey.push(null);
         break;
       }
+      case EVENT_ID.ALIAS:
+        return NOT_FOR_THE_FAST_READER;
       case EVENT_ID.POP:
         if (open.length > 0) {
           open.pop();
@@ -171,7 +175,7 @@ function indexEvents(text: string, events: readonly YamlEvent[]): LocatedNode | 
       default:
         break;
     }
-    if (unusual) return UNUSUAL_KEY;
+    if (unusual) return NOT_FOR_THE_FAST_READER;
     if (root && open.length === 0 && event.type === EVENT_ID.POP) break;
   }
   return root;
