@@ -4,9 +4,9 @@
  *
  * Tiers, top to bottom; a module imports its own folder and folders of lower tiers, and, inside its own tier,
  * only the edges listed in SAME_TIER (they are acyclic):
- *   app  |  api, policy-tools, gateway  |  authz, sessions, auth, audit  |  policy  |  http, domain, observability, threads
+ *   cli  |  workers  |  app  |  config  |  api, policy-tools, gateway  |  authz, sessions, auth, audit  |  policy  |  http, domain, observability, threads
  * adapters/ stand beside the tiers: they implement domain interfaces, import only domain, observability and
- * threads, and only app/ imports them. host/ (the `iam-gateway/host` client library) stands apart: it imports nothing
+ * threads, and only the composition root (app/, cli/, config/) imports them. host/ (the `iam-gateway/host` client library) stands apart: it imports nothing
  * of the gateway, and nothing imports it. src/index.ts (the published package API) may import any tier but no
  * adapter, and nothing in src/ imports it.
  * Libraries are placed too (the *_PACKAGES lists below): the ORM and the database drivers (MikroORM, pg, PGlite) and the
@@ -17,7 +17,10 @@
  * Type-only imports count (`tsPreCompilationDeps`): a type is a dependency too.
  */
 const TIERS = [
+  ['cli'],
+  ['workers'],
   ['app'],
+  ['config'],
   ['api', 'policy-tools', 'gateway'],
   ['authz', 'sessions', 'auth', 'audit'],
   ['policy'],
@@ -37,10 +40,16 @@ const SAME_TIER = {
 const ADAPTER_MAY_IMPORT = ['domain', 'observability', 'threads'];
 
 /**
+ * The folders that choose adapters: app/ (the wiring), cli/ (commands that open a database or a store themselves:
+ * migrate, provision, tokens, policy replay) and config/ (it checks a Redis URL with the Redis adapter's parser).
+ */
+const COMPOSITION_ROOT = ['app', 'cli', 'config'];
+
+/**
  * Modules nothing imports: the package API, the CLI, the database thread (started by file path), and the V8 tuning
  * that bin/iam-gateway.js and scripts/demo.js load before anything else.
  */
-const ENTRY_POINTS = ['src/index.ts', 'src/host/index.ts', 'src/app/main.ts', 'src/adapters/postgres/database-thread-worker.ts', 'src/app/gc-tuning.ts'];
+const ENTRY_POINTS = ['src/index.ts', 'src/host/index.ts', 'src/cli/main.ts', 'src/adapters/postgres/database-thread-worker.ts', 'src/app/gc-tuning.ts'];
 
 /**
  * Packages by name, as regular expressions (a scope's packages with `@scope/[^/]+`). Their @types/ packages are listed
@@ -117,10 +126,10 @@ module.exports = {
       to: { path: '^src/', pathNot: folders(['adapters', ...ADAPTER_MAY_IMPORT]) },
     },
     {
-      name: 'only-app-imports-adapters',
-      comment: 'adapters are chosen and wired by the composition root (app/); everything else sees domain interfaces',
+      name: 'only-the-composition-root-imports-adapters',
+      comment: `adapters are chosen and wired by the composition root (${COMPOSITION_ROOT.join('/, ')}/); everything else sees domain interfaces`,
       severity: 'error',
-      from: { path: '^src/', pathNot: folders(['app', 'adapters']) },
+      from: { path: '^src/', pathNot: folders([...COMPOSITION_ROOT, 'adapters']) },
       to: { path: '^src/adapters/' },
     },
     {
@@ -154,11 +163,11 @@ module.exports = {
       to: { dependencyTypesNot: ['core'], pathNot: packages(MIGRATION_PACKAGES) },
     },
     {
-      name: 'app-config-through-its-index',
-      comment: 'outside app/config/, the configuration is imported from app/config/index.ts only',
+      name: 'config-through-its-index',
+      comment: 'outside config/, the configuration is imported from config/index.ts only',
       severity: 'error',
-      from: { path: '^src/', pathNot: '^src/app/config/' },
-      to: { path: '^src/app/config/', pathNot: '^src/app/config/index\\.ts$' },
+      from: { path: '^src/', pathNot: '^src/config/' },
+      to: { path: '^src/config/', pathNot: '^src/config/index\\.ts$' },
     },
     {
       name: 'problems-through-their-index',

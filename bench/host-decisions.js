@@ -37,7 +37,7 @@ async function timeCalls(count, call) {
 
 async function main(argv = process.argv.slice(2)) {
   const calls = numberFlag(argv, '--calls', 500);
-  const { loadConfig } = requireDist('app/config');
+  const { loadConfig } = requireDist('config');
   const { startGateway } = requireDist('app/start-gateway');
   const { AssertionSigner } = requireDist('gateway/assertion-signer');
   const { createHostAuthorization } = requireDist('host');

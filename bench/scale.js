@@ -504,7 +504,7 @@ async function main(argv) {
   const started = Date.now();
   const generatedAt = new Date().toISOString();
   requireDist('policy/load-policy-directory');
-  const distAt = statSync(join(DIST, 'app', 'main.js')).mtimeMs;
+  const distAt = statSync(join(DIST, 'cli', 'main.js')).mtimeMs;
   const sourcesAt = Math.max(newestMtime(join(ROOT, 'src'), '.ts'), newestMtime(join(ROOT, 'migrations'), '.ts'));
   const redisVersion = await redisServerVersion();
   if (!redisVersion) throw new Error('redis-server is not on the PATH (or REDIS_SERVER_BIN): bench:scale starts its own Redis servers');

@@ -3,7 +3,7 @@
 // The CLI entry: runs the compiled gateway (npm install builds it through the `prepare` script).
 const { existsSync } = require('node:fs');
 const { join } = require('node:path');
-const entry = join(__dirname, '..', 'dist', 'src', 'app', 'main.js');
+const entry = join(__dirname, '..', 'dist', 'src', 'cli', 'main.js');
 if (!existsSync(entry)) {
   process.stderr.write('iam-gateway: not built yet; run `npm run build` (npm install does it for you)\n');
   process.exit(1);

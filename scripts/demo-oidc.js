@@ -13,12 +13,12 @@ const { tmpdir } = require('node:os');
 const { join } = require('node:path');
 
 const root = join(__dirname, '..');
-if (!existsSync(join(root, 'dist', 'src', 'app', 'main.js'))) {
+if (!existsSync(join(root, 'dist', 'src', 'cli', 'main.js'))) {
   console.error('demo:oidc: the gateway is not built; run `npm install` (or `npm run build`) first');
   process.exit(1);
 }
 const { startHost } = require(join(root, 'dist', 'examples', 'host', 'server.js'));
-const { loadConfig } = require(join(root, 'dist', 'src', 'app', 'config'));
+const { loadConfig } = require(join(root, 'dist', 'src', 'config'));
 const { startGateway } = require(join(root, 'dist', 'src', 'app', 'start-gateway.js'));
 
 /**

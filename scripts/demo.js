@@ -9,14 +9,14 @@ const { existsSync } = require('node:fs');
 const { join } = require('node:path');
 
 const root = join(__dirname, '..');
-if (!existsSync(join(root, 'dist', 'src', 'app', 'main.js'))) {
+if (!existsSync(join(root, 'dist', 'src', 'cli', 'main.js'))) {
   console.error('demo: the gateway is not built; run `npm install` (or `npm run build`) first');
   process.exit(1);
 }
 // As bin/iam-gateway.js does, before the gateway allocates anything (dist/src/app/gc-tuning.js).
 require(join(root, 'dist', 'src', 'app', 'gc-tuning.js')).turnOffPretenuring();
 const { startHost } = require(join(root, 'dist', 'examples', 'host', 'server.js'));
-const { loadConfig } = require(join(root, 'dist', 'src', 'app', 'config'));
+const { loadConfig } = require(join(root, 'dist', 'src', 'config'));
 const { startGateway } = require(join(root, 'dist', 'src', 'app', 'start-gateway.js'));
 
 async function run() {

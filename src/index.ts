@@ -3,7 +3,7 @@
  * inside a Node host (`decide()` returns the decision, `require()` throws the problem of a denial).
  */
 export { startGateway, type Gateway, type StartOptions } from './app/public-gateway';
-export { loadConfig, ConfigError, type GatewayConfig } from './app/config';
+export { loadConfig, ConfigError, type GatewayConfig } from './config';
 export { openAuthorizationEngine, type EmbeddedAuthorizationEngine } from './app/embedded-engine';
 export { decide, require } from './authz/decide';
 export { DecisionEngine, problemFromDecision, type DecideInput, type DecideRequestInput } from './authz/decision-engine';

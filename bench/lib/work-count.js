@@ -123,7 +123,7 @@ async function main(argv = []) {
     bare = await startBareForwarderServer(upstream.url, 0, { contract: true });
     const contractWork = await countWork(session, `${bare.url}${BENCH_PATH}`, {}, count);
 
-    const { loadConfig } = requireDist('app/config');
+    const { loadConfig } = requireDist('config');
     const { startGateway } = requireDist('app/start-gateway');
     const { createLogger } = requireDist('observability/logger');
     const env = {

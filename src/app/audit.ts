@@ -5,7 +5,7 @@ import type { IamRepository } from '../domain/iam-repository';
 import type { Logger } from '../observability/logger';
 import type { GatewayMetrics } from '../observability/metrics';
 import type { CleanupStack } from './cleanup-stack';
-import type { GatewayConfig } from './config';
+import type { GatewayConfig } from '../config';
 
 /** The audit trail (batched writes, a disk spool while the database is away) and its retention sweep. */
 export async function startAudit(

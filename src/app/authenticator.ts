@@ -1,4 +1,4 @@
-import type { GatewayConfig } from './config';
+import type { GatewayConfig } from '../config';
 import { ProblemError } from '../domain/problem';
 import type { IdentityAuthenticator } from '../auth/authenticator';
 import { HttpAuthenticator } from '../auth/http-authenticator';

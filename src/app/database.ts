@@ -1,9 +1,9 @@
 import { openDatabaseThread, type DatabaseThread } from '../adapters/postgres/database-thread';
-import { provisioningFileError, type ProvisioningFile } from '../api/provisioning-file';
+import { provisioningFileError, type ProvisioningFile } from '../config';
 import { ProvisioningError } from '../domain/iam-repository';
 import type { Logger } from '../observability/logger';
 import type { CleanupStack } from './cleanup-stack';
-import type { GatewayConfig } from './config';
+import type { GatewayConfig } from '../config';
 
 /**
  * Opens the database on its own thread (the proxy's event loop never waits behind database work), applies

@@ -1,4 +1,4 @@
-import type { GatewayConfig } from './config';
+import type { GatewayConfig } from '../config';
 import { openDatabase } from '../adapters/postgres/database';
 import { loadPolicyDirectory } from '../policy/load-policy-directory';
 import type { CompiledPolicy } from '../policy/compiled-policy';

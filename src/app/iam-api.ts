@@ -6,7 +6,7 @@ import { findConsoleDir, loadConsoleFiles } from '../api/console-routes';
 import { POLICY_COVERAGE_BODY_LIMIT, POLICY_COVERAGE_PATH } from '../api/policy-routes';
 import type { Logger } from '../observability/logger';
 import type { OutageLog } from '../observability/outage-log';
-import type { GatewayConfig } from './config';
+import type { GatewayConfig } from '../config';
 
 /** The `/iam` application with every route group (docs/http-contract.md), as a Node request listener. */
 export function createIamApi(

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { listen, settlesWithin, SHUTDOWN_CLEANUP_GRACE_MS, stopServer, trackConnections } from '../http/server-lifecycle';
 import type { Logger } from '../observability/logger';
 import type { GatewayMetrics } from '../observability/metrics';
-import type { GatewayConfig } from './config';
+import type { GatewayConfig } from '../config';
 import { serveManagement, type ManagementEndpoints } from './management-server';
 import type { GatewayServices, RunningGateway } from './running-gateway';
 

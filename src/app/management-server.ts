@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { Registry } from 'prom-client';
-import type { GatewayConfig } from './config';
+import type { GatewayConfig } from '../config';
 import type { Logger } from '../observability/logger';
 import { serverOptions } from '../http/server-lifecycle';
 
@@ -18,7 +18,7 @@ export interface ReadinessReport {
 
 /**
  * What the management port serves besides liveness. One process: its own checks and registry
- * ({@link localEndpoints}); `serve --workers N`: the primary asks every worker (app/workers/primary.ts).
+ * ({@link localEndpoints}); `serve --workers N`: the primary asks every worker (workers/primary.ts).
  */
 export interface ManagementEndpoints {
   readiness(): Promise<ReadinessReport>;

@@ -9,7 +9,7 @@ import type { LoginService } from '../auth/login-service';
 import type { IamRepository } from '../domain/iam-repository';
 import type { TokenStore } from '../domain/token-store';
 import type { SessionService } from '../sessions/session-service';
-import type { GatewayConfig } from './config';
+import type { GatewayConfig } from '../config';
 import { browserClientType } from './iam-api';
 
 /** The OpenID Connect parts of one gateway (docs/oidc.md), or null when the authenticator is not `oidc`. */

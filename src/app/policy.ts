@@ -6,7 +6,7 @@ import { CandidatePolicyHolder } from '../policy/candidate-holder';
 import { PolicyHolder } from '../policy/policy-holder';
 import { PolicyReloader } from '../policy/policy-watcher';
 import type { CleanupStack } from './cleanup-stack';
-import type { GatewayConfig } from './config';
+import type { GatewayConfig } from '../config';
 
 /**
  * Loads `iam.policy.dir` (a start with policy errors fails, after logging each with file:line) and starts the

@@ -1,11 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadProvisioningFile, ProvisioningFileError, type ProvisioningFile } from '../api/provisioning-file';
+import { loadProvisioningFile, ProvisioningFileError, type ProvisioningFile } from '../config';
 import type { IdentityAuthenticator } from '../auth/authenticator';
 import { AssertionSigner } from '../gateway/assertion-signer';
 import { compilePageLayout, PageTemplateError, type PageBranding } from '../http/page-layout';
 import { createAuthenticator } from './authenticator';
-import { ConfigError, listConfigKeys, type ConfigProblem, type GatewayConfig } from './config';
+import { ConfigError, listConfigKeys, type ConfigProblem, type GatewayConfig } from '../config';
 
 /** What the files named by the configuration turned into, read before anything is opened. */
 export interface Preflight {

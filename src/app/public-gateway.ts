@@ -1,4 +1,4 @@
-import type { GatewayConfig } from './config';
+import type { GatewayConfig } from '../config';
 import { startGateway as startWired, type StartOptions } from './start-gateway';
 
 /**

@@ -2,7 +2,7 @@ import { RedisTokenStore } from '../adapters/redis/redis-token-store';
 import type { IamRepository } from '../domain/iam-repository';
 import type { TokenStore } from '../domain/token-store';
 import type { PolicyHolder } from '../policy/policy-holder';
-import { InstrumentedTokenStore } from './instrumented-token-store';
+import { InstrumentedTokenStore } from '../observability/instrumented-token-store';
 import type { ReadinessCheck } from './management-server';
 
 /**

@@ -14,8 +14,8 @@ import { SessionCache } from '../sessions/session-cache';
 import { SessionService } from '../sessions/session-service';
 import { EndingSpool, replaySpooledEndings } from '../sessions/ending-spool';
 import type { CleanupStack } from './cleanup-stack';
-import type { GatewayConfig } from './config';
-import { InstrumentedTokenStore } from './instrumented-token-store';
+import type { GatewayConfig } from '../config';
+import { InstrumentedTokenStore } from '../observability/instrumented-token-store';
 
 /** The session state of one instance and what keeps it true across instances. */
 export interface SessionState {

@@ -18,7 +18,7 @@ import { OutageLog } from '../observability/outage-log';
 import { startAudit } from './audit';
 import { preflight } from './preflight';
 import { CleanupStack } from './cleanup-stack';
-import type { GatewayConfig } from './config';
+import type { GatewayConfig } from '../config';
 import { openGatewayDatabase } from './database';
 import { browserLoginPath, createIamApi } from './iam-api';
 import { startListening, type PrimaryManagementPort } from './listeners';
@@ -48,7 +48,7 @@ export interface StartOptions {
 }
 
 /**
- * A worker process of `serve --workers N` (app/workers/): its cluster id (the `worker` field of its log and access
+ * A worker process of `serve --workers N` (workers/): its cluster id (the `worker` field of its log and access
  * log lines) and its primary's management port. The primary ran the migrations and the start-time provisioning
  * before forking, and serves the management port for every worker.
  */

@@ -35,7 +35,7 @@ export interface GatewayMetrics {
   resolverRequests: Counter<'type' | 'result'>;
   /** `iam_resolver_duration_seconds{type}`: one observation per resolver request sent. */
   resolverDuration: Histogram<'type'>;
-  /** `iam_store_operations_total{operation, result}`: counted by app/instrumented-token-store.ts. */
+  /** `iam_store_operations_total{operation, result}`: counted by observability/instrumented-token-store.ts. */
   storeOperations: Counter<'operation' | 'result'>;
   /**
    * Runs `flush` before every read of `iam_store_operations_total`: the token store counts its round trips in

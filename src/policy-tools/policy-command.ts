@@ -42,7 +42,7 @@ export interface PolicyToolSettings {
 
 /**
  * What the command needs from the rest of the gateway: the configuration, the provisioning file reader and the
- * database. The composition root wires them (src/app/policy-command.ts); tests may pass their own.
+ * database. The composition root wires them (src/cli/policy-command.ts); tests may pass their own.
  */
 export interface PolicyToolServices {
   /** Loads the configuration (config file, `IAM_*` environment) of `io.env`/`io.cwd`; throws when it is invalid. */

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import type { DestinationStream } from 'pino';
 import { parse as parseYaml } from 'yaml';
 import { startHost, type RunningHost } from '../../examples/host/server';
-import { listConfigKeys } from '../../src/app/config';
+import { listConfigKeys } from '../../src/config';
 import { createTestDatabase } from '../support/database';
 import { testDatabaseKind, testDatabaseUrl } from '../support/env';
 import { bearer, login, ROOT, startTestGateway } from '../support/gateway';

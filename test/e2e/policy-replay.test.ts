@@ -145,7 +145,7 @@ describe('policy replay of a real access log', () => {
   it('standard input with -', async () => {
     const { Readable } = await import('node:stream');
     const { readFileSync } = await import('node:fs');
-    const { runPolicyCommand } = await import('../../src/app/policy-command');
+    const { runPolicyCommand } = await import('../../src/cli/policy-command');
     let stdout = '';
     const sink = new (await import('node:stream')).Writable({ write: (chunk: Buffer, _e, done) => ((stdout += chunk.toString()), done()) });
     const code = await runPolicyCommand(['replay', 'changed', '--access-log', '-'], { stdout: sink, stderr: sink, env: env(), cwd: root, stdin: Readable.from([readFileSync(logFile, 'utf8')]) });

@@ -8,7 +8,7 @@ import { execFile, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { loadConfig } from '../../src/app/config';
+import { loadConfig } from '../../src/config';
 import { createLogger } from '../../src/observability/logger';
 import { startGateway, type RunningGateway } from '../../src/app/start-gateway';
 import { createTestDatabase } from '../support/database';

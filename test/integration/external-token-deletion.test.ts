@@ -7,7 +7,7 @@
  * to the shared one).
  */
 import { join } from 'node:path';
-import { main } from '../../src/app/main';
+import { main } from '../../src/cli/main';
 import type { RunningGateway } from '../../src/app/start-gateway';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { uniquePrefix, notRun } from '../support/env';

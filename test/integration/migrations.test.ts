@@ -3,7 +3,7 @@
  * PGlite, or real PostgreSQL when DATABASE_URL is set.
  */
 import type { MikroORM } from '@mikro-orm/postgresql';
-import type { GatewayConfig } from '../../src/app/config';
+import type { GatewayConfig } from '../../src/config';
 import { openDatabase } from '../../src/adapters/postgres/database';
 import { IAM_MIGRATIONS } from '../../src/adapters/postgres/migration-list';
 import { migrateDown, migrateUp, migrationStatus } from '../../src/adapters/postgres/migrator';

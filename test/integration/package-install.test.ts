@@ -115,7 +115,7 @@ it('#13: the tarball holds the build, the bin, the shipped configuration and exa
   expect(packed.length).toBeLessThan(600);
   expect(packed.filter((file) => /^(dist\/)?(test|bench|examples|scripts|docs)\//.test(file))).toEqual([]);
   expect(packed.filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts'))).toEqual([]);
-  for (const entry of [manifest.main, manifest.types, ...Object.values(manifest.bin), 'dist/src/app/main.js']) expect(packed).toContain(entry);
+  for (const entry of [manifest.main, manifest.types, ...Object.values(manifest.bin), 'dist/src/cli/main.js']) expect(packed).toContain(entry);
 });
 
 it('#13: require("iam-gateway") from the installed package exposes the API and runs the engine on the test database', async () => {

@@ -7,7 +7,7 @@
 import { join } from 'node:path';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { main } from '../../src/app/main';
+import { main } from '../../src/cli/main';
 import type { RunningGateway } from '../../src/app/start-gateway';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { describeWithRedis, testDatabaseKind, testDatabaseUrl, testRedisUrl, uniquePrefix } from '../support/env';

@@ -3,7 +3,7 @@
  * rollback step), reports how many, and leaves every other key alone.
  */
 import Redis from 'ioredis';
-import { main } from '../../src/app/main';
+import { main } from '../../src/cli/main';
 import { RedisTokenStore } from '../../src/adapters/redis/redis-token-store';
 import { generateToken, hashToken } from '../../src/domain/token-hash';
 import { describeWithRedis, testRedisUrl, uniquePrefix } from '../support/env';

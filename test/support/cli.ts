@@ -3,7 +3,7 @@
  * run with config/default.yaml: its exit code and what it wrote to stdout and stderr.
  */
 import { join } from 'node:path';
-import { main } from '../../src/app/main';
+import { main } from '../../src/cli/main';
 import { testDatabaseKind, testDatabaseUrl } from './env';
 import { ROOT } from './gateway';
 

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { testDatabaseKind, testDatabaseUrl, testRedisUrl, uniquePrefix } from './env';
 import { ROOT } from './gateway';
 
-const ENTRY = join(ROOT, 'dist', 'src', 'app', 'main.js');
+const ENTRY = join(ROOT, 'dist', 'src', 'cli', 'main.js');
 const BIN = join(ROOT, 'bin', 'iam-gateway.js');
 const SOURCE_DIRS = ['src', 'migrations'].map((dir) => join(ROOT, dir));
 

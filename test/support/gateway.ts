@@ -1,7 +1,7 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig } from '../../src/app/config';
-import type { GatewayConfig } from '../../src/app/config';
+import { loadConfig } from '../../src/config';
+import type { GatewayConfig } from '../../src/config';
 import { createLogger } from '../../src/observability/logger';
 import { startGateway, type RunningGateway, type StartOptions } from '../../src/app/start-gateway';
 import { testDatabaseKind, testDatabaseUrl, testRedisUrl, uniquePrefix } from './env';

@@ -1,6 +1,6 @@
 /** `iam-gateway policy …` in process: its exit code and what it wrote to stdout and stderr. */
 import { Writable } from 'node:stream';
-import { runPolicyCommand } from '../../src/app/policy-command';
+import { runPolicyCommand } from '../../src/cli/policy-command';
 
 function sink(): { stream: Writable; text: () => string } {
   let text = '';

@@ -60,8 +60,12 @@ describe('#12 the layer rule (.dependency-cruiser.cjs)', () => {
         'domain-imports-only-domain: src/domain/record.ts → src/policy/rule.ts',
         // adapters: what they import, and who imports them (src/index.ts included)
         'adapters-import-only-domain-observability-threads: src/adapters/memory/memory-store.ts → src/http/problem.ts',
-        'only-app-imports-adapters: src/gateway/front-door.ts → src/adapters/memory/memory-store.ts',
-        'only-app-imports-adapters: src/index.ts → src/adapters/memory/memory-store.ts',
+        'only-the-composition-root-imports-adapters: src/gateway/front-door.ts → src/adapters/memory/memory-store.ts',
+        'only-the-composition-root-imports-adapters: src/index.ts → src/adapters/memory/memory-store.ts',
+        // the composition root has tiers too: config/ below app/
+        'layer-config: src/config/settings.ts → src/app/wiring.ts',
+        // and the configuration is read through config/index.ts only
+        'config-through-its-index: src/cli/main.ts → src/config/settings.ts',
         // cycles, dead modules, devDependencies and test code
         'no-circular: src/auth/login.ts → src/sessions/session.ts → src/auth/login.ts',
         'no-orphans: src/observability/unused.ts',

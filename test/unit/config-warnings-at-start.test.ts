@@ -4,7 +4,7 @@
  * at warn level, without the variable's value. The transparent mode (iam.enabled false) starts without a database.
  */
 import { join } from 'node:path';
-import { loadConfig } from '../../src/app/config';
+import { loadConfig } from '../../src/config';
 import { startGateway, type RunningGateway } from '../../src/app/start-gateway';
 import { createLogger } from '../../src/observability/logger';
 

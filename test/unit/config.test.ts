@@ -2,8 +2,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { parseDocument } from 'yaml';
-import { ConfigError, listConfigKeys, loadConfig, parseByteSize, parseDuration, type GatewayConfig } from '../../src/app/config';
-import { closestName, editDistance, unknownEnvironmentWarnings } from '../../src/app/config/unknown-environment';
+import { ConfigError, listConfigKeys, loadConfig, parseByteSize, parseDuration, type GatewayConfig } from '../../src/config';
+import { closestName, editDistance, unknownEnvironmentWarnings } from '../../src/config/unknown-environment';
 
 const repoRoot = path.resolve(__dirname, '../..');
 const defaultFile = path.join(repoRoot, 'config/default.yaml');

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
-import { listConfigKeys, loadConfig, parseDuration } from '../../src/app/config';
+import { listConfigKeys, loadConfig, parseDuration } from '../../src/config';
 
 const ROOT = join(__dirname, '..', '..');
 const KEYS = listConfigKeys();

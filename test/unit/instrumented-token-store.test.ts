@@ -1,10 +1,10 @@
 /**
- * The token store as the gateway uses it (src/app/instrumented-token-store.ts): every round trip counted by
+ * The token store as the gateway uses it (src/observability/instrumented-token-store.ts): every round trip counted by
  * operation and result, every published event stamped with `sentAt` and counted as sent, every event heard on
  * the channel counted as received and timed; the adapter's promise is handed back untouched.
  */
 import { MemoryTokenStore } from '../../src/adapters/memory/memory-token-store';
-import { InstrumentedTokenStore, STORE_OPERATIONS } from '../../src/app/instrumented-token-store';
+import { InstrumentedTokenStore, STORE_OPERATIONS } from '../../src/observability/instrumented-token-store';
 import type { StoreEvent, TokenRecord } from '../../src/domain/token-record';
 import { StoreUnavailableError, type TokenStore } from '../../src/domain/token-store';
 import { createMetrics, type GatewayMetrics } from '../../src/observability/metrics';

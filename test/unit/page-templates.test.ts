@@ -5,7 +5,7 @@
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { ConfigError, loadConfig } from '../../src/app/config';
+import { ConfigError, loadConfig } from '../../src/config';
 import { preflight } from '../../src/app/preflight';
 import { loginPageHtml } from '../../src/http/login-page';
 import { compilePageLayout, PageTemplateError, PAGES_STYLESHEET, renderPage } from '../../src/http/page-layout';

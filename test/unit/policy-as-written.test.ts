@@ -11,7 +11,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { runPolicyCommand } from '../../src/app/policy-command';
+import { runPolicyCommand } from '../../src/cli/policy-command';
 
 const temps: string[] = [];
 afterAll(() => {

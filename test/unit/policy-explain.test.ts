@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
-import { runPolicyCommand } from '../../src/app/policy-command';
+import { runPolicyCommand } from '../../src/cli/policy-command';
 import type { CompiledPolicy } from '../../src/policy/compiled-policy';
 import { compilePolicyFiles, loadPolicyDirectory } from '../../src/policy/load-policy-directory';
 import { explainRequest, formatExplanation } from '../../src/policy-tools/policy-explain';

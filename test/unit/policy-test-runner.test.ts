@@ -8,11 +8,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { parseDocument } from 'yaml';
-import { runPolicyCommand } from '../../src/app/policy-command';
+import { runPolicyCommand } from '../../src/cli/policy-command';
 import type { CompiledPolicy } from '../../src/policy/compiled-policy';
 import { compilePolicyFiles, loadPolicyDirectory } from '../../src/policy/load-policy-directory';
 import { formatPolicyTestReport, runPolicyTests } from '../../src/policy-tools/policy-test-runner';
-import { readProvisioningFile } from '../../src/api/provisioning-file';
+import { readProvisioningFile } from '../../src/config/provisioning-file';
 
 const ROOT = join(__dirname, '../..');
 const WRONG = join(ROOT, 'test/fixtures/policy-test/wrong');

@@ -1,7 +1,7 @@
 import { Registry } from 'prom-client';
-import type { GatewayConfig } from '../../src/app/config';
-import { ClusterMetrics, type MetricFamily } from '../../src/app/workers/cluster-metrics';
-import { parseWorkersOption, resolveWorkerCount, workerRefusal } from '../../src/app/workers/worker-count';
+import type { GatewayConfig } from '../../src/config';
+import { ClusterMetrics, type MetricFamily } from '../../src/workers/cluster-metrics';
+import { parseWorkersOption, resolveWorkerCount, workerRefusal } from '../../src/workers/worker-count';
 import { createMetrics, createPrimaryMetrics, type GatewayMetrics } from '../../src/observability/metrics';
 import { testConfig } from '../support/gateway';
 

@@ -1,8 +1,8 @@
-import { readProvisioningFile } from '../api/provisioning-file';
+import { readProvisioningFile } from '../config';
 import { runPolicyCommand as runPolicyTool, type PolicyCommandIo, type PolicyToolServices, type ReplayData } from '../policy-tools/policy-command';
 import type { RecordedDecision } from '../policy-tools/policy-replay';
 import { databasePlace } from '../adapters/postgres/database-place';
-import { loadConfig, parseDuration, type GatewayConfig } from './config';
+import { loadConfig, parseDuration, type GatewayConfig } from '../config';
 
 /**
  * `iam-gateway policy …` wired to the real configuration loader, provisioning file reader and PostgreSQL (the

@@ -1,4 +1,4 @@
-import { openDatabase } from '../../adapters/postgres/database';
+import { openDatabase } from '../adapters/postgres/database';
 import { DURATION_EXAMPLES, loadConfig, tryParseDuration } from '../config';
 import { parseCommandLine, UsageError, type CliCommand } from './command-line';
 

@@ -1,8 +1,8 @@
 import { isIP } from 'node:net';
 import type { JSONSchemaType } from 'ajv';
 import { DURATION_EXAMPLES, SIZE_EXAMPLES, tryParseByteSize, tryParseDuration } from './durations';
-import { parseRedisUrl } from '../../adapters/redis/redis-url';
-import { isLogoutTokenType } from '../../auth/oidc/token-types';
+import { parseRedisUrl } from '../adapters/redis/redis-url';
+import { isLogoutTokenType } from '../auth/oidc/token-types';
 
 /** `iam.oidc.allowed` and a profile rule's `when`: a claim that must hold one of `values` (none: be present). */
 export interface RawClaimCondition {

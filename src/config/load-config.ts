@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
-import { packageRoot } from '../package-root';
+import { packageRoot } from './package-root';
 import { isSection, type Data } from './config-data';
 import { ConfigError, findNode, locate, showPath, unique, type Segment } from './config-error';
 import { configSchema, type RawConfig } from './config-schema';

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { packageRoot } from '../package-root';
+import { packageRoot } from '../config';
 
 /** The version of the installed package: the `version` of its package.json ({@link packageRoot}). */
 export function packageVersion(): string {

@@ -1,5 +1,5 @@
 import { loadConfig, type GatewayConfig } from '../config';
-import { startGateway } from '../start-gateway';
+import { startGateway } from '../app/start-gateway';
 import { runPrimary } from '../workers/primary';
 import { isGatewayWorker, runWorker } from '../workers/worker';
 import { parseWorkersOption, resolveWorkerCount } from '../workers/worker-count';

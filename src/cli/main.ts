@@ -1,8 +1,7 @@
-import { ProvisioningFileError } from '../api/provisioning-file';
 import { ProvisioningError } from '../domain/iam-repository';
-import { asksForHelp, UsageError, type CliCommand } from './cli/command-line';
-import { packageVersion } from './cli/version';
-import { ConfigError } from './config';
+import { asksForHelp, UsageError, type CliCommand } from './command-line';
+import { packageVersion } from './version';
+import { ConfigError, ProvisioningFileError } from '../config';
 import { scrubText } from '../observability/redaction';
 
 const USAGE = `usage: iam-gateway <command> [options]
@@ -30,8 +29,8 @@ Configuration: IAM_CONFIG (default config/default.yaml) plus environment overrid
  * ORM, the HTTP stack and the telemetry SDK that `serve` needs.
  */
 const COMMANDS: Record<string, () => Promise<CliCommand>> = {
-  serve: async () => (await import('./cli/serve')).serveCommand,
-  migrate: async () => (await import('./cli/migrate')).migrateCommand,
+  serve: async () => (await import('./serve')).serveCommand,
+  migrate: async () => (await import('./migrate')).migrateCommand,
   // `policy` hands its arguments to the policy tools, which answer their own --help and usage errors.
   policy: async () => {
     const [{ runPolicyCommand }, { POLICY_USAGE }] = await Promise.all([import('./policy-command'), import('../policy-tools/policy-command')]);
@@ -41,10 +40,10 @@ const COMMANDS: Record<string, () => Promise<CliCommand>> = {
       run: (args) => runPolicyCommand(args, { stdout: process.stdout, stderr: process.stderr, env: process.env, cwd: process.cwd(), stdin: process.stdin }),
     };
   },
-  provision: async () => (await import('./cli/provision')).provisionCommand,
-  tokens: async () => (await import('./cli/tokens')).tokensCommand,
-  audit: async () => (await import('./cli/audit')).auditCommand,
-  'hash-password': async () => (await import('./cli/hash-password')).hashPasswordCommand,
+  provision: async () => (await import('./provision')).provisionCommand,
+  tokens: async () => (await import('./tokens')).tokensCommand,
+  audit: async () => (await import('./audit')).auditCommand,
+  'hash-password': async () => (await import('./hash-password')).hashPasswordCommand,
 };
 
 /** The CLI; resolves the process exit code (0 done, 1 failed, 2 usage error). */

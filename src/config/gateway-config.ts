@@ -1,4 +1,4 @@
-import type { ClaimCondition, ProfileRule } from '../../auth/oidc/claim-rules';
+import type { ClaimCondition, ProfileRule } from '../auth/oidc/claim-rules';
 
 /**
  * The validated configuration, as the code sees it: YAML keys in camelCase, durations in milliseconds,
@@ -30,7 +30,7 @@ export interface GatewayConfig {
     shutdownTimeoutMs: number;
     /**
      * `server.workers` / `SERVER_WORKERS` (`serve --workers` wins): processes serving the proxy port; `auto` = one
-     * per available core (`os.availableParallelism()`), resolved by `serve` (app/workers/).
+     * per available core (`os.availableParallelism()`), resolved by `serve` (workers/).
      */
     workers: number | 'auto';
   };

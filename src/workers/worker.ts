@@ -1,7 +1,7 @@
 import cluster from 'node:cluster';
-import { createLogger } from '../../observability/logger';
-import { startGatewayAs } from '../start-gateway';
-import type { RunningGateway } from '../running-gateway';
+import { createLogger } from '../observability/logger';
+import { startGatewayAs } from '../app/start-gateway';
+import type { RunningGateway } from '../app/running-gateway';
 import { isMessage, type AskMessage, type ReplyMessage, type StartMessage, type WorkerMessage } from './protocol';
 
 /** Set by the primary in its workers' environment: only such a process runs as a worker. */

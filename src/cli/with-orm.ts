@@ -1,6 +1,6 @@
-import { startEmbeddedDatabaseProcess } from '../../adapters/pglite/embedded-database-process';
-import { namingTheDatabase } from '../../adapters/postgres/connection-failure';
-import { createOrm } from '../../adapters/postgres/orm';
+import { startEmbeddedDatabaseProcess } from '../adapters/pglite/embedded-database-process';
+import { namingTheDatabase } from '../adapters/postgres/connection-failure';
+import { createOrm } from '../adapters/postgres/orm';
 import type { GatewayConfig } from '../config';
 
 /**

@@ -1,8 +1,8 @@
-import { loadProvisioningFile, provisioningFileError } from '../../api/provisioning-file';
-import { ProvisioningError } from '../../domain/iam-repository';
-import { openDatabase, type OpenDatabase } from '../../adapters/postgres/database';
-import { RedisTokenStore } from '../../adapters/redis/redis-token-store';
-import { ChangeFeed } from '../../sessions/change-feed';
+import { loadProvisioningFile, provisioningFileError } from '../config';
+import { ProvisioningError } from '../domain/iam-repository';
+import { openDatabase, type OpenDatabase } from '../adapters/postgres/database';
+import { RedisTokenStore } from '../adapters/redis/redis-token-store';
+import { ChangeFeed } from '../sessions/change-feed';
 import { loadConfig, type GatewayConfig } from '../config';
 import { parseCommandLine, UsageError, type CliCommand } from './command-line';
 

@@ -1,5 +1,5 @@
-import { MemoryTokenStore } from '../../adapters/memory/memory-token-store';
-import { RedisTokenStore } from '../../adapters/redis/redis-token-store';
+import { MemoryTokenStore } from '../adapters/memory/memory-token-store';
+import { RedisTokenStore } from '../adapters/redis/redis-token-store';
 import { loadConfig } from '../config';
 import { parseCommandLine, UsageError, type CliCommand } from './command-line';
 

@@ -5,7 +5,7 @@ import { HEADER_SAFE_PATTERN, IDENTIFIER_PATTERN, projectedProfileSchema } from 
 import { MAX_TEMPLATE_PERMISSIONS } from '../domain/grant-limits';
 import { isValidPermissionCode } from '../domain/permission-code';
 import type { ProvisioningDocument } from '../domain/records';
-import { toPointerErrors } from './validate-body';
+import { toPointerErrors } from '../api/validate-body';
 
 /** JSON Schema of the provisioning file; the admin API bodies are its pieces. */
 export const provisioningSchema = {

@@ -1,4 +1,4 @@
-import { migrateDown, migrateUp, migrationStatus } from '../../adapters/postgres/migrator';
+import { migrateDown, migrateUp, migrationStatus } from '../adapters/postgres/migrator';
 import { loadConfig } from '../config';
 import { parseCommandLine, UsageError, type CliCommand } from './command-line';
 import { withOrm } from './with-orm';

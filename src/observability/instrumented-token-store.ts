@@ -1,6 +1,6 @@
 import type { StoreEvent, TokenRecord } from '../domain/token-record';
 import type { EventSubscription, TokenStore } from '../domain/token-store';
-import type { GatewayMetrics } from '../observability/metrics';
+import type { GatewayMetrics } from './metrics';
 
 /** `operation` label values of `iam_store_operations_total`: one per kind of round trip (a bounded set). */
 export const STORE_OPERATIONS = ['get', 'put', 'delete', 'list', 'publish', 'subscribe', 'rate_limit', 'purge', 'ping'] as const;

@@ -1,6 +1,6 @@
 import type { GatewayConfig } from '../config';
-import type { PrimaryManagementPort } from '../listeners';
-import type { ReadinessReport } from '../management-server';
+import type { PrimaryManagementPort } from '../app/listeners';
+import type { ReadinessReport } from '../app/management-server';
 import type { MetricFamily } from './cluster-metrics';
 
 /**

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { hashPassword } from '../../auth/password-hash';
+import { hashPassword } from '../auth/password-hash';
 import { parseCommandLine, type CliCommand } from './command-line';
 
 const USAGE = `usage: iam-gateway hash-password [PASSWORD]
