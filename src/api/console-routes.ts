@@ -5,7 +5,7 @@ import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { ProblemError, problems } from '../domain/problem';
 import { htmlPageHeaders } from '../http/html';
-import { parseBearerToken } from '../http/inbound-headers';
+import { credentialToken, requestCredential } from '../http/request-credential';
 import { prefersHtml } from '../http/problem-page';
 import type { SessionService } from '../sessions/session-service';
 import { stateOf } from './iam-context';
@@ -88,23 +88,26 @@ export interface ConsoleRoutesDeps {
  * scripts and styles to anyone (they hold no data). The console itself calls only the public `/iam` API with the
  * session cookie, so every action it offers is scriptable (docs/console.md).
  */
+/** The console page is only ever read (GET): no origin is consulted. */
+const NO_TRUSTED_ORIGINS: ReadonlySet<string> = new Set();
+
 export function registerConsoleRoutes(router: Router, deps: ConsoleRoutesDeps): void {
   // The page tells its script where "Sign out" goes (a data attribute: the CSP allows no inline script).
   let index: Buffer | undefined;
   const indexBody = (): Buffer =>
     (index ??= deps.signOutPath ? Buffer.from(deps.files.index.body.toString('utf8').replace('<body>', `<body data-sign-out="${deps.signOutPath}">`)) : deps.files.index.body);
   const page = async (ctx: Context): Promise<void> => {
-    const prepared = stateOf(ctx).prepared;
-    const bearer = parseBearerToken(prepared.authorization);
-    const token = bearer.kind === 'bearer' ? bearer.token : (prepared.cookieSession?.token ?? null);
+    // The page is a GET: no CSRF verdict to act on; a malformed Authorization is no credential (and no cookie fallback).
+    const credential = requestCredential(stateOf(ctx).prepared, { method: ctx.method, trustedOrigins: NO_TRUSTED_ORIGINS });
+    const token = credentialToken(credential);
     const session = token === null ? null : await deps.bearers.verify(token);
     if (!session) {
       const returnTo = ctx.path + (ctx.querystring ? `?${ctx.querystring}` : '');
-      if (deps.loginPath !== null && bearer.kind !== 'bearer' && prefersHtml(ctx.get('accept'))) {
+      if (deps.loginPath !== null && credential.kind !== 'bearer' && credential.kind !== 'malformed' && prefersHtml(ctx.get('accept'))) {
         redirect(ctx, 302, `${deps.loginPath}?returnTo=${encodeURIComponent(returnTo)}`);
         return;
       }
-      throw problems.unauthenticated('Sign in to use the console.', token !== null);
+      throw problems.unauthenticated('Sign in to use the console.', credential.kind !== 'none');
     }
     ctx.set({ ...htmlPageHeaders(CONSOLE_CSP), vary: 'Accept, Cookie' });
     ctx.type = deps.files.index.type;

@@ -6,8 +6,7 @@ import { problemFromDecision, type DecisionEngine, type DecisionSubject } from '
 import type { IamRepository } from '../domain/iam-repository';
 import { ProblemError, problems } from '../domain/problem';
 import type { VerifiedAssertion } from '../gateway/assertion-signer';
-import { isCrossSiteRequest } from '../http/csrf';
-import { parseBearerToken } from '../http/inbound-headers';
+import { requestCredential } from '../http/request-credential';
 import type { GatewayMetrics } from '../observability/metrics';
 import type { CompiledPolicy } from '../policy/compiled-policy';
 import type { SessionService, VerifiedSession } from '../sessions/session-service';
@@ -118,11 +117,10 @@ function subjectView(subject: DecisionSubject, sessionId: string | null): { user
  * bearer or cookie (a cookie refused cross-site, as every unsafe cookie request: 403). Else 401.
  */
 async function credentialOf(ctx: Context, deps: DecisionRoutesDeps): Promise<Credential> {
-  const prepared = stateOf(ctx).prepared;
-  const bearer = parseBearerToken(prepared.authorization);
-  if (bearer.kind === 'malformed') throw problems.unauthenticated('The bearer token is malformed.', true);
-  if (bearer.kind === 'bearer' && deps.assertions !== null) {
-    const assertion = deps.assertions.verify(bearer.token);
+  const credential = requestCredential(stateOf(ctx).prepared, { method: ctx.method, trustedOrigins: deps.trustedOrigins });
+  if (credential.kind === 'malformed') throw problems.unauthenticated('The bearer token is malformed.', true);
+  if (credential.kind === 'bearer' && deps.assertions !== null) {
+    const assertion = deps.assertions.verify(credential.token);
     if (assertion !== null) {
       // The assertion outlives nothing: its session must still be live (a logout or revocation refuses it at once).
       const session = await deps.sessions.liveSession(assertion.userId, assertion.sessionId);
@@ -130,10 +128,9 @@ async function credentialOf(ctx: Context, deps: DecisionRoutesDeps): Promise<Cre
       return { kind: 'assertion', session };
     }
   }
-  const cookie = bearer.kind === 'bearer' ? null : prepared.cookieSession;
-  if (cookie !== null && isCrossSiteRequest(cookie, ctx.method, false, deps.trustedOrigins)) throw problems.crossSiteCookie();
-  const token = bearer.kind === 'bearer' ? bearer.token : (cookie?.token ?? null);
-  if (token === null) throw problems.unauthenticated('A bearer token, the session cookie or an X-IAM-Assertion (as the bearer) is required.', false);
+  if (credential.kind === 'cookie' && credential.crossSite) throw problems.crossSiteCookie();
+  if (credential.kind === 'none') throw problems.unauthenticated('A bearer token, the session cookie or an X-IAM-Assertion (as the bearer) is required.', false);
+  const token = credential.token;
   const session = await deps.bearers.verify(token);
   if (!session) throw problems.unauthenticated('The access token is invalid, expired or revoked.', true);
   stateOf(ctx).session = session;

@@ -5,8 +5,7 @@ import { LOGIN_STATE_TTL_MS } from '../auth/oidc/login-state';
 import type { OidcLogin } from '../auth/oidc/oidc-login';
 import type { RelyingParty } from '../auth/oidc/relying-party';
 import { ProblemError, problems } from '../domain/problem';
-import { isCrossSiteRequest } from '../http/csrf';
-import { parseBearerToken } from '../http/inbound-headers';
+import { credentialToken, requestCredential } from '../http/request-credential';
 import type { PageBranding } from '../http/page-layout';
 import { prefersHtml, problemPageHeaders, problemPageHtml } from '../http/problem-page';
 import { safeReturnTo } from '../http/return-to';
@@ -61,12 +60,10 @@ export function registerOidcRoutes(router: Router, deps: OidcRoutesDeps): void {
 
   router.get('/auth/oidc/logout', async (ctx) => {
     await forBrowser(ctx, deps.branding, async () => {
-      const prepared = stateOf(ctx).prepared;
-      const bearer = parseBearerToken(prepared.authorization);
-      const cookie = bearer.kind === 'bearer' ? null : prepared.cookieSession;
       // Another site may not end the user's session (logout CSRF): checked as for an unsafe method, though it is a GET.
-      if (cookie !== null && isCrossSiteRequest(cookie, 'POST', false, deps.trustedOrigins)) throw problems.crossSiteCookie();
-      const token = bearer.kind === 'bearer' ? bearer.token : (cookie?.token ?? null);
+      const credential = requestCredential(stateOf(ctx).prepared, { method: ctx.method, unsafe: true, trustedOrigins: deps.trustedOrigins });
+      if (credential.kind === 'cookie' && credential.crossSite) throw problems.crossSiteCookie();
+      const token = credentialToken(credential);
       // Like POST /iam/auth/logout: while the token store is down, the durable record vouches for the session (#11.35).
       const session = token === null ? null : await deps.sessions.verify(token).catch((error: unknown) => deps.sessions.verifyFromRecord(token, error));
       if (session) await deps.sessions.logout(session, factsOf(ctx));

@@ -1,9 +1,8 @@
 import type { Middleware } from 'koa';
 import type { DecisionEngine } from '../authz/decision-engine';
 import { problemFromDecision } from '../authz/decision-engine';
-import { parseBearerToken } from '../http/inbound-headers';
+import { requestCredential } from '../http/request-credential';
 import { problems } from '../domain/problem';
-import { isCrossSiteRequest } from '../http/csrf';
 import type { SessionService, VerifiedSession } from '../sessions/session-service';
 import type { AuthorizationDecision } from '../authz/decision';
 import { callerOf, stateOf } from './iam-context';
@@ -15,17 +14,15 @@ import { callerOf, stateOf } from './iam-context';
  */
 export function requireSession(sessions: Pick<SessionService, 'verify'>, trustedOrigins: ReadonlySet<string> = new Set()): Middleware {
   return async (ctx, next) => {
-    const prepared = stateOf(ctx).prepared;
-    const bearer = parseBearerToken(prepared.authorization);
-    if (bearer.kind === 'malformed') throw problems.unauthenticated('The bearer token is malformed.', true);
-    const cookie = bearer.kind === 'bearer' ? null : prepared.cookieSession;
-    const token = bearer.kind === 'bearer' ? bearer.token : (cookie?.token ?? null);
-    if (cookie !== null && isCrossSiteRequest(cookie, ctx.method, false, trustedOrigins)) throw problems.crossSiteCookie();
-    if (token === null) throw problems.unauthenticated('A bearer access token (or the session cookie) is required.', false);
+    const credential = requestCredential(stateOf(ctx).prepared, { method: ctx.method, trustedOrigins });
+    if (credential.kind === 'malformed') throw problems.unauthenticated('The bearer token is malformed.', true);
+    if (credential.kind === 'cookie' && credential.crossSite) throw problems.crossSiteCookie();
+    if (credential.kind === 'none') throw problems.unauthenticated('A bearer access token (or the session cookie) is required.', false);
+    const token = credential.token;
     const session = await sessions.verify(token);
     if (!session) throw problems.unauthenticated('The access token is invalid, expired or revoked.', true);
     stateOf(ctx).session = session;
-    stateOf(ctx).viaCookie = bearer.kind !== 'bearer';
+    stateOf(ctx).viaCookie = credential.kind === 'cookie';
     await next();
   };
 }

@@ -10,8 +10,7 @@ import { ProblemError, problems, toProblem } from '../domain/problem';
 import type { SessionService, VerifiedSession } from '../sessions/session-service';
 import { StoreUnavailableError } from '../domain/token-store';
 import { forwardedAuthorization, identityHeaders } from './identity-headers';
-import { isCrossSiteRequest } from '../http/csrf';
-import { parseBearerToken } from '../http/inbound-headers';
+import { requestCredential } from '../http/request-credential';
 import { activeTraceId } from '../observability/tracing';
 import type { PreparedRequest } from '../http/prepare-request';
 import type { CandidateDecisions, CandidateDivergence } from './candidate-decisions';
@@ -92,19 +91,17 @@ export class RequestAuthorizer {
   authorizeFast(request: PreparedRequest, clientAddress: string | undefined, upgrade = false): Authorization | Promise<Authorization> {
     const policy = this.deps.policy();
     const match = policy.match(request.method, request.path);
-    const bearer = parseBearerToken(request.authorization);
+    const credential = requestCredential(request, { method: request.method, upgrade, trustedOrigins: this.deps.trustedOrigins });
     // A malformed Authorization (e.g. `Bearer<TAB>iamt_…`) may still carry a gateway token: it never
     // reaches the host either, even on a public route (docs/http-contract.md).
-    const bearerSent = bearer.kind === 'bearer' || bearer.kind === 'malformed';
+    const bearerSent = credential.kind === 'bearer' || credential.kind === 'malformed';
     const needsSubject = match ? !match.route.public : policy.defaultAction === 'authenticated';
     const route = match?.route.pattern;
     try {
-      if (needsSubject && bearer.kind === 'malformed') return { allowed: false, problem: problems.unauthenticated('The bearer token is malformed.', true), route };
-      // A bearer token wins; the session cookie is read only when Authorization carries none (docs/http-contract.md).
-      const cookie = bearer.kind === 'bearer' ? null : request.cookieSession;
-      const token = bearer.kind === 'bearer' ? bearer.token : (cookie?.token ?? null);
-      if (needsSubject && token !== null) {
-        if (cookie !== null && isCrossSiteRequest(cookie, request.method, upgrade, this.deps.trustedOrigins)) return { allowed: false, problem: problems.crossSiteCookie(), route };
+      if (needsSubject && credential.kind === 'malformed') return { allowed: false, problem: problems.unauthenticated('The bearer token is malformed.', true), route };
+      if (needsSubject && (credential.kind === 'bearer' || credential.kind === 'cookie')) {
+        if (credential.kind === 'cookie' && credential.crossSite) return { allowed: false, problem: problems.crossSiteCookie(), route };
+        const token = credential.token;
         const cached = this.deps.sessions.verifyCached(token);
         if (cached === 'miss') {
           return this.deps.sessions.verify(token).then(

@@ -10,7 +10,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { parse as parseYaml } from 'yaml';
-import { ConfigError, loadConfig, type GatewayConfig } from '../../src/app/config';
+import { ConfigError, loadConfig, type GatewayConfig } from '../../src/config';
 import { projectProfiles, unmetCondition, type Claims } from '../../src/auth/oidc/claim-rules';
 import { identityFromClaims } from '../../src/auth/oidc/oidc-login';
 
