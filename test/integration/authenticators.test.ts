@@ -67,7 +67,8 @@ describe('#11.32 module authenticator', () => {
     expect(answer.status).toBe(502);
     expect(answer.body.code).toBe('IAM_AUTHENTICATOR_UNAVAILABLE');
     expect(answer.ms).toBeGreaterThanOrEqual(250);
-    expect(answer.ms).toBeLessThan(3000);
+    // A bound, not a speed check: a module that is never cut off would hang until the test's timeout.
+    expect(answer.ms).toBeLessThan(15_000);
     // eslint-disable-next-line @typescript-eslint/no-require-imports -- the module instance the in-process gateway loaded
     expect((require(modulePath) as { state: { aborted: number } }).state.aborted).toBe(1);
     expect((await loginAt(gateway, 'alice')).status).toBe(200);
@@ -138,7 +139,8 @@ describe('#11.32 http authenticator', () => {
     const endless = await loginAt(gateway, 'endless');
     expect(endless.status).toBe(502);
     expect(endless.body.code).toBe('IAM_AUTHENTICATOR_UNAVAILABLE');
-    expect(endless.ms).toBeLessThan(2000);
+    // A bound, not a speed check: an answer read to its end would never finish.
+    expect(endless.ms).toBeLessThan(15_000);
     // The gateway dropped the connection it was reading the endless answer on (else this waits until the test times out).
     await socketClosed;
 

@@ -14,6 +14,7 @@ import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
 import { relayedUrl, startTcpRelay, targetOf, type TcpRelay } from '../support/tcp-relay';
 import { timed, type Answer } from '../support/timed-fetch';
+import { until } from '../support/wait';
 
 const POLICIES = join(ROOT, 'test/fixtures/e2e-policies');
 const REDIS_URL = testRedisUrl();
@@ -26,20 +27,24 @@ function problemCode(answer: Answer): string | undefined {
 
 /** A port nothing listens on (bound, then released). */
 /**
- * Resolves (with the ms waited) once the gateway reports the events channel up or down on /metrics; fails
- * after `withinMs`. A process learns of a connection loss only when the kernel delivers the reset, a few ms
- * after the cut: requests it serves before that cannot know.
+ * Resolves once the gateway reports the events channel up or down on /metrics (test/support/wait.ts). A process
+ * learns of a connection loss only when the kernel delivers the reset, a few ms after the cut: requests it serves
+ * before that cannot know. The bound is generous (a loaded machine), not a measure of how fast it learns.
  */
-async function channelReported(gateway: RunningGateway, state: 'up' | 'down', withinMs: number): Promise<number> {
-  const started = Date.now();
+async function channelReported(gateway: RunningGateway, state: 'up' | 'down'): Promise<void> {
   const wanted = new RegExp(`^iam_store_events_connected ${state === 'up' ? 1 : 0}$`, 'm');
-  while (Date.now() - started < withinMs) {
-    const metrics = await (await fetch(`${gateway.managementUrl}/metrics`)).text();
-    if (wanted.test(metrics)) return Date.now() - started;
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-  throw new Error(`the gateway did not report the events channel ${state} within ${withinMs} ms`);
+  await until(`the events channel reported ${state}`, async () => wanted.test(await (await fetch(`${gateway.managementUrl}/metrics`)).text()) || null, {
+    within: ANSWERED_NOT_HUNG_MS,
+    every: 5,
+  });
 }
+
+/**
+ * "Answered, not hung": a generous upper bound for an answer the gateway must give instead of waiting on a cut or
+ * frozen connection (which would wait for minutes, or until the test's own timeout). It is far above the latency of a
+ * machine kept busy by other work; how fast the answer comes is the bench's business, not this test's.
+ */
+const ANSWERED_NOT_HUNG_MS = 10_000;
 
 async function closedPort(): Promise<number> {
   const server = createServer();
@@ -87,7 +92,7 @@ if (!REDIS_URL) {
       await direct.connect();
       alice = await login(gateway.url, 'alice');
       bob = await login(gateway.url, 'bob');
-    }, 30_000);
+    }, 60_000);
 
     afterAll(async () => {
       await gateway?.close();
@@ -115,11 +120,11 @@ if (!REDIS_URL) {
       } finally {
         await relay.restore();
       }
-    }, 40_000);
+    }, 80_000);
 
     async function failsClosedThenRecovers(): Promise<void> {
       const api = `${gateway.url}/api/projects`;
-      await channelReported(gateway, 'down', 1000);
+      await channelReported(gateway, 'down');
 
       // Protected routes: 503 IAM_STORE_UNAVAILABLE with Retry-After, fast, never 200 from the cache.
       const during = await Promise.all([
@@ -131,14 +136,14 @@ if (!REDIS_URL) {
         expect(answer.status).toBe(503);
         expect(problemCode(answer)).toBe('IAM_STORE_UNAVAILABLE');
         expect(Number(answer.headers.get('retry-after'))).toBeGreaterThan(0);
-        expect(answer.elapsedMs).toBeLessThan(2000);
+        expect(answer.elapsedMs).toBeLessThan(ANSWERED_NOT_HUNG_MS);
       }
       // Again a little later, while reconnect attempts are being refused.
       await new Promise((resolve) => setTimeout(resolve, 300));
       for (const token of [alice.accessToken, bob.accessToken]) {
         const answer = await timed(api, { headers: bearer(token) });
         expect(answer.status).toBe(503);
-        expect(answer.elapsedMs).toBeLessThan(2000);
+        expect(answer.elapsedMs).toBeLessThan(ANSWERED_NOT_HUNG_MS);
       }
 
       // A login cannot issue a usable token without the store: it fails closed too.
@@ -149,7 +154,7 @@ if (!REDIS_URL) {
       });
       expect(loginAttempt.status).toBe(503);
       expect(problemCode(loginAttempt)).toBe('IAM_STORE_UNAVAILABLE');
-      expect(loginAttempt.elapsedMs).toBeLessThan(2000);
+      expect(loginAttempt.elapsedMs).toBeLessThan(ANSWERED_NOT_HUNG_MS);
 
       // Public routes need no store and still pass.
       await upstream.clear();
@@ -162,14 +167,14 @@ if (!REDIS_URL) {
       const notReady = await timed(`${gateway.managementUrl}/health/ready`);
       expect(notReady.status).toBe(503);
       expect(JSON.parse(notReady.body)).toMatchObject({ status: 'not ready', checks: { tokenStore: { ok: false } } });
-      expect(notReady.elapsedMs).toBeLessThan(2500);
+      expect(notReady.elapsedMs).toBeLessThan(ANSWERED_NOT_HUNG_MS);
 
       await relay.restore();
       const restoredAt = Date.now();
 
       // No restart: the same token works again within a few seconds.
       let recovered: Answer | null = null;
-      while (Date.now() - restoredAt < 10_000) {
+      while (Date.now() - restoredAt < 20_000) {
         const answer = await timed(api, { headers: bearer(alice.accessToken) });
         if (answer.status === 200) {
           recovered = answer;
@@ -179,16 +184,15 @@ if (!REDIS_URL) {
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
       expect(recovered).not.toBeNull();
-      expect(Date.now() - restoredAt).toBeLessThan(5000);
 
       // Events may have been missed during the outage: once the channel is back (and the cache trusted
       // again), Bob's token, deleted from the store, is refused instead of served from the stale cache.
-      await channelReported(gateway, 'up', 5000);
+      await channelReported(gateway, 'up');
       const bobAfter = await timed(api, { headers: bearer(bob.accessToken) });
       expect(bobAfter.status).toBe(401);
 
       let ready = 0;
-      while (Date.now() - restoredAt < 10_000) {
+      while (Date.now() - restoredAt < 20_000) {
         ready = (await timed(`${gateway.managementUrl}/health/ready`)).status;
         if (ready === 200) break;
         await new Promise((resolve) => setTimeout(resolve, 100));
@@ -197,12 +201,12 @@ if (!REDIS_URL) {
       expect((await login(gateway.url, 'alice')).accessToken).toMatch(/^iamt_/);
     }
 
-    it('under a silent partition (no reset, packets dropped): cold requests fail within 2 s, the warm cache stops being trusted within 3 s', async () => {
+    it('under a silent partition (no reset, packets dropped): cold requests fail instead of hanging, the warm cache stops being trusted (2 s by design; asserted under 5 s)', async () => {
       const api = `${gateway.url}/api/projects`;
       const warm = await login(gateway.url, 'bob');
       const cold = await login(gateway.url, 'bob');
       expect((await timed(api, { headers: bearer(warm.accessToken) })).status).toBe(200);
-      await channelReported(gateway, 'up', 5000);
+      await channelReported(gateway, 'up');
       relay.freeze();
       const frozenAt = Date.now();
       try {
@@ -210,30 +214,31 @@ if (!REDIS_URL) {
         const coldAnswer = await timed(api, { headers: bearer(cold.accessToken) });
         expect(coldAnswer.status).toBe(503);
         expect(problemCode(coldAnswer)).toBe('IAM_STORE_UNAVAILABLE');
-        expect(coldAnswer.elapsedMs).toBeLessThan(2000);
+        expect(coldAnswer.elapsedMs).toBeLessThan(ANSWERED_NOT_HUNG_MS);
         // Cached: nothing tells the gateway the channel is gone, so it must find out itself (heartbeat) and
         // stop trusting the cache; any revocation published meanwhile is missed, so the window is bounded.
         let lastWarm200 = 0;
-        while (Date.now() - frozenAt < 6000) {
+        // The window is the subscriber's ping interval (1 s) plus the command timeout (1 s): 2 s by design. The loop runs
+        // well past it, so a gateway that never stops trusting the cache fails; the bound leaves a loaded machine room.
+        while (Date.now() - frozenAt < 9000) {
           const answer = await timed(api, { headers: bearer(warm.accessToken) });
           if (answer.status === 200) lastWarm200 = Date.now() - frozenAt;
           else expect(answer.status).toBe(503);
-          expect(answer.elapsedMs).toBeLessThan(2000);
+          expect(answer.elapsedMs).toBeLessThan(ANSWERED_NOT_HUNG_MS);
           await new Promise((resolve) => setTimeout(resolve, 50));
         }
-        expect(lastWarm200).toBeLessThan(3000);
+        expect(lastWarm200).toBeLessThan(5000);
       } finally {
         await relay.restore();
       }
       const restoredAt = Date.now();
       let status = 0;
-      while (status !== 200 && Date.now() - restoredAt < 10_000) {
+      while (status !== 200 && Date.now() - restoredAt < 20_000) {
         status = (await timed(api, { headers: bearer(warm.accessToken) })).status;
         if (status !== 200) await new Promise((resolve) => setTimeout(resolve, 100));
       }
       expect(status).toBe(200);
-      expect(Date.now() - restoredAt).toBeLessThan(5000);
-    }, 30_000);
+    }, 60_000);
 
     // The token write of a login, broken before it reaches Redis, or after Redis ran it but before the reply.
     it.each([
@@ -255,9 +260,9 @@ if (!REDIS_URL) {
       }
       expect(answer.status).toBe(503);
       expect(problemCode(answer)).toBe('IAM_STORE_UNAVAILABLE');
-      expect(answer.elapsedMs).toBeLessThan(2000);
+      expect(answer.elapsedMs).toBeLessThan(ANSWERED_NOT_HUNG_MS);
       const restoredAt = Date.now();
-      while (Date.now() - restoredAt < 10_000) {
+      while (Date.now() - restoredAt < 20_000) {
         const retry = await fetch(`${gateway.url}/iam/auth/login`, {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
@@ -276,14 +281,14 @@ if (!REDIS_URL) {
       }
       const rowIds = new Set((await db.repository.listSessions('u-alice')).map((row) => row.sessionId));
       for (const sessionId of tokens.keys()) expect({ sessionId, row: rowIds.has(sessionId) }).toEqual({ sessionId, row: true });
-    }, 30_000);
+    }, 60_000);
 
     it('drops a session revoked by another instance while this one was cut off', async () => {
       const api = `${gateway.url}/api/projects`;
       const other = await login(gateway.url, 'bob');
       expect((await timed(api, { headers: bearer(other.accessToken) })).status).toBe(200);
       await relay.cut();
-      await channelReported(gateway, 'down', 1000).catch(async (error: unknown) => {
+      await channelReported(gateway, 'down').catch(async (error: unknown) => {
         await relay.restore();
         throw error;
       });
@@ -296,13 +301,13 @@ if (!REDIS_URL) {
       expect((await timed(api, { headers: bearer(other.accessToken) })).status).toBe(503);
       await relay.restore();
       const restoredAt = Date.now();
-      await channelReported(gateway, 'up', 10_000);
+      await channelReported(gateway, 'up');
       let status = 503;
-      while (status === 503 && Date.now() - restoredAt < 10_000) {
+      while (status === 503 && Date.now() - restoredAt < 20_000) {
         status = (await timed(api, { headers: bearer(other.accessToken) })).status;
         if (status === 503) await new Promise((resolve) => setTimeout(resolve, 100));
       }
       expect(status).toBe(401);
-    }, 30_000);
+    }, 60_000);
   });
 }
