@@ -154,11 +154,18 @@ describe('docs/debugging-a-denial.md as written', () => {
     expect(documentsOf(fix)[0]).toMatchObject({ versionId: 'viewer-v1', permissions: ['project:list', 'project:read'] });
     expect(statusesOf(fix)).toEqual([200]);
 
-    // 5. The other causes this setup shows: another project's scope, a route the policy does not name.
-    expect(documentsOf(causes).map((document) => [document.code, document.step])).toEqual([
-      ['IAM_ACCESS_DENIED', 'SCOPE_DENIED'],
-      ['IAM_ACCESS_DENIED', 'ROUTE_NOT_DECLARED'],
+    // 5. The other causes this setup shows: another project's scope, a route the policy does not name (and the policy
+    // says so), a cross-site post with the session cookie (no decision made), a token after its logout.
+    expect(documentsOf(causes).map((document) => [document.status, document.code, document.step])).toEqual([
+      [403, 'IAM_ACCESS_DENIED', 'SCOPE_DENIED'],
+      [403, 'IAM_ACCESS_DENIED', 'ROUTE_NOT_DECLARED'],
+      [403, 'IAM_CSRF_REJECTED', undefined],
+      [401, 'IAM_UNAUTHENTICATED', undefined],
     ]);
+    expect(documentsOf(causes)[2]).not.toHaveProperty('decisionId');
+    expect(causes).toContain('default     deny: 403 IAM_ACCESS_DENIED, step ROUTE_NOT_DECLARED');
+    expect(statusesOf(causes)).toEqual([401]);
+    expect(causes).toMatch(/^www-authenticate: Bearer .*error="invalid_token"/im);
 
     // 6. The last block stopped the gateway.
     const pid = gatewayPid()!;
