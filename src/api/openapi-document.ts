@@ -14,6 +14,8 @@ import { adminRoutes } from './admin-routes';
 import { header, problem, SESSION, withRefusalsBeforeRouting } from './openapi-builders';
 import { nonAdminPaths } from './openapi-paths';
 import { policyRoutes } from './policy-routes';
+import { authorizationRoutes } from './authorization-routes';
+import { sessionRoutes } from './session-routes';
 import { declaredPaths, type RouteDeclaration } from './route-declaration';
 import { componentSchemas } from './schemas/components';
 import type { JsonSchema, OpenApiDocument } from './openapi-types';
@@ -138,7 +140,7 @@ const components: OpenApiDocument['components'] = {
  * Every declared `/iam` route (route-declaration.ts), in the document's order: their operations, `security`,
  * `x-permission` and guards all come from these declarations.
  */
-export const DECLARED_ROUTES: ReadonlyArray<RouteDeclaration<never>> = [...adminRoutes, ...policyRoutes];
+export const DECLARED_ROUTES: ReadonlyArray<RouteDeclaration<never>> = [...sessionRoutes, ...authorizationRoutes, ...adminRoutes, ...policyRoutes];
 
 const authenticationTags = [
   { name: 'auth', description: 'Login, logout, the current principal (docs/http-contract.md).' },

@@ -46,10 +46,13 @@ export interface RouteDeclaration<Context> {
   readonly handler: (context: Context) => RouterMiddleware;
 }
 
-/** What the generated guards need: the session check (401) and the engine that decides a permission (403). */
+/**
+ * What the generated guards need: the session check (401) and the engine that decides a permission (403; a group
+ * without a permission route needs none).
+ */
 export interface RouteGuards {
   requireSession: Middleware;
-  engine: Pick<DecisionEngine, 'decide'>;
+  engine?: Pick<DecisionEngine, 'decide'>;
 }
 
 /** The prefix the /iam router is mounted with (iam-app.ts: `new Router({ prefix: '/iam' })`). */
@@ -68,6 +71,7 @@ export function routerPath(path: string): string {
 export function guardsFor(access: RouteAccess, method: DeclaredMethod, guards: RouteGuards): Middleware[] {
   const permission = permissionOf(access);
   if (permission === null) return [guards.requireSession];
+  if (guards.engine === undefined) throw new Error(`a route needing ${permission} is registered without a decision engine`);
   const chain = [guards.requireSession, requirePermission(guards.engine, permission)];
   // A guarded write is a span of its own when tracing is on (under the request's), named by its permission.
   if (method !== 'get') {
