@@ -4,8 +4,7 @@ import type { Context, Middleware } from 'koa';
 import type { DecisionEngine } from '../authz/decision-engine';
 import type { GrantProvider } from '../authz/grant-provider';
 import { callerOf, factsOf } from './iam-context';
-import { requirePermission } from './require-session';
-import { withSpan } from '../observability/tracing';
+import type { ValidateFunction } from 'ajv/dist/2020';
 import { assertValid, createBodyValidator } from './validate-body';
 import type { VersionPrecondition } from '../domain/admin-repository';
 import { ProblemError, problems } from '../domain/problem';
@@ -14,6 +13,9 @@ import { parseSessionListQuery } from './session-query';
 import { IDENTIFIER_PATTERN } from '../auth/identity-validation';
 import { IdentityInput, profileInput, RevokeInput, ScopesInput, TemplateInput, UserInput, type ProfileBody } from './schemas/requests';
 import type { AdminActor, AdminService } from './admin-service';
+import { BODY_FAILURES, NO_STORE, empty, header, json, jsonBody, param, problem, ref, response } from './openapi-builders';
+import type { JsonSchema, OperationObject, ParameterObject, ResponseObject } from './openapi-types';
+import { registerDeclaredRoutes, type DeclaredOperation, type RouteDeclaration } from './route-declaration';
 
 /** A path parameter naming an object: the identifier rule of the bodies. */
 const IDENTIFIER_REGEX = new RegExp(IDENTIFIER_PATTERN);
@@ -45,114 +47,386 @@ export const ADMIN_PERMISSIONS = {
   diagnosticsRead: 'iam.admin.diagnostics:read',
 } as const;
 
+/** An admin operation (tag `admin`); its `security`, `x-permission` and 403 come from the declaration's permission. */
+export const adminOperation = (operation: Omit<DeclaredOperation, 'tags'>): DeclaredOperation => ({ ...operation, tags: ['admin'] });
+
+/** What the admin handlers share: the service, the caller as an actor, the body validators (compiled once). */
+interface AdminContext {
+  admin: AdminService;
+  actorOf: (ctx: Context) => Promise<AdminActor>;
+  validate: {
+    template: ValidateFunction<Static<typeof TemplateInput>>;
+    user: ValidateFunction<Static<typeof UserInput>>;
+    identity: ValidateFunction<Static<typeof IdentityInput>>;
+    profile: ValidateFunction<ProfileBody>;
+    scopes: ValidateFunction<Static<typeof ScopesInput>>;
+    revoke: ValidateFunction<Static<typeof RevokeInput>>;
+  };
+}
+
+const upserted = (schema: JsonSchema, what: string, headers: ResponseObject['headers'] = {}): OperationObject['responses'] => ({
+  '200': json(`The ${what} existed and was updated (or was already so).`, schema, { ...NO_STORE, ...headers }),
+  '201': json(`The ${what} did not exist and was created.`, schema, { ...NO_STORE, ...headers }),
+});
+
+/** Every admin write: the path id and the body are checked (400) before anything is written. */
+const ADMIN_WRITE_FAILURES = { '400': response('ValidationFailed'), ...BODY_FAILURES };
+const conflict = (description: string): ResponseObject => problem(409, ['IAM_CONFLICT'], description);
+const unknownUser = problem(404, ['IAM_NOT_FOUND'], 'No such user.');
+const identifierParameter = (name: string): ParameterObject => ({ name, in: 'path', required: true, schema: { type: 'string', pattern: IDENTIFIER_PATTERN } });
+
 /**
- * `/iam/admin/...` (docs/http-contract.md). Every route checks the session (401) and then the admin
- * permission of the caller's active profile (403 IAM_ACCESS_DENIED) before reading the request.
+ * `/iam/admin/...` (docs/http-contract.md), each route declared once (route-declaration.ts): every route checks the
+ * session (401) and then the admin permission of the caller's active profile (403 IAM_ACCESS_DENIED) before reading
+ * the request, and its OpenAPI operation publishes that permission. Admin answers are never cached (they may name
+ * users and sessions).
  */
+export const adminRoutes: ReadonlyArray<RouteDeclaration<AdminContext>> = [
+  {
+    method: 'get',
+    path: '/iam/admin/templates',
+    access: { permission: ADMIN_PERMISSIONS.templatesRead },
+    operation: adminOperation({
+      operationId: 'listTemplates',
+      summary: 'List every permission template version',
+      responses: { '200': json('Template versions, by versionId.', { type: 'array', items: ref('Template') }, NO_STORE) },
+    }),
+    handler: ({ admin }) => async (ctx) => {
+      respond(ctx, 200, await admin.listTemplates());
+    },
+  },
+  {
+    method: 'get',
+    path: '/iam/admin/templates/{versionId}',
+    access: { permission: ADMIN_PERMISSIONS.templatesRead },
+    pathParameters: [identifierParameter('versionId')],
+    operation: adminOperation({
+      operationId: 'getTemplate',
+      summary: 'Read one permission template version, with its version as ETag (send it back in If-Match)',
+      responses: { '200': json('The template version.', ref('Template'), { ...NO_STORE, ETag: header('ETag') }), '400': response('ValidationFailed'), '404': problem(404, ['IAM_NOT_FOUND'], 'No such template version.') },
+    }),
+    handler: ({ admin }) => async (ctx) => {
+      respondVersioned(ctx, 200, await admin.getTemplate(pathId(ctx, 'versionId')));
+    },
+  },
+  {
+    method: 'put',
+    path: '/iam/admin/templates/{versionId}',
+    access: { permission: ADMIN_PERMISSIONS.templatesWrite },
+    pathParameters: [identifierParameter('versionId')],
+    operation: adminOperation({
+      operationId: 'putTemplate',
+      summary: 'Create or update a permission template version (optimistic locking with If-Match)',
+      description: 'Changing the permissions raises the authorization version of every user with a profile on it.',
+      parameters: [param('IfMatch'), param('IfNoneMatch')],
+      requestBody: jsonBody(ref('TemplateInput')),
+      responses: {
+        ...upserted(ref('Template'), 'template version', { ETag: header('ETag') }),
+        ...ADMIN_WRITE_FAILURES,
+        '409': conflict('If-Match names a version that is no longer current, or a concurrent write.'),
+      },
+    }),
+    handler: ({ admin, actorOf, validate }) => async (ctx) => {
+      const body = assertValid(validate.template, ctx.request.body);
+      const precondition = ifMatch(ctx);
+      const { template, created } = await admin.upsertTemplate(await actorOf(ctx), pathId(ctx, 'versionId'), body, precondition);
+      respondVersioned(ctx, created ? 201 : 200, template);
+    },
+  },
+  {
+    method: 'get',
+    path: '/iam/admin/users',
+    access: { permission: ADMIN_PERMISSIONS.usersRead },
+    operation: adminOperation({
+      operationId: 'listUsers',
+      summary: 'List users, by userId',
+      parameters: [
+        param('Limit'),
+        param('Cursor'),
+        { name: 'q', in: 'query', description: 'Matches userId or displayName.', schema: { type: 'string', minLength: 1, maxLength: 200 } },
+        { name: 'domain', in: 'query', description: 'Only users with an identity in this domain.', schema: { type: 'string', minLength: 1, maxLength: 200 } },
+      ],
+      responses: { '200': json('One page.', ref('UserPage'), NO_STORE), '400': response('ValidationFailed') },
+    }),
+    handler: ({ admin }) => async (ctx) => {
+      respond(ctx, 200, await admin.listUsers(parseUserListQuery(ctx.query)));
+    },
+  },
+  {
+    method: 'get',
+    path: '/iam/admin/users/{userId}',
+    access: { permission: ADMIN_PERMISSIONS.usersRead },
+    pathParameters: [param('UserId')],
+    operation: adminOperation({
+      operationId: 'getUser',
+      summary: 'One user, with its version as ETag (send it back in If-Match)',
+      responses: { '200': json('The user.', ref('User'), { ...NO_STORE, ETag: header('ETag') }), '404': unknownUser },
+    }),
+    handler: ({ admin }) => async (ctx) => {
+      respondVersioned(ctx, 200, await admin.getUser(pathId(ctx, 'userId')));
+    },
+  },
+  {
+    method: 'put',
+    path: '/iam/admin/users/{userId}',
+    access: { permission: ADMIN_PERMISSIONS.usersWrite },
+    pathParameters: [param('UserId')],
+    operation: adminOperation({
+      operationId: 'putUser',
+      summary: 'Create or update a user (optimistic locking with If-Match)',
+      description: 'Disabling a user ends every session of the user at once.',
+      parameters: [param('IfMatch'), param('IfNoneMatch')],
+      requestBody: jsonBody(ref('UserInput')),
+      responses: {
+        ...upserted(ref('User'), 'user', { ETag: header('ETag') }),
+        ...ADMIN_WRITE_FAILURES,
+        '409': conflict('If-Match names a version that is no longer current, or a concurrent write.'),
+      },
+    }),
+    handler: ({ admin, actorOf, validate }) => async (ctx) => {
+      const body = assertValid(validate.user, ctx.request.body);
+      const precondition = ifMatch(ctx);
+      const { user, created } = await admin.upsertUser(await actorOf(ctx), pathId(ctx, 'userId'), body, precondition);
+      respondVersioned(ctx, created ? 201 : 200, user);
+    },
+  },
+  {
+    method: 'get',
+    path: '/iam/admin/users/{userId}/identities',
+    access: { permission: ADMIN_PERMISSIONS.usersRead },
+    pathParameters: [param('UserId')],
+    operation: adminOperation({
+      operationId: 'listUserIdentities',
+      summary: 'List a user\'s identities',
+      responses: { '200': json('Identities, by identityId.', { type: 'array', items: ref('Identity') }, NO_STORE), '400': response('ValidationFailed'), '404': unknownUser },
+    }),
+    handler: ({ admin }) => async (ctx) => {
+      respond(ctx, 200, await admin.listIdentities(pathId(ctx, 'userId')));
+    },
+  },
+  {
+    method: 'put',
+    path: '/iam/admin/identities/{identityId}',
+    access: { permission: ADMIN_PERMISSIONS.identitiesWrite },
+    pathParameters: [identifierParameter('identityId')],
+    operation: adminOperation({
+      operationId: 'putIdentity',
+      summary: 'Create or update an identity (optimistic locking with If-Match: the version is in the user\'s identity list)',
+      parameters: [param('IfMatch'), param('IfNoneMatch')],
+      requestBody: jsonBody(ref('IdentityInput')),
+      responses: {
+        ...upserted(ref('Identity'), 'identity', { ETag: header('ETag') }),
+        ...ADMIN_WRITE_FAILURES,
+        '409': conflict('If-Match names a version that is no longer current, the identity belongs to another user (identities are never moved), or a concurrent write.'),
+        '404': problem(404, ['IAM_NOT_FOUND'], 'The body names an unknown user.'),
+      },
+    }),
+    handler: ({ admin, actorOf, validate }) => async (ctx) => {
+      const body = assertValid(validate.identity, ctx.request.body);
+      const precondition = ifMatch(ctx);
+      const { identity, created } = await admin.upsertIdentity(await actorOf(ctx), pathId(ctx, 'identityId'), body, precondition);
+      respondVersioned(ctx, created ? 201 : 200, identity);
+    },
+  },
+  {
+    method: 'get',
+    path: '/iam/admin/users/{userId}/profiles',
+    access: { permission: ADMIN_PERMISSIONS.profilesRead },
+    pathParameters: [param('UserId')],
+    operation: adminOperation({
+      operationId: 'listUserProfiles',
+      summary: "List a user's profiles, every state",
+      responses: { '200': json('Profiles, by profileId (disabled and revoked ones too).', { type: 'array', items: ref('Profile') }, NO_STORE), '400': response('ValidationFailed'), '404': unknownUser },
+    }),
+    handler: ({ admin }) => async (ctx) => {
+      respond(ctx, 200, await admin.listProfiles(pathId(ctx, 'userId')));
+    },
+  },
+  {
+    method: 'get',
+    path: '/iam/admin/profiles/{profileId}',
+    access: { permission: ADMIN_PERMISSIONS.profilesRead },
+    pathParameters: [param('ProfileId')],
+    operation: adminOperation({
+      operationId: 'getProfile',
+      summary: 'Read one profile, with its version as ETag (send it back in If-Match)',
+      responses: {
+        '200': json('The profile.', ref('Profile'), { ...NO_STORE, ETag: header('ETag') }),
+        '400': response('ValidationFailed'),
+        '404': problem(404, ['IAM_NOT_FOUND'], 'No such profile.'),
+      },
+    }),
+    handler: ({ admin }) => async (ctx) => {
+      respondVersioned(ctx, 200, await admin.getProfile(pathId(ctx, 'profileId')));
+    },
+  },
+  {
+    method: 'put',
+    path: '/iam/admin/profiles/{profileId}',
+    access: { permission: ADMIN_PERMISSIONS.profilesWrite },
+    pathParameters: [param('ProfileId')],
+    operation: adminOperation({
+      operationId: 'putProfile',
+      summary: 'Create or update a profile (optimistic locking with If-Match)',
+      description: 'A disabled or revoked profile stops granting on the next request of every session using it.',
+      parameters: [param('IfMatch'), param('IfNoneMatch')],
+      requestBody: jsonBody(ref('ProfileInput')),
+      responses: {
+        ...upserted(ref('Profile'), 'profile', { ETag: header('ETag') }),
+        ...ADMIN_WRITE_FAILURES,
+        '409': conflict('If-Match names a version that is no longer current, the profile belongs to another user, or a concurrent write.'),
+        '422': problem(422, ['IAM_VALIDATION_FAILED'], 'A well-formed body naming an unknown user or template version (RFC 9110 §15.5.21).'),
+      },
+    }),
+    handler: ({ admin, actorOf, validate }) => async (ctx) => {
+      const body = assertValid(validate.profile, ctx.request.body);
+      const precondition = ifMatch(ctx);
+      const { profile, created } = await admin.upsertProfile(await actorOf(ctx), pathId(ctx, 'profileId'), body, precondition);
+      respondVersioned(ctx, created ? 201 : 200, profile);
+    },
+  },
+  {
+    method: 'put',
+    path: '/iam/admin/profiles/{profileId}/scopes',
+    access: { permission: ADMIN_PERMISSIONS.profilesWrite },
+    pathParameters: [param('ProfileId')],
+    operation: adminOperation({
+      operationId: 'putProfileScopes',
+      summary: 'Replace a profile\'s scopes',
+      parameters: [param('IfMatch')],
+      requestBody: jsonBody(ref('ScopesInput')),
+      responses: {
+        '200': json('The profile with its new scopes.', ref('Profile'), { ...NO_STORE, ETag: header('ETag') }),
+        ...ADMIN_WRITE_FAILURES,
+        '404': problem(404, ['IAM_NOT_FOUND'], 'No such profile.'),
+        '409': conflict('If-Match names a version that is no longer current, or a concurrent write.'),
+      },
+    }),
+    handler: ({ admin, actorOf, validate }) => async (ctx) => {
+      const body = assertValid(validate.scopes, ctx.request.body);
+      const precondition = ifMatch(ctx);
+      if (precondition === 'absent') throw problems.validation([{ pointer: '/If-None-Match', message: 'creates an object; a profile\'s scopes are replaced on the existing profile' }], 'The If-None-Match header does not apply here.');
+      respondVersioned(ctx, 200, await admin.replaceScopes(await actorOf(ctx), pathId(ctx, 'profileId'), body, precondition));
+    },
+  },
+  {
+    method: 'post',
+    path: '/iam/admin/users/{userId}/authorization-version',
+    access: { permission: ADMIN_PERMISSIONS.usersWrite },
+    pathParameters: [param('UserId')],
+    operation: adminOperation({
+      operationId: 'raiseAuthorizationVersion',
+      summary: 'Raise a user\'s authorization version (live sessions pick up fresh permissions)',
+      responses: { '200': json('The new version.', ref('AuthorizationVersion'), NO_STORE), '400': response('ValidationFailed'), '404': unknownUser },
+    }),
+    handler: ({ admin, actorOf }) => async (ctx) => {
+      respond(ctx, 200, await admin.raiseAuthorizationVersion(await actorOf(ctx), pathId(ctx, 'userId')));
+    },
+  },
+  {
+    method: 'post',
+    path: '/iam/admin/sessions/{sessionId}/revoke',
+    access: { permission: ADMIN_PERMISSIONS.sessionsRevoke },
+    pathParameters: [param('SessionId')],
+    operation: adminOperation({
+      operationId: 'adminRevokeSession',
+      summary: 'Revoke any session',
+      description:
+        'While the database is down the session is ended by its id (every instance refuses it at once) and recorded when the database is back, also across a restart; an unknown id is then not told apart (204, and the record ends nothing).',
+      requestBody: jsonBody(ref('RevokeInput'), 'Optional reason (default `revoked_by_admin`), kept with the session and in the audit trail.', false),
+      responses: { '204': empty('Revoked (or already ended).'), ...ADMIN_WRITE_FAILURES, '404': problem(404, ['IAM_SESSION_NOT_FOUND'], 'No such session.') },
+    }),
+    handler: ({ admin, actorOf, validate }) => async (ctx) => {
+      const body = assertValid(validate.revoke, ctx.request.body ?? {});
+      await admin.revokeSession(await actorOf(ctx), pathId(ctx, 'sessionId'), body.reason);
+      ctx.status = 204;
+    },
+  },
+  {
+    method: 'get',
+    path: '/iam/admin/users/{userId}/sessions',
+    access: { permission: ADMIN_PERMISSIONS.sessionsRead },
+    pathParameters: [param('UserId')],
+    operation: adminOperation({
+      operationId: 'listUserSessions',
+      summary: "A user's sessions, every state, newest first",
+      parameters: [
+        { name: 'limit', in: 'query', description: 'Page size; default and cap 200.', schema: { type: 'integer', minimum: 1, default: 200 } },
+        { name: 'cursor', in: 'query', description: "From the previous page's `Link: <…>; rel=\"next\"` header.", schema: { type: 'string' } },
+      ],
+      responses: {
+        '200': json('One page of the sessions (`current` is always false here).', { type: 'array', items: ref('Session') }, {
+          ...NO_STORE,
+          Link: { description: 'RFC 8288: the next page while more sessions follow.', schema: { type: 'string' } },
+        }),
+        '400': response('ValidationFailed'),
+        '404': unknownUser,
+      },
+    }),
+    handler: ({ admin }) => async (ctx) => {
+      const userId = pathId(ctx, 'userId');
+      const { limit, after } = parseSessionListQuery(ctx.query);
+      const page = await admin.listUserSessions(userId, limit, after);
+      if (page.nextCursor !== null) ctx.set('Link', `</iam/admin/users/${encodeURIComponent(userId)}/sessions?limit=${limit}&cursor=${encodeURIComponent(page.nextCursor)}>; rel="next"`);
+      respond(ctx, 200, page.items);
+    },
+  },
+  {
+    method: 'post',
+    path: '/iam/admin/users/{userId}/sessions/revoke',
+    access: { permission: ADMIN_PERMISSIONS.sessionsRevoke },
+    pathParameters: [param('UserId')],
+    operation: adminOperation({
+      operationId: 'revokeUserSessions',
+      summary: 'Revoke every session of a user',
+      description:
+        "Every token of the user issued before is refused for good, on every instance: the gateway's own (the user's session epoch is raised) and, with `iam.oidc.accept-access-tokens`, the identity provider's access tokens issued (`iat`) at or before the recorded instant (`sessionsRevokedAt` of the user), also those never presented before. While the database is down the sessions the token store lists end at once (200 with their count) and the record (session epoch raised, revocation instant, rows, audit rows) follows when the database is back, also across a restart; an unknown user is then not told apart (200, revoked 0).",
+      requestBody: jsonBody(ref('RevokeInput'), 'Optional reason (default `revoked_by_admin`).', false),
+      responses: { '200': json('How many sessions ended.', ref('RevokedCount'), NO_STORE), ...ADMIN_WRITE_FAILURES, '404': unknownUser },
+    }),
+    handler: ({ admin, actorOf, validate }) => async (ctx) => {
+      const body = assertValid(validate.revoke, ctx.request.body ?? {});
+      respond(ctx, 200, await admin.revokeUserSessions(await actorOf(ctx), pathId(ctx, 'userId'), body.reason));
+    },
+  },
+  {
+    method: 'get',
+    path: '/iam/admin/audit',
+    access: { permission: ADMIN_PERMISSIONS.auditRead },
+    operation: adminOperation({
+      operationId: 'listAuditEvents',
+      summary: 'Read the audit trail, newest first',
+      parameters: [
+        { name: 'userId', in: 'query', description: 'Acting user.', schema: { type: 'string', minLength: 1, maxLength: 200 } },
+        { name: 'action', in: 'query', description: 'e.g. authz.deny.', schema: { type: 'string', minLength: 1, maxLength: 200 } },
+        { name: 'since', in: 'query', description: 'ISO 8601 timestamp with a zone.', schema: { type: 'string', format: 'date-time' } },
+        param('Limit'),
+        param('Cursor'),
+      ],
+      responses: { '200': json('One page.', ref('AuditPage'), NO_STORE), '400': response('ValidationFailed') },
+    }),
+    handler: ({ admin }) => async (ctx) => {
+      respond(ctx, 200, await admin.listAudit(parseAuditListQuery(ctx.query)));
+    },
+  },
+];
+
+/** Registers {@link adminRoutes}: their guards from their permissions, their handlers with the admin context. */
 export function registerAdminRoutes(router: Router, deps: AdminRoutesDeps): void {
   const ajv = createBodyValidator();
-  const validateTemplate = ajv.compile<Static<typeof TemplateInput>>(TemplateInput);
-  const validateUser = ajv.compile<Static<typeof UserInput>>(UserInput);
-  const validateIdentity = ajv.compile<Static<typeof IdentityInput>>(IdentityInput);
-  const validateProfile = ajv.compile<ProfileBody>(profileInput(deps.clientTypes));
-  const validateScopes = ajv.compile<Static<typeof ScopesInput>>(ScopesInput);
-  const validateRevoke = ajv.compile<Static<typeof RevokeInput>>(RevokeInput);
-  // An admin write is a span of its own when tracing is on (under the request's), named by its permission.
-  const traced = (code: string): Middleware => (ctx, next) =>
-    ctx.method === 'GET' ? next() : withSpan('admin write', { 'iam.permission': code, 'http.request.method': ctx.method, 'enduser.id': callerOf(ctx).record.principal.userId }, () => next());
-  const guard = (code: string): Middleware[] => [deps.requireSession, requirePermission(deps.engine, code), traced(code)];
-  const admin = deps.admin;
-  const actorOf = (ctx: Context): Promise<AdminActor> => adminActor(ctx, deps.grants);
-
-  router.get('/admin/templates', ...guard(ADMIN_PERMISSIONS.templatesRead), async (ctx) => {
-    respond(ctx, 200, await admin.listTemplates());
-  });
-
-  router.get('/admin/templates/:versionId', ...guard(ADMIN_PERMISSIONS.templatesRead), async (ctx) => {
-    respondVersioned(ctx, 200, await admin.getTemplate(pathId(ctx, 'versionId')));
-  });
-
-  router.put('/admin/templates/:versionId', ...guard(ADMIN_PERMISSIONS.templatesWrite), async (ctx) => {
-    const body = assertValid(validateTemplate, ctx.request.body);
-    const precondition = ifMatch(ctx);
-    const { template, created } = await admin.upsertTemplate(await actorOf(ctx), pathId(ctx, 'versionId'), body, precondition);
-    respondVersioned(ctx, created ? 201 : 200, template);
-  });
-
-  router.get('/admin/users', ...guard(ADMIN_PERMISSIONS.usersRead), async (ctx) => {
-    respond(ctx, 200, await admin.listUsers(parseUserListQuery(ctx.query)));
-  });
-
-  router.get('/admin/users/:userId', ...guard(ADMIN_PERMISSIONS.usersRead), async (ctx) => {
-    respondVersioned(ctx, 200, await admin.getUser(pathId(ctx, 'userId')));
-  });
-
-  router.put('/admin/users/:userId', ...guard(ADMIN_PERMISSIONS.usersWrite), async (ctx) => {
-    const body = assertValid(validateUser, ctx.request.body);
-    const precondition = ifMatch(ctx);
-    const { user, created } = await admin.upsertUser(await actorOf(ctx), pathId(ctx, 'userId'), body, precondition);
-    respondVersioned(ctx, created ? 201 : 200, user);
-  });
-
-  router.get('/admin/users/:userId/identities', ...guard(ADMIN_PERMISSIONS.usersRead), async (ctx) => {
-    respond(ctx, 200, await admin.listIdentities(pathId(ctx, 'userId')));
-  });
-
-  router.get('/admin/users/:userId/profiles', ...guard(ADMIN_PERMISSIONS.profilesRead), async (ctx) => {
-    respond(ctx, 200, await admin.listProfiles(pathId(ctx, 'userId')));
-  });
-
-  router.post('/admin/users/:userId/authorization-version', ...guard(ADMIN_PERMISSIONS.usersWrite), async (ctx) => {
-    respond(ctx, 200, await admin.raiseAuthorizationVersion(await actorOf(ctx), pathId(ctx, 'userId')));
-  });
-
-  router.get('/admin/users/:userId/sessions', ...guard(ADMIN_PERMISSIONS.sessionsRead), async (ctx) => {
-    const userId = pathId(ctx, 'userId');
-    const { limit, after } = parseSessionListQuery(ctx.query);
-    const page = await admin.listUserSessions(userId, limit, after);
-    if (page.nextCursor !== null) ctx.set('Link', `</iam/admin/users/${encodeURIComponent(userId)}/sessions?limit=${limit}&cursor=${encodeURIComponent(page.nextCursor)}>; rel="next"`);
-    respond(ctx, 200, page.items);
-  });
-
-  router.post('/admin/users/:userId/sessions/revoke', ...guard(ADMIN_PERMISSIONS.sessionsRevoke), async (ctx) => {
-    const body = assertValid(validateRevoke, ctx.request.body ?? {});
-    respond(ctx, 200, await admin.revokeUserSessions(await actorOf(ctx), pathId(ctx, 'userId'), body.reason));
-  });
-
-  router.put('/admin/identities/:identityId', ...guard(ADMIN_PERMISSIONS.identitiesWrite), async (ctx) => {
-    const body = assertValid(validateIdentity, ctx.request.body);
-    const precondition = ifMatch(ctx);
-    const { identity, created } = await admin.upsertIdentity(await actorOf(ctx), pathId(ctx, 'identityId'), body, precondition);
-    respondVersioned(ctx, created ? 201 : 200, identity);
-  });
-
-  router.get('/admin/profiles/:profileId', ...guard(ADMIN_PERMISSIONS.profilesRead), async (ctx) => {
-    respondVersioned(ctx, 200, await admin.getProfile(pathId(ctx, 'profileId')));
-  });
-
-  router.put('/admin/profiles/:profileId', ...guard(ADMIN_PERMISSIONS.profilesWrite), async (ctx) => {
-    const body = assertValid(validateProfile, ctx.request.body);
-    const precondition = ifMatch(ctx);
-    const { profile, created } = await admin.upsertProfile(await actorOf(ctx), pathId(ctx, 'profileId'), body, precondition);
-    respondVersioned(ctx, created ? 201 : 200, profile);
-  });
-
-  router.put('/admin/profiles/:profileId/scopes', ...guard(ADMIN_PERMISSIONS.profilesWrite), async (ctx) => {
-    const body = assertValid(validateScopes, ctx.request.body);
-    const precondition = ifMatch(ctx);
-    if (precondition === 'absent') throw problems.validation([{ pointer: '/If-None-Match', message: 'creates an object; a profile\'s scopes are replaced on the existing profile' }], 'The If-None-Match header does not apply here.');
-    respondVersioned(ctx, 200, await admin.replaceScopes(await actorOf(ctx), pathId(ctx, 'profileId'), body, precondition));
-  });
-
-  router.post('/admin/sessions/:sessionId/revoke', ...guard(ADMIN_PERMISSIONS.sessionsRevoke), async (ctx) => {
-    const body = assertValid(validateRevoke, ctx.request.body ?? {});
-    await admin.revokeSession(await actorOf(ctx), pathId(ctx, 'sessionId'), body.reason);
-    ctx.status = 204;
-  });
-
-  router.get('/admin/audit', ...guard(ADMIN_PERMISSIONS.auditRead), async (ctx) => {
-    respond(ctx, 200, await admin.listAudit(parseAuditListQuery(ctx.query)));
-  });
+  const context: AdminContext = {
+    admin: deps.admin,
+    actorOf: (ctx) => adminActor(ctx, deps.grants),
+    validate: {
+      template: ajv.compile<Static<typeof TemplateInput>>(TemplateInput),
+      user: ajv.compile<Static<typeof UserInput>>(UserInput),
+      identity: ajv.compile<Static<typeof IdentityInput>>(IdentityInput),
+      profile: ajv.compile<ProfileBody>(profileInput(deps.clientTypes)),
+      scopes: ajv.compile<Static<typeof ScopesInput>>(ScopesInput),
+      revoke: ajv.compile<Static<typeof RevokeInput>>(RevokeInput),
+    },
+  };
+  registerDeclaredRoutes(router, adminRoutes, context, { requireSession: deps.requireSession, engine: deps.engine });
 }
 
 /** The caller and what their active profile grants (refused when it grants nothing any more). */

@@ -16,6 +16,8 @@ import { registerForwardAuthRoute } from './forward-auth-route';
 import { decidePermission } from './require-session';
 import { DiagnosticsPermissionCheck, DiagnosticsRequestTarget, type DiagnosticsBody } from './schemas/requests';
 import { assertValid, createBodyValidator } from './validate-body';
+import { BODY_FAILURES, header, json, jsonBody, param, problem, ref, response } from './openapi-builders';
+import { registerDeclaredRoutes, type RouteDeclaration } from './route-declaration';
 
 export interface AuthorizationRoutesDeps {
   login: LoginService;
@@ -31,15 +33,163 @@ export interface AuthorizationRoutesDeps {
   secureCookie: boolean;
 }
 
-/** docs/http-contract.md: profiles, switch, diagnostics, decisions, forward-auth. */
-export function registerAuthorizationRoutes(router: Router, deps: AuthorizationRoutesDeps): void {
-  const ajv = createBodyValidator();
-  const validateCheck = ajv.compile<DiagnosticsBody>(DiagnosticsPermissionCheck);
-  const validateTarget = ajv.compile<DiagnosticsBody>(DiagnosticsRequestTarget);
+interface AuthorizationContext extends AuthorizationRoutesDeps {
   /**
    * The body is one of two forms (the `DiagnosticsRequest` oneOf): it is checked against the form it uses, so a
    * mistake gets that form's errors only, not both forms' plus "must match exactly one schema".
    */
+  assertDiagnosticsBody: (body: unknown) => DiagnosticsBody;
+}
+
+/**
+ * docs/http-contract.md: profiles, switch, diagnostics, decisions, each declared once (route-declaration.ts): a session
+ * is all they need (diagnostics and decisions show more to a caller holding an admin permission, asked inside).
+ */
+export const authorizationRoutes: ReadonlyArray<RouteDeclaration<AuthorizationContext>> = [
+  {
+    method: 'get',
+    path: '/iam/authorization/profiles',
+    access: 'session',
+    operation: {
+      operationId: 'listProfiles',
+      summary: 'The caller\'s enabled, non-revoked profiles with their scopes',
+      tags: ['authorization'],
+      responses: {
+        '200': json('Available profiles.', {
+          type: 'array',
+          items: { allOf: [ref('Profile'), { type: 'object', properties: { enabled: { const: true }, revoked: { const: false } } }] },
+        }),
+      },
+    },
+    handler: ({ login }) => async (ctx) => {
+      ctx.body = await login.availableProfiles(callerOf(ctx).record.principal.userId);
+    },
+  },
+  {
+    method: 'post',
+    path: '/iam/authorization/profiles/{profileId}/switch',
+    access: 'session',
+    pathParameters: [param('ProfileId')],
+    operation: {
+      operationId: 'switchProfile',
+      summary: 'Issue a new token acting under another of the caller\'s profiles',
+      description:
+        'The original token keeps its own profile, unchanged. Called with the session cookie (a browser), the new session goes into the cookie (`Set-Cookie`) and the body carries no `accessToken`: a page script never sees a token.',
+      tags: ['authorization'],
+      responses: {
+        '200': json('A new session under that profile.', { oneOf: [ref('AuthenticationResult'), ref('CookieSwitchResult')] }, { 'Cache-Control': header('NoStore') }),
+        '404': problem(404, ['IAM_PROFILE_NOT_FOUND'], 'Unknown, another user\'s, disabled or revoked.'),
+      },
+    },
+    handler: ({ login, secureCookie }) => async (ctx) => {
+      const result = await login.switchProfile(callerOf(ctx), ctx.params.profileId ?? '', factsOf(ctx));
+      ctx.set('Cache-Control', 'no-store');
+      if (stateOf(ctx).viaCookie) {
+        // A browser session stays in its HttpOnly cookie: the new token goes there, never into the page's script.
+        ctx.set('Set-Cookie', sessionCookie(secureCookie, result.accessToken));
+        const { accessToken: _kept, ...rest } = result;
+        ctx.body = rest;
+        return;
+      }
+      ctx.body = result;
+    },
+  },
+  {
+    method: 'post',
+    path: '/iam/authorization/diagnostics',
+    access: 'session',
+    operation: {
+      operationId: 'diagnose',
+      summary: 'Explain a decision with the real engine',
+      description:
+        'Runs the same decision the proxy enforces, for the caller\'s session, and returns it whatever the outcome. ' +
+        '`{method, path}` and the `{permissionCode, domain?, clientType?, resourceType?, resourceId?, scopeAccess?}` form are open to every session for its own principal; ' +
+        'without `iam.admin.diagnostics:read` a (permission, resource type) pair no policy route declares is answered `ROUTE_NOT_DECLARED` without asking a resolver ' +
+        '(no resolver oracle). `userId` (explain as another user) needs `iam.admin.diagnostics:read`.',
+      tags: ['authorization'],
+      requestBody: jsonBody(ref('DiagnosticsRequest')),
+      responses: {
+        '200': json('The decision (allowed or not).', ref('Decision')),
+        '400': problem(400, ['IAM_VALIDATION_FAILED', 'IAM_BAD_REQUEST'], 'An invalid body, or a `path` the proxy would refuse to interpret.'),
+        '403': response('AccessDenied'),
+        ...BODY_FAILURES,
+      },
+    },
+    handler: (deps) => async (ctx) => {
+      const caller = callerOf(ctx);
+      const body = deps.assertDiagnosticsBody(ctx.request.body);
+      let subject = { principal: caller.record.principal, clientType: caller.record.clientType };
+      const policy = deps.policy();
+      let decision: AuthorizationDecision;
+      // A diagnostics administrator sees the full trace; anyone else their own view of it (decisionView).
+      const administrator = await decidePermission(deps.engine, caller, ADMIN_PERMISSIONS.diagnosticsRead);
+      const audience: DecisionAudience = administrator.allowed ? 'full' : 'caller';
+      if ('method' in body && body.userId !== undefined) {
+        // Explaining another user's access is an administrator's question.
+        if (!administrator.allowed) throw problemFromDecision(administrator);
+        subject = await deps.subjectOf(body.userId, body.clientType ?? 'WEB');
+      }
+      if ('method' in body) {
+        const target = normalizeRequestTarget(body.path, { allowPathParameters: deps.allowPathParameters, host: undefined });
+        if (!target.ok) throw problems.badRequest(`The proxy would refuse this path: ${target.reason}.`);
+        decision = await deps.engine.decideRequest({ method: body.method.toUpperCase(), path: target.path, policy, subject });
+      } else if (!administrator.allowed && body.resourceType !== undefined && !policy.declaresResource(body.permissionCode, body.resourceType)) {
+        // For the caller's own principal, as the specification gives it to every session — but pairing any permission
+        // with any resource type and id would make the resolvers an oracle (which task belongs to which project): a
+        // pair no route declares is answered ROUTE_NOT_DECLARED without asking a resolver.
+        decision = deps.engine.notDeclared(subject, body.permissionCode, { type: body.resourceType, id: body.resourceId ?? '', access: body.scopeAccess ?? 'READ' });
+      } else {
+        decision = await deps.engine.decide({
+          subject,
+          permissionCode: body.permissionCode,
+          resource: body.resourceType
+            ? { type: body.resourceType, id: body.resourceId ?? '', access: body.scopeAccess ?? 'READ', resolve: 'optional' }
+            : null,
+          ...(body.domain !== undefined ? { expectedDomain: body.domain } : {}),
+          ...(body.clientType !== undefined ? { expectedClientType: body.clientType } : {}),
+          resources: policy.resources,
+        });
+      }
+      ctx.body = decisionView(decision, audience);
+    },
+  },
+  {
+    method: 'get',
+    path: '/iam/authorization/decisions/{decisionId}',
+    access: 'session',
+    pathParameters: [{ name: 'decisionId', in: 'path', required: true, schema: { type: 'string', minLength: 1 } }],
+    operation: {
+      operationId: 'getDecision',
+      summary: 'The decision behind a denial',
+      description: 'Visible to the user it concerns, and to callers granted `iam.admin.audit:read`.',
+      tags: ['authorization'],
+      responses: {
+        '200': json('The decision as it was made.', ref('Decision')),
+        '404': problem(404, ['IAM_DECISION_NOT_FOUND'], 'Unknown, or not visible to the caller.'),
+      },
+    },
+    handler: (deps) => async (ctx) => {
+      const caller = callerOf(ctx);
+      await deps.audit.flush();
+      const event = await deps.repository.findAuditByDecisionId(ctx.params.decisionId ?? '');
+      // An auditor sees every decision in full; the user it concerns sees their own view of it (decisionView).
+      const auditor = event !== null && (await decidePermission(deps.engine, caller, ADMIN_PERMISSIONS.auditRead)).allowed;
+      const visible = auditor || (event !== null && event.actorUserId === caller.record.principal.userId);
+      const decision = event?.details?.decision as AuthorizationDecision | undefined;
+      if (!visible || !decision) throw new ProblemError('IAM_DECISION_NOT_FOUND', 'No such decision is visible to you.');
+      const shown = decisionView(decision, auditor ? 'full' : 'caller');
+      // The trace of the request that was decided, when tracing was on: the decision leads to the trace.
+      const traceId = event?.details?.traceId;
+      ctx.body = typeof traceId === 'string' ? { ...shown, traceId } : shown;
+    },
+  },
+];
+
+/** Registers {@link authorizationRoutes} and the forward-auth path (answered before Koa; see forward-auth-route.ts). */
+export function registerAuthorizationRoutes(router: Router, deps: AuthorizationRoutesDeps): void {
+  const ajv = createBodyValidator();
+  const validateCheck = ajv.compile<DiagnosticsBody>(DiagnosticsPermissionCheck);
+  const validateTarget = ajv.compile<DiagnosticsBody>(DiagnosticsRequestTarget);
   const assertDiagnosticsBody = (body: unknown): DiagnosticsBody => {
     if (typeof body === 'object' && body !== null && !Array.isArray(body)) {
       if ('permissionCode' in body) return assertValid(validateCheck, body);
@@ -47,76 +197,6 @@ export function registerAuthorizationRoutes(router: Router, deps: AuthorizationR
     }
     throw problems.validation([{ pointer: '/', message: 'must be an object with method and path (a request to explain) or with permissionCode (a permission check)' }]);
   };
-
-  router.get('/authorization/profiles', deps.requireSession, async (ctx) => {
-    ctx.body = await deps.login.availableProfiles(callerOf(ctx).record.principal.userId);
-  });
-
-  router.post('/authorization/profiles/:profileId/switch', deps.requireSession, async (ctx) => {
-    const result = await deps.login.switchProfile(callerOf(ctx), ctx.params.profileId ?? '', factsOf(ctx));
-    ctx.set('Cache-Control', 'no-store');
-    if (stateOf(ctx).viaCookie) {
-      // A browser session stays in its HttpOnly cookie: the new token goes there, never into the page's script.
-      ctx.set('Set-Cookie', sessionCookie(deps.secureCookie, result.accessToken));
-      const { accessToken: _kept, ...rest } = result;
-      ctx.body = rest;
-      return;
-    }
-    ctx.body = result;
-  });
-
-  router.post('/authorization/diagnostics', deps.requireSession, async (ctx) => {
-    const caller = callerOf(ctx);
-    const body = assertDiagnosticsBody(ctx.request.body);
-    let subject = { principal: caller.record.principal, clientType: caller.record.clientType };
-    const policy = deps.policy();
-    let decision: AuthorizationDecision;
-    // A diagnostics administrator sees the full trace; anyone else their own view of it (decisionView).
-    const administrator = await decidePermission(deps.engine, caller, ADMIN_PERMISSIONS.diagnosticsRead);
-    const audience: DecisionAudience = administrator.allowed ? 'full' : 'caller';
-    if ('method' in body && body.userId !== undefined) {
-      // Explaining another user's access is an administrator's question.
-      if (!administrator.allowed) throw problemFromDecision(administrator);
-      subject = await deps.subjectOf(body.userId, body.clientType ?? 'WEB');
-    }
-    if ('method' in body) {
-      const target = normalizeRequestTarget(body.path, { allowPathParameters: deps.allowPathParameters, host: undefined });
-      if (!target.ok) throw problems.badRequest(`The proxy would refuse this path: ${target.reason}.`);
-      decision = await deps.engine.decideRequest({ method: body.method.toUpperCase(), path: target.path, policy, subject });
-    } else if (!administrator.allowed && body.resourceType !== undefined && !policy.declaresResource(body.permissionCode, body.resourceType)) {
-      // For the caller's own principal, as the specification gives it to every session — but pairing any permission
-      // with any resource type and id would make the resolvers an oracle (which task belongs to which project): a
-      // pair no route declares is answered ROUTE_NOT_DECLARED without asking a resolver.
-      decision = deps.engine.notDeclared(subject, body.permissionCode, { type: body.resourceType, id: body.resourceId ?? '', access: body.scopeAccess ?? 'READ' });
-    } else {
-      decision = await deps.engine.decide({
-        subject,
-        permissionCode: body.permissionCode,
-        resource: body.resourceType
-          ? { type: body.resourceType, id: body.resourceId ?? '', access: body.scopeAccess ?? 'READ', resolve: 'optional' }
-          : null,
-        ...(body.domain !== undefined ? { expectedDomain: body.domain } : {}),
-        ...(body.clientType !== undefined ? { expectedClientType: body.clientType } : {}),
-        resources: policy.resources,
-      });
-    }
-    ctx.body = decisionView(decision, audience);
-  });
-
-  router.get('/authorization/decisions/:decisionId', deps.requireSession, async (ctx) => {
-    const caller = callerOf(ctx);
-    await deps.audit.flush();
-    const event = await deps.repository.findAuditByDecisionId(ctx.params.decisionId ?? '');
-    // An auditor sees every decision in full; the user it concerns sees their own view of it (decisionView).
-    const auditor = event !== null && (await decidePermission(deps.engine, caller, ADMIN_PERMISSIONS.auditRead)).allowed;
-    const visible = auditor || (event !== null && event.actorUserId === caller.record.principal.userId);
-    const decision = event?.details?.decision as AuthorizationDecision | undefined;
-    if (!visible || !decision) throw new ProblemError('IAM_DECISION_NOT_FOUND', 'No such decision is visible to you.');
-    const shown = decisionView(decision, auditor ? 'full' : 'caller');
-    // The trace of the request that was decided, when tracing was on: the decision leads to the trace.
-    const traceId = event?.details?.traceId;
-    ctx.body = typeof traceId === 'string' ? { ...shown, traceId } : shown;
-  });
-
+  registerDeclaredRoutes(router, authorizationRoutes, { ...deps, assertDiagnosticsBody }, { requireSession: deps.requireSession, engine: deps.engine });
   registerForwardAuthRoute(router);
 }

@@ -4,13 +4,19 @@
  * schema here is never loosened to fit a response: a mismatch is a bug in the handler or in the document.
  * Schemas use the JSON Schema 2020-12 dialect (OpenAPI 3.1 §4.8.24) and reject unknown properties wherever
  * the gateway controls the shape. This file assembles the parts: types (openapi-types.ts), builders
- * (openapi-builders.ts), component schemas (schemas/: the same TypeBox schemas the routes validate with), paths (openapi-paths.ts, openapi-admin-paths.ts).
+ * (openapi-builders.ts), component schemas (schemas/: the same TypeBox schemas the routes validate with), paths: the
+ * operations of the declared routes (route-declaration.ts: each with its permission, declared once next to its handler)
+ * and the rest (openapi-paths.ts).
  */
 import { IDENTIFIER_PATTERN } from '../auth/identity-validation';
 import { REQUEST_ID_PATTERN } from '../http/prepare-request';
-import { adminPaths } from './openapi-admin-paths';
+import { adminRoutes } from './admin-routes';
 import { header, problem, SESSION, withRefusalsBeforeRouting } from './openapi-builders';
 import { nonAdminPaths } from './openapi-paths';
+import { policyRoutes } from './policy-routes';
+import { authorizationRoutes } from './authorization-routes';
+import { sessionRoutes } from './session-routes';
+import { declaredPaths, type RouteDeclaration } from './route-declaration';
 import { componentSchemas } from './schemas/components';
 import type { JsonSchema, OpenApiDocument } from './openapi-types';
 
@@ -130,6 +136,12 @@ const components: OpenApiDocument['components'] = {
   },
 };
 
+/**
+ * Every declared `/iam` route (route-declaration.ts), in the document's order: their operations, `security`,
+ * `x-permission` and guards all come from these declarations.
+ */
+export const DECLARED_ROUTES: ReadonlyArray<RouteDeclaration<never>> = [...sessionRoutes, ...authorizationRoutes, ...adminRoutes, ...policyRoutes];
+
 const authenticationTags = [
   { name: 'auth', description: 'Login, logout, the current principal (docs/http-contract.md).' },
   { name: 'console', description: 'The web console served by the gateway (docs/console.md); it uses only this API.' },
@@ -158,6 +170,6 @@ export const openApiDocument: OpenApiDocument = {
   servers: [{ url: '/', description: 'This gateway: the origin that served this document.' }],
   tags: authenticationTags,
   security: SESSION,
-  paths: withRefusalsBeforeRouting({ ...nonAdminPaths, ...adminPaths }),
+  paths: withRefusalsBeforeRouting({ ...nonAdminPaths, ...declaredPaths(DECLARED_ROUTES) }),
   components,
 };

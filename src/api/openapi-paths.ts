@@ -1,5 +1,8 @@
-/** The non-admin paths of the `/iam` OpenAPI document: auth, sessions, authorization and meta. */
-import { BODY_FAILURES, NO_STORE, OPTIONAL_SESSION, PROTECTED_FAILURES, empty, formBody, header, html, json, jsonBody, pageOrProblem, param, problem, ref, response } from './openapi-builders';
+/**
+ * The paths of the `/iam` OpenAPI document that are not declared routes (route-declaration.ts): login, logout and
+ * OpenID Connect, the host decisions (check, plan: their own credentials), forward-auth, the console and meta.
+ */
+import { BODY_FAILURES, NO_STORE, OPTIONAL_SESSION, PROTECTED_FAILURES, empty, formBody, header, html, json, jsonBody, pageOrProblem, problem, ref, response } from './openapi-builders';
 import type { PathItemObject } from './openapi-types';
 
 /** What check and plan answer besides their result: the subject's refusals, then the body's and the session's. */
@@ -10,7 +13,7 @@ const SUBJECT_FAILURES = {
   ...PROTECTED_FAILURES,
 };
 
-/** The path items outside `/iam/admin`. */
+/** The path items of the routes registered without a declaration. */
 export const nonAdminPaths: Record<string, PathItemObject> = {
   '/iam/auth/login': {
     post: {
@@ -179,96 +182,6 @@ export const nonAdminPaths: Record<string, PathItemObject> = {
       responses: { '200': json('The principal.', ref('Principal')), ...PROTECTED_FAILURES },
     },
   },
-  '/iam/sessions': {
-    get: {
-      operationId: 'listSessions',
-      summary: 'The caller\'s sessions, every state, newest first',
-      tags: ['sessions'],
-      parameters: [
-        { name: 'limit', in: 'query', description: 'Page size; default and cap 200.', schema: { type: 'integer', minimum: 1, default: 200 } },
-        { name: 'cursor', in: 'query', description: 'From the previous page\'s `Link: <…>; rel="next"` header.', schema: { type: 'string' } },
-      ],
-      responses: {
-        '200': json('The sessions of the caller\'s user (one page); a `Link` header with `rel="next"` names the next page.', { type: 'array', items: ref('Session') }, {
-          Link: { description: 'RFC 8288: `</iam/sessions?limit=…&cursor=…>; rel="next"` while more sessions follow.', schema: { type: 'string' } },
-        }),
-        '400': response('ValidationFailed'),
-        ...PROTECTED_FAILURES,
-      },
-    },
-  },
-  '/iam/sessions/{sessionId}/revoke': {
-    parameters: [param('SessionId')],
-    post: {
-      operationId: 'revokeSession',
-      summary: 'Revoke one of the caller\'s own sessions',
-      description: 'While the database is down, a session the token store lists as the caller\'s is revoked all the same (recorded when the database is back); any other is 503.',
-      tags: ['sessions'],
-      responses: {
-        '204': empty('Revoked (or already ended).'),
-        '404': problem(404, ['IAM_SESSION_NOT_FOUND'], 'Unknown, or another user\'s: never revealed.'),
-        ...PROTECTED_FAILURES,
-      },
-    },
-  },
-  '/iam/sessions/revoke-others': {
-    post: {
-      operationId: 'revokeOtherSessions',
-      summary: 'Revoke every session of the caller\'s user except the current one',
-      description: 'While the database is down the sessions the token store lists end at once and the record follows when it is back (also across a restart).',
-      tags: ['sessions'],
-      responses: { '204': empty('Revoked.'), ...PROTECTED_FAILURES },
-    },
-  },
-  '/iam/authorization/profiles': {
-    get: {
-      operationId: 'listProfiles',
-      summary: 'The caller\'s enabled, non-revoked profiles with their scopes',
-      tags: ['authorization'],
-      responses: {
-        '200': json('Available profiles.', {
-          type: 'array',
-          items: { allOf: [ref('Profile'), { type: 'object', properties: { enabled: { const: true }, revoked: { const: false } } }] },
-        }),
-        ...PROTECTED_FAILURES,
-      },
-    },
-  },
-  '/iam/authorization/profiles/{profileId}/switch': {
-    parameters: [param('ProfileId')],
-    post: {
-      operationId: 'switchProfile',
-      summary: 'Issue a new token acting under another of the caller\'s profiles',
-      description:
-        'The original token keeps its own profile, unchanged. Called with the session cookie (a browser), the new session goes into the cookie (`Set-Cookie`) and the body carries no `accessToken`: a page script never sees a token.',
-      tags: ['authorization'],
-      responses: {
-        '200': json('A new session under that profile.', { oneOf: [ref('AuthenticationResult'), ref('CookieSwitchResult')] }, { 'Cache-Control': header('NoStore') }),
-        '404': problem(404, ['IAM_PROFILE_NOT_FOUND'], 'Unknown, another user\'s, disabled or revoked.'),
-        ...PROTECTED_FAILURES,
-      },
-    },
-  },
-  '/iam/authorization/diagnostics': {
-    post: {
-      operationId: 'diagnose',
-      summary: 'Explain a decision with the real engine',
-      description:
-        'Runs the same decision the proxy enforces, for the caller\'s session, and returns it whatever the outcome. ' +
-        '`{method, path}` and the `{permissionCode, domain?, clientType?, resourceType?, resourceId?, scopeAccess?}` form are open to every session for its own principal; ' +
-        'without `iam.admin.diagnostics:read` a (permission, resource type) pair no policy route declares is answered `ROUTE_NOT_DECLARED` without asking a resolver ' +
-        '(no resolver oracle). `userId` (explain as another user) needs `iam.admin.diagnostics:read`.',
-      tags: ['authorization'],
-      requestBody: jsonBody(ref('DiagnosticsRequest')),
-      responses: {
-        '200': json('The decision (allowed or not).', ref('Decision')),
-        '400': problem(400, ['IAM_VALIDATION_FAILED', 'IAM_BAD_REQUEST'], 'An invalid body, or a `path` the proxy would refuse to interpret.'),
-        '403': response('AccessDenied'),
-        ...BODY_FAILURES,
-        ...PROTECTED_FAILURES,
-      },
-    },
-  },
   '/iam/authorization/check': {
     post: {
       operationId: 'checkDecisions',
@@ -301,20 +214,6 @@ export const nonAdminPaths: Record<string, PathItemObject> = {
         '200': json('The plan.', ref('PlanResponse'), NO_STORE),
         '400': response('ValidationFailed'),
         ...SUBJECT_FAILURES,
-      },
-    },
-  },
-  '/iam/authorization/decisions/{decisionId}': {
-    parameters: [{ name: 'decisionId', in: 'path', required: true, schema: { type: 'string', minLength: 1 } }],
-    get: {
-      operationId: 'getDecision',
-      summary: 'The decision behind a denial',
-      description: 'Visible to the user it concerns, and to callers granted `iam.admin.audit:read`.',
-      tags: ['authorization'],
-      responses: {
-        '200': json('The decision as it was made.', ref('Decision')),
-        '404': problem(404, ['IAM_DECISION_NOT_FOUND'], 'Unknown, or not visible to the caller.'),
-        ...PROTECTED_FAILURES,
       },
     },
   },

@@ -8,13 +8,15 @@ import type { PolicyHolder } from '../policy/policy-holder';
 import type { CandidatePolicyHolder } from '../policy/candidate-holder';
 import type { CandidateDecisions } from '../gateway/candidate-decisions';
 import { OpenApiError, computeCoverage, parseOpenApiOperations } from '../policy-tools/policy-coverage';
-import { ADMIN_PERMISSIONS } from './admin-routes';
-import { requirePermission } from './require-session';
+import type { ValidateFunction } from 'ajv/dist/2020';
+import { ADMIN_PERMISSIONS, adminOperation } from './admin-routes';
+import { BODY_FAILURES, NO_STORE, json, jsonBody, ref, response } from './openapi-builders';
+import { registerDeclaredRoutes, type RouteDeclaration } from './route-declaration';
 import { PolicyCoverageRequest } from './schemas/requests';
 import type { CandidatePolicyView, PolicyCoverage, PolicyRoute, PolicyView } from './schemas/responses';
 import { assertValid, createBodyValidator } from './validate-body';
 
-export const POLICY_COVERAGE_PATH = '/iam/admin/policy/coverage';
+export const POLICY_COVERAGE_PATH = '/iam/admin/policy/coverage' as const;
 /** A host's OpenAPI description can be large: the coverage check takes up to 4 MiB (other `/iam` bodies: `server.iam-body-limit`). */
 export const POLICY_COVERAGE_BODY_LIMIT = 4 * 1024 * 1024;
 
@@ -26,38 +28,66 @@ export interface PolicyRoutesDeps {
   requireSession: Middleware;
 }
 
+interface PolicyContext extends Pick<PolicyRoutesDeps, 'holder' | 'candidate'> {
+  validateCoverage: ValidateFunction<Static<typeof PolicyCoverageRequest>>;
+}
+
 /**
  * `GET /iam/admin/policy` (the route table the proxy serves now, its hash and load time, the last failed reload with
- * `file:line`, and the candidate policy with its divergences per route) and `POST /iam/admin/policy/coverage` (a host OpenAPI document against it), both
- * `iam.admin.policy:read` (docs/http-contract.md). The console's Policy page is built on them.
+ * `file:line`, and the candidate policy with its divergences per route) and `POST /iam/admin/policy/coverage` (a host
+ * OpenAPI document against it), both `iam.admin.policy:read` (docs/http-contract.md), each declared once
+ * (route-declaration.ts). The console's Policy page is built on them.
  */
+export const policyRoutes: ReadonlyArray<RouteDeclaration<PolicyContext>> = [
+  {
+    method: 'get',
+    path: '/iam/admin/policy',
+    access: { permission: ADMIN_PERMISSIONS.policyRead },
+    operation: adminOperation({
+      operationId: 'getPolicy',
+      summary: 'The policy the proxy serves now: routes with file:line, hash, load time, the last failed reload',
+      responses: { '200': json('The serving policy.', ref('PolicyView'), NO_STORE) },
+    }),
+    handler: ({ holder, candidate }) => (ctx) => {
+      ctx.set('Cache-Control', 'no-store');
+      ctx.body = { ...policyView(holder.current, holder.lastError), candidate: candidateView(candidate) };
+    },
+  },
+  {
+    method: 'post',
+    path: POLICY_COVERAGE_PATH,
+    access: { permission: ADMIN_PERMISSIONS.policyRead },
+    operation: adminOperation({
+      operationId: 'checkPolicyCoverage',
+      summary: "Check a host OpenAPI document against the serving policy: operations no route declares, routes no operation uses",
+      requestBody: jsonBody(ref('PolicyCoverageRequest')),
+      responses: { '200': json('The coverage report.', ref('PolicyCoverage'), NO_STORE), '400': response('ValidationFailed'), ...BODY_FAILURES },
+    }),
+    handler: ({ holder, validateCoverage }) => (ctx) => {
+      const body = assertValid(validateCoverage, ctx.request.body);
+      let operations;
+      try {
+        operations = parseOpenApiOperations(body.document, body.basePath === undefined ? {} : { basePath: body.basePath });
+      } catch (error) {
+        if (error instanceof OpenApiError) throw problems.validation([{ pointer: '/document', message: error.message }], 'The OpenAPI document cannot be read.');
+        throw error;
+      }
+      const report = computeCoverage(holder.current, operations);
+      const answer: Static<typeof PolicyCoverage> = {
+        operations: operations.length,
+        uncovered: report.uncovered.map((operation) => ({ method: operation.method, path: operation.path })),
+        unusedRoutes: report.unusedRoutes.map((route) => ({ id: route.id, methods: route.methods, pattern: route.pattern, file: route.source.file, line: route.source.line })),
+      };
+      ctx.set('Cache-Control', 'no-store');
+      ctx.body = answer;
+    },
+  },
+];
+
+/** Registers {@link policyRoutes}. */
 export function registerPolicyRoutes(router: Router, deps: PolicyRoutesDeps): void {
-  const guard = [deps.requireSession, requirePermission(deps.engine, ADMIN_PERMISSIONS.policyRead)];
   const validateCoverage = createBodyValidator().compile<Static<typeof PolicyCoverageRequest>>(PolicyCoverageRequest);
-
-  router.get('/admin/policy', ...guard, (ctx) => {
-    ctx.set('Cache-Control', 'no-store');
-    ctx.body = { ...policyView(deps.holder.current, deps.holder.lastError), candidate: candidateView(deps.candidate) };
-  });
-
-  router.post('/admin/policy/coverage', ...guard, (ctx) => {
-    const body = assertValid(validateCoverage, ctx.request.body);
-    let operations;
-    try {
-      operations = parseOpenApiOperations(body.document, body.basePath === undefined ? {} : { basePath: body.basePath });
-    } catch (error) {
-      if (error instanceof OpenApiError) throw problems.validation([{ pointer: '/document', message: error.message }], 'The OpenAPI document cannot be read.');
-      throw error;
-    }
-    const report = computeCoverage(deps.holder.current, operations);
-    const answer: Static<typeof PolicyCoverage> = {
-      operations: operations.length,
-      uncovered: report.uncovered.map((operation) => ({ method: operation.method, path: operation.path })),
-      unusedRoutes: report.unusedRoutes.map((route) => ({ id: route.id, methods: route.methods, pattern: route.pattern, file: route.source.file, line: route.source.line })),
-    };
-    ctx.set('Cache-Control', 'no-store');
-    ctx.body = answer;
-  });
+  registerDeclaredRoutes(router, policyRoutes, { holder: deps.holder, candidate: deps.candidate, validateCoverage }, { requireSession: deps.requireSession, engine: deps.engine });
 }
 
 function policyView(policy: CompiledPolicy, lastError: PolicyHolder['lastError']): Omit<Static<typeof PolicyView>, 'candidate'> {

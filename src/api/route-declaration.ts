@@ -1,0 +1,140 @@
+/**
+ * One declaration per `/iam` route: its method, its OpenAPI path, who may call it, its OpenAPI operation and its
+ * handler. The koa route (with its guard) and the OpenAPI operation (with its `security`, `x-permission`, 403 and
+ * 401) are both generated from it, so the permission a route enforces and the one its document publishes are
+ * written once and cannot differ.
+ *
+ * The operation is static data (the document is built without any dependency: it is served and tested as is);
+ * the handler is a factory, called once per registration with the route group's context.
+ */
+import type Router from '@koa/router';
+import type { RouterMiddleware } from '@koa/router';
+import type { Middleware } from 'koa';
+import type { DecisionEngine } from '../authz/decision-engine';
+import { parsePermissionCode } from '../domain/permission-code';
+import { withSpan } from '../observability/tracing';
+import { callerOf } from './iam-context';
+import { PROBLEM_MEDIA_TYPE, PROTECTED_FAILURES, problem, sessionGranting } from './openapi-builders';
+import type { JsonSchema, OperationObject, PathItemObject, ResponseObject } from './openapi-types';
+import { requirePermission } from './require-session';
+
+/**
+ * Who may call a route. `{ permission }`: a session (bearer or cookie) whose active profile grants the code, else 403;
+ * `'session'`: any valid session. Either way no session is 401.
+ */
+export type RouteAccess = { readonly permission: string } | 'session';
+
+/** The methods a declared route may have (HEAD follows GET, as @koa/router does). */
+export type DeclaredMethod = 'get' | 'put' | 'post' | 'delete' | 'patch';
+
+/**
+ * The operation as written in a declaration: everything but what its access generates. Setting `security` or
+ * `x-permission` here is a type error (and refused when the document is built, for a declaration that gets past
+ * the compiler).
+ */
+export type DeclaredOperation = Omit<OperationObject, 'security' | 'x-permission'> & { readonly security?: never; readonly 'x-permission'?: never };
+
+export interface RouteDeclaration<Context> {
+  readonly method: DeclaredMethod;
+  /** The OpenAPI path (`/iam/admin/users/{userId}`); the router gets it without `/iam` and with `:userId`. */
+  readonly path: `/iam/${string}`;
+  readonly access: RouteAccess;
+  /** The path item's `parameters`; every declaration of one path gives the same ones (or none). */
+  readonly pathParameters?: PathItemObject['parameters'];
+  readonly operation: DeclaredOperation;
+  /** Called once when the group is registered (never to build the document), with the group's context. */
+  readonly handler: (context: Context) => RouterMiddleware;
+}
+
+/**
+ * What the generated guards need: the session check (401) and the engine that decides a permission (403; a group
+ * without a permission route needs none).
+ */
+export interface RouteGuards {
+  requireSession: Middleware;
+  engine?: Pick<DecisionEngine, 'decide'>;
+}
+
+/** The prefix the /iam router is mounted with (iam-app.ts: `new Router({ prefix: '/iam' })`). */
+export const IAM_PREFIX = '/iam';
+
+/** The permission a declaration's access requires, or null for a session-only route. */
+export const permissionOf = (access: RouteAccess): string | null => (access === 'session' ? null : access.permission);
+
+/** `/iam/admin/users/{userId}` → `/admin/users/:userId` (the router is mounted under {@link IAM_PREFIX}). */
+export function routerPath(path: string): string {
+  if (!path.startsWith(`${IAM_PREFIX}/`)) throw new Error(`route ${path}: a declared path starts with ${IAM_PREFIX}/`);
+  return path.slice(IAM_PREFIX.length).replace(/\{([A-Za-z0-9_]+)\}/g, ':$1');
+}
+
+/** The middleware a declaration's access puts before its handler: the session, then the permission and its span. */
+export function guardsFor(access: RouteAccess, method: DeclaredMethod, guards: RouteGuards): Middleware[] {
+  const permission = permissionOf(access);
+  if (permission === null) return [guards.requireSession];
+  if (guards.engine === undefined) throw new Error(`a route needing ${permission} is registered without a decision engine`);
+  const chain = [guards.requireSession, requirePermission(guards.engine, permission)];
+  // A guarded write is a span of its own when tracing is on (under the request's), named by its permission.
+  if (method !== 'get') {
+    chain.push((ctx, next) => withSpan('admin write', { 'iam.permission': permission, 'http.request.method': ctx.method, 'enduser.id': callerOf(ctx).record.principal.userId }, () => next()));
+  }
+  return chain;
+}
+
+/** Registers each declaration on `router` (mounted under `/iam`), its guard generated from its access. */
+export function registerDeclaredRoutes<Context>(router: Router, declarations: ReadonlyArray<RouteDeclaration<Context>>, context: Context, guards: RouteGuards): void {
+  for (const declaration of declarations) {
+    const middleware = [...guardsFor(declaration.access, declaration.method, guards), declaration.handler(context)] as RouterMiddleware[];
+    router[declaration.method](routerPath(declaration.path), ...middleware);
+  }
+}
+
+/**
+ * The 403 of a route with a permission: the caller's profile lacks it (`decisionId`, `step`), or — an admin write —
+ * it would grant what the caller does not hold (`rule: ESCALATION_PREVENTION`, `errors`).
+ */
+const PERMISSION_DENIED: ResponseObject = (() => {
+  const denied = problem(403, ['IAM_ACCESS_DENIED'], 'The caller lacks the permission (`decisionId`, `step`), or the write would grant codes or scopes the caller does not hold (`rule`, `errors`).');
+  const schema = denied.content![PROBLEM_MEDIA_TYPE]!.schema as { allOf: JsonSchema[] };
+  schema.allOf.push({ type: 'object', anyOf: [{ type: 'object', required: ['decisionId', 'step'] }, { type: 'object', required: ['rule', 'errors'] }] });
+  return denied;
+})();
+
+/** The OpenAPI operation of a declaration: its own, with what its access generates. */
+export function operationOf(declaration: Pick<RouteDeclaration<unknown>, 'method' | 'path' | 'access' | 'operation'>): OperationObject {
+  const { operation, access } = declaration;
+  const where = `${declaration.method.toUpperCase()} ${declaration.path}`;
+  const written = operation as OperationObject;
+  // What the access generates is never written by hand: a second place for it is how the two drift apart.
+  if (written.security !== undefined || written['x-permission'] !== undefined) throw new Error(`route ${where}: security and x-permission come from its access, not from its operation`);
+  const permission = permissionOf(access);
+  if (permission === null) return { ...operation, responses: { ...operation.responses, ...PROTECTED_FAILURES } };
+  if (parsePermissionCode(permission) === null) throw new Error(`route ${where}: ${JSON.stringify(permission)} is not a permission code`);
+  if (operation.responses['403'] !== undefined) throw new Error(`route ${where}: the 403 of a route with a permission comes from its access`);
+  return {
+    ...operation,
+    description: `${operation.description ? `${operation.description} ` : ''}Needs \`${permission}\` in the caller's active profile.`,
+    // OpenAPI 3.1 §4.8.30: for non-OAuth schemes the array lists the roles required (bearer or cookie alike).
+    security: sessionGranting(permission),
+    'x-permission': permission,
+    responses: { ...operation.responses, '403': PERMISSION_DENIED, ...PROTECTED_FAILURES },
+  };
+}
+
+/** The OpenAPI path items of `declarations`, in their order (a path's operations in the order declared). */
+export function declaredPaths(declarations: ReadonlyArray<RouteDeclaration<never>>): Record<string, PathItemObject> {
+  const paths: Record<string, PathItemObject> = {};
+  const parametersOf = new Map<string, string>();
+  for (const declaration of declarations) {
+    const where = `${declaration.method.toUpperCase()} ${declaration.path}`;
+    routerPath(declaration.path);
+    const item = (paths[declaration.path] ??= {});
+    if (item[declaration.method] !== undefined) throw new Error(`route ${where} is declared twice`);
+    const parameters = JSON.stringify(declaration.pathParameters ?? null);
+    const earlier = parametersOf.get(declaration.path);
+    if (earlier !== undefined && earlier !== parameters) throw new Error(`route ${where}: its path parameters differ from another declaration of the same path`);
+    parametersOf.set(declaration.path, parameters);
+    if (declaration.pathParameters !== undefined && item.parameters === undefined) item.parameters = declaration.pathParameters;
+    item[declaration.method] = operationOf(declaration);
+  }
+  return paths;
+}

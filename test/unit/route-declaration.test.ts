@@ -1,0 +1,213 @@
+/**
+ * The declared `/iam` routes (src/api/route-declaration.ts): the permission of a declaration is the one its OpenAPI
+ * operation publishes (`x-permission`, the role of `security`) and the one the guard the gateway registers asks the
+ * engine for; what the access generates cannot be written a second time in the operation.
+ */
+import Router from '@koa/router';
+import type { Layer } from '@koa/router';
+import type { Context, Middleware, Next } from 'koa';
+import { registerIamRoutes } from '../../src/api/iam-routes';
+import { sessionGranting } from '../../src/api/openapi-builders';
+import { DECLARED_ROUTES, HTTP_METHODS, openApiDocument, type OperationObject } from '../../src/api/openapi-document';
+import { declaredPaths, operationOf, permissionOf, registerDeclaredRoutes, routerPath, type RouteDeclaration } from '../../src/api/route-declaration';
+
+/** Thrown by the recording engine: the guard asked for a permission (and the handler never runs). */
+class Asked extends Error {
+  constructor(readonly code: string) {
+    super(`asked for ${code}`);
+  }
+}
+
+const SESSION = { record: { principal: { userId: 'u-1', activeProfileId: 'p-1' }, clientType: 'WEB', sessionId: 's-1' } };
+
+/** The gateway's own registration (registerIamRoutes) with a session for any bearer and an engine that records. */
+function registeredRouter(): Router {
+  const router = new Router({ prefix: '/iam' });
+  const unused = {} as never; // registration only builds routes; no other dependency is called by a guard
+  registerIamRoutes(router, {
+    repository: unused,
+    admin: unused,
+    sessions: unused,
+    grants: unused,
+    changes: unused,
+    login: unused,
+    engine: {
+      decide: (query: { permissionCode: string }) => {
+        throw new Asked(query.permissionCode);
+      },
+    } as never,
+    policy: unused,
+    audit: unused,
+    jwks: unused,
+    assertions: unused,
+    metrics: unused,
+    clientTypes: ['WEB'],
+    browserLogin: { clientType: 'WEB', oidcLoginPath: null, loginPath: '/iam/login' },
+    console: unused,
+    oidc: unused,
+    bearers: { verify: () => Promise.resolve(SESSION) } as never,
+    sessionCookie: { secure: true, trustedOrigins: new Set() },
+    allowPathParameters: false,
+  });
+  return router;
+}
+
+/** The layer the router matches for `method` and the declared `path`. */
+function layerOf(router: Router, method: string, path: string): Layer {
+  const koaPath = `/iam${routerPath(path)}`;
+  const layer = router.stack.find((candidate) => candidate.path === koaPath && candidate.methods.includes(method.toUpperCase()));
+  if (layer === undefined) throw new Error(`no route ${method.toUpperCase()} ${koaPath}`);
+  return layer;
+}
+
+/**
+ * Runs a route's guards (every middleware but its handler) on a bearer request: the code the engine was asked for,
+ * 'none' when the guards let it through without asking, or what they threw.
+ */
+async function guardOutcome(layer: Layer, method: string): Promise<string> {
+  const guards = layer.stack.slice(0, -1) as unknown as Middleware[];
+  const ctx = { method: method.toUpperCase(), state: { prepared: { authorization: 'Bearer iamt_test', cookieSession: null } } } as unknown as Context;
+  const run = async (index: number): Promise<void> => {
+    if (index < guards.length) await guards[index]!(ctx, (() => run(index + 1)) as Next);
+  };
+  try {
+    await run(0);
+    return 'none';
+  } catch (error) {
+    if (error instanceof Asked) return error.code;
+    throw error;
+  }
+}
+
+const declared = DECLARED_ROUTES.map((declaration) => ({ declaration, name: `${declaration.method.toUpperCase()} ${declaration.path}` }));
+
+describe('declared /iam routes', () => {
+  it('declares something, each method and path once', () => {
+    expect(declared.length).toBeGreaterThanOrEqual(19);
+    expect(new Set(declared.map((route) => route.name)).size).toBe(declared.length);
+  });
+
+  it.each(declared)('$name: the served operation publishes the declared permission', ({ declaration }) => {
+    const served = openApiDocument.paths[declaration.path]?.[declaration.method];
+    expect(served).toBeDefined();
+    const permission = permissionOf(declaration.access);
+    if (permission === null) {
+      expect(served!['x-permission']).toBeUndefined();
+      expect(served!.security).toBeUndefined(); // the document's default: the bearer or the cookie
+    } else {
+      expect(served!['x-permission']).toBe(permission);
+      expect(served!.security).toEqual(sessionGranting(permission));
+      expect(served!.security).toEqual([{ bearer: [permission] }, { sessionCookie: [permission] }]);
+      expect(served!.responses['403']).toBeDefined();
+    }
+    expect(served!.responses['401']).toBeDefined();
+    // The served operation is the generated one (plus the refusals every operation lists).
+    expect({ ...served, responses: { ...served!.responses, '414': undefined } }).toEqual({ ...operationOf(declaration), responses: { ...operationOf(declaration).responses, '414': undefined } });
+  });
+
+  it.each(declared)('$name: the registered guard asks for the declared permission', async ({ declaration }) => {
+    const router = registeredRouter();
+    const outcome = await guardOutcome(layerOf(router, declaration.method, declaration.path), declaration.method);
+    expect(outcome).toBe(permissionOf(declaration.access) ?? 'none');
+  });
+
+  it('every x-permission in the served document comes from a declaration', () => {
+    const published: string[] = [];
+    for (const [path, item] of Object.entries(openApiDocument.paths)) {
+      for (const method of HTTP_METHODS) {
+        const operation: OperationObject | undefined = item[method];
+        if (operation?.['x-permission'] !== undefined || operation?.security?.some((requirement) => Object.values(requirement).some((roles) => roles.length > 0))) {
+          published.push(`${method.toUpperCase()} ${path}`);
+        }
+      }
+    }
+    const withPermission = declared.filter(({ declaration }) => permissionOf(declaration.access) !== null).map((route) => route.name);
+    expect(published.sort()).toEqual(withPermission.sort());
+  });
+});
+
+describe('a route declaration', () => {
+  const handler = () => () => undefined;
+  const base = {
+    method: 'get',
+    path: '/iam/admin/things/{thingId}',
+    access: { permission: 'iam.admin.things:read' },
+    operation: { operationId: 'getThing', summary: 'A thing', tags: ['admin'], responses: {} },
+    handler,
+  } satisfies RouteDeclaration<unknown>;
+
+  it('generates x-permission, security, the 403 and the 401 from its permission', () => {
+    const operation = declaredPaths([base])['/iam/admin/things/{thingId}']!.get!;
+    expect(operation['x-permission']).toBe('iam.admin.things:read');
+    expect(operation.security).toEqual([{ bearer: ['iam.admin.things:read'] }, { sessionCookie: ['iam.admin.things:read'] }]);
+    expect(Object.keys(operation.responses)).toEqual(['401', '403', '500', '503']);
+    expect(operation.description).toBe("Needs `iam.admin.things:read` in the caller's active profile.");
+  });
+
+  it('cannot set its own x-permission or security in its operation (a type error, and refused when built)', () => {
+    const mismatched: RouteDeclaration<unknown> = {
+      ...base,
+      operation: {
+        ...base.operation,
+        // @ts-expect-error -- x-permission is generated from the declaration's access, never written in the operation
+        'x-permission': 'iam.admin.other:read',
+      },
+    };
+    expect(() => declaredPaths([mismatched])).toThrow(/x-permission come from its access/);
+    const secured: RouteDeclaration<unknown> = {
+      ...base,
+      operation: {
+        ...base.operation,
+        // @ts-expect-error -- security is generated from the declaration's access too
+        security: [],
+      },
+    };
+    expect(() => declaredPaths([secured])).toThrow(/security and x-permission come from its access/);
+  });
+
+  it('cannot write the 403 of its permission, name a malformed code, or declare a route twice', () => {
+    expect(() => declaredPaths([{ ...base, operation: { ...base.operation, responses: { '403': { description: 'mine' } } } }])).toThrow(/403/);
+    expect(() => declaredPaths([{ ...base, access: { permission: 'not a code' } }])).toThrow(/not a permission code/);
+    expect(() => declaredPaths([base, base])).toThrow(/declared twice/);
+    expect(() => declaredPaths([{ ...base, path: '/admin/things' as never }])).toThrow(/starts with \/iam\//);
+  });
+
+  it('gives one path the same path parameters in every declaration', () => {
+    const parameter = { name: 'thingId', in: 'path' as const, required: true, schema: { type: 'string' as const } };
+    const item = declaredPaths([{ ...base, pathParameters: [parameter] }, { ...base, method: 'put', pathParameters: [parameter] }])['/iam/admin/things/{thingId}']!;
+    expect(item.parameters).toEqual([parameter]);
+    expect(Object.keys(item)).toEqual(['parameters', 'get', 'put']);
+    expect(() => declaredPaths([{ ...base, pathParameters: [parameter] }, { ...base, method: 'put' }])).toThrow(/path parameters differ/);
+  });
+
+  it('registers under /iam with :params, the session guard first, then the permission, then the handler', async () => {
+    const router = new Router({ prefix: '/iam' });
+    const order: string[] = [];
+    const requireSession: Middleware = async (ctx, next) => {
+      order.push('session');
+      (ctx.state as { session: unknown }).session = SESSION;
+      await next();
+    };
+    const engine = {
+      decide: (query: { permissionCode: string }) => {
+        order.push(`permission ${query.permissionCode}`);
+        return Promise.resolve({ allowed: true } as never);
+      },
+    };
+    const declarations: Array<RouteDeclaration<{ tag: string }>> = [
+      { ...base, handler: ({ tag }) => () => void order.push(`handler ${tag}`) },
+      { ...base, method: 'post', path: '/iam/admin/things/{thingId}/touch', access: 'session', handler: ({ tag }) => () => void order.push(`touch ${tag}`) },
+    ];
+    registerDeclaredRoutes(router, declarations, { tag: 'ctx' }, { requireSession, engine });
+    expect(router.stack.map((layer) => `${layer.methods.join(',')} ${String(layer.path)}`)).toEqual(['HEAD,GET /iam/admin/things/:thingId', 'POST /iam/admin/things/:thingId/touch']);
+    for (const layer of router.stack) {
+      const stack = layer.stack as unknown as Middleware[];
+      const ctx = { method: layer.methods.at(-1), state: {} } as unknown as Context;
+      const run = async (index: number): Promise<void> => {
+        if (index < stack.length) await stack[index]!(ctx, (() => run(index + 1)) as Next);
+      };
+      await run(0);
+    }
+    expect(order).toEqual(['session', 'permission iam.admin.things:read', 'handler ctx', 'session', 'touch ctx']);
+  });
+});
