@@ -572,7 +572,7 @@ export const configSchema = section({
         'where audit events the database cannot take yet (a full buffer while it is away, what is unwritten at stop: `audit-…` files) and session endings it could not record yet (`endings-…`, written before the ending is answered) are kept, replayed when it answers and at the next start, before it serves (relative to the working directory; keep it on a persistent volume, one per host or shared)',
       ),
       'spool-max-bytes': byteSize('1gb', 'bytes the spool may hold for a full buffer; beyond it the oldest events of the buffer are dropped (spool_full)'),
-      retention: duration('0', 'audit events older than this are deleted (hourly, and by `audit purge`); 0 = kept forever'),
+      retention: duration(0, 'audit events older than this are deleted (hourly, and by `audit purge`); 0 = kept forever'),
       'anonymous-denials-per-minute': integer(60, 0, MAX, 'audit rows per minute and kind for events of unauthenticated requests (anonymous denials and shadow denials, failed OpenID Connect callbacks); the rest are counted in one summary row'),
     }),
   }),

@@ -145,6 +145,13 @@ describe('loadConfig defaults', () => {
     expect(keys.find(({ key }) => key === 'iam.token.store-prefix')?.env).toBe('IAM_TOKEN_STORE_PREFIX');
   });
 
+  it('writes every key of config/default.yaml with its schema default, as the schema writes it (`30s`, `0`, `null`, lists)', () => {
+    const file = parseDocument(readFileSync(defaultFile, 'utf8')).toJS() as Record<string, unknown>;
+    const valueAt = (key: string): unknown => key.split('.').reduce<unknown>((node, name) => (node as Record<string, unknown> | undefined)?.[name], file);
+    const keys = listConfigKeys();
+    expect(keys.map(({ key }) => ({ key, value: valueAt(key) }))).toEqual(keys.map(({ key, schema }) => ({ key, value: schema.default })));
+  });
+
   it('selects the file from IAM_CONFIG, else config/default.yaml under cwd', () => {
     const file = path.join(workDir, 'from-env.yaml');
     writeFileSync(file, 'server:\n  port: 1234\n');
