@@ -357,7 +357,9 @@ const profileRule = {
 
 /**
  * JSON Schema (draft-07, ajv 8) of the configuration file. The `default`s here are the only defaults;
- * config/default.yaml repeats them as documentation (a test checks the two agree).
+ * config/default.yaml repeats them as documentation (a test checks the two agree). Each `description` is the key's
+ * "meaning" in the table of docs/configuration.md, generated from here (`npm run docs:config`): Markdown, links
+ * relative to docs/.
  */
 export const configSchema = section({
   server: section({
@@ -367,18 +369,18 @@ export const configSchema = section({
     'management-host': text('127.0.0.1', 'listen address of the management port (no authentication: keep it on loopback or a private network)'),
     'request-timeout': duration('30s', 'a client must send its whole request within this (slowloris guard); 0 = off'),
     'headers-timeout': duration('10s', 'a client must send its request headers within this'),
-    'keep-alive-timeout': duration('5s', 'idle client connections are closed after this (also while stopping)'),
+    'keep-alive-timeout': duration('5s', 'idle client connections are closed after this (also while stopping: a stop does not close them earlier)'),
     'max-header-size': byteSize('16kb', 'bytes of request headers, 431 above'),
     'max-url-length': byteSize('8kb', 'bytes of request target, 414 above'),
     'iam-body-limit': byteSize('64kb', 'bytes of a JSON body sent to /iam, 413 above'),
-    'shutdown-timeout': duration('10s', 'in-flight requests (and idle keep-alive connections) get this long after SIGTERM; keep it above keep-alive-timeout'),
+    'shutdown-timeout': duration('10s', 'in-flight requests (and idle keep-alive connections) get this long after SIGTERM; keep it above `server.keep-alive-timeout`, or idle connections are cut at this deadline instead of at their announced keep-alive timeout'),
     workers: {
       type: ['string', 'integer'] as Array<'string' | 'integer'>,
       format: 'worker-count',
       minimum: 1,
       maximum: 1024,
       default: 1,
-      description: 'processes serving the proxy port (node:cluster); auto = one per available core; above 1 needs redis.url and database.url',
+      description: 'processes serving the proxy port (`node:cluster`; `serve --workers` wins); `auto` = one per available core; above 1 needs `redis.url` and `database.url` (see [Workers](#workers))',
     },
   }),
   upstream: section({
@@ -444,7 +446,7 @@ export const configSchema = section({
         type: 'string' as const,
         enum: ['none', 'users-file', 'http', 'module', 'oidc'] as RawConfig['iam']['authenticator']['type'][],
         default: 'none' as const,
-        description: 'who signs users in: none (no logins: 501 IAM_LOGIN_NOT_CONFIGURED) | users-file | http | module | oidc (an OpenID Provider, iam.oidc)',
+        description: 'who signs users in: none (no logins: 501 IAM_LOGIN_NOT_CONFIGURED) | users-file | http | module | oidc (an OpenID Provider, `iam.oidc.*`, [oidc.md](oidc.md))',
       },
       path: nullableText('users file (type users-file), relative to the working directory'),
       url: nullableText('login endpoint of the host (type http)', 'http-url'),
@@ -456,7 +458,7 @@ export const configSchema = section({
     }),
     policy: section({
       dir: text('policies', 'policy directory, relative to the working directory'),
-      'candidate-dir': nullableText('a candidate policy directory (relative to the working directory), decided beside the live policy on every proxied and forward-auth request and never enforced; its divergences are counted, logged and shown on the console Policy page; null = none'),
+      'candidate-dir': nullableText("a candidate policy directory (relative to the working directory), decided beside the live policy on every proxied and forward-auth request and never enforced; divergences are counted, logged and shown on the console's Policy page ([policy-changes.md](policy-changes.md)); null = none"),
       'poll-interval': duration('5s', 'periodic checksum check of the policy files; 0 = off'),
       debounce: duration('200ms', 'quiet time after a file event before reloading; a changed policy file is read only once its size and mtime have held this long'),
     }),
@@ -472,7 +474,7 @@ export const configSchema = section({
       'allow-path-parameters': flag(false, 'accept `;` path parameters (refused by default)'),
     }),
     forward: section({
-      'trusted-proxies': list([], 'ip-or-cidr', 'addresses or CIDRs whose X-Forwarded-*/Forwarded headers are kept'),
+      'trusted-proxies': list([], 'ip-or-cidr', 'addresses or CIDRs whose X-Forwarded-*/Forwarded headers and `X-Request-Id` are kept, and whose `traceparent` trace id is recorded (audit rows, decisions, access log; [observability.md](observability.md))'),
       assertion: section({
         enabled: flag(false, 'send a signed JWT in X-IAM-Assertion'),
         ttl: duration('60s', 'lifetime of the assertion JWT', true),
@@ -482,36 +484,36 @@ export const configSchema = section({
       }),
     }),
     'session-cookie': section({
-      secure: flag(true, 'the browser session cookie is __Host-iam-session with Secure; false: iam-session without Secure (plain-http development only)'),
+      secure: flag(true, 'the browser session cookie is `__Host-iam-session` with `Secure`; `false`: `iam-session` without `Secure` (plain-http development only)'),
       'trusted-origins': list([], 'origin', "origins besides the gateway's own whose unsafe cookie-authenticated requests are accepted (CSRF)"),
     }),
     ui: section({
-      title: text('iam-gateway', "the product name on the gateway's own browser pages (sign-in, 401, 403, 404) and their window titles", 'page-title'),
+      title: text('iam-gateway', "the product name in the header and window title of the gateway's own browser pages (sign-in, 401, 403, 404); one line, at most 100 characters, always escaped", 'page-title'),
       'templates-dir': nullableText(
-        'a directory with layout.html, the whole page around the content of those pages ({{title}}, {{heading}}, {{logo-url}}, {{stylesheet}}, {{body}}), relative to the working directory; a template error stops the start with its file:line; null = the built-in layout',
+        'a directory with `layout.html`, the whole page around the content of those pages: placeholders `{{title}}`, `{{heading}}`, `{{logo-url}}`, `{{stylesheet}}` (escaped) and `{{body}}` (once); an unknown or unclosed placeholder, a missing `{{body}}`, a script or an inline style stops the start with the file:line; relative to the working directory; `null` = the built-in layout',
       ),
-      'logo-url': nullableText("a logo shown beside the title on those pages: an https:// URL or a path on the gateway's origin (their CSP allows images from there only); null = none", 'logo-url'),
+      'logo-url': nullableText("a logo beside the title on those pages: an `https://` URL without credentials, or a path on the gateway's origin (`/static/logo.svg`); the pages' CSP allows images from that origin only; `null` = none", 'logo-url'),
     }),
     'access-log': {
       type: 'string' as const,
       enum: ['all', 'denied', 'off'] as RawConfig['iam']['access-log'][],
       default: 'denied' as const,
-      description: 'one JSON line per request on stdout: all | denied (denials and failures; the default) | off',
+      description: 'one JSON line per request on stdout (`msg: "access"`): all | denied (denials and failures) | off',
     },
     'access-log-sample': {
       type: 'number' as const,
       minimum: 0,
       maximum: 1,
       default: 1,
-      description: 'with access-log all: the share of allowed requests logged (0..1); denials and failures are always logged',
+      description: 'with `all`: the share of allowed requests logged (0..1); denials and failures always',
     },
     oidc: section({
-      issuer: nullableText('OpenID Provider issuer URL (discovery at <issuer>/.well-known/openid-configuration); https, or http on loopback only', 'http-url'),
-      'client-id': nullableText('client id registered at the provider'),
-      'client-secret': nullableText('client secret (set it with IAM_OIDC_CLIENT_SECRET, not in a file)', 'secret'),
-      'redirect-uri': nullableText("the gateway's callback as registered at the provider: https://<gateway>/iam/auth/oidc/callback", 'http-url'),
-      'post-logout-redirect-uri': nullableText('where the provider sends the browser after logout (registered at the provider); null = the provider decides', 'http-url'),
-      scopes: list(['openid', 'profile', 'email'], 'oauth-scope', 'scopes requested at login (openid is always sent)'),
+      issuer: nullableText("the OpenID Provider's issuer URL (discovery at `<issuer>/.well-known/openid-configuration`); https, plain http only on loopback", 'http-url'),
+      'client-id': nullableText("this client's id at the provider"),
+      'client-secret': nullableText("this client's secret: set it in the environment, not in a file", 'secret'),
+      'redirect-uri': nullableText("the gateway's callback as registered at the provider: `https://<gateway>/iam/auth/oidc/callback`", 'http-url'),
+      'post-logout-redirect-uri': nullableText('where the provider sends the browser after logout (registered at the provider); null = its default', 'http-url'),
+      scopes: list(['openid', 'profile', 'email'], 'oauth-scope', 'scopes requested at login (`openid` always)'),
       claims: section({
         'user-id': text('sub', 'claim that becomes the userId', 'claim-name'),
         'identity-domain': nullableText('claim that becomes the identityDomain; null = the issuer URL', 'claim-name'),
@@ -521,39 +523,39 @@ export const configSchema = section({
         type: 'string' as const,
         enum: ['jit', 'existing'] as RawConfig['iam']['oidc']['users'][],
         default: 'jit' as const,
-        description: 'jit: a user is created on first login (without profiles); existing: only users that already exist may log in',
+        description: 'jit: users are created at first login (without profiles); existing: only known users may log in',
       },
       'link-by': {
         type: 'string' as const,
         enum: ['none', 'verified-email'] as RawConfig['iam']['oidc']['link-by'][],
         default: 'none' as const,
         description:
-          'a provider account the gateway has not seen joins an existing user only when an admin linked it (none), or also when the userId is its email and email_verified is true (verified-email; the first account in that domain only)',
+          "a provider account not seen before joins an existing user only when an admin linked it (`none`), or also when the userId is its `email` and `email_verified` is `true`, as the user's first account there (`verified-email`)",
       },
       allowed: {
         type: 'array' as const,
         items: claimCondition,
         default: [],
         description:
-          'claims a provider account must have to sign in, e.g. [{claim: groups, values: [engineering, ops]}]: every condition must hold (a string claim equal to one of the values, a list claim containing one; no values: the claim is present); otherwise the login is refused and audited',
+          'claims a provider account must have to sign in, e.g. `[{claim: groups, values: [engineering, ops]}]`: every condition must hold (a string claim equal to one of the values, a list claim containing one; no values: the claim is present); otherwise the login is refused and audited; from the environment as a JSON array',
       },
       profiles: {
         type: 'array' as const,
         items: profileRule,
         default: [],
         description:
-          "rules from claims to profiles, applied at every login: a user whose claims meet a rule's `when` has its profile (id oidc-<name>-<userId>, the rule's template version, client types and scopes, which may take their ids from a claim); when the claims stop meeting it, the profile is revoked; each change audited",
+          "rules from the provider's claims to profiles, applied at every login: a user whose claims meet a rule's `when` has its profile (id `oidc-<name>-<userId>`, the rule's template version, client types and scopes, which may take their ids from a claim); when the claims stop meeting it, the profile is revoked; each change audited ([oidc.md](oidc.md#profiles-from-the-providers-groups-and-claims-iamoidcprofiles)); from the environment as a JSON array",
       },
-      'accept-access-tokens': flag(false, "accept the provider's JWT access tokens as bearers (resource-server mode; needs an audience other than the client id)"),
-      audience: nullableText('`aud` a JWT access token must carry; required with accept-access-tokens, and not the client id (the aud of its ID tokens)'),
+      'accept-access-tokens': flag(false, "accept the provider's JWT access tokens as bearers (resource-server mode; needs `iam.oidc.audience`)"),
+      audience: nullableText('`aud` a JWT access token must carry; required with `accept-access-tokens` and never the client id (the `aud` of its ID tokens: the gateway refuses to start otherwise)'),
       'access-token-types': {
-        ...list(['at+jwt', 'application/at+jwt'], 'jwt-typ', 'the `typ` header values a JWT access token may carry (RFC 9068: at+jwt); never logout+jwt'),
+        ...list(['at+jwt', 'application/at+jwt'], 'jwt-typ', '`typ` header values a JWT access token may carry (RFC 9068: `at+jwt`); never `logout+jwt`'),
         minItems: 1,
       },
-      algorithms: list(['RS256', 'PS256', 'ES256', 'EdDSA'], 'jws-alg', 'signature algorithms accepted on id tokens, logout tokens and access tokens (asymmetric only)'),
-      'clock-tolerance': duration('30s', 'clock skew allowed on exp, nbf and iat (at most 5m)'),
-      'revocation-margin': duration('0', "an access token issued less than this after its user's sessions were revoked is refused too: how far the provider's clock may run ahead of the gateway's (at most 5m)"),
-      timeout: duration('5s', 'timeout of each call to the provider (discovery, token, JWKS): 504 above', true),
+      algorithms: list(['RS256', 'PS256', 'ES256', 'EdDSA'], 'jws-alg', 'signature algorithms accepted on ID tokens, logout tokens and access tokens (asymmetric only; never `none` or HMAC)'),
+      'clock-tolerance': duration('30s', 'clock skew allowed on `exp`, `nbf`, `iat` (at most 5m)'),
+      'revocation-margin': duration('0s', "an access token issued less than this after its user's sessions were all revoked is refused too: how far the provider's clock may run ahead of the gateway's (at most 5m)"),
+      timeout: duration('5s', 'each call to the provider (discovery, token, JWKS); 504 `IAM_IDP_TIMEOUT` above, 502 `IAM_IDP_UNAVAILABLE` when unreachable', true),
     }),
     cors: section({
       enabled: flag(false, 'answer CORS preflights and add CORS headers'),
@@ -567,10 +569,10 @@ export const configSchema = section({
       'flush-interval': duration('1s', 'audit events are written in batches this often', true),
       'spool-dir': text(
         '.data/audit-spool',
-        'where audit events the database cannot take yet (a full buffer while it is away, what is unwritten at stop) and session endings it could not record yet are kept, replayed when it answers and at the next start (relative to the working directory)',
+        'where audit events the database cannot take yet (a full buffer while it is away, what is unwritten at stop: `audit-…` files) and session endings it could not record yet (`endings-…`, written before the ending is answered) are kept, replayed when it answers and at the next start, before it serves (relative to the working directory; keep it on a persistent volume, one per host or shared)',
       ),
       'spool-max-bytes': byteSize('1gb', 'bytes the spool may hold for a full buffer; beyond it the oldest events of the buffer are dropped (spool_full)'),
-      retention: duration('0', 'audit events older than this are deleted (hourly, and by `audit purge`); 0 = kept forever'),
+      retention: duration(0, 'audit events older than this are deleted (hourly, and by `audit purge`); 0 = kept forever'),
       'anonymous-denials-per-minute': integer(60, 0, MAX, 'audit rows per minute and kind for events of unauthenticated requests (anonymous denials and shadow denials, failed OpenID Connect callbacks); the rest are counted in one summary row'),
     }),
   }),

@@ -3,5 +3,6 @@ export { loadConfig, ConfigError, type ConfigProblem, type LoadConfigOptions } f
 export type { GatewayConfig } from './gateway-config';
 export { parseDuration, parseByteSize, tryParseDuration, DURATION_EXAMPLES } from './durations';
 export { listConfigKeys, type ConfigKey } from './config-schema';
+export { renderConfigReference, CONFIG_REFERENCE_BEGIN, CONFIG_REFERENCE_END } from './config-reference';
 export { packageRoot } from './package-root';
 export { loadProvisioningFile, readProvisioningFile, provisioningFileError, ProvisioningFileError, type ProvisioningFile } from './provisioning-file';

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { parseDocument } from 'yaml';
-import { ConfigError, listConfigKeys, loadConfig, parseByteSize, parseDuration, type GatewayConfig } from '../../src/config';
+import { CONFIG_REFERENCE_BEGIN, CONFIG_REFERENCE_END, ConfigError, listConfigKeys, loadConfig, parseByteSize, parseDuration, renderConfigReference, type ConfigKey, type GatewayConfig } from '../../src/config';
 import { closestName, editDistance, unknownEnvironmentWarnings } from '../../src/config/unknown-environment';
 
 const repoRoot = path.resolve(__dirname, '../..');
@@ -143,6 +143,13 @@ describe('loadConfig defaults', () => {
     const names = keys.flatMap(({ env, alias }) => (alias === undefined ? [env] : [env, alias]));
     expect(new Set(names).size).toBe(names.length);
     expect(keys.find(({ key }) => key === 'iam.token.store-prefix')?.env).toBe('IAM_TOKEN_STORE_PREFIX');
+  });
+
+  it('writes every key of config/default.yaml with its schema default, as the schema writes it (`30s`, `0`, `null`, lists)', () => {
+    const file = parseDocument(readFileSync(defaultFile, 'utf8')).toJS() as Record<string, unknown>;
+    const valueAt = (key: string): unknown => key.split('.').reduce<unknown>((node, name) => (node as Record<string, unknown> | undefined)?.[name], file);
+    const keys = listConfigKeys();
+    expect(keys.map(({ key }) => ({ key, value: valueAt(key) }))).toEqual(keys.map(({ key, schema }) => ({ key, value: schema.default })));
   });
 
   it('selects the file from IAM_CONFIG, else config/default.yaml under cwd', () => {
@@ -509,16 +516,63 @@ describe('parseDuration and parseByteSize', () => {
 });
 
 describe('the configuration reference (docs/configuration.md, "Every key")', () => {
-  it('lists every configuration key once, with its environment variables, and nothing else', () => {
-    const reference = readFileSync(path.join(repoRoot, 'docs', 'configuration.md'), 'utf8');
+  const reference = readFileSync(path.join(repoRoot, 'docs', 'configuration.md'), 'utf8');
+  /** What the doc holds between the markers, or a note that they are missing. */
+  const generatedPart = (text: string): string => {
+    const begin = text.indexOf(`${CONFIG_REFERENCE_BEGIN}\n`);
+    const end = text.indexOf(`${CONFIG_REFERENCE_END}\n`, begin);
+    return begin === -1 || end === -1 ? '(no generated markers)' : text.slice(begin + CONFIG_REFERENCE_BEGIN.length + 1, end);
+  };
+  /** The comparison the test makes, with the message it fails with. */
+  const compare = (text: string, keys = listConfigKeys()) => {
+    const inDoc = generatedPart(text);
+    const rendered = renderConfigReference(keys);
+    return { current: inDoc === rendered, message: inDoc === rendered ? '' : 'docs/configuration.md "Every key" is not the schema\'s: run `npm run docs:config`' };
+  };
+
+  it('holds exactly what renderConfigReference() renders from the schema (run `npm run docs:config` after editing it)', () => {
+    const { message } = compare(reference);
+    // Byte for byte; on a difference, the message says how to regenerate and the diff shows the rows.
+    expect({ message, table: generatedPart(reference) }).toEqual({ message: '', table: renderConfigReference() });
+  });
+
+  it('sits in the "Every key" section, one row per key in schema order, with its environment names', () => {
     const section = /## Every key\n([\s\S]*?)\n## /.exec(reference)![1]!;
-    const rows = [...section.matchAll(/^\| `([a-z0-9.-]+)` \| ([^|]*) \|/gm)].map((match) => ({
+    expect(section).toContain(CONFIG_REFERENCE_BEGIN);
+    const rows = [...generatedPart(reference).matchAll(/^\| `([a-z0-9.-]+)` \| ([^|]*) \|/gm)].map((match) => ({
       key: match[1]!,
       env: [...match[2]!.matchAll(/`([A-Z0-9_]+)`/g)].map((name) => name[1]!),
     }));
-    const expected = listConfigKeys().map(({ key, env, alias }) => ({ key, env: alias === undefined ? [env] : [env, alias] }));
-    expect(rows.sort((a, b) => a.key.localeCompare(b.key))).toEqual(expected.sort((a, b) => a.key.localeCompare(b.key)));
+    expect(rows).toEqual(listConfigKeys().map(({ key, env, alias }) => ({ key, env: alias === undefined ? [env] : [env, alias] })));
     expect(rows.map((row) => row.key)).toContain('iam.forward.assertion.key-file');
+  });
+
+  it('differs, with the message naming npm run docs:config, once a description changes', () => {
+    const keys = listConfigKeys().map((entry) =>
+      entry.key === 'server.port' ? { ...entry, schema: { ...entry.schema, description: `${entry.schema.description}; changed` } } : entry,
+    );
+    expect(compare(reference, keys)).toEqual({ current: false, message: expect.stringContaining('run `npm run docs:config`') });
+    expect(compare(reference.replace(CONFIG_REFERENCE_BEGIN, '<!-- moved -->'))).toEqual({ current: false, message: expect.stringContaining('npm run docs:config') });
+  });
+
+  it('renders the key list it is given: env and conventional names, defaults as written, `|` escaped', () => {
+    const extra: ConfigKey[] = [
+      { key: 'server.port', env: 'SERVER_PORT', alias: 'PORT', schema: { type: 'integer', default: 8080, description: 'a port' } },
+      { key: 'x.list', env: 'X_LIST', schema: { type: 'array', default: ['WEB', 'API'], description: 'a | b' } },
+      { key: 'x.none', env: 'X_NONE', schema: { type: 'string', nullable: true, default: null, description: 'null = none' } },
+      { key: 'x.wait', env: 'X_WAIT', schema: { type: ['string', 'integer'], default: '1h30m', description: 'a duration' } },
+    ];
+    expect(renderConfigReference(extra)).toBe(
+      [
+        '| key | env | default | meaning |',
+        '|---|---|---|---|',
+        '| `server.port` | `SERVER_PORT` / `PORT` | `8080` | a port |',
+        '| `x.list` | `X_LIST` | `[WEB, API]` | a \\| b |',
+        '| `x.none` | `X_NONE` | `null` | null = none |',
+        '| `x.wait` | `X_WAIT` | `1h30m` | a duration |',
+        '',
+      ].join('\n'),
+    );
   });
 });
 
