@@ -13,4 +13,5 @@ export { loadPolicyDirectory, compilePolicyFiles } from './policy/load-policy-di
 export type { CompiledPolicy, CompiledRoute, PolicyIssue } from './policy/compiled-policy';
 export { ProblemError, PROBLEM_CATALOG, type ProblemCode, type ProblemBody } from './domain/problem';
 export type { IamPrincipal } from './domain/principal';
-export type { IdentityAuthenticator, LoginRequest, AuthenticatedIdentity } from './auth/authenticator';
+export type { LoginRequest, AuthenticatedIdentity } from './auth/authenticator';
+export type { IdentityAuthenticator } from './auth/authenticators';

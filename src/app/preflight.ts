@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadProvisioningFile, ProvisioningFileError, type ProvisioningFile } from '../config';
-import type { IdentityAuthenticator } from '../auth/authenticator';
+import type { Authenticator } from '../auth/authenticator';
+import { AUTHENTICATORS, createAuthenticator, keyForLoadErrors, type AuthenticatorRegistry } from '../auth/authenticators';
 import { AssertionSigner } from '../gateway/assertion-signer';
 import { compilePageLayout, PageTemplateError, type PageBranding } from '../http/page-layout';
-import { createAuthenticator } from './authenticator';
 import { ConfigError, listConfigKeys, type ConfigProblem, type GatewayConfig } from '../config';
 
 /** What the files named by the configuration turned into, read before anything is opened. */
@@ -12,7 +12,7 @@ export interface Preflight {
   /** `iam.forward.assertion`: the signer with its key, or null when assertions are off. */
   signer: AssertionSigner | null;
   /** `iam.authenticator.*`, with its users file or module loaded. */
-  authenticator: IdentityAuthenticator;
+  authenticator: Authenticator;
   /** `iam.provision.file`, read and checked (shape, codes, client types), or null. */
   provisioning: ProvisioningFile | null;
   /** `iam.ui.*`: the title, the logo and the custom layout of `iam.ui.templates-dir` (compiled), if any. */
@@ -24,10 +24,11 @@ export interface Preflight {
  * module, the provisioning file) before a database, a token store or a port is opened, and reports every
  * problem at once as a ConfigError naming the key and its environment variable: a typo in a path fails the
  * start in milliseconds, not after the database came up. (The policies directory is loaded first thing too.)
+ * `authenticators`: the login methods `iam.authenticator.type` chooses from (a test passes its own).
  */
-export function preflight(config: GatewayConfig): Preflight {
+export function preflight(config: GatewayConfig, authenticators: AuthenticatorRegistry = AUTHENTICATORS): Preflight {
   const problems: ConfigProblem[] = [];
-  const env = new Map(listConfigKeys().map((entry) => [entry.key, entry.env]));
+  const env = new Map(listConfigKeys(authenticators).map((entry) => [entry.key, entry.env]));
   const fail = (key: string, message: string): void => void problems.push({ key, env: env.get(key), message: `${key}: ${message}` });
 
   let signer: AssertionSigner | null = null;
@@ -41,13 +42,12 @@ export function preflight(config: GatewayConfig): Preflight {
     }
   }
 
-  let authenticator: IdentityAuthenticator | null = null;
+  let authenticator: Authenticator | null = null;
   const auth = config.iam.authenticator;
   try {
-    authenticator = createAuthenticator(auth, { maxPendingVerifications: config.iam.login.maxPendingVerifications });
+    authenticator = createAuthenticator(auth, { maxPendingVerifications: config.iam.login.maxPendingVerifications }, authenticators);
   } catch (error) {
-    const key = auth.type === 'module' ? 'iam.authenticator.module' : auth.type === 'http' ? 'iam.authenticator.url' : 'iam.authenticator.path';
-    fail(key, `cannot load the ${auth.type} authenticator: ${reason(error)}`);
+    fail(keyForLoadErrors(auth.type, authenticators), `cannot load the ${auth.type} authenticator: ${reason(error)}`);
   }
 
   let provisioning: ProvisioningFile | null = null;

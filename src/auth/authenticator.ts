@@ -30,12 +30,13 @@ export type AuthenticationOutcome =
   | { kind: 'rejected'; reason: 'invalid-credentials' | 'disabled' };
 
 /**
- * The `IdentityAuthenticator` seam: maps the host's existing login to a principal.
+ * The authenticator seam: maps the host's existing login to a principal. `Type` is the `iam.authenticator.type` it is
+ * registered under (authenticators/registry.ts; `IdentityAuthenticator` there is this with the registered types).
  * Implementations must take about the same time for unknown users, wrong passwords and disabled users.
  * They throw a ProblemError `IAM_AUTHENTICATOR_UNAVAILABLE` when the host cannot answer.
  */
-export interface IdentityAuthenticator {
-  readonly type: 'none' | 'users-file' | 'http' | 'module' | 'oidc';
+export interface Authenticator<Type extends string = string> {
+  readonly type: Type;
   authenticate(request: LoginRequest, context?: LoginContext): Promise<AuthenticationOutcome>;
   close?(): Promise<void>;
   /**

@@ -1,6 +1,6 @@
 import { Agent, request } from 'undici';
 import { ProblemError } from '../domain/problem';
-import type { AuthenticationOutcome, IdentityAuthenticator, LoginRequest } from './authenticator';
+import type { AuthenticationOutcome, Authenticator, LoginRequest } from './authenticator';
 import { checkAuthenticatedIdentity } from './identity-validation';
 
 /** The largest answer read from the credential check (an identity with projected profiles fits easily). */
@@ -11,7 +11,7 @@ export const AUTHENTICATOR_ANSWER_LIMIT = 64 * 1024;
  * 200 with an identity = accepted; 401/403 = rejected; anything else, no answer within the timeout, or an
  * answer larger than {@link AUTHENTICATOR_ANSWER_LIMIT}, is 502 IAM_AUTHENTICATOR_UNAVAILABLE — never a login.
  */
-export class HttpAuthenticator implements IdentityAuthenticator {
+export class HttpAuthenticator implements Authenticator<'http'> {
   readonly type = 'http' as const;
   private readonly agent: Agent;
 

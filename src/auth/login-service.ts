@@ -7,13 +7,14 @@ import type { IdentityRecord, ProfileRecord, UserRecord } from '../domain/record
 import { ProblemError, problems } from '../domain/problem';
 import { notASession, type AuthenticationResult, type RequestFacts, type SessionService, type VerifiedSession } from '../sessions/session-service';
 import type { TokenStore } from '../domain/token-store';
-import type { AuthenticatedIdentity, AuthenticationOutcome, IdentityAuthenticator, LoginRequest, ProjectedProfiles } from './authenticator';
+import type { AuthenticatedIdentity, AuthenticationOutcome, Authenticator, LoginRequest, ProjectedProfiles } from './authenticator';
 import { OVERWRITE_UNAUDITED, type ProvisioningOptions } from '../domain/provisioning';
 import type { LoginRateLimiter } from './login-rate-limiter';
 import type { IamPrincipal } from '../domain/principal';
 
 export interface LoginServiceDeps {
-  authenticator: IdentityAuthenticator;
+  /** The configured login method (any registered type; its type labels the metrics and the audit). */
+  authenticator: Authenticator;
   repository: IamRepository;
   sessions: SessionService;
   rateLimiter: LoginRateLimiter;

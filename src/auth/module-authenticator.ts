@@ -1,5 +1,5 @@
 import { ProblemError } from '../domain/problem';
-import type { AuthenticationOutcome, IdentityAuthenticator, LoginRequest } from './authenticator';
+import type { AuthenticationOutcome, Authenticator, LoginRequest } from './authenticator';
 import { checkAuthenticatedIdentity } from './identity-validation';
 
 type AuthenticateFunction = (request: LoginRequest & { signal: AbortSignal }) => unknown;
@@ -10,7 +10,7 @@ type AuthenticateFunction = (request: LoginRequest & { signal: AbortSignal }) =>
  * An answer later than `iam.authenticator.timeout` is 502 IAM_AUTHENTICATOR_UNAVAILABLE, never a login; the
  * request carries an AbortSignal (`signal`) that fires then, so the module can stop its own work.
  */
-export class ModuleAuthenticator implements IdentityAuthenticator {
+export class ModuleAuthenticator implements Authenticator<'module'> {
   readonly type = 'module' as const;
   private readonly authenticateFn: AuthenticateFunction;
 

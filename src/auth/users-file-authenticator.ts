@@ -1,7 +1,7 @@
 import Ajv from 'ajv';
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
-import type { AuthenticationOutcome, IdentityAuthenticator, LoginContext, LoginRequest } from './authenticator';
+import type { AuthenticationOutcome, Authenticator, LoginContext, LoginRequest } from './authenticator';
 import { HEADER_SAFE_PATTERN, IDENTIFIER_PATTERN } from './identity-validation';
 import { dummyPasswordHash } from './password-hash';
 import { PasswordVerifierPool } from './password-verifier-pool';
@@ -67,7 +67,7 @@ export function readUsersFile(path: string): Map<string, UsersFileEntry> {
  * `users-file` authenticator: YAML users with argon2id hashes, for demos and small setups.
  * Every path verifies one argon2id hash, so unknown, disabled and wrong-password logins take the same time.
  */
-export class UsersFileAuthenticator implements IdentityAuthenticator {
+export class UsersFileAuthenticator implements Authenticator<'users-file'> {
   readonly type = 'users-file' as const;
   private readonly users: Map<string, UsersFileEntry>;
   private readonly passwords: PasswordVerifierPool;

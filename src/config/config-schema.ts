@@ -3,6 +3,8 @@ import type { JSONSchemaType } from 'ajv';
 import { DURATION_EXAMPLES, SIZE_EXAMPLES, tryParseByteSize, tryParseDuration } from './durations';
 import { parseRedisUrl } from '../adapters/redis/redis-url';
 import { isLogoutTokenType } from '../auth/oidc/token-types';
+import { AUTHENTICATORS, type AuthenticatorRegistry } from '../auth/authenticators';
+import { authenticatorSchema, type RawAuthenticatorSection } from './authenticator-schema';
 
 /** `iam.oidc.allowed` and a profile rule's `when`: a claim that must hold one of `values` (none: be present). */
 export interface RawClaimCondition {
@@ -73,13 +75,8 @@ export interface RawConfig {
     schema: { 'history-table': string };
     'client-types': string[];
     login: { 'rate-limit': { 'max-failures': number; 'max-failures-per-address': number; window: Duration }; 'max-pending-verifications': number };
-    authenticator: {
-      type: 'none' | 'users-file' | 'http' | 'module' | 'oidc';
-      path?: string | null;
-      url?: string | null;
-      module?: string | null;
-      timeout: Duration;
-    };
+    /** The login methods' keys: auth/authenticators/ (authenticator-schema.ts). */
+    authenticator: RawAuthenticatorSection;
     provision: { file?: string | null };
     policy: { dir: string; 'candidate-dir'?: string | null; 'poll-interval': Duration; debounce: Duration };
     authz: { 'ability-cache-size': number; 'ability-cache-memory': ByteSize; 'resolver-timeout': Duration };
@@ -441,18 +438,8 @@ export const configSchema = section({
       }),
       'max-pending-verifications': integer(64, 1, MAX, 'password verifications queued or running at once; beyond it 503 IAM_BUSY'),
     }),
-    authenticator: section({
-      type: {
-        type: 'string' as const,
-        enum: ['none', 'users-file', 'http', 'module', 'oidc'] as RawConfig['iam']['authenticator']['type'][],
-        default: 'none' as const,
-        description: 'who signs users in: none (no logins: 501 IAM_LOGIN_NOT_CONFIGURED) | users-file | http | module | oidc (an OpenID Provider, `iam.oidc.*`, [oidc.md](oidc.md))',
-      },
-      path: nullableText('users file (type users-file), relative to the working directory'),
-      url: nullableText('login endpoint of the host (type http)', 'http-url'),
-      module: nullableText('JavaScript module exporting authenticate() (type module)'),
-      timeout: duration('5s', 'timeout of one authenticator call'),
-    }),
+    // `type` and each login method's keys, declared by the method (auth/authenticators/).
+    authenticator: authenticatorSchema(AUTHENTICATORS) as unknown as JSONSchemaType<RawAuthenticatorSection>,
     provision: section({
       file: nullableText('provisioning file applied at start, create-missing only (existing objects are never changed); null = none'),
     }),
@@ -578,6 +565,17 @@ export const configSchema = section({
   }),
 }) satisfies JSONSchemaType<RawConfig>;
 
+/**
+ * The schema with the `iam.authenticator` section of `authenticators` (another registry than the built-in one: a
+ * test's). The rest is `configSchema`'s.
+ */
+export function configSchemaFor(authenticators: AuthenticatorRegistry = AUTHENTICATORS): typeof configSchema {
+  if (authenticators === AUTHENTICATORS) return configSchema;
+  const iam = configSchema.properties.iam;
+  const authenticator = authenticatorSchema(authenticators) as unknown as typeof iam.properties.authenticator;
+  return { ...configSchema, properties: { ...configSchema.properties, iam: { ...iam, properties: { ...iam.properties, authenticator } } } };
+}
+
 /** Conventional environment names (docs/configuration.md). The generic name of the same key wins when both are set. */
 export const CONVENTIONAL_ENV: Readonly<Record<string, string>> = {
   'server.port': 'PORT',
@@ -615,8 +613,11 @@ interface SectionSchema {
   properties: Record<string, SectionSchema | LeafSchema>;
 }
 
-/** Every configurable value, in schema order (for env overrides, documentation and tests). */
-export function listConfigKeys(): ConfigKey[] {
+/**
+ * Every configurable value, in schema order (for env overrides, documentation and tests); the `iam.authenticator`
+ * keys are those of `authenticators` (default: the built-in login methods).
+ */
+export function listConfigKeys(authenticators: AuthenticatorRegistry = AUTHENTICATORS): ConfigKey[] {
   const keys: ConfigKey[] = [];
   const walk = (node: SectionSchema, prefix: string): void => {
     for (const [name, child] of Object.entries(node.properties)) {
@@ -629,6 +630,6 @@ export function listConfigKeys(): ConfigKey[] {
       }
     }
   };
-  walk(configSchema as unknown as SectionSchema, '');
+  walk(configSchemaFor(authenticators) as unknown as SectionSchema, '');
   return keys;
 }

@@ -1,11 +1,15 @@
 import { isSection, valueAt, type Data } from './config-data';
 import type { Problem } from './config-error';
+import { AUTHENTICATORS, type AuthenticatorRegistry } from '../auth/authenticators';
 import { listConfigKeys, type LeafSchema } from './config-schema';
 
-/** Sets every leaf that has an environment variable, coerced to the schema's type (docs/configuration.md). */
-export function applyEnvironment(data: Data, env: NodeJS.ProcessEnv, sources: Map<string, string>): Problem[] {
+/**
+ * Sets every leaf that has an environment variable, coerced to the schema's type (docs/configuration.md); the
+ * `iam.authenticator` keys are those of `authenticators`.
+ */
+export function applyEnvironment(data: Data, env: NodeJS.ProcessEnv, sources: Map<string, string>, authenticators: AuthenticatorRegistry = AUTHENTICATORS): Problem[] {
   const problems: Problem[] = [];
-  for (const { key, env: generic, alias, schema } of listConfigKeys()) {
+  for (const { key, env: generic, alias, schema } of listConfigKeys(authenticators)) {
     const name = [generic, alias].find((candidate) => candidate !== undefined && env[candidate] !== undefined);
     if (name === undefined) continue;
     const segments = key.split('.');

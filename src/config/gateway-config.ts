@@ -1,3 +1,4 @@
+import type { AuthenticatorConfig } from '../auth/authenticators';
 import type { ClaimCondition, ProfileRule } from '../auth/oidc/claim-rules';
 
 /**
@@ -86,13 +87,8 @@ export interface GatewayConfig {
     schema: { historyTable: string };
     clientTypes: string[];
     login: { rateLimit: { maxFailures: number; maxFailuresPerAddress: number; windowMs: number }; maxPendingVerifications: number };
-    authenticator: {
-      type: 'none' | 'users-file' | 'http' | 'module' | 'oidc';
-      path: string | null;
-      url: string | null;
-      module: string | null;
-      timeoutMs: number;
-    };
+    /** `iam.authenticator.*`: the type and every registered login method's keys (`path`, `url`, `module`, `timeoutMs`). */
+    authenticator: AuthenticatorConfig;
     provision: { file: string | null };
     policy: {
       /** `iam.policy.dir` / `IAM_POLICIES_DIR`. */

@@ -4,7 +4,8 @@ import { LineCounter, parseDocument } from 'yaml';
 import { packageRoot } from './package-root';
 import { isSection, type Data } from './config-data';
 import { ConfigError, findNode, locate, showPath, unique, type Segment } from './config-error';
-import { configSchema, type RawConfig } from './config-schema';
+import { AUTHENTICATORS, type AuthenticatorRegistry } from '../auth/authenticators';
+import { configSchemaFor, type RawConfig } from './config-schema';
 import { applyEnvironment } from './env-overrides';
 import type { GatewayConfig } from './gateway-config';
 import { toGatewayConfig } from './to-gateway-config';
@@ -27,6 +28,8 @@ export interface LoadConfigOptions {
   env?: NodeJS.ProcessEnv;
   /** Base of relative paths (the config file, `iam.policy.dir`, ...); default `process.cwd()`. */
   cwd?: string;
+  /** The login methods `iam.authenticator.type` chooses from, with their keys; default the built-in ones. */
+  authenticators?: AuthenticatorRegistry;
 }
 
 /**
@@ -42,6 +45,7 @@ export interface LoadConfigOptions {
 export function loadConfig(options: LoadConfigOptions = {}): GatewayConfig {
   const cwd = path.resolve(options.cwd ?? process.cwd());
   const env = options.env ?? process.env;
+  const authenticators = options.authenticators ?? AUTHENTICATORS;
   const named = options.file ?? env[CONFIG_FILE_ENV];
   const file = named === undefined ? defaultFile(cwd) : path.resolve(cwd, named);
   const shownFile = showPath(file, cwd);
@@ -78,12 +82,12 @@ export function loadConfig(options: LoadConfigOptions = {}): GatewayConfig {
     throw new ConfigError([{ key: '', message: 'the file must be a mapping of keys (or empty)' }], shownFile);
   }
 
-  applyDefaults(configSchema as unknown as SchemaNode, data);
+  applyDefaults(configSchemaFor(authenticators) as unknown as SchemaNode, data);
   const envSources = new Map<string, string>();
-  const problems = applyEnvironment(data, env, envSources);
-  const validate = compiledValidator();
+  const problems = applyEnvironment(data, env, envSources, authenticators);
+  const validate = compiledValidator(authenticators);
   if (!validate(data)) problems.push(...(validate.errors ?? []).map((error) => describeAjvError(error, data)));
-  problems.push(...crossChecks(data));
+  problems.push(...crossChecks(data, authenticators));
 
   if (problems.length > 0) {
     const lineOf = (segments: Segment[]): number | undefined => {
@@ -92,7 +96,8 @@ export function loadConfig(options: LoadConfigOptions = {}): GatewayConfig {
     };
     throw new ConfigError(unique(problems).map((problem) => locate(problem, envSources, lineOf)), shownFile);
   }
-  return toGatewayConfig(data as unknown as RawConfig, cwd, file, unknownEnvironmentWarnings(env, [CONFIG_FILE_ENV]));
+  const warnings = unknownEnvironmentWarnings(env, [CONFIG_FILE_ENV], authenticators);
+  return toGatewayConfig(data as unknown as RawConfig, cwd, file, warnings, authenticators);
 }
 
 /**

@@ -1,15 +1,17 @@
 import * as path from 'node:path';
+import { AUTHENTICATORS, type AuthenticatorRegistry } from '../auth/authenticators';
+import { toAuthenticatorConfig } from './authenticator-schema';
 import type { RawConfig } from './config-schema';
 import { parseByteSize, parseDuration } from './durations';
 import type { GatewayConfig } from './gateway-config';
 
 /** The validated YAML form → what the code uses. Nothing here can fail: validation ran first. */
-export function toGatewayConfig(raw: RawConfig, cwd: string, file: string, warnings: string[]): GatewayConfig {
+export function toGatewayConfig(raw: RawConfig, cwd: string, file: string, warnings: string[], authenticators: AuthenticatorRegistry = AUTHENTICATORS): GatewayConfig {
   const ms = (value: string | number, key: string): number => parseDuration(value, key);
   const bytes = (value: string | number, key: string): number => parseByteSize(value, key);
   const fromCwd = (value: string): string => path.resolve(cwd, value);
   const { server, upstream, iam } = raw;
-  const { token, authenticator, forward, cors } = iam;
+  const { token, forward, cors } = iam;
   return {
     server: {
       port: server.port,
@@ -73,13 +75,7 @@ export function toGatewayConfig(raw: RawConfig, cwd: string, file: string, warni
         },
         maxPendingVerifications: iam.login['max-pending-verifications'],
       },
-      authenticator: {
-        type: authenticator.type,
-        path: nullable(authenticator.path, fromCwd),
-        url: authenticator.url ?? null,
-        module: nullable(authenticator.module, (module) => (isPackageSpecifier(module) ? module : fromCwd(module))),
-        timeoutMs: ms(authenticator.timeout, 'iam.authenticator.timeout'),
-      },
+      authenticator: toAuthenticatorConfig(iam.authenticator, cwd, authenticators),
       provision: { file: nullable(iam.provision.file, fromCwd) },
       policy: {
         dir: fromCwd(iam.policy.dir),
@@ -154,15 +150,6 @@ export function toGatewayConfig(raw: RawConfig, cwd: string, file: string, warni
     source: { file, directory: path.dirname(file) },
     warnings,
   };
-}
-
-/**
- * `iam.authenticator.module` may name an installed package (`@acme/iam-login`) rather than a file:
- * Node resolves bare specifiers from node_modules, so only path-like values (`./x.js`, `/opt/x.js`,
- * `lib/x.js`) are made absolute.
- */
-function isPackageSpecifier(value: string): boolean {
-  return !value.startsWith('.') && !path.isAbsolute(value) && !/\.(c|m)?js$/.test(value);
 }
 
 const nullable = (value: string | null | undefined, map: (value: string) => string): string | null =>

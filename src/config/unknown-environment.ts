@@ -1,3 +1,4 @@
+import { AUTHENTICATORS, type AuthenticatorRegistry } from '../auth/authenticators';
 import { listConfigKeys } from './config-schema';
 
 /** The prefixes of the gateway's own environment names: a variable with one of them that nothing reads is likely a typo. */
@@ -8,8 +9,8 @@ const OWN_PREFIXES = ['IAM_', 'SERVER_'];
  * conventional name, listConfigKeys) nor `extraNames` (`IAM_CONFIG`) reads, with the closest known name when one is
  * close: `unknown environment variable IAM_POLICY_DIRR (did you mean IAM_POLICY_DIR?)`. Values are never read.
  */
-export function unknownEnvironmentWarnings(env: NodeJS.ProcessEnv, extraNames: readonly string[]): string[] {
-  const known = [...listConfigKeys().flatMap(({ env: generic, alias }) => (alias === undefined ? [generic] : [generic, alias])), ...extraNames];
+export function unknownEnvironmentWarnings(env: NodeJS.ProcessEnv, extraNames: readonly string[], authenticators: AuthenticatorRegistry = AUTHENTICATORS): string[] {
+  const known = [...listConfigKeys(authenticators).flatMap(({ env: generic, alias }) => (alias === undefined ? [generic] : [generic, alias])), ...extraNames];
   const knownSet = new Set(known);
   const warnings: string[] = [];
   for (const name of Object.keys(env).sort()) {

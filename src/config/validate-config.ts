@@ -1,19 +1,26 @@
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import { valueAt, type Data } from './config-data';
 import { keyOf, type Problem, type Segment } from './config-error';
-import { CONFIG_FORMATS, configSchema } from './config-schema';
+import { AUTHENTICATORS, type AuthenticatorRegistry } from '../auth/authenticators';
+import { authenticatorProblems } from './authenticator-schema';
+import { CONFIG_FORMATS, configSchemaFor } from './config-schema';
 import { tryParseDuration } from './durations';
 
-let validator: ValidateFunction | undefined;
+const validators = new WeakMap<AuthenticatorRegistry, ValidateFunction>();
 
-/** Compiled once (a pure function, not a connection): ajv compilation is the costly part. */
-export function compiledValidator(): ValidateFunction {
+/**
+ * Compiled once per registry of login methods (a pure function, not a connection): ajv compilation is the costly
+ * part. Strict: a login method's key naming an unknown format fails here.
+ */
+export function compiledValidator(authenticators: AuthenticatorRegistry = AUTHENTICATORS): ValidateFunction {
+  let validator = validators.get(authenticators);
   if (validator === undefined) {
     const ajv = new Ajv({ allErrors: true, verbose: true, strict: true, allowUnionTypes: true });
     for (const [name, format] of Object.entries(CONFIG_FORMATS)) {
       ajv.addFormat(name, { type: 'string', validate: format.validate });
     }
-    validator = ajv.compile(configSchema);
+    validator = ajv.compile(configSchemaFor(authenticators));
+    validators.set(authenticators, validator);
   }
   return validator;
 }
@@ -61,32 +68,19 @@ export function describeAjvError(error: ErrorObject, data: Data): Problem {
   }
 }
 
-const COMPANION_KEYS = new Map([
-  ['users-file', 'path'],
-  ['http', 'url'],
-  ['module', 'module'],
-]);
-
-/** Rules that span several keys. Written defensively: they run even when other keys are invalid. */
-export function crossChecks(data: Data): Problem[] {
-  const problems: Problem[] = [];
+/**
+ * Rules that span several keys. Written defensively: they run even when other keys are invalid. `authenticators`:
+ * the login methods whose required keys are checked (default: the built-in ones).
+ */
+export function crossChecks(data: Data, authenticators: AuthenticatorRegistry = AUTHENTICATORS): Problem[] {
   const get = (key: string): unknown => valueAt(data, key.split('.'));
 
-  const type = get('iam.authenticator.type');
-  const companion = typeof type === 'string' ? COMPANION_KEYS.get(type) : undefined;
-  if (companion !== undefined && (get(`iam.authenticator.${companion}`) ?? null) === null) {
-    problems.push({
-      path: ['iam', 'authenticator', companion],
-      message: `iam.authenticator.${companion} is required when iam.authenticator.type is "${String(type)}"`,
-      at: ['iam', 'authenticator', 'type'],
-    });
-  }
-  // An OpenID Connect login needs the provider and this client; resource-server mode needs the provider.
-  const oidcRequired = type === 'oidc' ? ['issuer', 'client-id', 'client-secret', 'redirect-uri'] : get('iam.oidc.accept-access-tokens') === true ? ['issuer'] : [];
-  for (const key of oidcRequired) {
-    if ((get(`iam.oidc.${key}`) ?? null) !== null) continue;
-    const why = type === 'oidc' ? 'iam.authenticator.type is "oidc"' : 'iam.oidc.accept-access-tokens is true';
-    problems.push({ path: ['iam', 'oidc', key], message: `iam.oidc.${key} is required when ${why}` });
+  // The keys the chosen login method requires (an OpenID Connect login: the provider and this client).
+  const problems: Problem[] = authenticatorProblems(data, authenticators);
+  // Resource-server mode needs the provider (said once when the login method needs it too).
+  const issuerMissing = (get('iam.oidc.issuer') ?? null) === null && !problems.some((problem) => problem.path.join('.') === 'iam.oidc.issuer');
+  if (get('iam.oidc.accept-access-tokens') === true && issuerMissing) {
+    problems.push({ path: ['iam', 'oidc', 'issuer'], message: 'iam.oidc.issuer is required when iam.oidc.accept-access-tokens is true' });
   }
   // Resource-server mode: the provider signs ID tokens (and logout tokens) with the same keys as access tokens, and
   // an ID token's `aud` is the client id. An audience of its own keeps them apart even where a provider does not
