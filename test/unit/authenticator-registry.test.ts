@@ -15,7 +15,7 @@ import {
   type AuthenticatorRegistry,
   type AuthenticatorType,
 } from '../../src/auth/authenticators';
-import { ConfigError, listConfigKeys, loadConfig, type GatewayConfig } from '../../src/config';
+import { ConfigError, listConfigKeys, loadConfig, renderConfigReference, type GatewayConfig } from '../../src/config';
 import { configSchema } from '../../src/config/config-schema';
 import { FAKE_AUTHENTICATOR } from '../fixtures/authenticators/realm-authenticator';
 
@@ -107,8 +107,13 @@ describe('a login method added by one line: [...AUTHENTICATORS, fake]', () => {
     const realm = listConfigKeys(WITH_FAKE).find(({ key }) => key === 'iam.authenticator.realm');
     expect(realm).toEqual(expect.objectContaining({ env: 'IAM_AUTHENTICATOR_REALM' }));
     expect(realm?.schema.description).toBe('the realm whose users the fake authenticator accepts (type fake)');
-    expect(listConfigKeys(WITH_FAKE).find(({ key }) => key === 'iam.authenticator.type')?.schema.description).toMatch(/\| oidc \(an OpenID Provider, iam\.oidc\) \| fake$/);
+    expect(listConfigKeys(WITH_FAKE).find(({ key }) => key === 'iam.authenticator.type')?.schema.description).toMatch(/\| oidc \(an OpenID Provider, .*\) \| fake$/);
     expect(listConfigKeys().map(({ key }) => key)).not.toContain('iam.authenticator.realm');
+    // The generated configuration reference (docs/configuration.md, npm run docs:config) gets its row.
+    expect(renderConfigReference(listConfigKeys(WITH_FAKE))).toContain(
+      '| `iam.authenticator.realm` | `IAM_AUTHENTICATOR_REALM` | `null` | the realm whose users the fake authenticator accepts (type fake) |',
+    );
+    expect(renderConfigReference()).not.toContain('iam.authenticator.realm');
 
     const env = { IAM_AUTHENTICATOR_TYPE: 'fake', IAM_AUTHENTICATOR_REALM: 'from-env' };
     const config = load('', env);
