@@ -3,7 +3,7 @@ import { isValidPermissionCode } from '../domain/permission-code';
 import { AdminWriteError, type AdminAuditContext, type AdminRepository, type HeldGrant, type RaisedAuthorization, type VersionPrecondition } from '../domain/admin-repository';
 import { ESCALATION_RULE } from '../domain/admin-repository';
 import { isStorableText } from './validate-body';
-import { DatabaseUnavailableError, type IamRepository } from '../domain/iam-repository';
+import { DatabaseUnavailableError, type GrantRepository, type PrincipalRepository } from '../domain/iam-repository';
 import type { IamPrincipal } from '../domain/principal';
 import { selectActiveProfile } from '../auth/login-service';
 import type { StoredAuditEvent, IdentityRecord, ProfileRecord, TemplateRecord, UserRecord } from '../domain/records';
@@ -43,7 +43,7 @@ export interface AuditListParams {
 
 export interface AdminServiceDeps {
   admin: AdminRepository;
-  repository: Pick<IamRepository, 'getUser' | 'listProfiles' | 'getProfile' | 'getTemplate' | 'listTemplates'>;
+  repository: Pick<PrincipalRepository, 'getUser'> & GrantRepository;
   sessions: Pick<SessionService, 'revokeById' | 'revokeUser' | 'list'>;
   /**
    * The change feed's deliverer: each write records its effects in the change feed in its own transaction

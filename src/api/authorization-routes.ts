@@ -6,7 +6,7 @@ import { decisionView, type AuthorizationDecision, type DecisionAudience } from 
 import { problemFromDecision, type DecisionEngine } from '../authz/decision-engine';
 import { ADMIN_PERMISSIONS } from './admin-routes';
 import { normalizeRequestTarget } from '../http/normalize-target';
-import type { IamRepository } from '../domain/iam-repository';
+import type { AuditRepository } from '../domain/iam-repository';
 import type { CompiledPolicy } from '../policy/compiled-policy';
 import { ProblemError, problems } from '../domain/problem';
 import { callerOf, factsOf, stateOf } from './iam-context';
@@ -24,7 +24,7 @@ export interface AuthorizationRoutesDeps {
   engine: DecisionEngine;
   policy: () => CompiledPolicy;
   audit: AuditTrail;
-  repository: IamRepository;
+  repository: Pick<AuditRepository, 'findAuditByDecisionId'>;
   requireSession: Middleware;
   allowPathParameters: boolean;
   /** "Explain as this user" (diagnostics with `userId`): the subject a login of that user would have. */

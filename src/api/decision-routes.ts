@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import type { AuditTrail } from '../audit/audit-trail';
 import type { AuthorizationDecision } from '../authz/decision';
 import { problemFromDecision, type DecisionEngine, type DecisionSubject } from '../authz/decision-engine';
-import type { IamRepository } from '../domain/iam-repository';
+import type { SessionRepository } from '../domain/iam-repository';
 import { ProblemError, problems } from '../domain/problem';
 import type { VerifiedAssertion } from '../gateway/assertion-signer';
 import { requestCredential } from '../http/request-credential';
@@ -26,7 +26,7 @@ export interface DecisionRoutesDeps {
   sessions: Pick<SessionService, 'liveSession'>;
   /** The gateway's own `X-IAM-Assertion`, sent back by a host as the bearer; null when assertions are off. */
   assertions: { verify(token: string): VerifiedAssertion | null } | null;
-  repository: Pick<IamRepository, 'getSession'>;
+  repository: Pick<SessionRepository, 'getSession'>;
   /** The subject a login of `userId` with `clientType` would have (404 for an unknown user). */
   subjectOf: (userId: string, clientType: string) => Promise<{ principal: DecisionSubject['principal']; clientType: string }>;
   audit: Pick<AuditTrail, 'record'>;

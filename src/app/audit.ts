@@ -1,7 +1,7 @@
 import { AuditRetention } from '../audit/audit-retention';
 import { AuditSpool } from '../audit/audit-spool';
 import { AuditTrail } from '../audit/audit-trail';
-import type { IamRepository } from '../domain/iam-repository';
+import type { AuditRepository } from '../domain/iam-repository';
 import type { Logger } from '../observability/logger';
 import type { GatewayMetrics } from '../observability/metrics';
 import type { CleanupStack } from './cleanup-stack';
@@ -10,7 +10,7 @@ import type { GatewayConfig } from '../config';
 /** The audit trail (batched writes, a disk spool while the database is away) and its retention sweep. */
 export async function startAudit(
   config: GatewayConfig,
-  repository: IamRepository,
+  repository: AuditRepository,
   logger: Logger,
   metrics: GatewayMetrics,
   cleanups: CleanupStack,

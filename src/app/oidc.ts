@@ -7,7 +7,7 @@ import type { AuditTrail } from '../audit/audit-trail';
 import type { LoginRateLimiter } from '../auth/login-rate-limiter';
 import type { LoginService } from '../auth/login-service';
 import type { IamRepository } from '../domain/iam-repository';
-import type { TokenStore } from '../domain/token-store';
+import type { TokenCounters } from '../domain/token-store';
 import type { SessionService } from '../sessions/session-service';
 import type { GatewayConfig } from '../config';
 import { browserClientType } from './iam-api';
@@ -40,7 +40,7 @@ export function createRelyingParty(config: GatewayConfig): RelyingParty | null {
 export function createOidc(
   config: GatewayConfig,
   rp: RelyingParty | null,
-  deps: { login: LoginService; store: TokenStore; rateLimiter: LoginRateLimiter; repository: IamRepository; sessions: SessionService; audit: AuditTrail },
+  deps: { login: LoginService; store: TokenCounters; rateLimiter: LoginRateLimiter; repository: IamRepository; sessions: SessionService; audit: AuditTrail },
 ): OidcParts | null {
   if (config.iam.authenticator.type !== 'oidc' || rp === null) return null;
   const oidc = config.iam.oidc;

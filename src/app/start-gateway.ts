@@ -102,7 +102,6 @@ export async function startGatewayAs(config: GatewayConfig, options: StartOption
       authenticator,
       repository,
       sessions,
-      store,
       changes: state.changes,
       audit,
       logger,

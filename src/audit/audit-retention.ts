@@ -1,5 +1,5 @@
 import type { Logger } from '../observability/logger';
-import type { IamRepository } from '../domain/iam-repository';
+import type { AuditRepository } from '../domain/iam-repository';
 
 const HOUR_MS = 3_600_000;
 
@@ -13,7 +13,7 @@ export class AuditRetention {
   private running: Promise<void> | null = null;
 
   constructor(
-    private readonly repository: Pick<IamRepository, 'purgeAudit'>,
+    private readonly repository: Pick<AuditRepository, 'purgeAudit'>,
     private readonly logger: Logger,
     private readonly retentionMs: number,
   ) {}

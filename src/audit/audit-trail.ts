@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../observability/logger';
 import type { GatewayMetrics } from '../observability/metrics';
-import { DatabaseUnavailableError, type IamRepository } from '../domain/iam-repository';
+import { DatabaseUnavailableError, type AuditRepository } from '../domain/iam-repository';
 import type { AuditEventRecord } from '../domain/records';
 import { SpoolFullError, type AuditSpool } from './audit-spool';
 import { AnonymousAuditLimit, capEvent, describeFailure } from './audit-limits';
@@ -112,7 +112,7 @@ export class AuditTrail {
   private readonly counts: BoundAuditMetrics;
 
   constructor(
-    private readonly repository: Pick<IamRepository, 'insertAudit'>,
+    private readonly repository: Pick<AuditRepository, 'insertAudit'>,
     private readonly logger: Logger,
     private readonly options: AuditTrailOptions,
   ) {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { ProblemError } from '../domain/problem';
-import type { TokenStore } from '../domain/token-store';
+import type { TokenCounters } from '../domain/token-store';
 
 export interface LoginRateLimits {
   /** Attempts per username + client address that may fail within the window. */
@@ -30,7 +30,7 @@ export interface LoginAttempt {
  */
 export class LoginRateLimiter {
   constructor(
-    private readonly store: TokenStore,
+    private readonly store: TokenCounters,
     private readonly limits: LoginRateLimits,
   ) {}
 

@@ -2,11 +2,17 @@ import type { AuditTrail } from '../audit/audit-trail';
 import { withSpan } from '../observability/tracing';
 import type { Logger } from '../observability/logger';
 import type { GatewayMetrics } from '../observability/metrics';
-import { IdentityLinkError, type IamRepository, type IdentityAttach, type IdentityLinkRefusal } from '../domain/iam-repository';
+import {
+  IdentityLinkError,
+  type GrantRepository,
+  type IdentityAttach,
+  type IdentityLinkRefusal,
+  type PrincipalRepository,
+  type ProvisioningRepository,
+} from '../domain/iam-repository';
 import type { IdentityRecord, ProfileRecord, UserRecord } from '../domain/records';
 import { ProblemError, problems } from '../domain/problem';
 import { notASession, type AuthenticationResult, type RequestFacts, type SessionService, type VerifiedSession } from '../sessions/session-service';
-import type { TokenStore } from '../domain/token-store';
 import type { AuthenticatedIdentity, AuthenticationOutcome, Authenticator, LoginRequest, ProjectedProfiles } from './authenticator';
 import { OVERWRITE_UNAUDITED, type ProvisioningOptions } from '../domain/provisioning';
 import type { LoginRateLimiter } from './login-rate-limiter';
@@ -15,10 +21,10 @@ import type { IamPrincipal } from '../domain/principal';
 export interface LoginServiceDeps {
   /** The configured login method (any registered type; its type labels the metrics and the audit). */
   authenticator: Authenticator;
-  repository: IamRepository;
+  /** Users and identities (admitted at login), their profiles, and the profiles an authenticator projects. */
+  repository: Pick<PrincipalRepository, 'getUser' | 'ensurePrincipal'> & Pick<GrantRepository, 'listProfiles' | 'getProfile'> & ProvisioningRepository;
   sessions: SessionService;
   rateLimiter: LoginRateLimiter;
-  store: TokenStore;
   /** The change feed's deliverer: a projection's changes are recorded with it and published through it. */
   changes?: { deliver(): Promise<void> };
   audit: AuditTrail;
@@ -242,7 +248,7 @@ export interface AdmissionRules {
  * provisioning set it).
  */
 export async function admitIdentity(
-  repository: Pick<IamRepository, 'getUser' | 'ensurePrincipal'>,
+  repository: Pick<PrincipalRepository, 'getUser' | 'ensurePrincipal'>,
   identity: AuthenticatedIdentity,
   rules: AdmissionRules,
 ): Promise<{ user: UserRecord; storedIdentity: IdentityRecord } | { refused: IdentityRefusal; userId: string | null }> {

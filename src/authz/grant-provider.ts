@@ -5,13 +5,13 @@
  * is down (`trustCache()` false) the cache is bypassed, since events may be missed.
  */
 import type { IamPrincipal } from '../domain/principal';
-import type { IamRepository } from '../domain/iam-repository';
+import type { GrantRepository, PrincipalRepository } from '../domain/iam-repository';
 import type { StoreEvent } from '../domain/token-record';
 import { approximateGrantBytes, compileGrant, type CompiledGrant } from './ability-compiler';
 import { GrantCache, grantKey } from './grant-cache';
 
 export interface GrantProviderOptions {
-  repository: Pick<IamRepository, 'getProfile' | 'getTemplate' | 'getUser'>;
+  repository: Pick<GrantRepository, 'getProfile' | 'getTemplate'> & Pick<PrincipalRepository, 'getUser'>;
   /** Bound of the LRU cache (`iam.authz.ability-cache-size`). */
   maxEntries: number;
   /** Memory bound of the LRU cache in approximate bytes (`iam.authz.ability-cache-memory`); none when omitted. */

@@ -11,11 +11,14 @@ import type {
   UserRecord,
 } from './records';
 
-/**
- * Everything the gateway reads from or writes to PostgreSQL. Never called on the per-request proxy path
- * with a warm cache. Every method rejects with `DatabaseUnavailableError` when the database cannot be reached.
+/*
+ * The database seams. Each consumer takes the narrowest one it uses (or a `Pick` of it); `IamRepository` is their
+ * intersection, what the adapters implement and app/ wires. Never called on the per-request proxy path with a warm
+ * cache. Every method rejects with `DatabaseUnavailableError` when the database cannot be reached.
  */
-export interface IamRepository {
+
+/** Users and their identities: the first login creates them, sessions and grants look them up. */
+export interface PrincipalRepository {
   /**
    * Makes sure the user and identity exist (hosts do not migrate their users: the first login creates
    * them) and returns the user. An existing user's enabled flag and authorization version are kept;
@@ -29,12 +32,19 @@ export interface IamRepository {
   }>;
   getUser(userId: string): Promise<UserRecord | null>;
   getIdentity(identityId: string): Promise<IdentityRecord | null>;
+}
+
+/** Profiles (with their scopes) and permission templates: what a grant is compiled from. */
+export interface GrantRepository {
   /** Every profile of the user (enabled or not), with scopes, ordered by profileId. */
   listProfiles(userId: string): Promise<ProfileRecord[]>;
   getProfile(profileId: string): Promise<ProfileRecord | null>;
   getTemplate(versionId: string): Promise<TemplateRecord | null>;
   listTemplates(): Promise<TemplateRecord[]>;
+}
 
+/** The durable session records: issued, looked up, listed, seen, revoked and ended. */
+export interface SessionRepository {
   insertSession(session: SessionRecord): Promise<void>;
   getSession(sessionId: string): Promise<SessionRecord | null>;
   /** The session whose token has this hash (the durable record's copy of what the token store keys by). */
@@ -60,6 +70,10 @@ export interface IamRepository {
    * with `raiseEpoch` also raises the user's session epoch. Idempotent: sessions already ended are skipped.
    */
   endSessions(request: EndSessionsRequest): Promise<EndSessionsResult>;
+}
+
+/** The change feed: how a recorded change reaches every instance, and the revocations to load at start. */
+export interface ChangeFeedRepository {
   /** Change-feed rows after `afterId` (and the listed ids), oldest first (change-log.ts). */
   listChanges(afterId: number, alsoIds: number[], limit: number): Promise<ChangeRow[]>;
   /** Claims undelivered change-feed rows for `leaseMs`. */
@@ -67,7 +81,10 @@ export interface IamRepository {
   markChangesDelivered(ids: number[]): Promise<void>;
   /** Revoked sessions not yet expired, raised session epochs, and where to start reading the feed. */
   loadRevocationState(): Promise<RevocationState>;
+}
 
+/** The audit trail rows: written in batches, looked up by decision, purged by retention. */
+export interface AuditRepository {
   /**
    * Stores the events in one statement; an event whose `eventId` is already stored is skipped (a retried write
    * that had committed stores nothing twice). Callers keep each call small (audit/audit-trail.ts writes chunks).
@@ -76,7 +93,10 @@ export interface IamRepository {
   findAuditByDecisionId(decisionId: string): Promise<AuditEventRecord | null>;
   /** Deletes audit events that occurred before `before` (retention); resolves how many. */
   purgeAudit(before: Date): Promise<number>;
+}
 
+/** Applying a provisioning document: the start-time file, `provision`, the profiles an authenticator projects at login. */
+export interface ProvisioningRepository {
   /**
    * Applies a provisioning document idempotently in one transaction: a second run with the same
    * document changes nothing and reports `unchanged` only. Referential errors (unknown template)
@@ -84,7 +104,13 @@ export interface IamRepository {
    * create-missing or overwrite and the audit actor (provisioning-mode.ts).
    */
   applyProvisioning(document: ProvisioningDocument, options?: ProvisioningOptions): Promise<ProvisioningSummary>;
+}
 
+/**
+ * Everything the gateway reads from or writes to PostgreSQL: every seam above, and the readiness probe. The adapters
+ * implement it and app/ wires it; a consumer takes one of the seams instead.
+ */
+export interface IamRepository extends PrincipalRepository, GrantRepository, SessionRepository, ChangeFeedRepository, AuditRepository, ProvisioningRepository {
   /** Resolves when the database answers a trivial query. */
   ping(): Promise<void>;
 }
@@ -105,7 +131,7 @@ export class DatabaseUnavailableError extends Error {
 }
 
 /**
- * Whether {@link IamRepository.ensurePrincipal} may attach a new identity to a user that already exists:
+ * Whether {@link PrincipalRepository.ensurePrincipal} may attach a new identity to a user that already exists:
  * - `any`: yes (a host authenticator vouches for the userId it answers);
  * - `new-user`: never; a new identity comes only with a new user (an existing user gets a new identity only from
  *   an admin or provisioning);
@@ -117,7 +143,7 @@ export type IdentityAttach = 'any' | 'new-user' | 'first-in-domain';
 /** Why an identity was not attached: it is another user's, or it may not join the (existing) user it names. */
 export type IdentityLinkRefusal = 'identity-of-another-user' | 'identity-not-linked';
 
-/** {@link IamRepository.ensurePrincipal} refused to attach the identity; nothing was written. */
+/** {@link PrincipalRepository.ensurePrincipal} refused to attach the identity; nothing was written. */
 export class IdentityLinkError extends Error {
   constructor(
     readonly reason: IdentityLinkRefusal,

@@ -7,18 +7,14 @@ export interface EventSubscription {
   close(): Promise<void>;
 }
 
-/**
- * The shared token store: Redis when `REDIS_URL` is set, in-process otherwise.
- * Keys (all under the configured prefix):
- *  - `{prefix}:token:{tokenHash}` → TokenRecord (JSON), TTL = time to `expiresAt` (or the idle window, whichever is shorter)
- *  - `{prefix}:user:{userId}:sessions` → sessionId → tokenHash of that user's live tokens
- *  - `{prefix}:ratelimit:{key}` → counters for the login rate limit
- *  - channel `{prefix}:events` → JSON StoreEvent
- * Every method rejects with a `StoreUnavailableError` when the store cannot be reached.
+/*
+ * The token store's seams: each consumer takes the narrowest one it uses (or a `Pick` of it); `TokenStore` is their
+ * intersection, what the adapters implement and app/ wires. Every method rejects with a `StoreUnavailableError`
+ * when the store cannot be reached.
  */
-export interface TokenStore {
-  readonly kind: 'redis' | 'memory';
-  readonly prefix: string;
+
+/** The live tokens: `{prefix}:token:{tokenHash}` and each user's index `{prefix}:user:{userId}:sessions`. */
+export interface TokenRecords {
   /**
    * The record for a token hash, or null when absent or expired. One round trip. When the record has an
    * idle timeout, the same round trip slides its expiry to min(idle window, absolute expiry).
@@ -30,10 +26,20 @@ export interface TokenStore {
   deleteToken(tokenHash: string, userId: string, sessionId: string): Promise<boolean>;
   /** sessionId → tokenHash of a user's live tokens (entries whose token expired are pruned). */
   listUserTokens(userId: string): Promise<Map<string, string>>;
+  /** Deletes every key under the prefix, counters included (the rollback step); resolves the number deleted. */
+  purge(): Promise<number>;
+}
+
+/** The events channel `{prefix}:events`: what one instance changed, told to every instance. */
+export interface TokenEvents {
   /** Publishes an event to every instance (this one included). */
   publish(event: StoreEvent): Promise<void>;
   /** Subscribes to events; `onConnectionChange` is called whenever the channel drops or comes back. */
   subscribe(onEvent: (event: StoreEvent) => void, onConnectionChange?: (connected: boolean) => void): Promise<EventSubscription>;
+}
+
+/** Shared counters `{prefix}:ratelimit:{key}`: the login rate limits and single-use marks. */
+export interface TokenCounters {
   /**
    * Fixed-window counter for rate limiting: increments `{prefix}:ratelimit:{key}` and returns the count and
    * the ms left in the window (the window starts at the first increment).
@@ -50,8 +56,19 @@ export interface TokenStore {
   /** Gives back one unit taken by {@link takeCounters} (never below zero; the window is kept). */
   releaseCounter(key: string): Promise<void>;
   resetCounter(key: string): Promise<void>;
-  /** Deletes every key under the prefix (the rollback step); resolves the number deleted. */
-  purge(): Promise<number>;
+}
+
+/**
+ * The shared token store: Redis when `REDIS_URL` is set, in-process otherwise; every seam above under one prefix.
+ * Keys (all under the configured prefix):
+ *  - `{prefix}:token:{tokenHash}` → TokenRecord (JSON), TTL = time to `expiresAt` (or the idle window, whichever is shorter)
+ *  - `{prefix}:user:{userId}:sessions` → sessionId → tokenHash of that user's live tokens
+ *  - `{prefix}:ratelimit:{key}` → counters for the login rate limit
+ *  - channel `{prefix}:events` → JSON StoreEvent
+ */
+export interface TokenStore extends TokenRecords, TokenEvents, TokenCounters {
+  readonly kind: 'redis' | 'memory';
+  readonly prefix: string;
   /** Resolves when the store answers. */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -1,11 +1,11 @@
 import type { Logger } from '../observability/logger';
-import type { IamRepository } from '../domain/iam-repository';
+import type { ChangeFeedRepository } from '../domain/iam-repository';
 import type { StoreEvent } from '../domain/token-record';
-import type { TokenStore } from '../domain/token-store';
+import type { TokenEvents, TokenRecords } from '../domain/token-store';
 
 export interface ChangeFeedOptions {
-  repository: Pick<IamRepository, 'listChanges' | 'claimChanges' | 'markChangesDelivered'>;
-  store: Pick<TokenStore, 'deleteToken' | 'publish'>;
+  repository: Pick<ChangeFeedRepository, 'listChanges' | 'claimChanges' | 'markChangesDelivered'>;
+  store: Pick<TokenRecords, 'deleteToken'> & Pick<TokenEvents, 'publish'>;
   /** Applies an event to this instance's caches and revocation registry (the events channel's handler). */
   apply: (event: StoreEvent) => void;
   logger: Pick<Logger, 'warn' | 'info'>;

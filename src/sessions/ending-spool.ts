@@ -1,6 +1,6 @@
 import { DiskSpool } from '../audit/disk-spool';
 import type { EndSessionsRequest } from '../domain/changes';
-import { DatabaseUnavailableError, type IamRepository } from '../domain/iam-repository';
+import { DatabaseUnavailableError, type SessionRepository } from '../domain/iam-repository';
 import { describeFailure } from '../audit/audit-limits';
 import type { Logger } from '../observability/logger';
 
@@ -24,7 +24,7 @@ export class EndingSpool extends DiskSpool<EndSessionsRequest> {
  * not answer (the start fails: it could not serve its revocation record anyway): the files not replayed yet
  * are handed back to the directory for the next start.
  */
-export async function replaySpooledEndings(spool: EndingSpool, repository: Pick<IamRepository, 'endSessions'>, logger: Pick<Logger, 'info' | 'error'>): Promise<number> {
+export async function replaySpooledEndings(spool: EndingSpool, repository: Pick<SessionRepository, 'endSessions'>, logger: Pick<Logger, 'info' | 'error'>): Promise<number> {
   const files = await spool.claim();
   let replayed = 0;
   for (let i = 0; i < files.length; i++) {

@@ -1,5 +1,5 @@
 import type { Logger } from '../observability/logger';
-import type { IamRepository } from '../domain/iam-repository';
+import type { SessionRepository } from '../domain/iam-repository';
 
 /**
  * Keeps `lastSeenAt` of sessions without touching the database on the request path: requests note the time
@@ -10,7 +10,7 @@ export class LastSeenTracker {
   private timer: NodeJS.Timeout | null = null;
 
   constructor(
-    private readonly repository: Pick<IamRepository, 'updateSession'>,
+    private readonly repository: Pick<SessionRepository, 'updateSession'>,
     private readonly logger: Logger,
     private readonly flushIntervalMs = 5000,
     private readonly maxPending = 100_000,

@@ -1,16 +1,16 @@
 import type { Logger } from '../observability/logger';
 import type { EndedSession, EndingAudit, EndSessionsRequest, EndSessionsResult } from '../domain/changes';
-import { DatabaseUnavailableError, type IamRepository } from '../domain/iam-repository';
+import { DatabaseUnavailableError, type SessionRepository } from '../domain/iam-repository';
 import { describeFailure } from '../audit/audit-limits';
 import type { EndingSpool } from './ending-spool';
 import type { RevocationRegistry } from './revocation-registry';
 import type { SessionCache } from './session-cache';
 import type { StoreEvent } from '../domain/token-record';
-import type { TokenStore } from '../domain/token-store';
+import type { TokenEvents, TokenRecords } from '../domain/token-store';
 
 export interface SessionEndingDeps {
-  store: TokenStore;
-  repository: Pick<IamRepository, 'endSessions'>;
+  store: Pick<TokenRecords, 'deleteToken'> & Pick<TokenEvents, 'publish'>;
+  repository: Pick<SessionRepository, 'endSessions'>;
   cache: SessionCache | null;
   revocations: RevocationRegistry;
   /** The change feed's deliverer: publishes the recorded change until done (absent in unit tests). */

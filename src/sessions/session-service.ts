@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IamPrincipal } from '../domain/principal';
 import type { Logger } from '../observability/logger';
-import { DatabaseUnavailableError, type IamRepository } from '../domain/iam-repository';
+import { DatabaseUnavailableError, type PrincipalRepository, type SessionRepository } from '../domain/iam-repository';
 import type { EndingAudit } from '../domain/changes';
 import type { SessionRecord, SessionState } from '../domain/records';
 import { ProblemError, problems } from '../domain/problem';
@@ -15,7 +15,7 @@ import { SessionEnding } from './session-ending';
 import type { EndingSpool } from './ending-spool';
 import { generateToken, hashToken, isWellFormedToken } from '../domain/token-hash';
 import type { StoreEvent, TokenRecord } from '../domain/token-record';
-import { StoreUnavailableError, type TokenStore } from '../domain/token-store';
+import { StoreUnavailableError, type TokenEvents, type TokenRecords } from '../domain/token-store';
 
 /** The AuthenticationResult of login and profile switch (docs/http-contract.md). */
 export interface AuthenticationResult {
@@ -54,8 +54,10 @@ export interface SessionView {
 }
 
 export interface SessionServiceDeps {
-  store: TokenStore;
-  repository: IamRepository;
+  /** The live tokens; ending a session also publishes the end (session-ending.ts). */
+  store: Pick<TokenRecords, 'getToken' | 'putToken' | 'deleteToken' | 'listUserTokens'> & Pick<TokenEvents, 'publish'>;
+  /** The durable session records, and the user and identity a switch of profile checks again. */
+  repository: SessionRepository & Pick<PrincipalRepository, 'getUser' | 'getIdentity'>;
   cache: SessionCache | null;
   lastSeen: LastSeenTracker;
   logger: Logger;

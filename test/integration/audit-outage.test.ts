@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { AuditSpool } from '../../src/audit/audit-spool';
 import { AuditTrail, type AuditInput } from '../../src/audit/audit-trail';
-import { DatabaseUnavailableError, type IamRepository } from '../../src/domain/iam-repository';
+import { DatabaseUnavailableError, type AuditRepository, type IamRepository } from '../../src/domain/iam-repository';
 import type { AuditEventRecord } from '../../src/domain/records';
 import { createLogger } from '../../src/observability/logger';
 import { createMetrics, type GatewayMetrics } from '../../src/observability/metrics';
@@ -58,7 +58,7 @@ function capturingLogger(): { logger: ReturnType<typeof createLogger>; lines: ()
 }
 
 /** The real repository behind a switch: while `down`, every write fails as an outage does. */
-function switchable(repository: IamRepository): Pick<IamRepository, 'insertAudit'> & { down: boolean; sizes: number[] } {
+function switchable(repository: IamRepository): Pick<AuditRepository, 'insertAudit'> & { down: boolean; sizes: number[] } {
   const wrapper = {
     down: false,
     sizes: [] as number[],

@@ -1,6 +1,6 @@
 import { decodeProtectedHeader } from 'jose';
 import type { AuditTrail } from '../../audit/audit-trail';
-import type { IamRepository } from '../../domain/iam-repository';
+import type { GrantRepository, PrincipalRepository } from '../../domain/iam-repository';
 import { ProblemError } from '../../domain/problem';
 import { hashToken } from '../../domain/token-hash';
 import type { TokenRecord } from '../../domain/token-record';
@@ -31,7 +31,7 @@ export interface AccessTokenDeps {
   claims: ClaimMapping;
   /** The client type of a provider access token's principal (`API` when configured). */
   clientType: string;
-  repository: Pick<IamRepository, 'getUser' | 'ensurePrincipal' | 'listProfiles'>;
+  repository: Pick<PrincipalRepository, 'getUser' | 'ensurePrincipal'> & Pick<GrantRepository, 'listProfiles'>;
   /**
    * Ended sessions, raised user epochs and their instants (every instance's events): a disabled user's tokens stop
    * at once, and a token issued before its user's sessions were all ended is refused whenever it is first presented.

@@ -1,8 +1,8 @@
 import type { JWTPayload } from 'jose';
-import type { IamRepository } from '../../domain/iam-repository';
+import type { PrincipalRepository, SessionRepository } from '../../domain/iam-repository';
 import { ProblemError } from '../../domain/problem';
 import { hashToken } from '../../domain/token-hash';
-import type { TokenStore } from '../../domain/token-store';
+import type { TokenCounters } from '../../domain/token-store';
 import type { RequestFacts, SessionService } from '../../sessions/session-service';
 import { oidcIdentityId } from './oidc-login';
 import { RelyingParty } from './relying-party';
@@ -19,8 +19,8 @@ export const IDENTITY_PROVIDER_ACTOR = 'identity-provider';
 export interface BackchannelLogoutDeps {
   rp: RelyingParty;
   /** A logout token's `jti` is accepted once, on every instance (an atomic counter with a limit of 1). */
-  store: Pick<TokenStore, 'takeCounters'>;
-  repository: Pick<IamRepository, 'listSessionsOfIdpSession' | 'getIdentity'>;
+  store: Pick<TokenCounters, 'takeCounters'>;
+  repository: Pick<SessionRepository, 'listSessionsOfIdpSession'> & Pick<PrincipalRepository, 'getIdentity'>;
   sessions: Pick<SessionService, 'revokeById' | 'revokeUser'>;
 }
 

@@ -2,7 +2,7 @@ import type { JWTPayload } from 'jose';
 import type { AuditTrail } from '../../audit/audit-trail';
 import { ProblemError } from '../../domain/problem';
 import { hashToken } from '../../domain/token-hash';
-import type { TokenStore } from '../../domain/token-store';
+import type { TokenCounters } from '../../domain/token-store';
 import type { AuthenticationResult, RequestFacts } from '../../sessions/session-service';
 import type { AuthenticatedIdentity } from '../authenticator';
 import { checkAuthenticatedIdentity } from '../identity-validation';
@@ -41,7 +41,7 @@ export interface OidcLoginDeps {
   seal: LoginStateSeal;
   login: Pick<LoginService, 'loginVerified'>;
   /** Makes each `state` usable once, on every instance (an atomic counter with a limit of 1). */
-  store: Pick<TokenStore, 'takeCounters'>;
+  store: Pick<TokenCounters, 'takeCounters'>;
   /** A callback with a matching state is a login attempt of its client address (failures per address). */
   rateLimiter: Pick<LoginRateLimiter, 'acquireAddress'>;
   claims: ClaimMapping;
