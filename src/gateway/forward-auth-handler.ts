@@ -22,7 +22,7 @@ export const FORWARD_AUTH_PATH = '/iam/authorization/forward-auth';
 const FORWARD_AUTH_ROUTE = /^\/iam\/authorization\/forward-auth\/?$/i;
 
 export interface ForwardAuthDeps {
-  authorizer: Pick<RequestAuthorizer, 'authorizeFast' | 'identityHeadersFor'>;
+  authorizer: Pick<RequestAuthorizer, 'authorizeFast'>;
   /** `iam_forward_auth_requests_total{outcome}`. */
   metrics: Pick<GatewayMetrics, 'forwardAuth'>;
   /** The proxy's own target rules (`iam.gateway.allow-path-parameters`, `server.max-url-length`). */
@@ -124,7 +124,7 @@ export class ForwardAuthHandler {
     let headers: string[];
     try {
       headers = ['X-Request-Id', request.requestId];
-      const identity = this.deps.authorizer.identityHeadersFor(original, outcome);
+      const identity = outcome.identity;
       if (identity !== null) for (const [name, value] of identity) headers.push(name, value);
       // The cookies the host may see, for the proxy to send instead of the client's (docs/http-contract.md): the
       // gateway's own are removed, as the inline proxy removes them. None left: no Cookie, and the host gets none.

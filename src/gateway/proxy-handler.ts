@@ -251,7 +251,7 @@ export class ProxyHandler {
 
   /** The headers the host receives for an authorized request. */
   upstreamHeaders(req: IncomingMessage, request: PreparedRequest, outcome: Extract<Authorization, { allowed: true }>, keepUpgrade = false): string[] {
-    const identity = this.deps.authorizer.identityHeadersFor(request, outcome);
+    const identity = outcome.identity;
     return buildUpstreamHeaders(
       {
         rawHeaders: req.rawHeaders,

@@ -38,6 +38,12 @@ export type Authorization =
       decision: AuthorizationDecision | null;
       session: VerifiedSession | null;
       bearerSent: boolean;
+      /**
+       * The identity headers of docs/http-contract.md the host receives with this request (`X-IAM-*`, the optional
+       * `X-IAM-Assertion`); null for an anonymous request that has none. Built with the decision, so the proxy, a
+       * WebSocket upgrade and forward-auth send exactly what was decided.
+       */
+      identity: Array<readonly [string, string]> | null;
       /** The candidate policy decided otherwise (never enforced: for the access log). */
       candidate?: CandidateDivergence | null;
     }
@@ -170,8 +176,9 @@ export class RequestAuthorizer {
       return { allowed: false, problem: problemFromDecision(decision), decision, route, candidate };
     }
     // A shadow denial is counted as shadow_deny above, not as an allow.
+    const identity = this.identityOf(request, decision, session);
     if (!decision.shadowed) this.allowed.inc();
-    return { allowed: true, decision, session, bearerSent, candidate };
+    return { allowed: true, decision, session, bearerSent, identity, candidate };
   }
 
   private failure(error: unknown, request: PreparedRequest, route: string | undefined): Authorization {
@@ -184,11 +191,10 @@ export class RequestAuthorizer {
   }
 
   /** The identity headers of docs/http-contract.md for an authorized request (none for anonymous requests). */
-  identityHeadersFor(request: PreparedRequest, outcome: Extract<Authorization, { allowed: true }>): Array<readonly [string, string]> | null {
-    const { session, decision } = outcome;
+  private identityOf(request: PreparedRequest, decision: AuthorizationDecision, session: VerifiedSession | null): Array<readonly [string, string]> | null {
     const forwarded = forwardedAuthorization(decision);
     if (!session) return forwarded.shadowDenied === null ? null : identityHeaders(null, null, forwarded, null);
-    const assertion = this.deps.signAssertion && decision ? this.deps.signAssertion(decision, session, request.method, request.path, request.requestId) : null;
+    const assertion = this.deps.signAssertion ? this.deps.signAssertion(decision, session, request.method, request.path, request.requestId) : null;
     return identityHeaders(session.record.principal, session.record.sessionId, forwarded, assertion);
   }
 

@@ -77,7 +77,6 @@ describe('the front door hands forward-auth to the handler, never to the /iam ap
           decided.push(request);
           return outcome();
         },
-        identityHeadersFor: () => identityHeaders(),
       },
       metrics,
       target: { allowPathParameters: false, maxUrlLength: 8192 },
@@ -114,8 +113,8 @@ describe('the front door hands forward-auth to the handler, never to the /iam ap
     decided.length = 0;
     errors.length = 0;
     outages.length = 0;
-    outcome = () => ({ allowed: true, decision: null, session: null, bearerSent: false });
     identityHeaders = () => [['X-IAM-User-Id', 'u-1'] as const];
+    outcome = () => ({ allowed: true, decision: null, session: null, bearerSent: false, identity: identityHeaders() });
   });
 
   const original = { 'x-forwarded-method': 'PUT', 'x-forwarded-uri': '/api/things/1?x=2' };
@@ -184,7 +183,7 @@ describe('the front door hands forward-auth to the handler, never to the /iam ap
     expect((await count('error')) - before).toBe(1);
   });
 
-  it('any other failure (identity headers that cannot be built) is a logged 500, never a 200 without them', async () => {
+  it('any other failure (the authorizer throws: here while building the identity headers) is a logged 500, never a 200 without them', async () => {
     identityHeaders = () => {
       throw new Error('signer broke');
     };
