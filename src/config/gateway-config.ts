@@ -1,3 +1,4 @@
+import type { DatabaseSettings } from '../adapters/postgres/database';
 import type { AuthenticatorConfig } from '../auth/authenticators';
 import type { ClaimCondition, ProfileRule } from '../auth/oidc/claim-rules';
 
@@ -50,19 +51,8 @@ export interface GatewayConfig {
     /** `upstream.websocket-recheck-interval`: longest time between two authorization checks of an open tunnel. */
     websocketRecheckIntervalMs: number;
   };
-  database: {
-    /** `database.url` / `DATABASE_URL`; null → embedded PGlite. */
-    url: string | null;
-    /** `database.embedded-dir`: PGlite data directory; `memory://` keeps nothing. */
-    embeddedDir: string;
-    poolSize: number;
-    /** `database.connect-timeout`: opening a connection, and waiting for a pooled one. */
-    connectTimeoutMs: number;
-    /** `database.query-timeout`: a statement without an answer after this fails as unavailable (503). */
-    queryTimeoutMs: number;
-    /** `database.idle-timeout`: pooled connections unused this long are closed. */
-    idleTimeoutMs: number;
-  };
+  /** `database.*`: the shape the database adapter opens with (adapters/postgres/database.ts). */
+  database: DatabaseSettings['database'];
   redis: {
     /** `redis.url` / `REDIS_URL`; null → in-process token store (single instance only). */
     url: string | null;

@@ -6,7 +6,7 @@
  * ports here instead of 3000 and 8080).
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startHost, type RunningHost } from '../../examples/host/server';
@@ -14,6 +14,7 @@ import { freePort } from '../support/front-proxy';
 import { ROOT } from '../support/gateway';
 import { ensureBuilt } from '../support/gateway-process';
 import { until } from '../support/wait';
+import { alive, guideGatewayPid, installCliShim } from '../support/guide-workspace';
 
 const GUIDE = readFileSync(join(ROOT, 'docs', 'debugging-a-denial.md'), 'utf8');
 
@@ -64,15 +65,7 @@ class Shell {
   }
 }
 
-const gatewayPid = (): number | null => (existsSync(join(work, 'gateway.pid')) ? Number(readFileSync(join(work, 'gateway.pid'), 'utf8').trim()) : null);
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
+const gatewayPid = (): number | null => guideGatewayPid(work);
 const statusesOf = (output: string): number[] => [...output.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((match) => Number(match[1]));
 /** The JSON documents a block printed, one a line (the lines that are not JSON, such as headers, are skipped). */
 const documentsOf = (output: string): Array<Record<string, unknown>> =>
@@ -86,10 +79,7 @@ const failedStep = (decision: Record<string, unknown>): string | undefined =>
 beforeAll(async () => {
   ensureBuilt();
   work = mkdtempSync(join(tmpdir(), 'iam-debugging-'));
-  mkdirSync(join(work, '.bin'));
-  const npx = join(work, '.bin', 'npx');
-  writeFileSync(npx, `#!/bin/sh\nif [ "$1" = iam-gateway ]; then shift; exec "${process.execPath}" "${join(ROOT, 'bin', 'iam-gateway.js')}" "$@"; fi\necho "npx $1: not in this test" >&2; exit 127\n`);
-  chmodSync(npx, 0o755);
+  installCliShim(work);
   host = await startHost(0);
   port = await freePort();
 }, 60_000);

@@ -6,13 +6,14 @@
  * not: every manifest they apply exists, every object they name is one the manifests define.
  */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { notRun } from '../support/env';
 import { ROOT } from '../support/gateway';
 import { ensureBuilt } from '../support/gateway-process';
+import { installCliShim, shBlocks } from '../support/guide-workspace';
 
 const GUIDE = readFileSync(join(ROOT, 'docs', 'kubernetes.md'), 'utf8');
 const section = (heading: string): string => {
@@ -20,7 +21,6 @@ const section = (heading: string): string => {
   const end = GUIDE.indexOf('\n## ', start + 1);
   return GUIDE.slice(start, end < 0 ? undefined : end);
 };
-const shBlocks = (text: string): string[] => [...text.matchAll(/```sh\n([\s\S]*?)```/g)].map((match) => match[1]!);
 
 const has = (binary: string): boolean => spawnSync('sh', ['-c', `command -v ${binary}`]).status === 0;
 const runnable = (has('kubectl') && has('openssl')) || process.env.CI !== undefined;
@@ -66,10 +66,7 @@ describe('docs/kubernetes.md', () => {
     work = mkdtempSync(join(tmpdir(), 'iam-k8s-guide-'));
     cpSync(join(ROOT, 'deploy'), join(work, 'deploy'), { recursive: true });
     cpSync(join(ROOT, 'policies'), join(work, 'policies'), { recursive: true });
-    mkdirSync(join(work, '.bin'));
-    const npx = join(work, '.bin', 'npx');
-    writeFileSync(npx, `#!/bin/sh\nif [ "$1" = iam-gateway ]; then shift; exec "${process.execPath}" "${join(ROOT, 'bin', 'iam-gateway.js')}" "$@"; fi\necho "npx $1: not in this test" >&2; exit 127\n`);
-    chmodSync(npx, 0o755);
+    const path = installCliShim(work);
 
     const blocks = shBlocks(section('1. Prepare'));
     expect(blocks).toHaveLength(3);
@@ -78,7 +75,7 @@ describe('docs/kubernetes.md', () => {
         cwd: work,
         encoding: 'utf8',
         // No cluster: kubectl must not need one for these commands (a KUBECONFIG that names none).
-        env: { PATH: `${join(work, '.bin')}:${process.env.PATH ?? ''}`, HOME: work, KUBECONFIG: join(work, 'no-kubeconfig') },
+        env: { PATH: path, HOME: work, KUBECONFIG: join(work, 'no-kubeconfig') },
         timeout: 60_000,
       });
       expect({ block, code: run.status, output: `${run.stdout}${run.stderr}`.slice(-2000) }).toEqual({ block, code: 0, output: expect.any(String) });

@@ -5,7 +5,7 @@
  * workflow's gate step as the workflow runs it (its env, the script copied to ci/), with and without the label.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { chmodSync, cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { DestinationStream } from 'pino';
@@ -16,6 +16,7 @@ import { createTestDatabase } from '../support/database';
 import { testDatabaseKind, testDatabaseUrl } from '../support/env';
 import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
 import { ensureBuilt } from '../support/gateway-process';
+import { installCliShim, shBlocks } from '../support/guide-workspace';
 
 const GUIDE = readFileSync(join(ROOT, 'docs', 'policy-changes.md'), 'utf8');
 const WORKFLOW = join(ROOT, 'examples', 'ci', 'github-actions-policy.yml');
@@ -63,10 +64,7 @@ beforeAll(async () => {
   cpSync(join(work, 'pr-policies'), join(work, 'candidate'), { recursive: true });
   mkdirSync(join(work, 'examples'));
   cpSync(join(ROOT, 'examples', 'ci'), join(work, 'examples', 'ci'), { recursive: true });
-  mkdirSync(join(work, '.bin'));
-  const npx = join(work, '.bin', 'npx');
-  writeFileSync(npx, `#!/bin/sh\nif [ "$1" = iam-gateway ]; then shift; exec "${process.execPath}" "${join(ROOT, 'bin', 'iam-gateway.js')}" "$@"; fi\necho "npx $1: not in this test" >&2; exit 127\n`);
-  chmodSync(npx, 0o755);
+  installCliShim(work);
 
   // Yesterday's traffic: the example users through a gateway serving the live policy, its access log kept.
   let log = '';
@@ -94,7 +92,7 @@ afterAll(async () => {
 
 describe('docs/policy-changes.md as written', () => {
   it('each sh block runs, in order, with the exit status the guide gives', async () => {
-    const blocks = [...GUIDE.matchAll(/```sh\n([\s\S]*?)```/g)].map((match) => match[1]!);
+    const blocks = shBlocks(GUIDE);
     expect(blocks).toHaveLength(EXPECTED_EXITS.length);
     const outcomes = [];
     for (const block of blocks) outcomes.push(await run(block));

@@ -5,7 +5,7 @@
  * app's and the gateway's port, free ports here instead of 3000 and 8080).
  */
 import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startHost, type RunningHost } from '../../examples/host/server';
@@ -13,6 +13,7 @@ import { freePort } from '../support/front-proxy';
 import { ROOT } from '../support/gateway';
 import { ensureBuilt } from '../support/gateway-process';
 import { until } from '../support/wait';
+import { alive, guideGatewayPid, installCliShim } from '../support/guide-workspace';
 
 const GUIDE = readFileSync(join(ROOT, 'docs', 'your-app.md'), 'utf8');
 
@@ -33,23 +34,12 @@ function run(script: string): Promise<{ code: number; output: string }> {
   return new Promise((resolve) => child.on('close', (code) => resolve({ code: code ?? -1, output })));
 }
 
-const gatewayPid = (): number | null => (existsSync(join(work, 'gateway.pid')) ? Number(readFileSync(join(work, 'gateway.pid'), 'utf8').trim()) : null);
-const alive = (pid: number): boolean => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
+const gatewayPid = (): number | null => guideGatewayPid(work);
 
 beforeAll(async () => {
   ensureBuilt();
   work = mkdtempSync(join(tmpdir(), 'iam-your-app-'));
-  mkdirSync(join(work, '.bin'));
-  const npx = join(work, '.bin', 'npx');
-  writeFileSync(npx, `#!/bin/sh\nif [ "$1" = iam-gateway ]; then shift; exec "${process.execPath}" "${join(ROOT, 'bin', 'iam-gateway.js')}" "$@"; fi\necho "npx $1: not in this test" >&2; exit 127\n`);
-  chmodSync(npx, 0o755);
+  installCliShim(work);
   host = await startHost(0);
   port = await freePort();
 }, 60_000);

@@ -10,12 +10,17 @@ import { createOrm } from './orm';
 /** What opening the database reads from the configuration (`database.*`, `iam.schema`; docs/configuration.md). */
 export interface DatabaseSettings {
   database: {
-    /** null: start the embedded PGlite in `embeddedDir`. */
+    /** `database.url` / `DATABASE_URL`; null → embedded PGlite. */
     url: string | null;
+    /** `database.embedded-dir`: PGlite data directory; `memory://` keeps nothing. */
     embeddedDir: string;
+    /** `database.pool-size`. */
     poolSize: number;
+    /** `database.connect-timeout`: opening a connection, and waiting for a pooled one. */
     connectTimeoutMs: number;
+    /** `database.query-timeout`: a statement without an answer after this fails as unavailable (503). */
     queryTimeoutMs: number;
+    /** `database.idle-timeout`: pooled connections unused this long are closed. */
     idleTimeoutMs: number;
   };
   iam: { schema: { historyTable: string } };
