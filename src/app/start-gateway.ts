@@ -1,36 +1,27 @@
-import { LoginRateLimiter } from '../auth/login-rate-limiter';
-import { LoginService } from '../auth/login-service';
 import { DecisionEngine } from '../authz/decision-engine';
 import { ResourceResolverClient } from '../authz/resource-resolver';
-import { CorsPolicy } from '../gateway/cors';
-import { ForwardAuthHandler } from '../gateway/forward-auth-handler';
 import { createFrontDoor, createProxyServer } from '../gateway/front-door';
-import { ProxyHandler } from '../gateway/proxy-handler';
-import { RequestAuthorizer } from '../gateway/request-authorizer';
 import { createTransparentProxy } from '../gateway/transparent-proxy';
-import { UpstreamForwarder } from '../gateway/upstream-forwarder';
-import { WebSocketForwarder } from '../gateway/websocket-forwarder';
 import { sessionCookieName } from '../http/session-cookie';
 import { compileTrustedProxies } from '../http/trusted-proxies';
 import { createLogger, type Logger } from '../observability/logger';
 import { createMetrics, type GatewayMetrics } from '../observability/metrics';
 import { OutageLog } from '../observability/outage-log';
 import { startAudit } from './audit';
+import { startLogins } from './logins';
+import { startRequestPath } from './request-path';
 import { preflight } from './preflight';
 import { CleanupStack } from './cleanup-stack';
 import type { GatewayConfig } from '../config';
 import { openGatewayDatabase } from './database';
-import { browserLoginPath, createIamApi } from './iam-api';
+import { createIamApi } from './iam-api';
 import { startListening, type PrimaryManagementPort } from './listeners';
 import { localEndpoints } from './management-server';
 import { startCandidatePolicy, startPolicy } from './policy';
 import { CandidateDecisions } from '../gateway/candidate-decisions';
 import { readinessChecks } from './readiness';
-import { bearerVerifier } from '../auth/oidc/access-tokens';
-import { createAccessTokenVerifier, createOidc, createRelyingParty } from './oidc';
 import { startSessions } from './sessions';
 import { startTracing } from './tracing';
-import { AccessLog } from '../observability/access-log';
 import type { DestinationStream } from 'pino';
 
 import type { RunningGateway } from './running-gateway';
@@ -93,68 +84,31 @@ export async function startGatewayAs(config: GatewayConfig, options: StartOption
     cleanups.push(() => resolvers.close());
     const engine = new DecisionEngine({ grants, resolvers });
     const candidate = candidatePolicy === null ? null : { holder: candidatePolicy.holder, decisions: new CandidateDecisions({ holder: candidatePolicy.holder, grants, metrics }) };
-    const authenticator = files.authenticator;
-    const starved = authenticator.starvedVerifications?.bind(authenticator);
-    if (starved) metrics.observePasswordStarvations(starved);
-    if (authenticator.type === 'none') logger.warn({}, 'iam.authenticator.type is none: logins are off (501 IAM_LOGIN_NOT_CONFIGURED) until an authenticator is configured');
-    const rateLimiter = new LoginRateLimiter(store, config.iam.login.rateLimit);
-    const login = new LoginService({
-      authenticator,
-      repository,
-      sessions,
-      changes: state.changes,
-      audit,
-      logger,
-      rateLimiter,
-      metrics,
-    });
-
-    const rp = createRelyingParty(config);
-    const oidc = createOidc(config, rp, { login, store, rateLimiter, repository, sessions, audit });
-    // Gateway tokens to the session service; with accept-access-tokens, the provider's JWTs to their verifier.
-    const bearers = bearerVerifier(sessions, createAccessTokenVerifier(config, rp, { repository, revocations: state.revocations, audit }));
-
-    const isTrustedProxy = compileTrustedProxies(config.iam.forward.trustedProxies);
-    const assertion = config.iam.forward.assertion;
+    const { login, oidc, bearers } = startLogins(config, files.authenticator, { repository, state, audit, logger, metrics });
     const signer = files.signer;
-    if (signer && !assertion.keyFile) logger.warn({}, 'assertion: no iam.forward.assertion.key-file; signing with a key generated at start (verifiable on this instance only)');
-    const cors = config.iam.cors.enabled ? new CorsPolicy(config.iam.cors) : null;
-    const forwarder = new UpstreamForwarder({ ...config.upstream, stripCorsHeaders: cors !== null });
-    cleanups.push(() => forwarder.close());
-    const authorizer = new RequestAuthorizer({
-      policy: () => policy.holder.current,
-      sessions: bearers,
-      engine,
-      audit,
-      metrics,
-      logger,
-      trustedOrigins: new Set(config.iam.sessionCookie.trustedOrigins),
-      signAssertion: signer ? (decision, session, method, path, requestId) => signer.sign(decision, session, method, path, requestId) : null,
-      candidate: candidate?.decisions ?? null,
-    });
     const tracing = await startTracing(options.env ?? process.env, logger);
     cleanups.push(() => tracing.shutdown());
-    const accessLog =
-      config.iam.accessLog.mode === 'off'
-        ? null
-        : new AccessLog(config.iam.accessLog.mode, config.iam.accessLog.sample, options.accessLogDestination, worker === null ? undefined : { worker: worker.id });
-    if (accessLog) cleanups.push(async () => accessLog.close());
-    const loginPath = browserLoginPath(config);
-    const proxy = new ProxyHandler({
-      authorizer,
-      forwarder,
-      websockets: new WebSocketForwarder({ ...config.upstream, idleTimeoutMs: config.upstream.websocketIdleTimeoutMs }, state.tunnels),
-      metrics,
-      logger,
-      isTrustedProxy,
-      browserLogin: loginPath === null ? null : { path: loginPath, secureCookie: config.iam.sessionCookie.secure },
-      branding: files.branding,
-      tracer: tracing.tracer,
-      accessLog,
-    });
-
     const outages = new OutageLog(logger, { probes: { database: () => repository.ping(), tokenStore: () => store.ping() } });
     cleanups.push(async () => outages.close());
+    const isTrustedProxy = compileTrustedProxies(config.iam.forward.trustedProxies);
+    const { proxy, forwardAuth, cors, accessLog } = startRequestPath(config, {
+      policy: () => policy.holder.current,
+      bearers,
+      engine,
+      candidate: candidate?.decisions ?? null,
+      signer,
+      branding: files.branding,
+      state,
+      audit,
+      outages,
+      tracing,
+      isTrustedProxy,
+      logger,
+      metrics,
+      cleanups,
+      accessLogDestination: options.accessLogDestination,
+      workerId: worker === null ? null : worker.id,
+    });
     const iam = createIamApi(config, {
       logger,
       branding: files.branding,
@@ -174,17 +128,6 @@ export async function startGatewayAs(config: GatewayConfig, options: StartOption
       bearers,
       assertions: signer,
       metrics,
-    });
-
-    // Forward-auth checks take the proxy's path (the same authorizer), not the /iam application's.
-    const forwardAuth = new ForwardAuthHandler({
-      authorizer,
-      metrics,
-      target: { allowPathParameters: config.iam.gateway.allowPathParameters, maxUrlLength: config.server.maxUrlLength },
-      logger,
-      outages,
-      tracer: tracing.tracer,
-      accessLog,
     });
 
     let shuttingDown = false;

@@ -1,0 +1,38 @@
+import type { AuditTrail } from '../audit/audit-trail';
+import type { Authenticator } from '../auth/authenticator';
+import { LoginRateLimiter } from '../auth/login-rate-limiter';
+import { LoginService } from '../auth/login-service';
+import { bearerVerifier } from '../auth/oidc/access-tokens';
+import type { GatewayConfig } from '../config';
+import type { IamRepository } from '../domain/iam-repository';
+import type { Logger } from '../observability/logger';
+import type { GatewayMetrics } from '../observability/metrics';
+import { createAccessTokenVerifier, createOidc, createRelyingParty } from './oidc';
+import type { SessionState } from './sessions';
+
+/** Who may sign in, and which bearers a request may carry: the login service, OpenID Connect, the bearer verifier. */
+export interface Logins {
+  login: LoginService;
+  /** The OpenID Connect login and back-channel logout; null unless `iam.authenticator.type` is oidc. */
+  oidc: ReturnType<typeof createOidc>;
+  /** Gateway tokens to the session service; with `iam.oidc.accept-access-tokens`, the provider's JWTs to their verifier. */
+  bearers: ReturnType<typeof bearerVerifier>;
+}
+
+/** The login subsystem: the configured authenticator behind the rate limits, and the provider when there is one. */
+export function startLogins(
+  config: GatewayConfig,
+  authenticator: Authenticator,
+  deps: { repository: IamRepository; state: SessionState; audit: AuditTrail; logger: Logger; metrics: GatewayMetrics },
+): Logins {
+  const { repository, state, audit, logger, metrics } = deps;
+  const starved = authenticator.starvedVerifications?.bind(authenticator);
+  if (starved) metrics.observePasswordStarvations(starved);
+  if (authenticator.type === 'none') logger.warn({}, 'iam.authenticator.type is none: logins are off (501 IAM_LOGIN_NOT_CONFIGURED) until an authenticator is configured');
+  const rateLimiter = new LoginRateLimiter(state.store, config.iam.login.rateLimit);
+  const login = new LoginService({ authenticator, repository, sessions: state.sessions, changes: state.changes, audit, logger, rateLimiter, metrics });
+  const rp = createRelyingParty(config);
+  const oidc = createOidc(config, rp, { login, store: state.store, rateLimiter, repository, sessions: state.sessions, audit });
+  const bearers = bearerVerifier(state.sessions, createAccessTokenVerifier(config, rp, { repository, revocations: state.revocations, audit }));
+  return { login, oidc, bearers };
+}
