@@ -12,7 +12,6 @@ import { ProblemError, problems } from '../domain/problem';
 import { callerOf, factsOf, stateOf } from './iam-context';
 import { sessionCookie } from '../http/session-cookie';
 import type { IamPrincipal } from '../domain/principal';
-import { registerForwardAuthRoute } from './forward-auth-route';
 import { decidePermission } from './require-session';
 import { DiagnosticsPermissionCheck, DiagnosticsRequestTarget, type DiagnosticsBody } from './schemas/requests';
 import { assertValid, createBodyValidator } from './validate-body';
@@ -185,7 +184,7 @@ export const authorizationRoutes: ReadonlyArray<RouteDeclaration<AuthorizationCo
   },
 ];
 
-/** Registers {@link authorizationRoutes} and the forward-auth path (answered before Koa; see forward-auth-route.ts). */
+/** Registers {@link authorizationRoutes}. */
 export function registerAuthorizationRoutes(router: Router, deps: AuthorizationRoutesDeps): void {
   const ajv = createBodyValidator();
   const validateCheck = ajv.compile<DiagnosticsBody>(DiagnosticsPermissionCheck);
@@ -198,5 +197,4 @@ export function registerAuthorizationRoutes(router: Router, deps: AuthorizationR
     throw problems.validation([{ pointer: '/', message: 'must be an object with method and path (a request to explain) or with permissionCode (a permission check)' }]);
   };
   registerDeclaredRoutes(router, authorizationRoutes, { ...deps, assertDiagnosticsBody }, { requireSession: deps.requireSession, engine: deps.engine });
-  registerForwardAuthRoute(router);
 }

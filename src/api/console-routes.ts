@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, extname, join } from 'node:path';
-import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { ProblemError, problems } from '../domain/problem';
 import { htmlPageHeaders } from '../http/html';
@@ -10,6 +9,8 @@ import { prefersHtml } from '../http/problem-page';
 import type { SessionService } from '../sessions/session-service';
 import { stateOf } from './iam-context';
 import { redirect } from './login-page-routes';
+import { empty, header, html, problem, response } from './openapi-builders';
+import type { RouteDeclaration } from './route-declaration';
 
 /**
  * The console's policy: its own scripts, styles and images only (no inline script or style, no CDN), calls to the
@@ -99,16 +100,96 @@ export interface ConsoleRoutesDeps {
   signOutPath?: string | null;
 }
 
-/**
- * `GET /iam/console` and its deep links (`/iam/console/<page>`) serve the console's one HTML page to a signed-in
- * browser (a browser without a session is sent to the login, then back); `GET /iam/console/assets/<file>` serves its
- * scripts and styles to anyone (they hold no data). The console itself calls only the public `/iam` API with the
- * session cookie, so every action it offers is scriptable (docs/console.md).
- */
 /** The console page is only ever read (GET): no origin is consulted. */
 const NO_TRUSTED_ORIGINS: ReadonlySet<string> = new Set();
 
-export function registerConsoleRoutes(router: Router, deps: ConsoleRoutesDeps): void {
+/** The deps, with the page handler every page route serves. */
+interface ConsoleContext extends ConsoleRoutesDeps {
+  page: (ctx: Context) => Promise<void>;
+}
+
+/**
+ * `GET /iam/console` and its deep links (`/iam/console/<page>`) serve the console's one HTML page to a signed-in
+ * browser (a browser without a session is sent to the login, then back: the page checks the session itself);
+ * `GET /iam/console/assets/<file>` serves its scripts and styles to anyone (they hold no data). Each route is declared
+ * once (route-declaration.ts). The console itself calls only the public `/iam` API with the session cookie, so every
+ * action it offers is scriptable (docs/console.md).
+ */
+export const consoleRoutes: ReadonlyArray<RouteDeclaration<ConsoleContext>> = [
+  {
+    method: 'get',
+    path: '/iam/console',
+    access: { guard: 'own', security: 'session' },
+    operation: {
+      operationId: 'showConsole',
+      summary: 'The console (HTML) for a signed-in browser',
+      description:
+        'The console page; its script calls only this API with the session cookie. Without a session a browser is sent to the login (302), anyone else gets 401.',
+      tags: ['console'],
+      responses: {
+        '200': html('The console page (`Content-Security-Policy` with `script-src \'self\'`, no inline script or style).'),
+        '302': empty('No session: to the login, coming back here.', { Location: header('Location') }),
+      },
+    },
+    handler: ({ page }) => page,
+  },
+  {
+    method: 'get',
+    path: '/iam/console/{page}',
+    access: { guard: 'own', security: 'session' },
+    pathParameters: [{ name: 'page', in: 'path', required: true, schema: { type: 'string', enum: [...CONSOLE_PAGES] } }],
+    operation: {
+      operationId: 'showConsolePage',
+      summary: 'A console page by its deep link (the same HTML; the script shows the page)',
+      tags: ['console'],
+      responses: {
+        '200': html('The console page.'),
+        '302': empty('No session: to the login, coming back here.', { Location: header('Location') }),
+        '404': problem(404, ['IAM_NOT_FOUND'], 'No such console page.'),
+      },
+    },
+    handler: ({ page }) => async (ctx) => {
+      if (!(CONSOLE_PAGES as readonly string[]).includes(ctx.params.page ?? '')) throw new ProblemError('IAM_NOT_FOUND', 'No such console page.');
+      await page(ctx);
+    },
+  },
+  {
+    method: 'get',
+    path: '/iam/console/assets/{name}',
+    access: 'public',
+    pathParameters: [{ name: 'name', in: 'path', required: true, schema: { type: 'string', pattern: '^[a-z0-9][a-z0-9._-]{0,80}$' } }],
+    operation: {
+      operationId: 'getConsoleAsset',
+      summary: "A console script, style or image (public: they hold no data)",
+      tags: ['console'],
+      responses: {
+        '200': {
+          description: 'The file (`Cache-Control: no-cache`, with an `ETag`).',
+          headers: { 'X-Request-Id': header('RequestId') },
+          content: { 'text/javascript': { schema: { type: 'string' } }, 'text/css': { schema: { type: 'string' } }, 'image/svg+xml': { schema: { type: 'string' } } },
+        },
+        '304': empty('Not modified (`If-None-Match`).'),
+        '404': problem(404, ['IAM_NOT_FOUND'], 'No such asset.'),
+        '500': response('InternalError'),
+      },
+    },
+    handler: ({ files }) => (ctx) => {
+      const asset = files.assets.get(ctx.params.name ?? '');
+      if (!asset) throw new ProblemError('IAM_NOT_FOUND', 'No such console asset.');
+      // Revalidated on every use (an upgrade changes them); a 304 costs nothing.
+      ctx.set({ 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff', etag: asset.etag });
+      if (ctx.get('if-none-match') === asset.etag) {
+        ctx.status = 304;
+        return;
+      }
+      ctx.type = asset.type;
+      ctx.body = asset.body;
+    },
+  },
+];
+
+/** The context of {@link consoleRoutes}: the page handler, which checks the caller's session itself. */
+export function consoleContext(deps: ConsoleRoutesDeps): ConsoleContext {
   // The page tells its script where "Sign out" goes (a data attribute: the CSP allows no inline script).
   let index: Buffer | undefined;
   const indexBody = (): Buffer =>
@@ -130,22 +211,5 @@ export function registerConsoleRoutes(router: Router, deps: ConsoleRoutesDeps): 
     ctx.type = deps.files.index.type;
     ctx.body = indexBody();
   };
-
-  router.get('/console', page);
-  router.get('/console/:page', async (ctx) => {
-    if (!(CONSOLE_PAGES as readonly string[]).includes(ctx.params.page ?? '')) throw new ProblemError('IAM_NOT_FOUND', 'No such console page.');
-    await page(ctx);
-  });
-  router.get('/console/assets/:name', (ctx) => {
-    const asset = deps.files.assets.get(ctx.params.name ?? '');
-    if (!asset) throw new ProblemError('IAM_NOT_FOUND', 'No such console asset.');
-    // Revalidated on every use (an upgrade changes them); a 304 costs nothing.
-    ctx.set({ 'cache-control': 'no-cache', 'x-content-type-options': 'nosniff', etag: asset.etag });
-    if (ctx.get('if-none-match') === asset.etag) {
-      ctx.status = 304;
-      return;
-    }
-    ctx.type = asset.type;
-    ctx.body = asset.body;
-  });
+  return { ...deps, page };
 }

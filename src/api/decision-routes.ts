@@ -1,4 +1,5 @@
-import type Router from '@koa/router';
+import type { RouterMiddleware } from '@koa/router';
+import type { ValidateFunction } from 'ajv/dist/2020';
 import type { Context } from 'koa';
 import type { AuditTrail } from '../audit/audit-trail';
 import type { AuthorizationDecision } from '../authz/decision';
@@ -11,7 +12,9 @@ import type { GatewayMetrics } from '../observability/metrics';
 import type { CompiledPolicy } from '../policy/compiled-policy';
 import type { SessionService, VerifiedSession } from '../sessions/session-service';
 import { factsOf, stateOf } from './iam-context';
+import { BODY_FAILURES, NO_STORE, json, jsonBody, problem, ref, response } from './openapi-builders';
 import { decidePermission } from './require-session';
+import type { RouteDeclaration } from './route-declaration';
 import { CheckRequest, PlanRequest, type CheckBody, type PlanBody } from './schemas/requests';
 import { assertValid, createBodyValidator } from './validate-body';
 
@@ -37,18 +40,81 @@ export interface DecisionRoutesDeps {
 /** How the caller proved who they are: their own credential, or the assertion a host received for them. */
 type Credential = { kind: 'own'; session: VerifiedSession } | { kind: 'assertion'; session: VerifiedSession };
 
+/** What check and plan answer besides their result: the subject's refusals, then the body's (the session's come from the access). */
+const SUBJECT_FAILURES = {
+  '403': problem(403, ['IAM_ACCESS_DENIED', 'IAM_CSRF_REJECTED'], 'A `subject` named without `iam.authorization.decisions:check`, or a cross-site cookie request.'),
+  '404': problem(404, ['IAM_SESSION_NOT_FOUND', 'IAM_NOT_FOUND'], 'The `subject` session is not live, or its user unknown.'),
+  ...BODY_FAILURES,
+};
+
 /**
  * `POST /iam/authorization/check` and `/plan` (docs/host-integration.md): the engine the proxy enforces with,
  * offered to the host — for lists (`plan`: which resources of a type) and logic a route cannot express (`check`).
  * The subject is the caller (their bearer or cookie), the user of an `X-IAM-Assertion` a host sends back, or, for a
- * caller holding `iam.authorization.decisions:check`, the `subject` the body names.
+ * caller holding `iam.authorization.decisions:check`, the `subject` the body names: each route checks its credential
+ * itself ({@link credentialOf}), declared once (route-declaration.ts).
  */
-export function registerDecisionRoutes(router: Router, deps: DecisionRoutesDeps): void {
-  const ajv = createBodyValidator();
-  const validateCheck = ajv.compile<CheckBody>(CheckRequest);
-  const validatePlan = ajv.compile<PlanBody>(PlanRequest);
+export const decisionRoutes: ReadonlyArray<RouteDeclaration<DecisionContext>> = [
+  {
+    method: 'post',
+    path: '/iam/authorization/check',
+    access: { guard: 'own', security: 'session' },
+    operation: {
+      operationId: 'checkDecisions',
+      summary: 'Decisions for the host: 1–100 checks, answered in order',
+      description:
+        'Each answer is exactly the decision the proxy makes for a route with that permission and resource (same steps, resolvers and `resolve: optional` semantics; ' +
+        '`status` is what the proxy would answer), recorded with its `decisionId`. A resource named twice is resolved once. The subject: the caller (their bearer or cookie), ' +
+        'the user of an `X-IAM-Assertion` a host sends back as the bearer (its session must still live), or, for a caller granted `iam.authorization.decisions:check`, the ' +
+        '`subject` of the body. With the caller\'s own credential a resource is resolved only for a (permission, resource type) pair some policy route declares; any other ' +
+        'pair is answered `ROUTE_NOT_DECLARED` without asking a resolver. A resolver that is down makes that result 502; the others still answer.',
+      tags: ['authorization'],
+      requestBody: jsonBody(ref('CheckRequest')),
+      responses: {
+        '200': json('One result per check, in order.', ref('CheckResponse'), NO_STORE),
+        '400': response('ValidationFailed'),
+        ...SUBJECT_FAILURES,
+      },
+    },
+    handler: checkDecisions,
+  },
+  {
+    method: 'post',
+    path: '/iam/authorization/plan',
+    access: { guard: 'own', security: 'session' },
+    operation: {
+      operationId: 'planResources',
+      summary: 'Which resources of a type the subject reaches, to filter a list in the host\'s own query',
+      description:
+        '`ALL` (an unscoped profile, or a `*` scope of the type covering the access), `NONE` (the permission not granted, no valid profile, or no covering scope), or `SOME` ' +
+        'with the covering scopes\' `scopeRefId`s (a WRITE scope covers READ). Only scopes of `resourceType` count. The subject as for `/iam/authorization/check`. No resolver is asked.',
+      tags: ['authorization'],
+      requestBody: jsonBody(ref('PlanRequest')),
+      responses: {
+        '200': json('The plan.', ref('PlanResponse'), NO_STORE),
+        '400': response('ValidationFailed'),
+        ...SUBJECT_FAILURES,
+      },
+    },
+    handler: planResources,
+  },
+];
 
-  router.post('/authorization/check', async (ctx) => {
+/** The deps, with the request bodies' validators compiled once per registration. */
+export interface DecisionContext extends DecisionRoutesDeps {
+  validateCheck: ValidateFunction<CheckBody>;
+  validatePlan: ValidateFunction<PlanBody>;
+}
+
+/** The context of {@link decisionRoutes}. */
+export function decisionContext(deps: DecisionRoutesDeps): DecisionContext {
+  const ajv = createBodyValidator();
+  return { ...deps, validateCheck: ajv.compile<CheckBody>(CheckRequest), validatePlan: ajv.compile<PlanBody>(PlanRequest) };
+}
+
+function checkDecisions(deps: DecisionContext): RouterMiddleware {
+  const { validateCheck } = deps;
+  return async (ctx) => {
     const credential = await credentialOf(ctx, deps);
     const body = assertValid(validateCheck, ctx.request.body);
     const { subject, sessionId } = await subjectOf(credential, body.subject, deps);
@@ -90,16 +156,19 @@ export function registerDecisionRoutes(router: Router, deps: DecisionRoutesDeps)
       subject: subjectView(subject, sessionId),
       results: decisions.map((decision: AuthorizationDecision) => ({ allowed: decision.allowed, status: decision.status, failedStep: decision.failedStep, decisionId: decision.decisionId })),
     });
-  });
+  };
+}
 
-  router.post('/authorization/plan', async (ctx) => {
+function planResources(deps: DecisionContext): RouterMiddleware {
+  const { validatePlan } = deps;
+  return async (ctx) => {
     const credential = await credentialOf(ctx, deps);
     const body = assertValid(validatePlan, ctx.request.body);
     const { subject, sessionId } = await subjectOf(credential, body.subject, deps);
     // A plan never calls a resolver: it reads the profile's own scopes.
     const { plan } = await deps.engine.plan({ subject, permissionCode: body.permissionCode, resourceType: body.resourceType, access: body.access });
     respond(ctx, { ...plan, subject: subjectView(subject, sessionId) });
-  });
+  };
 }
 
 function respond(ctx: Context, body: unknown): void {

@@ -10,18 +10,20 @@ import type { PolicyHolder } from '../policy/policy-holder';
 import type { SessionService } from '../sessions/session-service';
 import { registerAdminRoutes } from './admin-routes';
 import { AdminService } from './admin-service';
-import { registerAuthRoutes } from './auth-routes';
+import { authRoutes } from './auth-routes';
 import { registerAuthorizationRoutes } from './authorization-routes';
 import type { PageBranding } from '../http/page-layout';
-import { registerLoginPageRoutes } from './login-page-routes';
-import { registerConsoleRoutes, type ConsoleFiles } from './console-routes';
-import { registerDecisionRoutes, type DecisionRoutesDeps } from './decision-routes';
-import { registerOidcRoutes, type OidcRoutesDeps } from './oidc-routes';
-import { registerOpenApiRoutes } from './openapi-routes';
+import { loginPageRoutes } from './login-page-routes';
+import { consoleContext, consoleRoutes, type ConsoleFiles } from './console-routes';
+import { decisionContext, decisionRoutes, type DecisionRoutesDeps } from './decision-routes';
+import { forwardAuthRoutes } from './forward-auth-route';
+import { metaRoutes } from './meta-routes';
+import { oidcRoutes, type OidcRoutesDeps } from './oidc-routes';
+import { openApiDocument } from './openapi-document';
 import { registerPolicyRoutes, type PolicyRoutesDeps } from './policy-routes';
 import { requireSession } from './require-session';
+import { registerDeclaredRoutes } from './route-declaration';
 import { registerSessionRoutes } from './session-routes';
-import { registerWellKnownRoutes } from './well-known-routes';
 
 export interface IamRoutesDeps {
   repository: IamRepository;
@@ -63,7 +65,10 @@ export interface IamRoutesDeps {
   metrics: DecisionRoutesDeps['metrics'];
 }
 
-/** Every route group of the `/iam` application (docs/http-contract.md); the one list of what it serves. */
+/**
+ * Every route group of the `/iam` application (docs/http-contract.md); the one list of what it serves. Every route
+ * is a declaration (route-declaration.ts) of a group listed in `DECLARED_ROUTES` (openapi-document.ts).
+ */
 export function registerIamRoutes(router: Router, deps: IamRoutesDeps): void {
   const { login, sessions, engine, audit, repository } = deps;
   const sessionGuard = requireSession(deps.bearers, deps.sessionCookie.trustedOrigins);
@@ -72,8 +77,8 @@ export function registerIamRoutes(router: Router, deps: IamRoutesDeps): void {
     { verify: (token) => deps.bearers.verify(token).catch((error: unknown) => sessions.verifyFromRecord(token, error)) },
     deps.sessionCookie.trustedOrigins,
   );
-  registerAuthRoutes(router, { login, sessions, clientTypes: deps.clientTypes, requireSession: sessionGuard, endingGuard, secureCookie: deps.sessionCookie.secure });
-  registerLoginPageRoutes(router, {
+  registerDeclaredRoutes(router, authRoutes, { login, sessions, clientTypes: deps.clientTypes, endingGuard, secureCookie: deps.sessionCookie.secure }, { requireSession: sessionGuard });
+  registerDeclaredRoutes(router, loginPageRoutes, {
     login,
     clientType: deps.browserLogin.clientType,
     oidcLoginPath: deps.browserLogin.oidcLoginPath,
@@ -82,7 +87,7 @@ export function registerIamRoutes(router: Router, deps: IamRoutesDeps): void {
     ...(deps.branding === undefined ? {} : { branding: deps.branding }),
   });
   if (deps.oidc) {
-    registerOidcRoutes(router, {
+    registerDeclaredRoutes(router, oidcRoutes, {
       ...deps.oidc,
       sessions,
       secureCookie: deps.sessionCookie.secure,
@@ -91,8 +96,8 @@ export function registerIamRoutes(router: Router, deps: IamRoutesDeps): void {
     });
   }
   registerSessionRoutes(router, { sessions, requireSession: sessionGuard });
-  registerOpenApiRoutes(router);
-  registerWellKnownRoutes(router, { jwks: deps.jwks });
+  // The document is constant for the life of the process: serialized once, at registration.
+  registerDeclaredRoutes(router, metaRoutes, { openApiJson: JSON.stringify(openApiDocument), jwks: deps.jwks });
   const admin = new AdminService({ admin: deps.admin, repository, sessions, changes: deps.changes, audit });
   const holder = deps.policy;
   registerAuthorizationRoutes(router, {
@@ -106,7 +111,9 @@ export function registerIamRoutes(router: Router, deps: IamRoutesDeps): void {
     requireSession: sessionGuard,
     allowPathParameters: deps.allowPathParameters,
   });
-  registerDecisionRoutes(router, {
+  // Answered before the /iam app (GET and HEAD); declared for its other methods (forward-auth-route.ts).
+  registerDeclaredRoutes(router, forwardAuthRoutes, undefined);
+  registerDeclaredRoutes(router, decisionRoutes, decisionContext({
     engine,
     policy: () => holder.current,
     bearers: deps.bearers,
@@ -117,8 +124,11 @@ export function registerIamRoutes(router: Router, deps: IamRoutesDeps): void {
     audit,
     metrics: deps.metrics,
     trustedOrigins: deps.sessionCookie.trustedOrigins,
-  });
+  }));
   registerAdminRoutes(router, { admin, engine, grants: deps.grants, requireSession: sessionGuard, clientTypes: deps.clientTypes });
   registerPolicyRoutes(router, { holder, candidate: deps.candidate ?? null, engine, requireSession: sessionGuard });
-  if (deps.console) registerConsoleRoutes(router, { files: deps.console, bearers: deps.bearers, loginPath: deps.browserLogin.loginPath, signOutPath: deps.browserLogin.oidcLoginPath === null ? null : '/iam/auth/oidc/logout' });
+  if (deps.console) {
+    const signOutPath = deps.browserLogin.oidcLoginPath === null ? null : '/iam/auth/oidc/logout';
+    registerDeclaredRoutes(router, consoleRoutes, consoleContext({ files: deps.console, bearers: deps.bearers, loginPath: deps.browserLogin.loginPath, signOutPath }));
+  }
 }

@@ -1,4 +1,3 @@
-import type Router from '@koa/router';
 import type { Context } from 'koa';
 import type { BackchannelLogout } from '../auth/oidc/backchannel-logout';
 import { LOGIN_STATE_TTL_MS } from '../auth/oidc/login-state';
@@ -13,6 +12,8 @@ import { clearedLoginStateCookie, clearedSessionCookie, loginStateCookie, loginS
 import type { SessionService } from '../sessions/session-service';
 import { factsOf, stateOf } from './iam-context';
 import { redirect } from './login-page-routes';
+import { BODY_FAILURES, empty, formBody, header, pageOrProblem, problem, ref, response } from './openapi-builders';
+import type { RouteDeclaration } from './route-declaration';
 
 export interface OidcRoutesDeps {
   login: OidcLogin;
@@ -33,57 +34,144 @@ export const OIDC_BACKCHANNEL_PATH = '/iam/auth/oidc/backchannel-logout';
 /**
  * docs/oidc.md: `GET /iam/auth/oidc/login` (to the provider), `GET /iam/auth/oidc/callback` (back from it, with the
  * session cookie), `GET /iam/auth/oidc/logout` (ends the session here, then at the provider), and
- * `POST /iam/auth/oidc/backchannel-logout` (the provider ends sessions). The browser endpoints answer a failure with
- * a small HTML page when the client prefers HTML, else with the problem.
+ * `POST /iam/auth/oidc/backchannel-logout` (the provider ends sessions), each declared once (route-declaration.ts).
+ * The browser endpoints answer a failure with a small HTML page when the client prefers HTML, else with the problem.
  */
-export function registerOidcRoutes(router: Router, deps: OidcRoutesDeps): void {
-  const secure = deps.secureCookie;
-
-  router.get('/auth/oidc/login', async (ctx) => {
-    await forBrowser(ctx, deps.branding, async () => {
-      const { location, stateCookie } = await deps.login.begin(safeReturnTo(ctx.query.returnTo));
-      ctx.set('Set-Cookie', loginStateCookie(secure, stateCookie, LOGIN_STATE_TTL_MS / 1000));
-      redirect(ctx, 302, location);
-    });
-  });
-
-  router.get('/auth/oidc/callback', async (ctx) => {
-    await forBrowser(ctx, deps.branding, async () => {
-      // The state cookie is spent whatever happens next.
-      ctx.append('Set-Cookie', clearedLoginStateCookie(secure));
-      const query = new URLSearchParams(ctx.querystring);
-      const { result, returnTo } = await deps.login.complete(query, ctx.cookies.get(loginStateCookieName(secure)) ?? null, factsOf(ctx));
-      ctx.append('Set-Cookie', sessionCookie(secure, result.accessToken));
-      redirect(ctx, 303, returnTo);
-    });
-  });
-
-  router.get('/auth/oidc/logout', async (ctx) => {
-    await forBrowser(ctx, deps.branding, async () => {
-      // Another site may not end the user's session (logout CSRF): checked as for an unsafe method, though it is a GET.
-      const credential = requestCredential(stateOf(ctx).prepared, { method: ctx.method, unsafe: true, trustedOrigins: deps.trustedOrigins });
-      if (credential.kind === 'cookie' && credential.crossSite) throw problems.crossSiteCookie();
-      const token = credentialToken(credential);
-      // Like POST /iam/auth/logout: while the token store is down, the durable record vouches for the session (#11.35).
-      const session = token === null ? null : await deps.sessions.verify(token).catch((error: unknown) => deps.sessions.verifyFromRecord(token, error));
-      if (session) await deps.sessions.logout(session, factsOf(ctx));
-      ctx.set('Set-Cookie', clearedSessionCookie(secure));
-      // RP-initiated logout at the provider when it offers it; if it cannot be reached, the gateway session is
-      // ended anyway and the browser goes home.
-      const endSession = await deps.rp.endSessionUrl().catch(() => null);
-      redirect(ctx, 302, endSession ?? '/');
-    });
-  });
-
-  router.post('/auth/oidc/backchannel-logout', async (ctx) => {
-    const body = ctx.request.body as Record<string, unknown> | undefined;
-    await deps.backchannel.handle(body?.logout_token, factsOf(ctx));
-    // §2.8: 200 on success, with no caching.
-    ctx.set('Cache-Control', 'no-store');
-    ctx.status = 200;
-    ctx.body = '';
-  });
-}
+export const oidcRoutes: ReadonlyArray<RouteDeclaration<OidcRoutesDeps>> = [
+  {
+    method: 'get',
+    path: '/iam/auth/oidc/login',
+    access: 'public',
+    operation: {
+      operationId: 'startOidcLogin',
+      summary: 'Sign in at the OpenID Provider (authenticator `oidc`)',
+      description:
+        'Redirects the browser to the provider (authorization code flow with PKCE, `state` and `nonce`), with a sealed `__Host-iam-oidc` cookie binding the callback to this browser for 10 minutes.',
+      tags: ['oidc'],
+      parameters: [{ name: 'returnTo', in: 'query', description: 'A same-origin relative path to come back to; anything else becomes `/`.', schema: { type: 'string' } }],
+      responses: {
+        '302': empty("To the provider's authorization endpoint.", { Location: header('Location'), 'Set-Cookie': header('LoginStateCookie') }),
+        '500': response('InternalError'),
+        '502': pageOrProblem(502, ['IAM_IDP_UNAVAILABLE'], 'The provider cannot be discovered (down, or not an OpenID Provider).'),
+        '504': pageOrProblem(504, ['IAM_IDP_TIMEOUT'], 'The provider did not answer within `iam.oidc.timeout`.'),
+      },
+    },
+    handler: (deps) => {
+      const secure = deps.secureCookie;
+      return async (ctx) => {
+        await forBrowser(ctx, deps.branding, async () => {
+          const { location, stateCookie } = await deps.login.begin(safeReturnTo(ctx.query.returnTo));
+          ctx.set('Set-Cookie', loginStateCookie(secure, stateCookie, LOGIN_STATE_TTL_MS / 1000));
+          redirect(ctx, 302, location);
+        });
+      };
+    },
+  },
+  {
+    method: 'get',
+    path: '/iam/auth/oidc/callback',
+    access: 'public',
+    operation: {
+      operationId: 'completeOidcLogin',
+      summary: 'Back from the OpenID Provider: sets the session cookie',
+      description:
+        "Checks `state` against the sealed cookie (once: a replayed state is refused on every instance), redeems the code with the PKCE verifier, validates the id token (signature, `iss`, `aud`, `exp`, `nonce`), maps its claims to the user and logs in as client type `WEB`.",
+      tags: ['oidc'],
+      responses: {
+        '303': empty('Logged in: to the `returnTo` of the login, with the session cookie.', { Location: header('Location'), 'Set-Cookie': header('SessionCookie') }),
+        '400': pageOrProblem(400, ['IAM_OIDC_STATE_INVALID'], 'No login state from this browser, a tampered, expired or foreign one, or a replayed callback.'),
+        '401': pageOrProblem(401, ['IAM_OIDC_LOGIN_FAILED', 'IAM_INVALID_CREDENTIALS'], 'The provider refused, its answer failed a check, or the user may not log in (unknown with `users: existing`, disabled, or a provider account not linked to the existing user its claims name: `iam.oidc.link-by`).'),
+        '429': pageOrProblem(429, ['IAM_RATE_LIMITED'], 'Too many failed logins from this client address (`iam.login.rate-limit.max-failures-per-address`); a callback with a matching state counts as an attempt.', {
+          headers: { 'Retry-After': header('RetryAfter') },
+        }),
+        '500': response('InternalError'),
+        '502': pageOrProblem(502, ['IAM_IDP_UNAVAILABLE'], 'The provider cannot be reached.'),
+        '503': pageOrProblem(503, ['IAM_STORE_UNAVAILABLE', 'IAM_DATABASE_UNAVAILABLE'], 'A store cannot be reached; no session was created.'),
+        '504': pageOrProblem(504, ['IAM_IDP_TIMEOUT'], 'The provider did not answer within `iam.oidc.timeout`.'),
+      },
+    },
+    handler: (deps) => {
+      const secure = deps.secureCookie;
+      return async (ctx) => {
+        await forBrowser(ctx, deps.branding, async () => {
+          // The state cookie is spent whatever happens next.
+          ctx.append('Set-Cookie', clearedLoginStateCookie(secure));
+          const query = new URLSearchParams(ctx.querystring);
+          const { result, returnTo } = await deps.login.complete(query, ctx.cookies.get(loginStateCookieName(secure)) ?? null, factsOf(ctx));
+          ctx.append('Set-Cookie', sessionCookie(secure, result.accessToken));
+          redirect(ctx, 303, returnTo);
+        });
+      };
+    },
+  },
+  {
+    method: 'get',
+    path: '/iam/auth/oidc/logout',
+    access: { guard: 'own', security: 'optional-session' },
+    operation: {
+      operationId: 'oidcLogout',
+      summary: 'End the session here, then at the OpenID Provider',
+      description:
+        "Ends the caller's session (bearer or cookie; none is fine), clears the cookie and redirects to the provider's `end_session_endpoint` (RP-initiated logout) when it offers one, else to `/`.",
+      tags: ['oidc'],
+      responses: {
+        '302': empty("To the provider's end-session endpoint, or `/`.", { Location: header('Location'), 'Set-Cookie': header('ClearedSessionCookie') }),
+        '403': pageOrProblem(403, ['IAM_CSRF_REJECTED'], 'A navigation from another site carrying the session cookie: nothing is ended.'),
+        '500': response('InternalError'),
+        '503': pageOrProblem(503, ['IAM_STORE_UNAVAILABLE', 'IAM_DATABASE_UNAVAILABLE'], 'The session could not be ended (neither store answers).'),
+      },
+    },
+    handler: (deps) => {
+      const secure = deps.secureCookie;
+      return async (ctx) => {
+        await forBrowser(ctx, deps.branding, async () => {
+          // Another site may not end the user's session (logout CSRF): checked as for an unsafe method, though it is a GET.
+          const credential = requestCredential(stateOf(ctx).prepared, { method: ctx.method, unsafe: true, trustedOrigins: deps.trustedOrigins });
+          if (credential.kind === 'cookie' && credential.crossSite) throw problems.crossSiteCookie();
+          const token = credentialToken(credential);
+          // Like POST /iam/auth/logout: while the token store is down, the durable record vouches for the session (#11.35).
+          const session = token === null ? null : await deps.sessions.verify(token).catch((error: unknown) => deps.sessions.verifyFromRecord(token, error));
+          if (session) await deps.sessions.logout(session, factsOf(ctx));
+          ctx.set('Set-Cookie', clearedSessionCookie(secure));
+          // RP-initiated logout at the provider when it offers it; if it cannot be reached, the gateway session is
+          // ended anyway and the browser goes home.
+          const endSession = await deps.rp.endSessionUrl().catch(() => null);
+          redirect(ctx, 302, endSession ?? '/');
+        });
+      };
+    },
+  },
+  {
+    method: 'post',
+    path: '/iam/auth/oidc/backchannel-logout',
+    access: 'public',
+    operation: {
+      operationId: 'oidcBackchannelLogout',
+      summary: 'OpenID Connect Back-Channel Logout: the provider ends sessions',
+      description:
+        "Form-encoded `logout_token` (OpenID Connect Back-Channel Logout 1.0). Verified: signature by the provider's JWKS with an allowed algorithm, `iss`, `aud` (the client id), `iat`, `events`, no `nonce`, `sid` or `sub`, `jti` used once. Every session of that provider session (`sid`), or of that user (`sub` alone), is revoked on every instance.",
+      tags: ['oidc'],
+      requestBody: formBody(ref('LogoutTokenForm')),
+      responses: {
+        '200': empty('The sessions are revoked (or there were none).', { 'Cache-Control': header('NoStore') }),
+        '400': problem(400, ['IAM_LOGOUT_TOKEN_INVALID'], 'The logout token is missing, or fails a check (signature, issuer, audience, age, events, nonce, replayed jti).'),
+        ...BODY_FAILURES,
+        '500': response('InternalError'),
+        '502': problem(502, ['IAM_IDP_UNAVAILABLE'], "The provider's keys cannot be fetched."),
+        '503': response('Unavailable'),
+        '504': problem(504, ['IAM_IDP_TIMEOUT'], "The provider's keys did not arrive within `iam.oidc.timeout`."),
+      },
+    },
+    handler: (deps) => async (ctx) => {
+      const body = ctx.request.body as Record<string, unknown> | undefined;
+      await deps.backchannel.handle(body?.logout_token, factsOf(ctx));
+      // §2.8: 200 on success, with no caching.
+      ctx.set('Cache-Control', 'no-store');
+      ctx.status = 200;
+      ctx.body = '';
+    },
+  },
+];
 
 /** Runs a browser endpoint: a problem becomes an HTML page for a browser, problem+json for anyone else. */
 async function forBrowser(ctx: Context, branding: PageBranding | undefined, handler: () => Promise<void>): Promise<void> {

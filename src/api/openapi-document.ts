@@ -4,23 +4,29 @@
  * schema here is never loosened to fit a response: a mismatch is a bug in the handler or in the document.
  * Schemas use the JSON Schema 2020-12 dialect (OpenAPI 3.1 §4.8.24) and reject unknown properties wherever
  * the gateway controls the shape. This file assembles the parts: types (openapi-types.ts), builders
- * (openapi-builders.ts), component schemas (schemas/: the same TypeBox schemas the routes validate with), paths: the
- * operations of the declared routes (route-declaration.ts: each with its permission, declared once next to its handler)
- * and the rest (openapi-paths.ts).
+ * (openapi-builders.ts), component schemas (schemas/: the same TypeBox schemas the routes validate with) and paths: the
+ * operations of the declared routes (route-declaration.ts: every `/iam` route, each with who may call it, declared once
+ * next to its handler).
  */
 import { IDENTIFIER_PATTERN } from '../auth/identity-validation';
 import { REQUEST_ID_PATTERN } from '../http/prepare-request';
 import { adminRoutes } from './admin-routes';
-import { header, problem, SESSION, withRefusalsBeforeRouting } from './openapi-builders';
-import { nonAdminPaths } from './openapi-paths';
-import { policyRoutes } from './policy-routes';
+import { authRoutes } from './auth-routes';
 import { authorizationRoutes } from './authorization-routes';
+import { consoleRoutes } from './console-routes';
+import { decisionRoutes } from './decision-routes';
+import { forwardAuthRoutes } from './forward-auth-route';
+import { loginPageRoutes } from './login-page-routes';
+import { metaRoutes } from './meta-routes';
+import { oidcRoutes } from './oidc-routes';
+import { header, problem, SESSION, withRefusalsBeforeRouting } from './openapi-builders';
+import { policyRoutes } from './policy-routes';
 import { sessionRoutes } from './session-routes';
 import { declaredPaths, type RouteDeclaration } from './route-declaration';
 import { componentSchemas } from './schemas/components';
 import type { JsonSchema, OpenApiDocument } from './openapi-types';
 
-// The document's types stay importable from here (openapi-routes.ts, the e2e tests).
+// The document's types stay importable from here (the e2e tests).
 export type {
   HeaderObject,
   HttpMethod,
@@ -137,10 +143,22 @@ const components: OpenApiDocument['components'] = {
 };
 
 /**
- * Every declared `/iam` route (route-declaration.ts), in the document's order: their operations, `security`,
- * `x-permission` and guards all come from these declarations.
+ * Every `/iam` route (route-declaration.ts), in the document's order: their operations, `security`, `x-permission`
+ * and guards all come from these declarations (test/unit/route-declaration.test.ts: the router registers no other).
  */
-export const DECLARED_ROUTES: ReadonlyArray<RouteDeclaration<never>> = [...sessionRoutes, ...authorizationRoutes, ...adminRoutes, ...policyRoutes];
+export const DECLARED_ROUTES: ReadonlyArray<RouteDeclaration<never>> = [
+  ...authRoutes,
+  ...loginPageRoutes,
+  ...oidcRoutes,
+  ...decisionRoutes,
+  ...forwardAuthRoutes,
+  ...consoleRoutes,
+  ...metaRoutes,
+  ...sessionRoutes,
+  ...authorizationRoutes,
+  ...adminRoutes,
+  ...policyRoutes,
+];
 
 const authenticationTags = [
   { name: 'auth', description: 'Login, logout, the current principal (docs/http-contract.md).' },
@@ -170,6 +188,6 @@ export const openApiDocument: OpenApiDocument = {
   servers: [{ url: '/', description: 'This gateway: the origin that served this document.' }],
   tags: authenticationTags,
   security: SESSION,
-  paths: withRefusalsBeforeRouting({ ...nonAdminPaths, ...declaredPaths(DECLARED_ROUTES) }),
+  paths: withRefusalsBeforeRouting(declaredPaths(DECLARED_ROUTES)),
   components,
 };

@@ -14,15 +14,27 @@ import type { DecisionEngine } from '../authz/decision-engine';
 import { parsePermissionCode } from '../domain/permission-code';
 import { withSpan } from '../observability/tracing';
 import { callerOf } from './iam-context';
-import { PROBLEM_MEDIA_TYPE, PROTECTED_FAILURES, problem, sessionGranting } from './openapi-builders';
+import { OPTIONAL_SESSION, PROBLEM_MEDIA_TYPE, PROTECTED_FAILURES, problem, sessionGranting } from './openapi-builders';
 import type { JsonSchema, OperationObject, PathItemObject, ResponseObject } from './openapi-types';
 import { requirePermission } from './require-session';
 
 /**
  * Who may call a route. `{ permission }`: a session (bearer or cookie) whose active profile grants the code, else 403;
- * `'session'`: any valid session. Either way no session is 401.
+ * `'session'`: any valid session (either way no session is 401); `'public'`: anyone (no guard, `security: []`);
+ * {@link OwnAccess}: the route checks its caller itself.
  */
-export type RouteAccess = { readonly permission: string } | 'session';
+export type RouteAccess = { readonly permission: string } | 'session' | 'public' | OwnAccess;
+
+/**
+ * A route that handles the caller's credential itself (its handler, or the `guard` of its declaration): the router
+ * adds no guard, and its OpenAPI `security` is still generated from the declaration. `'session'`: a session is
+ * needed (the document's default security, and the 401 of a protected route); `'optional-session'`: one is used when
+ * sent, none is fine too (the anonymous alternative `{}`).
+ */
+export interface OwnAccess {
+  readonly guard: 'own';
+  readonly security: 'session' | 'optional-session';
+}
 
 /** The methods a declared route may have (HEAD follows GET, as @koa/router does). */
 export type DeclaredMethod = 'get' | 'put' | 'post' | 'delete' | 'patch';
@@ -42,24 +54,32 @@ export interface RouteDeclaration<Context> {
   /** The path item's `parameters`; every declaration of one path gives the same ones (or none). */
   readonly pathParameters?: PathItemObject['parameters'];
   readonly operation: DeclaredOperation;
+  /**
+   * Only with an {@link OwnAccess}: the middleware that checks the caller before the handler (logout's session guard,
+   * which also answers while the token store is down). Without it the handler does it.
+   */
+  readonly guard?: (context: Context) => Middleware;
   /** Called once when the group is registered (never to build the document), with the group's context. */
   readonly handler: (context: Context) => RouterMiddleware;
 }
 
 /**
- * What the generated guards need: the session check (401) and the engine that decides a permission (403; a group
- * without a permission route needs none).
+ * What the generated guards need: the session check (401; a group without a session or permission route needs none)
+ * and the engine that decides a permission (403; a group without a permission route needs none).
  */
 export interface RouteGuards {
-  requireSession: Middleware;
+  requireSession?: Middleware;
   engine?: Pick<DecisionEngine, 'decide'>;
 }
 
 /** The prefix the /iam router is mounted with (iam-app.ts: `new Router({ prefix: '/iam' })`). */
 export const IAM_PREFIX = '/iam';
 
-/** The permission a declaration's access requires, or null for a session-only route. */
-export const permissionOf = (access: RouteAccess): string | null => (access === 'session' ? null : access.permission);
+/** The permission a declaration's access requires, or null for a route without one. */
+export const permissionOf = (access: RouteAccess): string | null => (typeof access === 'object' && 'permission' in access ? access.permission : null);
+
+/** Whether the router guards a declaration (`'session'`, `{ permission }`), or not (`'public'`, {@link OwnAccess}). */
+const isGuarded = (access: RouteAccess): access is 'session' | { readonly permission: string } => access === 'session' || permissionOf(access) !== null;
 
 /** `/iam/admin/users/{userId}` → `/admin/users/:userId` (the router is mounted under {@link IAM_PREFIX}). */
 export function routerPath(path: string): string {
@@ -69,6 +89,8 @@ export function routerPath(path: string): string {
 
 /** The middleware a declaration's access puts before its handler: the session, then the permission and its span. */
 export function guardsFor(access: RouteAccess, method: DeclaredMethod, guards: RouteGuards): Middleware[] {
+  if (!isGuarded(access)) return [];
+  if (guards.requireSession === undefined) throw new Error('a route needing a session is registered without the session guard');
   const permission = permissionOf(access);
   if (permission === null) return [guards.requireSession];
   if (guards.engine === undefined) throw new Error(`a route needing ${permission} is registered without a decision engine`);
@@ -80,10 +102,18 @@ export function guardsFor(access: RouteAccess, method: DeclaredMethod, guards: R
   return chain;
 }
 
-/** Registers each declaration on `router` (mounted under `/iam`), its guard generated from its access. */
-export function registerDeclaredRoutes<Context>(router: Router, declarations: ReadonlyArray<RouteDeclaration<Context>>, context: Context, guards: RouteGuards): void {
+/**
+ * Registers each declaration on `router` (mounted under `/iam`), its guard generated from its access (or, for an
+ * {@link OwnAccess}, the declaration's own `guard` if it has one).
+ */
+export function registerDeclaredRoutes<Context>(router: Router, declarations: ReadonlyArray<RouteDeclaration<Context>>, context: Context, guards: RouteGuards = {}): void {
   for (const declaration of declarations) {
-    const middleware = [...guardsFor(declaration.access, declaration.method, guards), declaration.handler(context)] as RouterMiddleware[];
+    const { access, guard } = declaration;
+    if (guard !== undefined && (typeof access !== 'object' || !('guard' in access))) {
+      throw new Error(`route ${declaration.method.toUpperCase()} ${declaration.path}: only a route that checks its caller itself brings its own guard`);
+    }
+    const checks = guard === undefined ? guardsFor(access, declaration.method, guards) : [guard(context)];
+    const middleware = [...checks, declaration.handler(context)] as RouterMiddleware[];
     router[declaration.method](routerPath(declaration.path), ...middleware);
   }
 }
@@ -106,6 +136,12 @@ export function operationOf(declaration: Pick<RouteDeclaration<unknown>, 'method
   const written = operation as OperationObject;
   // What the access generates is never written by hand: a second place for it is how the two drift apart.
   if (written.security !== undefined || written['x-permission'] !== undefined) throw new Error(`route ${where}: security and x-permission come from its access, not from its operation`);
+  if (access === 'public') return { ...operation, security: [] };
+  if (typeof access === 'object' && 'guard' in access) {
+    // A session it checks itself is documented as one the router checks; an optional one has no 401 of its own.
+    if (access.security === 'optional-session') return { ...operation, security: OPTIONAL_SESSION };
+    return { ...operation, responses: { ...operation.responses, ...PROTECTED_FAILURES } };
+  }
   const permission = permissionOf(access);
   if (permission === null) return { ...operation, responses: { ...operation.responses, ...PROTECTED_FAILURES } };
   if (parsePermissionCode(permission) === null) throw new Error(`route ${where}: ${JSON.stringify(permission)} is not a permission code`);

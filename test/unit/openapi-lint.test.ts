@@ -63,7 +63,7 @@ let stderr: string;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'iam-openapi-lint-'));
-  // Exactly what the gateway serves (src/api/openapi-routes.ts).
+  // Exactly what the gateway serves (src/api/meta-routes.ts).
   writeFileSync(join(dir, 'openapi.json'), JSON.stringify(openApiDocument, null, 2));
   writeFileSync(join(dir, 'redocly.yaml'), 'extends:\n  - recommended\ntelemetry: off\n');
   const ignored: Record<string, string[]> = {};

@@ -1,13 +1,14 @@
 /**
- * The declared `/iam` routes (src/api/route-declaration.ts): the permission of a declaration is the one its OpenAPI
- * operation publishes (`x-permission`, the role of `security`) and the one the guard the gateway registers asks the
- * engine for; what the access generates cannot be written a second time in the operation.
+ * The declared `/iam` routes (src/api/route-declaration.ts): every route the /iam router registers is a declaration;
+ * the permission of a declaration is the one its OpenAPI operation publishes (`x-permission`, the role of
+ * `security`) and the one the guard the gateway registers asks the engine for; what the access generates cannot be
+ * written a second time in the operation.
  */
 import Router from '@koa/router';
 import type { Layer } from '@koa/router';
 import type { Context, Middleware, Next } from 'koa';
 import { registerIamRoutes } from '../../src/api/iam-routes';
-import { sessionGranting } from '../../src/api/openapi-builders';
+import { OPTIONAL_SESSION, sessionGranting } from '../../src/api/openapi-builders';
 import { DECLARED_ROUTES, HTTP_METHODS, openApiDocument, type OperationObject } from '../../src/api/openapi-document';
 import { declaredPaths, operationOf, permissionOf, registerDeclaredRoutes, routerPath, type RouteDeclaration } from '../../src/api/route-declaration';
 
@@ -81,26 +82,44 @@ async function guardOutcome(layer: Layer, method: string): Promise<string> {
 
 const declared = DECLARED_ROUTES.map((declaration) => ({ declaration, name: `${declaration.method.toUpperCase()} ${declaration.path}` }));
 
+/** `METHOD /iam/path/{param}` of each route the /iam router registers (HEAD follows GET), in registration order. */
+function registeredRoutes(router: Router): string[] {
+  return router.stack
+    .filter((layer) => layer.methods.length > 0)
+    .flatMap((layer) => layer.methods.filter((method) => !(method === 'HEAD' && layer.methods.includes('GET'))).map((method) => `${method} ${String(layer.path).replace(/:([A-Za-z0-9_]+)/g, '{$1}')}`));
+}
+
 describe('declared /iam routes', () => {
-  it('declares something, each method and path once', () => {
-    expect(declared.length).toBeGreaterThanOrEqual(19);
+  it('declares each method and path once', () => {
+    expect(declared.length).toBeGreaterThanOrEqual(43);
     expect(new Set(declared.map((route) => route.name)).size).toBe(declared.length);
   });
 
-  it.each(declared)('$name: the served operation publishes the declared permission', ({ declaration }) => {
+  it('registers every route of the /iam router from a declaration, and every declaration once', () => {
+    // No route is registered plainly (router.get and the like): each is a declaration, so each has its operation.
+    const registered = registeredRoutes(registeredRouter());
+    expect([...registered].sort()).toEqual(declared.map((route) => route.name).sort());
+  });
+
+  it.each(declared)('$name: the served operation publishes the declared access', ({ declaration }) => {
     const served = openApiDocument.paths[declaration.path]?.[declaration.method];
     expect(served).toBeDefined();
-    const permission = permissionOf(declaration.access);
-    if (permission === null) {
-      expect(served!['x-permission']).toBeUndefined();
-      expect(served!.security).toBeUndefined(); // the document's default: the bearer or the cookie
-    } else {
+    const { access } = declaration;
+    const permission = permissionOf(access);
+    const optional = typeof access === 'object' && 'guard' in access && access.security === 'optional-session';
+    if (permission !== null) {
       expect(served!['x-permission']).toBe(permission);
       expect(served!.security).toEqual(sessionGranting(permission));
       expect(served!.security).toEqual([{ bearer: [permission] }, { sessionCookie: [permission] }]);
       expect(served!.responses['403']).toBeDefined();
+    } else {
+      expect(served!['x-permission']).toBeUndefined();
+      if (access === 'public') expect(served!.security).toEqual([]);
+      else if (optional) expect(served!.security).toEqual(OPTIONAL_SESSION);
+      else expect(served!.security).toBeUndefined(); // the document's default: the bearer or the cookie
     }
-    expect(served!.responses['401']).toBeDefined();
+    // A session is needed (401 without one) unless the route is public or takes a session only when one is sent.
+    if (access !== 'public' && !optional) expect(served!.responses['401']).toBeDefined();
     // The served operation is the generated one (plus the refusals every operation lists).
     expect({ ...served, responses: { ...served!.responses, '414': undefined } }).toEqual({ ...operationOf(declaration), responses: { ...operationOf(declaration).responses, '414': undefined } });
   });
@@ -170,6 +189,57 @@ describe('a route declaration', () => {
     expect(() => declaredPaths([{ ...base, access: { permission: 'not a code' } }])).toThrow(/not a permission code/);
     expect(() => declaredPaths([base, base])).toThrow(/declared twice/);
     expect(() => declaredPaths([{ ...base, path: '/admin/things' as never }])).toThrow(/starts with \/iam\//);
+  });
+
+  it('generates the security of a public route, and of one that checks its caller itself', () => {
+    const operation = { ...base.operation, responses: { '200': { description: 'ok' } } };
+    const public_ = operationOf({ ...base, access: 'public', operation });
+    expect(public_.security).toEqual([]);
+    expect(Object.keys(public_.responses)).toEqual(['200']);
+    expect(public_['x-permission']).toBeUndefined();
+    const own = operationOf({ ...base, access: { guard: 'own', security: 'session' }, operation });
+    expect(own.security).toBeUndefined();
+    expect(Object.keys(own.responses)).toEqual(['200', '401', '500', '503']);
+    const optional = operationOf({ ...base, access: { guard: 'own', security: 'optional-session' }, operation });
+    expect(optional.security).toEqual([{ bearer: [] }, { sessionCookie: [] }, {}]);
+    expect(Object.keys(optional.responses)).toEqual(['200']);
+  });
+
+  it('registers no guard for a public route or one that checks its caller itself, except the guard it brings', async () => {
+    const router = new Router({ prefix: '/iam' });
+    const order: string[] = [];
+    const requireSession: Middleware = () => {
+      throw new Error('the generated session guard ran');
+    };
+    const declarations: Array<RouteDeclaration<{ tag: string }>> = [
+      { ...base, access: 'public', handler: ({ tag }) => () => void order.push(`public ${tag}`) },
+      { ...base, path: '/iam/admin/own', access: { guard: 'own', security: 'session' }, handler: ({ tag }) => () => void order.push(`own ${tag}`) },
+      {
+        ...base,
+        path: '/iam/admin/guarded',
+        access: { guard: 'own', security: 'session' },
+        guard: ({ tag }) => async (_ctx, next) => {
+          order.push(`guard ${tag}`);
+          await next();
+        },
+        handler: ({ tag }) => () => void order.push(`guarded ${tag}`),
+      },
+    ];
+    registerDeclaredRoutes(router, declarations, { tag: 'ctx' }, { requireSession });
+    expect(router.stack.map((layer) => layer.stack.length)).toEqual([1, 1, 2]);
+    for (const layer of router.stack) {
+      const stack = layer.stack as unknown as Middleware[];
+      const ctx = { method: 'GET', state: {} } as unknown as Context;
+      const run = async (index: number): Promise<void> => {
+        if (index < stack.length) await stack[index]!(ctx, (() => run(index + 1)) as Next);
+      };
+      await run(0);
+    }
+    expect(order).toEqual(['public ctx', 'own ctx', 'guard ctx', 'guarded ctx']);
+    // Only a route that checks its caller itself brings a guard: another would have two.
+    const guarded = declarations[2]!;
+    expect(() => registerDeclaredRoutes(new Router(), [{ ...guarded, access: 'session' }], { tag: 'x' }, { requireSession })).toThrow(/brings its own guard/);
+    expect(() => registerDeclaredRoutes(new Router(), [{ ...base, access: 'session' }], { tag: 'x' })).toThrow(/without the session guard/);
   });
 
   it('gives one path the same path parameters in every declaration', () => {
