@@ -16,6 +16,7 @@ import { login, ROOT } from '../support/gateway';
 import { startGatewayWithUpstream, type GatewayWithUpstream } from '../support/gateway-fixture';
 import { recordedHeader, type RecordingUpstream } from '../support/recording-upstream';
 import { metricValue } from '../support/scrape';
+import { until } from '../support/wait';
 
 const PATH = '/iam/authorization/forward-auth';
 
@@ -116,8 +117,8 @@ class RawConnection {
     this.socket.write(requests.map((request) => request.text).join(''));
   }
 
-  /** Resolves once `count` answers arrived in all. */
-  async next(count: number, withinMs = 5000): Promise<RawAnswer[]> {
+  /** Resolves once `count` answers arrived in all (`withinMs` only turns a hang into a failure: generous). */
+  async next(count: number, withinMs = 20_000): Promise<RawAnswer[]> {
     const deadline = Date.now() + withinMs;
     while (this.answers.length < count) {
       if (this.closed) throw new Error(`connection closed after ${this.answers.length} of ${count} answers`);
@@ -340,6 +341,7 @@ describe('bodies, as the /iam app treated them', () => {
       expect(first!.status).toBe(200);
       expect(second!.status).toBe(401);
       expect(second!.headers['x-request-id']).toBe('fa-after-body');
+      // Nothing to poll for an answer that must never come: a moment for a third one to show up if the body leaked.
       await new Promise((resolve) => setTimeout(resolve, 100));
       expect(connection.answers).toHaveLength(2);
     } finally {
@@ -351,6 +353,8 @@ describe('bodies, as the /iam app treated them', () => {
     const connection = await RawConnection.open(gateway.port);
     try {
       connection.send({ text: check([...original, 'Expect: 100-continue', 'Content-Type: application/json', 'Content-Length: 2']) });
+      // The body comes after a pause, as from a client waiting for the 100 (the scenario; the gateway may answer the
+      // check without reading the body, so there is no 100 to poll for).
       await new Promise((resolve) => setTimeout(resolve, 50));
       connection.socket.write('{}');
       const [answer] = await connection.next(1);
@@ -379,9 +383,9 @@ describe('one keep-alive connection', () => {
       ];
       connection.send(...requests.map((r) => ({ text: check([...r.lines, `X-Request-Id: ${r.id}`], { method: r.method ?? (r.head ? 'HEAD' : 'GET') }), head: r.head })));
       // The first decision waits for the resolver: nothing may be answered before it, though the others are decided.
-      const deadline = Date.now() + 5000;
-      while (resolver.held.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+      await until('the resolver to hold the first decision', () => resolver.held.length > 0, { every: 10 });
       expect(resolver.held).toHaveLength(1);
+      // A moment for the other decisions to be made (nothing to poll: what is checked is that none is written).
       await new Promise((resolve) => setTimeout(resolve, 200));
       expect(connection.bytesReceived).toBe(0);
       resolver.releaseAll();
@@ -405,16 +409,13 @@ describe('one keep-alive connection', () => {
     const allowedBefore = await metricValue(gateway.managementUrl, 'iam_forward_auth_requests_total', { outcome: 'allowed' });
     const connection = await RawConnection.open(gateway.port);
     connection.send({ text: check([auth, 'X-Forwarded-Method: GET', 'X-Forwarded-Uri: /api/tasks/21']) });
-    const deadline = Date.now() + 5000;
-    while (resolver.held.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    await until('the resolver to hold the decision', () => resolver.held.length > 0, { every: 10 });
     expect(resolver.held).toHaveLength(1);
     connection.close();
+    // A moment for the gateway to see the client leave before the decision completes (the scenario; nothing to poll).
     await new Promise((resolve) => setTimeout(resolve, 100));
     resolver.releaseAll();
-    const counted = Date.now() + 5000;
-    while ((await metricValue(gateway.managementUrl, 'iam_forward_auth_requests_total', { outcome: 'allowed' })) === allowedBefore && Date.now() < counted) {
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
+    await until('the decision to be counted', async () => (await metricValue(gateway.managementUrl, 'iam_forward_auth_requests_total', { outcome: 'allowed' })) !== allowedBefore);
     expect(await metricValue(gateway.managementUrl, 'iam_forward_auth_requests_total', { outcome: 'allowed' })).toBe(allowedBefore + 1);
     expect(connection.bytesReceived).toBe(0);
     const next = await once(check([auth, 'X-Forwarded-Method: GET', 'X-Forwarded-Uri: /api/projects']));

@@ -533,6 +533,13 @@ describe('linking a provider account to a user (iam.oidc.link-by; only iss + sub
   });
 });
 
+/**
+ * "Answered, not hung": a provider that accepts the connection and never answers must get a 504 instead of a request
+ * that waits until the client gives up. Far above both the configured 1 s `iam.oidc.timeout` (10×) and the latency of
+ * a machine kept busy by other work; how fast the 504 comes is not this test's business.
+ */
+const IDP_ANSWERED_NOT_HUNG_MS = 10_000;
+
 describe('a provider that is down or slow', () => {
   let silent: Server;
   let silentUrl: string;
@@ -561,10 +568,11 @@ describe('a provider that is down or slow', () => {
     gateways.push(slow);
     const started = Date.now();
     const hung = await send(`${slow.url}/iam/auth/oidc/login`, { headers: { accept: 'text/html' } });
+    // The 504 and its page prove the timeout path; the bound only turns a hang into a failure.
     expect(hung.status).toBe(504);
-    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(Date.now() - started).toBeLessThan(IDP_ANSWERED_NOT_HUNG_MS);
     expect(await hung.text()).toContain('Identity provider timeout');
     // The gateway itself keeps serving.
     expect((await send(`${slow.url}/health`)).status).toBe(200);
-  });
+  }, 2 * IDP_ANSWERED_NOT_HUNG_MS + 20_000);
 });

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import type { RunningGateway } from '../../src/app/start-gateway';
 import { createTestDatabase } from '../support/database';
 import { ROOT, startTestGateway } from '../support/gateway';
+import { until } from '../support/wait';
 
 const CHUNK = Buffer.alloc(64 * 1024, 0x61);
 const TOTAL = 128 * 1024 * 1024;
@@ -59,11 +60,17 @@ it('stops reading from the host while the client does not read, then delivers th
   });
   response.pause();
 
-  // Let every buffer between host and client fill up: socket buffers on both hops hold a few MB at most.
-  await new Promise((resolve) => setTimeout(resolve, 1000));
-  const writtenWhilePaused = hostWritten;
-  await new Promise((resolve) => setTimeout(resolve, 500));
-  expect(hostWritten).toBe(writtenWhilePaused); // the host is held back, not just slow
+  // Every buffer between host and client fills up (socket buffers on both hops hold a few MB at most), then the host
+  // is held back: what it wrote stops moving for a whole 500 ms window, however long filling took on this machine.
+  let previous = -1;
+  const writtenWhilePaused = await until('the host to be held back (nothing written for 500 ms)', async () => {
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const now = hostWritten;
+    const held = now > 0 && now === previous;
+    previous = now;
+    return held ? now : null;
+  });
+  // Held back, not just slow: a gateway that buffered the download would have taken it all.
   expect(writtenWhilePaused).toBeLessThan(TOTAL / 3);
 
   const done = new Promise<void>((resolve, reject) => {

@@ -141,6 +141,7 @@ describe('expiry', () => {
     try {
       const session = await login(short.url, 'alice');
       expect((await get('/api/projects', session.accessToken, short.url)).status).toBe(200);
+      // Let the 1 s lifetime pass (the scenario: a lower bound on elapsed time, which a slow machine only lengthens).
       await new Promise((resolve) => setTimeout(resolve, 1300));
       expect((await get('/api/projects', session.accessToken, short.url)).status).toBe(401);
       expect(await short.services!.store.getToken(hashToken(session.accessToken))).toBeNull();
@@ -153,14 +154,19 @@ describe('expiry', () => {
   });
 
   it('slides with iam.token.idle-timeout while used, and expires when idle', async () => {
-    const idle = await startTestGateway(upstream.url, { ...POLICIES, IAM_TOKEN_IDLE_TIMEOUT: '800ms' });
+    // Uses 400 ms apart, for longer than the idle timeout: each gap leaves a slow machine 1.6 s before the session
+    // would idle out, so only a session that does not slide expires. The pauses are the scenario, not waits.
+    const idleTimeoutMs = 2000;
+    const idle = await startTestGateway(upstream.url, { ...POLICIES, IAM_TOKEN_IDLE_TIMEOUT: `${idleTimeoutMs}ms` });
     try {
       const session = await login(idle.url, 'alice');
-      for (let i = 0; i < 5; i++) {
+      const usedFrom = Date.now();
+      while (Date.now() - usedFrom < 1.5 * idleTimeoutMs) {
         await new Promise((resolve) => setTimeout(resolve, 400));
         expect((await get('/api/projects', session.accessToken, idle.url)).status).toBe(200);
       }
-      await new Promise((resolve) => setTimeout(resolve, 1100));
+      // Then idle for longer than the timeout (a lower bound, which a slow machine only lengthens).
+      await new Promise((resolve) => setTimeout(resolve, idleTimeoutMs + 300));
       expect((await get('/api/projects', session.accessToken, idle.url)).status).toBe(401);
     } finally {
       await idle.close();

@@ -11,6 +11,7 @@ import type { DestinationStream } from 'pino';
 import type { RunningGateway } from '../../src/app/start-gateway';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { startTestGateway } from '../support/gateway';
+import { until } from '../support/wait';
 import { E2E_POLICIES } from '../support/gateway-fixture';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
 
@@ -113,13 +114,7 @@ async function auditRows(gateway: RunningGateway, requestIds: string[]): Promise
 
 /** Waits until the access log has a line for `requestId` (lines are written in batches, in order). */
 async function lineFor(log: ReturnType<typeof capture>, requestId: string): Promise<Record<string, unknown>> {
-  const deadline = Date.now() + 5_000;
-  for (;;) {
-    const found = log.lines().find((line) => line.requestId === requestId);
-    if (found !== undefined) return found;
-    if (Date.now() > deadline) throw new Error(`no access-log line for ${requestId}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  return until(`an access-log line for ${requestId}`, () => log.lines().find((line) => line.requestId === requestId), { every: 20 });
 }
 
 describe('under default: deny, with no route for them', () => {

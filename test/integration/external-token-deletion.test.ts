@@ -15,13 +15,24 @@ import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
 import { privateRedisAvailable, startPrivateRedis, type PrivateRedis } from '../support/private-redis';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
 import { timed } from '../support/timed-fetch';
+import { until } from '../support/wait';
 
 const runnable = privateRedisAvailable() || Boolean(process.env.CI);
 if (!runnable) notRun('external-token-deletion (/usr/bin/redis-server missing; CI always has it)');
 const describeIfRedisServer = runnable ? describe : describe.skip;
 
-/** The default `iam.token.cache.revalidate-interval`, plus one store read and slack for a loaded test machine. */
-const FLUSH_BOUND_MS = 2000 + 2000;
+/**
+ * How long a deleted token may keep working: 5x the default `iam.token.cache.revalidate-interval` (2 s), room for a
+ * loaded test machine. It still proves the revalidation: without it a cached session is served until it expires
+ * (`iam.token.ttl`, 8 h) or until an event nobody sends here.
+ */
+const FLUSH_BOUND_MS = 5 * 2000;
+
+/**
+ * "Answered, not hung" for the purge event: nothing but the event drops cache entries nobody reads (the cache evicts
+ * lazily, on a read), so any bound proves the event; this one only turns a lost event into a failure.
+ */
+const EVENT_NOT_HUNG_MS = 10_000;
 
 describeIfRedisServer('#11.34 token deletions made outside the gateway reach every cache', () => {
   let redis: PrivateRedis;
@@ -79,7 +90,7 @@ describeIfRedisServer('#11.34 token deletions made outside the gateway reach eve
     for (const gateway of [a, b]) {
       for (const token of tokens) expect(await refusedAfter(gateway, token, flushedAt, FLUSH_BOUND_MS)).toBeLessThanOrEqual(FLUSH_BOUND_MS);
     }
-  });
+  }, FLUSH_BOUND_MS + 30_000);
 
   it('#11.34: a token deleted by hand (DEL) stops working on every instance within the revalidation bound', async () => {
     const [alice] = await warmSessions();
@@ -88,7 +99,7 @@ describeIfRedisServer('#11.34 token deletions made outside the gateway reach eve
     const deletedAt = Date.now();
     await redis.admin.del(...keys);
     for (const gateway of [a, b]) expect(await refusedAfter(gateway, alice!, deletedAt, FLUSH_BOUND_MS)).toBeLessThanOrEqual(FLUSH_BOUND_MS);
-  });
+  }, FLUSH_BOUND_MS + 30_000);
 
   it('#11.34: `iam-gateway tokens purge` empties the session cache of every instance at once', async () => {
     const tokens = await warmSessions();
@@ -103,13 +114,9 @@ describeIfRedisServer('#11.34 token deletions made outside the gateway reach eve
       process.env = saved;
     }
     // Cached entries are dropped by the event, not lazily at their next use.
-    const purgedAt = Date.now();
     for (const gateway of [a, b]) {
-      while ((await cacheEntries(gateway)) !== 0) {
-        expect(Date.now() - purgedAt).toBeLessThan(1000);
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
+      await until(`an empty session cache on ${gateway.url}`, async () => (await cacheEntries(gateway)) === 0, { within: EVENT_NOT_HUNG_MS, every: 20 });
     }
     for (const gateway of [a, b]) for (const token of tokens) expect(await projects(gateway, token)).toBe(401);
-  });
+  }, 2 * EVENT_NOT_HUNG_MS + 30_000);
 });

@@ -9,6 +9,7 @@ import { startGateway, type RunningGateway } from '../../src/app/start-gateway';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { describeWithRedis, testDatabaseUrl, testRedisUrl } from '../support/env';
 import { bearer, login, ROOT, testConfig } from '../support/gateway';
+import { until } from '../support/wait';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
 import { relayedUrl, startTcpRelay, targetOf, type TcpRelay } from '../support/tcp-relay';
 import { timed } from '../support/timed-fetch';
@@ -146,12 +147,7 @@ describeWithRedis('#11.39 token store outages', () => {
     } finally {
       await redisRelay.restore();
     }
-    const started = Date.now();
-    let recovered: LogLine | undefined;
-    while (!(recovered = storeLines.find((line) => line.dependency === 'tokenStore' && /recovered/.test(line.msg)))) {
-      expect(Date.now() - started).toBeLessThan(10_000);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    const recovered = await until('the token store logged as recovered', () => storeLines.find((line) => line.dependency === 'tokenStore' && /recovered/.test(line.msg)), { every: 100 });
     expect(recovered.failures).toBe(10);
     const during = storeLines.slice(from);
     expect(during.filter((line) => line.level >= 50)).toEqual([]);
@@ -170,12 +166,10 @@ describeWithRedis('#11.39 token store outages', () => {
     await redisRelay.cut();
     try {
       // The cache stops being trusted once the events channel is noticed down; a 200 before that is the cache's.
-      const deadline = Date.now() + 5000;
-      let answer = await check();
-      while (answer.status === 200 && Date.now() < deadline) {
-        await new Promise((resolve) => setTimeout(resolve, 25));
-        answer = await check();
-      }
+      let answer = await until('the cache to stop being trusted', async () => {
+        const next = await check();
+        return next.status === 200 ? null : next;
+      });
       for (let i = 0; i < 10; i++) {
         if (i > 0) answer = await check();
         expect(answer.status).toBe(503);
@@ -187,12 +181,7 @@ describeWithRedis('#11.39 token store outages', () => {
     } finally {
       await redisRelay.restore();
     }
-    const started = Date.now();
-    let recovered: LogLine | undefined;
-    while (!(recovered = storeLines.slice(from).find((line) => line.dependency === 'tokenStore' && /recovered/.test(line.msg)))) {
-      expect(Date.now() - started).toBeLessThan(10_000);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
+    const recovered = await until('the token store logged as recovered', () => storeLines.slice(from).find((line) => line.dependency === 'tokenStore' && /recovered/.test(line.msg)), { every: 100 });
     expect(recovered.failures).toBe(unavailable);
     const during = storeLines.slice(from);
     expect(during.filter((line) => line.level >= 50)).toEqual([]);

@@ -21,6 +21,13 @@ import { testRedisUrl, uniquePrefix, notRun } from '../support/env';
 import { startPrivateRedis } from '../support/private-redis';
 import { until } from '../support/wait';
 
+/**
+ * "Answered, not hung": a generous upper bound for a store call that must fail instead of waiting on a dead or silent
+ * connection (which would wait until the test's own timeout). At least 5x every timeout configured below and far above
+ * a loaded machine's latency; how fast the store gives up is the bench's business.
+ */
+const ANSWERED_NOT_HUNG_MS = 10_000;
+
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const randomId = (label: string): string => `${label}-${randomBytes(6).toString('hex')}`;
 
@@ -425,7 +432,7 @@ if (!redisUrl) {
       await expect(
         RedisTokenStore.connect({ url: `redis://127.0.0.1:${port}`, prefix: 'x', connectTimeoutMs: 500 }),
       ).rejects.toBeInstanceOf(StoreUnavailableError);
-      expect(Date.now() - started).toBeLessThan(2000);
+      expect(Date.now() - started).toBeLessThan(ANSWERED_NOT_HUNG_MS);
     });
 
     it('fails closed fast while Redis is away and recovers by itself', async () => {
@@ -435,7 +442,8 @@ if (!redisUrl) {
       url.hostname = '127.0.0.1';
       url.port = String(port);
       const prefix = uniquePrefix('fail-closed');
-      const store = await connect(prefix, url.toString(), { commandTimeoutMs: 900, maxReconnectDelayMs: 200 });
+      // A command timeout far above ANSWERED_NOT_HUNG_MS: a refusal within that bound cannot be the timeout firing.
+      const store = await connect(prefix, url.toString(), { commandTimeoutMs: 6 * ANSWERED_NOT_HUNG_MS, maxReconnectDelayMs: 200 });
       const changes: boolean[] = [];
       try {
         const subscription = await store.subscribe(() => undefined, (connected) => changes.push(connected));
@@ -447,8 +455,8 @@ if (!redisUrl) {
         await relay.stop();
         const started = Date.now();
         await expect(store.getToken(hash)).rejects.toBeInstanceOf(StoreUnavailableError);
-        // Well under the command timeout: a known-dead connection refuses at once (no offline queue).
-        expect(Date.now() - started).toBeLessThan(300);
+        // A known-dead connection refuses at once (no offline queue), not after the command timeout (60 s here).
+        expect(Date.now() - started).toBeLessThan(ANSWERED_NOT_HUNG_MS);
         await expect(store.ping()).rejects.toBeInstanceOf(StoreUnavailableError);
         await waitFor('the subscription to report the drop', () => !subscription.connected, 2000);
         expect(changes).toEqual([false]);
@@ -467,7 +475,7 @@ if (!redisUrl) {
         await relay.stop();
         await purgeDirect(prefix);
       }
-    });
+    }, 60_000);
 
     it('rejects instead of hanging when Redis stops answering, then replaces the dead socket', async () => {
       const relay = new TcpRelay(new URL(redisUrl));
@@ -483,7 +491,7 @@ if (!redisUrl) {
         relay.freeze();
         const started = Date.now();
         await expect(store.getToken(hash)).rejects.toBeInstanceOf(StoreUnavailableError);
-        expect(Date.now() - started).toBeLessThan(1000);
+        expect(Date.now() - started).toBeLessThan(ANSWERED_NOT_HUNG_MS);
         // socketTimeout destroys the silent socket; the reconnect goes through a fresh relay connection.
         await waitFor(
           'a fresh connection',
