@@ -56,6 +56,8 @@ async function row(sessionId: string) {
 describe('#11.7 profile switch derives a session from the caller', () => {
   it('#11.7: a switched session inherits the origin absolute expiry; switching again never extends it', async () => {
     const origin = await login(a.url, 'alice');
+    // The pauses are the scenario: time passes between the switches (over a second, so an expiry computed afresh
+    // would differ); a slow machine only lengthens them.
     await new Promise((resolve) => setTimeout(resolve, 1100));
     const reader = await switchTo(a.url, origin.accessToken, 'p-alice-reader');
     await new Promise((resolve) => setTimeout(resolve, 1100));

@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { bearer, login } from '../support/gateway';
 import { E2E_POLICIES, startGatewayWithUpstream, type GatewayWithUpstream } from '../support/gateway-fixture';
 import { OtlpReceiver, traceToReceiver } from '../support/otlp-receiver';
+import { until } from '../support/wait';
 
 const receiver = new OtlpReceiver();
 let fixture: GatewayWithUpstream;
@@ -26,10 +27,8 @@ it('exports the spans of a request as OTLP protobuf', async () => {
   const { accessToken } = await login(fixture.gateway.url, 'alice');
   const traceId = randomBytes(16);
   await fetch(`${fixture.gateway.url}/api/projects`, { headers: { ...bearer(accessToken), traceparent: `00-${traceId.toString('hex')}-${randomBytes(8).toString('hex')}-01` } });
-  const deadline = Date.now() + 10_000;
   // The batch processor may export the request's spans in different bodies (they end at different times).
   const carries = (): boolean => ['authorize', 'forward'].every((name) => receiver.protobufBodies.some((body) => body.includes(traceId) && body.includes(name)));
-  while (!carries() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
-  expect(carries()).toBe(true);
+  await until('the authorize and forward spans of the request exported', carries, { every: 50 });
   expect(new Set(receiver.contentTypes)).toEqual(new Set(['application/x-protobuf']));
 });

@@ -38,6 +38,17 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
+/**
+ * "Answered, not hung": a generous upper bound for an answer the gateway must give instead of waiting on a host that
+ * is gone or silent; far above a loaded machine's latency and at least 5x every upstream timeout configured below.
+ */
+const ANSWERED_NOT_HUNG_MS = 10_000;
+/**
+ * The connect timeout of the host-down gateways: far above ANSWERED_NOT_HUNG_MS, so a 502 within that bound proves the
+ * refusal was seen at once and not waited out.
+ */
+const HOST_DOWN_CONNECT_TIMEOUT = '60s';
+
 let policies: string;
 let upstream: RecordingUpstream;
 const gateways: RunningGateway[] = [];
@@ -63,28 +74,28 @@ afterAll(async () => {
 
 describe('host down', () => {
   it('answers 502 IAM_UPSTREAM_UNAVAILABLE at once when nothing listens on the host port', async () => {
-    const gateway = await gatewayFor(`http://127.0.0.1:${await closedPort()}`);
+    const gateway = await gatewayFor(`http://127.0.0.1:${await closedPort()}`, { UPSTREAM_CONNECT_TIMEOUT: HOST_DOWN_CONNECT_TIMEOUT });
     const bob = await login(gateway.url, 'bob');
     for (const answer of [
       await timed(`${gateway.url}/health`),
       await timed(`${gateway.url}/slow/10`, { method: 'POST', headers: { ...bearer(bob.accessToken), 'content-type': 'application/json' }, body: '{"a":1}' }),
     ]) {
       expectProblem(answer, 502, 'IAM_UPSTREAM_UNAVAILABLE', { requestId: expect.any(String) });
-      expect(answer.elapsedMs).toBeLessThan(1000);
+      expect(answer.elapsedMs).toBeLessThan(ANSWERED_NOT_HUNG_MS);
     }
   });
 
   it('goes 502 when the host drops mid-run (keep-alive connections reset) and recovers by itself when it returns', async () => {
     const relay: TcpRelay = await startTcpRelay('127.0.0.1', upstream.port);
     try {
-      const gateway = await gatewayFor(`http://127.0.0.1:${relay.port}`);
+      const gateway = await gatewayFor(`http://127.0.0.1:${relay.port}`, { UPSTREAM_CONNECT_TIMEOUT: HOST_DOWN_CONNECT_TIMEOUT });
       // Several requests, so the gateway holds pooled keep-alive connections to the host.
       for (let i = 0; i < 3; i++) expect((await timed(`${gateway.url}/health`)).status).toBe(200);
       await relay.cut();
       for (let i = 0; i < 3; i++) {
         const answer = await timed(`${gateway.url}/health`);
         expectProblem(answer, 502, 'IAM_UPSTREAM_UNAVAILABLE', { requestId: expect.any(String) });
-        expect(answer.elapsedMs).toBeLessThan(1000);
+        expect(answer.elapsedMs).toBeLessThan(ANSWERED_NOT_HUNG_MS);
       }
       await relay.restore();
       const answer = await timed(`${gateway.url}/health`);
@@ -106,11 +117,12 @@ describe('host slow or stalled', () => {
 
   beforeEach(() => upstream.clear());
 
-  it.each(['/hang', '/slow/2000'])('answers 504 IAM_UPSTREAM_TIMEOUT for GET %s after the response timeout, not later', async (path) => {
+  it.each(['/hang', '/slow/2000'])('answers 504 IAM_UPSTREAM_TIMEOUT for GET %s after the response timeout, not the late answer of the host', async (path) => {
     const answer = await timed(`${gateway.url}${path}`, { headers: bearer(bob.accessToken) });
     expectProblem(answer, 504, 'IAM_UPSTREAM_TIMEOUT', { requestId: expect.any(String) });
+    // The 504 proves the timeout path (the /slow/2000 host would have answered 200); a lower bound: it waited 300 ms.
     expect(answer.elapsedMs).toBeGreaterThanOrEqual(250);
-    expect(answer.elapsedMs).toBeLessThan(1500);
+    expect(answer.elapsedMs).toBeLessThan(ANSWERED_NOT_HUNG_MS);
   });
 
   it('still forwards an answer that comes within the timeout', async () => {
@@ -154,7 +166,6 @@ describe('host stalls in the middle of its answer', () => {
   it('cuts the client connection after the body timeout instead of leaving it hanging', async () => {
     const port = (stalling.address() as { port: number }).port;
     const gateway = await gatewayFor(`http://127.0.0.1:${port}`, { UPSTREAM_BODY_TIMEOUT: '300ms' });
-    const started = Date.now();
     const outcome = await new Promise<{ status: number; received: string; error: string | null }>((resolve) => {
       const req = httpRequest(`${gateway.url}/stall`, { agent: false }, (res) => {
         let received = '';
@@ -165,14 +176,14 @@ describe('host stalls in the middle of its answer', () => {
         res.on('aborted', () => resolve({ status: res.statusCode ?? 0, received, error: 'aborted' }));
       });
       req.on('error', (error) => resolve({ status: 0, received: '', error: error.message }));
-      req.setTimeout(5000, () => req.destroy(new Error('client gave up: the gateway left the response hanging')));
+      req.setTimeout(ANSWERED_NOT_HUNG_MS, () => req.destroy(new Error('client gave up: the gateway left the response hanging')));
       req.end();
     });
     expect(outcome.status).toBe(200);
     expect(outcome.received).toBe('first part;');
     // The response is incomplete (1000 bytes announced): the connection is cut, so the client knows.
     expect(outcome.error).not.toBeNull();
+    // Cut by the gateway, not given up on by the client after ANSWERED_NOT_HUNG_MS (33x the body timeout).
     expect(outcome.error).not.toMatch(/client gave up/);
-    expect(Date.now() - started).toBeLessThan(2000);
   });
 });

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import type { RunningGateway } from '../../src/app/start-gateway';
 import { createTestDatabase } from '../support/database';
 import { startTestGateway } from '../support/gateway';
+import { until } from '../support/wait';
 
 const POLICY = `
 version: 1
@@ -123,7 +124,7 @@ describe('#11.39 stopping drains keep-alive connections without resets', () => {
     const gateway = await startTestGateway(hostUrl, { IAM_POLICIES_DIR: policies });
     const connection = await idleConnection(gateway);
     connection.send('/slow?ms=300&inflight=1');
-    while (!seen.includes('/slow?ms=300&inflight=1')) await new Promise((resolve) => setTimeout(resolve, 5));
+    await until('the host to receive the request', () => seen.includes('/slow?ms=300&inflight=1'), { every: 5 });
     const stopped = gateway.close();
     const answer = await connection.response();
     expect(answer?.head).toMatch(/^HTTP\/1\.1 200 /);

@@ -148,7 +148,9 @@ describe('#11.2 upstream pool exhaustion', () => {
     const busy = [timed(`${gateway.url}/slow?ms=600&busy=1`), timed(`${gateway.url}/slow?ms=600&busy=2`)];
     await until(() => host.seen.filter((url) => url.includes('busy=')).length === 2, 5000, 'both pooled connections busy');
     const leaving = await Promise.all([1, 2, 3, 4].map((i) => rawRequest(gateway, `/health?abandoned=${i}`)));
-    // The gateway has parsed and queued them (a public route is authorized synchronously) before they leave.
+    // The gateway has parsed and queued them (a public route is authorized synchronously) before they leave. Nothing
+    // to poll (no metric shows the pool's queue): on a slow machine some may leave before being queued, which makes the
+    // test prove less, never fail.
     await new Promise((resolve) => setTimeout(resolve, 150));
     for (const socket of leaving) socket.destroy();
     expect((await Promise.all(busy)).map((answer) => answer.status)).toEqual([200, 200]);
