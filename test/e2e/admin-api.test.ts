@@ -629,7 +629,9 @@ describeWithRedis('two instances sharing Redis', () => {
   let b: RunningGateway;
 
   beforeAll(async () => {
-    const shared = { ...POLICIES, IAM_TOKEN_STORE_PREFIX: uniquePrefix('admin-multi'), REDIS_URL: redisUrl! };
+    // The change feed's poll would also deliver the template edit the second test writes behind the gateways' back
+    // (on a slow machine, before its "still 403" check): polled hourly here, only the admin API's events move B.
+    const shared = { ...POLICIES, IAM_TOKEN_STORE_PREFIX: uniquePrefix('admin-multi'), REDIS_URL: redisUrl!, IAM_CHANGES_POLL_INTERVAL: '1h' };
     a = await startTestGateway(upstream.url, shared);
     b = await startTestGateway(upstream.url, shared);
   });
