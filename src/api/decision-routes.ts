@@ -3,7 +3,7 @@ import type { ValidateFunction } from 'ajv/dist/2020';
 import type { Context } from 'koa';
 import type { AuditTrail } from '../audit/audit-trail';
 import type { AuthorizationDecision } from '../authz/decision';
-import { problemFromDecision, type DecisionEngine, type DecisionSubject } from '../authz/decision-engine';
+import { decideEach, problemFromDecision, type DecisionEngine, type DecisionSubject } from '../authz/decision-engine';
 import type { SessionRepository } from '../domain/iam-repository';
 import { ProblemError, problems } from '../domain/problem';
 import type { VerifiedAssertion } from '../gateway/assertion-signer';
@@ -121,24 +121,24 @@ function checkDecisions(deps: DecisionContext): RouterMiddleware {
     const policy = deps.policy();
     // One engine per call: a resource two checks name is resolved once.
     const engine = deps.engine.perCall();
-    const decisions = await Promise.all(
-      body.checks.map((check) => {
-        const resource = check.resource;
-        // No oracle: with their own credential a caller has a resource resolved only as some route would.
-        if (resource !== undefined && credential.kind === 'own' && body.subject === undefined && !policy.declaresResource(check.permissionCode, resource.type)) {
-          return Promise.resolve(engine.notDeclared(subject, check.permissionCode, resource));
-        }
-        return engine.decide({
-          subject,
-          permissionCode: check.permissionCode,
-          resource: resource === undefined ? null : { type: resource.type, id: resource.id, access: resource.access, resolve: 'optional' },
-          resources: policy.resources,
-        });
-      }),
-    );
+    // Without a promise per check when none has to wait (warm grants, no resolver).
+    const decisions = await decideEach(body.checks, (check) => {
+      const resource = check.resource;
+      // No oracle: with their own credential a caller has a resource resolved only as some route would.
+      if (resource !== undefined && credential.kind === 'own' && body.subject === undefined && !policy.declaresResource(check.permissionCode, resource.type)) {
+        return engine.notDeclared(subject, check.permissionCode, resource);
+      }
+      return engine.decideFast({
+        subject,
+        permissionCode: check.permissionCode,
+        resource: resource === undefined ? null : { type: resource.type, id: resource.id, access: resource.access, resolve: 'optional' },
+        resources: policy.resources,
+      });
+    });
     const facts = factsOf(ctx);
+    const counts = { allowed: 0, denied: 0, error: 0 };
     for (const decision of decisions) {
-      deps.metrics.hostChecks.inc({ result: decision.allowed ? 'allowed' : decision.status >= 500 ? 'error' : 'denied' });
+      counts[decision.allowed ? 'allowed' : decision.status >= 500 ? 'error' : 'denied']++;
       // Recorded like a proxy decision, allowed ones too: every decisionId a host gets resolves later.
       deps.audit.record({
         action: 'authz.check',
@@ -152,6 +152,7 @@ function checkDecisions(deps: DecisionContext): RouterMiddleware {
         details: { decision },
       });
     }
+    for (const result of ['allowed', 'denied', 'error'] as const) if (counts[result] > 0) deps.metrics.hostChecks.inc({ result }, counts[result]);
     respond(ctx, {
       subject: subjectView(subject, sessionId),
       results: decisions.map((decision: AuthorizationDecision) => ({ allowed: decision.allowed, status: decision.status, failedStep: decision.failedStep, decisionId: decision.decisionId })),
@@ -173,8 +174,10 @@ function planResources(deps: DecisionContext): RouterMiddleware {
 
 function respond(ctx: Context, body: unknown): void {
   ctx.status = 200;
-  ctx.body = body;
+  // The JSON Koa would send, with its type set here: Koa's own lookup of the type costs more than the plan itself.
+  ctx.set('Content-Type', 'application/json; charset=utf-8');
   ctx.set('Cache-Control', 'no-store');
+  ctx.body = JSON.stringify(body);
 }
 
 function subjectView(subject: DecisionSubject, sessionId: string | null): { userId: string; profileId: string | null; sessionId: string | null } {

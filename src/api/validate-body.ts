@@ -84,11 +84,33 @@ export function unstorableStrings(value: unknown, limit = 20): { pointers: strin
 }
 
 /**
+ * True when {@link unstorableStrings} finds nothing in `value`: every string and key storable, no object nested
+ * {@link MAX_BODY_DEPTH} levels deep. Recursive, but never deeper than that bound.
+ */
+function storable(value: unknown, depth: number): boolean {
+  if (typeof value === 'string') return isStorableText(value);
+  if (value === null || typeof value !== 'object') return true;
+  if (depth >= MAX_BODY_DEPTH) return false;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (!storable(value[i], depth + 1)) return false;
+    return true;
+  }
+  for (const key in value) {
+    if (!Object.hasOwn(value, key)) continue;
+    if (!isStorableText(key) || !storable((value as Record<string, unknown>)[key], depth + 1)) return false;
+  }
+  return true;
+}
+
+/**
  * The one check every /iam request body goes through (the app runs it after parsing, before any route):
  * 400 IAM_VALIDATION_FAILED naming each string with a control character or a lone surrogate, or a value
  * nested too deeply.
  */
 export function assertStorable(body: unknown): void {
+  // Nearly every body is fine: read it once without building a pointer per value, and walk it again only to name
+  // what is wrong.
+  if (storable(body, 0)) return;
   const { pointers, tooDeep } = unstorableStrings(body);
   if (tooDeep !== null) throw problems.validation([{ pointer: tooDeep, message: `is nested more than ${MAX_BODY_DEPTH} levels deep` }]);
   if (pointers.length === 0) return;

@@ -9,20 +9,59 @@ function cap(text: string, max: number): string {
   return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
 }
 
-function capDetails(value: unknown, depth = 0): unknown {
+/** Objects nested deeper than this are stored as they are, neither copied nor cut (as they always were). */
+const MAX_DETAIL_DEPTH = 8;
+
+/** A copy of `value` with every string within reach cut to {@link MAX_DETAIL_STRING_LENGTH}. */
+function copyDetails(value: unknown, depth: number): unknown {
   if (typeof value === 'string') return cap(value, MAX_DETAIL_STRING_LENGTH);
-  if (value === null || typeof value !== 'object' || depth > 8) return value;
-  if (Array.isArray(value)) return value.map((item) => capDetails(item, depth + 1));
+  if (value === null || typeof value !== 'object' || depth > MAX_DETAIL_DEPTH) return value;
+  if (Array.isArray(value)) return value.map((item) => copyDetails(item, depth + 1));
   const out: Record<string, unknown> = {};
-  for (const [key, item] of Object.entries(value)) out[key] = capDetails(item, depth + 1);
+  for (const [key, item] of Object.entries(value)) out[key] = copyDetails(item, depth + 1);
   return out;
 }
 
-/** Bounds what one event stores: the target and every string in its details are cut (marked `…`). */
-export function capEvent(event: AuditEventRecord): AuditEventRecord {
-  const targetId = event.targetId !== null && event.targetId.length > MAX_TARGET_LENGTH ? cap(event.targetId, MAX_TARGET_LENGTH) : event.targetId;
-  const details = event.details === null ? null : (capDetails(event.details) as AuditEventRecord['details']);
-  return { ...event, targetId, details };
+/**
+ * Whether {@link copyDetails} would give back `value` unchanged: every string it reaches within bounds, and only
+ * objects a copy reproduces as they are — plain objects (no `__proto__` key: assigning it to the copy would set
+ * the copy's prototype) and plain arrays. Anything else (a string to cut, a Date, a class instance, a null
+ * prototype) is left to the copy. Reads without allocating: the common event is within bounds.
+ */
+function withinBounds(value: unknown, depth: number): boolean {
+  if (typeof value === 'string') return value.length <= MAX_DETAIL_STRING_LENGTH;
+  if (value === null || typeof value !== 'object' || depth > MAX_DETAIL_DEPTH) return true;
+  if (Array.isArray(value)) {
+    if (Object.getPrototypeOf(value) !== Array.prototype) return false;
+    for (let i = 0; i < value.length; i++) if (!withinBounds(value[i], depth + 1)) return false;
+    return true;
+  }
+  if (Object.getPrototypeOf(value) !== Object.prototype) return false;
+  for (const key in value) {
+    // Inherited keys are read too (a copy skips them): stricter, never looser.
+    if (key === '__proto__' || !withinBounds((value as Record<string, unknown>)[key], depth + 1)) return false;
+  }
+  return true;
+}
+
+/**
+ * `details` bounded: every string within {@link MAX_DETAIL_DEPTH} levels cut to {@link MAX_DETAIL_STRING_LENGTH}
+ * (marked `…`). Details already within bounds — nearly all of them — are returned as they are, not copied: what is
+ * stored is the same (callers hand over details they no longer change); only details with something to cut, or
+ * an object a copy would reshape, are copied.
+ */
+export function capDetails(details: NonNullable<AuditEventRecord['details']>): NonNullable<AuditEventRecord['details']> {
+  return withinBounds(details, 0) ? details : (copyDetails(details, 0) as NonNullable<AuditEventRecord['details']>);
+}
+
+/**
+ * Bounds what one event stores: the target and every string in its details are cut (marked `…`). In place: for an
+ * event its caller has just built and hands over (no second object per event).
+ */
+export function capOwnEvent(event: AuditEventRecord): AuditEventRecord {
+  if (event.targetId !== null && event.targetId.length > MAX_TARGET_LENGTH) event.targetId = cap(event.targetId, MAX_TARGET_LENGTH);
+  if (event.details !== null) event.details = capDetails(event.details);
+  return event;
 }
 
 /**

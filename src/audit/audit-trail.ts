@@ -4,7 +4,7 @@ import type { GatewayMetrics } from '../observability/metrics';
 import { DatabaseUnavailableError, type AuditRepository } from '../domain/iam-repository';
 import type { AuditEventRecord } from '../domain/records';
 import { SpoolFullError, type AuditSpool } from './audit-spool';
-import { AnonymousAuditLimit, capEvent, describeFailure } from './audit-limits';
+import { AnonymousAuditLimit, capOwnEvent, describeFailure } from './audit-limits';
 
 /** What a caller tells the audit trail; `occurredAt` defaults to now. */
 export type AuditInput = Omit<AuditEventRecord, 'occurredAt' | 'id' | 'eventId' | 'details' | 'targetType' | 'targetId' | 'decisionId' | 'clientAddress' | 'requestId'> &
@@ -355,7 +355,8 @@ export class AuditTrail {
 
 /** The stored shape of an input: defaults, its own id (idempotent writes), bounded sizes. */
 function build(input: AuditInput): AuditEventRecord {
-  return capEvent({
+  // A new object: bounded in place.
+  return capOwnEvent({
     occurredAt: new Date(),
     targetType: null,
     targetId: null,

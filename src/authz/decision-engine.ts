@@ -175,8 +175,14 @@ function clientTypeMismatch(grant: CompiledGrant, clientType: string): string {
   return `profile ${grant.profileId} does not apply to client type ${clientType} (only ${grant.clientTypes.join(', ') || 'none'})`;
 }
 
+/** The last sentence built, for the same user deciding again (the checks of one call): the same text, built once. */
+let authenticated = { userId: '', identityId: '', identityDomain: '', reason: '' };
 function authenticatedReason(principal: IamPrincipal): string {
-  return `user ${principal.userId} is authenticated as ${principal.identityId} (${principal.identityDomain})`;
+  const { userId, identityId, identityDomain } = principal;
+  if (userId !== authenticated.userId || identityId !== authenticated.identityId || identityDomain !== authenticated.identityDomain || authenticated.reason === '') {
+    authenticated = { userId, identityId, identityDomain, reason: `user ${userId} is authenticated as ${identityId} (${identityDomain})` };
+  }
+  return authenticated.reason;
 }
 
 /** The route as decisions show it; cached per compiled route (routes are immutable). */
@@ -466,6 +472,27 @@ export class DecisionEngine {
         return fail(decision, 'ROUTE_NOT_DECLARED', `no policy route declares ${input.method} ${input.path} and the default is deny`, ACCESS_DENIED);
     }
   }
+}
+
+/**
+ * The decisions of `items` in order, each made by `decide` (`decideFast`, `notDeclared`...): without a promise when
+ * none had to wait (warm grants, no resolver), else all of them awaited. A decision that throws rejects the whole, as
+ * a rejected promise among the others would (the items after it are still decided).
+ */
+export function decideEach<T>(items: readonly T[], decide: (item: T) => MaybeDecision): AuthorizationDecision[] | Promise<AuthorizationDecision[]> {
+  const decisions: MaybeDecision[] = [];
+  let waiting = false;
+  for (let i = 0; i < items.length; i++) {
+    let decision: MaybeDecision;
+    try {
+      decision = decide(items[i]!);
+    } catch (error) {
+      decision = Promise.reject(error as Error);
+    }
+    if (decision instanceof Promise) waiting = true;
+    decisions.push(decision);
+  }
+  return waiting ? Promise.all(decisions.map((decision) => Promise.resolve(decision))) : (decisions as AuthorizationDecision[]);
 }
 
 /** Shadow routes (docs/policy-format.md): a denial is kept in the decision but the request goes through. */

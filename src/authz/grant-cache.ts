@@ -22,6 +22,8 @@ export class GrantCache<V> {
   private readonly entries = new Map<string, V>();
   private readonly weights = new Map<string, number>();
   private totalBytes = 0;
+  /** The key last in the Map's order (the most recently used), or undefined when not known. */
+  private newest: string | undefined = undefined;
 
   constructor(
     readonly max: number,
@@ -44,9 +46,12 @@ export class GrantCache<V> {
   get(key: string): V | undefined {
     const value = this.entries.get(key);
     if (value === undefined) return undefined;
+    // Already the most recent (the same user deciding again, 100 checks of one call): nothing to move.
+    if (key === this.newest) return value;
     // Re-insert to move the key to the end of the Map's order (most recent).
     this.entries.delete(key);
     this.entries.set(key, value);
+    this.newest = key;
     return value;
   }
 
@@ -54,6 +59,7 @@ export class GrantCache<V> {
   set(key: string, value: V): void {
     this.delete(key);
     this.entries.set(key, value);
+    this.newest = key;
     if (this.weight !== null) {
       const bytes = this.weight.weigh(value);
       this.weights.set(key, bytes);
@@ -66,6 +72,7 @@ export class GrantCache<V> {
 
   private delete(key: string): void {
     if (!this.entries.delete(key)) return;
+    if (key === this.newest) this.newest = undefined;
     this.totalBytes -= this.weights.get(key) ?? 0;
     this.weights.delete(key);
   }
@@ -85,6 +92,7 @@ export class GrantCache<V> {
 
   clear(): void {
     this.entries.clear();
+    this.newest = undefined;
     this.weights.clear();
     this.totalBytes = 0;
   }
