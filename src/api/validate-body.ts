@@ -53,6 +53,9 @@ export function isStorableText(text: string): boolean {
   return !UNSTORABLE.test(text);
 }
 
+/** A UTF-16 surrogate without its pair: `encodeURIComponent` throws on it, so a refused key names it as U+FFFD. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+
 /** No /iam body nests deeper than a few levels; a deeper one is refused before anything walks it. */
 export const MAX_BODY_DEPTH = 32;
 
@@ -75,7 +78,7 @@ export function unstorableStrings(value: unknown, limit = 20): { pointers: strin
     const entries: Array<[string, unknown]> = Array.isArray(item) ? item.map((child, index): [string, unknown] => [String(index), child]) : Object.entries(item);
     for (let i = entries.length - 1; i >= 0; i--) {
       const [key, child] = entries[i]!;
-      const escaped = isStorableText(key) ? key.replace(/~/g, '~0').replace(/\//g, '~1') : encodeURIComponent(key);
+      const escaped = isStorableText(key) ? key.replace(/~/g, '~0').replace(/\//g, '~1') : encodeURIComponent(key.replace(LONE_SURROGATE, '\ufffd'));
       if (!Array.isArray(item) && !isStorableText(key)) pointers.push(`${pointer}/${escaped}`);
       pending.push([child, `${pointer}/${escaped}`, depth + 1]);
     }

@@ -66,6 +66,10 @@ describe('#11.3 unstorable strings are refused at the /iam edge', () => {
     const nested = await send('PUT', '/iam/admin/profiles/p-x', '{"userId":"u-admin","label":{"k\\u0001":"v"}}', admin.accessToken);
     expect(nested.status).toBe(400);
     expect(nested.body.code).toBe('IAM_VALIDATION_FAILED');
+    // A key that is a lone surrogate: named (as U+FFFD, percent-encoded) in a 400, not a 500.
+    const surrogateKey = await send('PUT', '/iam/admin/profiles/p-x', '{"userId":"u-admin","label":{"\\ud800":"v"}}', admin.accessToken);
+    expect(surrogateKey.status).toBe(400);
+    expect(surrogateKey.body.errors).toEqual([expect.objectContaining({ pointer: '/label/%EF%BF%BD' })]);
     const revoke = await send('POST', `/iam/admin/users/u-alice/sessions/revoke`, '{"reason":"bye\\u0000"}', admin.accessToken);
     expect(revoke.status).toBe(400);
     expect(revoke.body.errors).toEqual([expect.objectContaining({ pointer: '/reason' })]);

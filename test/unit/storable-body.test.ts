@@ -36,7 +36,6 @@ function outcome(body: unknown): unknown {
     assertStorable(body);
     return 'accepted';
   } catch (error) {
-    // A key that is a lone surrogate cannot be put in a pointer (encodeURIComponent throws): as it always did.
     if (!isProblemError(error)) return `thrown ${(error as Error).name}`;
     return error.toBody('/iam/x', 'r-1');
   }
