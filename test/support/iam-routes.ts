@@ -1,12 +1,12 @@
 /** The routes the gateway's /iam application registers, read from the router itself (no gateway started). */
 import Router from '@koa/router';
-import { registerIamRoutes } from '../../src/api/iam-routes';
+import { registerIamRoutes, type IamRoutesDeps } from '../../src/api/iam-routes';
 
 /**
- * The routes the /iam application serves: registerIamRoutes (the one list the gateway registers, src/api/iam-routes.ts)
- * run on a bare router, read back from @koa/router's `stack` (ALL = `router.all`).
+ * The /iam router as the gateway registers it (registerIamRoutes, the one list: src/api/iam-routes.ts), with no
+ * dependency behind it but those `overrides` gives: registration only builds routes.
  */
-export function registeredIamRoutes(): Array<{ method: string; path: string }> {
+export function iamRouter(overrides: Partial<IamRoutesDeps> = {}): Router {
   const router = new Router({ prefix: '/iam' });
   const unused = {} as never; // registration only builds routes; no dependency is called
   registerIamRoutes(router, {
@@ -29,7 +29,17 @@ export function registeredIamRoutes(): Array<{ method: string; path: string }> {
     bearers: unused,
     sessionCookie: { secure: true, trustedOrigins: new Set() },
     allowPathParameters: false,
+    ...overrides,
   });
+  return router;
+}
+
+/**
+ * The routes the /iam application serves: registerIamRoutes (the one list the gateway registers, src/api/iam-routes.ts)
+ * run on a bare router, read back from @koa/router's `stack` (ALL = `router.all`).
+ */
+export function registeredIamRoutes(): Array<{ method: string; path: string }> {
+  const router = iamRouter();
   const routes: Array<{ method: string; path: string }> = [];
   for (const layer of router.stack) {
     if (layer.methods.length === 0 || typeof layer.path !== 'string') continue; // router.use() layers

@@ -7,10 +7,10 @@
 import Router from '@koa/router';
 import type { Layer } from '@koa/router';
 import type { Context, Middleware, Next } from 'koa';
-import { registerIamRoutes } from '../../src/api/iam-routes';
 import { OPTIONAL_SESSION, sessionGranting } from '../../src/api/openapi-builders';
 import { DECLARED_ROUTES, HTTP_METHODS, openApiDocument, type OperationObject } from '../../src/api/openapi-document';
 import { declaredPaths, operationOf, permissionOf, registerDeclaredRoutes, routerPath, type RouteDeclaration } from '../../src/api/route-declaration';
+import { iamRouter } from '../support/iam-routes';
 
 /** Thrown by the recording engine: the guard asked for a permission (and the handler never runs). */
 class Asked extends Error {
@@ -23,34 +23,14 @@ const SESSION = { record: { principal: { userId: 'u-1', activeProfileId: 'p-1' }
 
 /** The gateway's own registration (registerIamRoutes) with a session for any bearer and an engine that records. */
 function registeredRouter(): Router {
-  const router = new Router({ prefix: '/iam' });
-  const unused = {} as never; // registration only builds routes; no other dependency is called by a guard
-  registerIamRoutes(router, {
-    repository: unused,
-    admin: unused,
-    sessions: unused,
-    grants: unused,
-    changes: unused,
-    login: unused,
+  return iamRouter({
     engine: {
       decide: (query: { permissionCode: string }) => {
         throw new Asked(query.permissionCode);
       },
     } as never,
-    policy: unused,
-    audit: unused,
-    jwks: unused,
-    assertions: unused,
-    metrics: unused,
-    clientTypes: ['WEB'],
-    browserLogin: { clientType: 'WEB', oidcLoginPath: null, loginPath: '/iam/login' },
-    console: unused,
-    oidc: unused,
     bearers: { verify: () => Promise.resolve(SESSION) } as never,
-    sessionCookie: { secure: true, trustedOrigins: new Set() },
-    allowPathParameters: false,
   });
-  return router;
 }
 
 /** The layer the router matches for `method` and the declared `path`. */
