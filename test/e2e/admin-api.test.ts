@@ -14,7 +14,13 @@ import { bearer, login, startTestGateway } from '../support/gateway';
 import { E2E_POLICIES, startGatewayWithUpstream, type GatewayWithUpstream } from '../support/gateway-fixture';
 import { type RecordingUpstream } from '../support/recording-upstream';
 
-const POLICIES = { IAM_POLICIES_DIR: E2E_POLICIES };
+/**
+ * Two tests change a template in the database behind the gateways' back and check that a live session still gets
+ * its cached grant until the admin API raises the version. The change feed's poll (5 s by default) would deliver
+ * that edit too, on a slow machine before the check: here it polls hourly, so only the admin API's own deliveries
+ * and events move the gateways (both failed under `npm run test:stress` before).
+ */
+const POLICIES = { IAM_POLICIES_DIR: E2E_POLICIES, IAM_CHANGES_POLL_INTERVAL: '1h' };
 const PAGED_USERS = 250;
 let fixture: GatewayWithUpstream;
 let upstream: RecordingUpstream;
@@ -629,9 +635,7 @@ describeWithRedis('two instances sharing Redis', () => {
   let b: RunningGateway;
 
   beforeAll(async () => {
-    // The change feed's poll would also deliver the template edit the second test writes behind the gateways' back
-    // (on a slow machine, before its "still 403" check): polled hourly here, only the admin API's events move B.
-    const shared = { ...POLICIES, IAM_TOKEN_STORE_PREFIX: uniquePrefix('admin-multi'), REDIS_URL: redisUrl!, IAM_CHANGES_POLL_INTERVAL: '1h' };
+    const shared = { ...POLICIES, IAM_TOKEN_STORE_PREFIX: uniquePrefix('admin-multi'), REDIS_URL: redisUrl! };
     a = await startTestGateway(upstream.url, shared);
     b = await startTestGateway(upstream.url, shared);
   });
