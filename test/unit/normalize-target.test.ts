@@ -169,17 +169,6 @@ describe('normalizeRequestTarget', () => {
       { numRuns: 3000 },
     );
   });
-
-  it('normalizes a typical API target in well under a microsecond', () => {
-    const options = { allowPathParameters: false, host: 'gw.local' };
-    for (let i = 0; i < 50_000; i++) normalizeRequestTarget('/api/projects/42?x=1', options);
-    const runs = 200_000;
-    const started = process.hrtime.bigint();
-    for (let i = 0; i < runs; i++) normalizeRequestTarget('/api/projects/42?x=1', options);
-    const nanosPerCall = Number(process.hrtime.bigint() - started) / runs;
-    // Measured ~0.2 µs; the bound leaves room for a loaded CI machine but catches a regex/allocating rewrite.
-    expect(nanosPerCall).toBeLessThan(1000);
-  });
 });
 
 describe('#11.20 compatibility characters cannot become ASCII at the host', () => {
