@@ -6,20 +6,16 @@
  * ports here instead of 3000 and 8080).
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startHost, type RunningHost } from '../../examples/host/server';
-import { freePort } from '../support/front-proxy';
 import { ROOT } from '../support/gateway';
-import { ensureBuilt } from '../support/gateway-process';
 import { until } from '../support/wait';
-import { alive, guideGatewayPid, installCliShim } from '../support/guide-workspace';
+import { alive, endGuideRun, type GuideRun, guideGatewayPid, prepareGuideRun } from '../support/guide-workspace';
 
 const GUIDE = readFileSync(join(ROOT, 'docs', 'debugging-a-denial.md'), 'utf8');
 
 let work: string;
-let host: RunningHost;
+let host: GuideRun['host'];
 let port: number;
 
 /**
@@ -77,20 +73,11 @@ const failedStep = (decision: Record<string, unknown>): string | undefined =>
   (decision.steps as Array<{ code: string; passed: boolean }>).find((step) => !step.passed)?.code;
 
 beforeAll(async () => {
-  ensureBuilt();
-  work = mkdtempSync(join(tmpdir(), 'iam-debugging-'));
-  installCliShim(work);
-  host = await startHost(0);
-  port = await freePort();
+  ({ work, host, port } = await prepareGuideRun('iam-debugging-'));
 }, 60_000);
 
-afterAll(async () => {
-  // Stopped by the guide's last block; by its PID here if a block failed before.
-  const pid = work ? gatewayPid() : null;
-  if (pid !== null && alive(pid)) process.kill(pid, 'SIGKILL');
-  await host?.close();
-  if (work) rmSync(work, { recursive: true, force: true });
-});
+// Stopped by the guide's last block; by its PID here if a block failed before.
+afterAll(() => endGuideRun({ work, host }));
 
 describe('docs/debugging-a-denial.md as written', () => {
   it('each sh block runs in order: a denial, its log line, audit event and explanations, its fix, the other causes, a clean stop', async () => {

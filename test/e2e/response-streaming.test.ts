@@ -63,13 +63,16 @@ it('stops reading from the host while the client does not read, then delivers th
   // Every buffer between host and client fills up (socket buffers on both hops hold a few MB at most), then the host
   // is held back: what it wrote stops moving for a whole 500 ms window, however long filling took on this machine.
   let previous = -1;
-  const writtenWhilePaused = await until('the host to be held back (nothing written for 500 ms)', async () => {
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    const now = hostWritten;
-    const held = now > 0 && now === previous;
-    previous = now;
-    return held ? now : null;
-  });
+  const writtenWhilePaused = await until(
+    'the host to be held back (nothing written for 500 ms)',
+    () => {
+      const now = hostWritten;
+      const held = now > 0 && now === previous;
+      previous = now;
+      return held ? now : null;
+    },
+    { every: 500 },
+  );
   // Held back, not just slow: a gateway that buffered the download would have taken it all.
   expect(writtenWhilePaused).toBeLessThan(TOTAL / 3);
 

@@ -5,20 +5,16 @@
  * app's and the gateway's port, free ports here instead of 3000 and 8080).
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startHost, type RunningHost } from '../../examples/host/server';
-import { freePort } from '../support/front-proxy';
 import { ROOT } from '../support/gateway';
-import { ensureBuilt } from '../support/gateway-process';
 import { until } from '../support/wait';
-import { alive, guideGatewayPid, installCliShim } from '../support/guide-workspace';
+import { alive, endGuideRun, type GuideRun, guideGatewayPid, prepareGuideRun } from '../support/guide-workspace';
 
 const GUIDE = readFileSync(join(ROOT, 'docs', 'your-app.md'), 'utf8');
 
 let work: string;
-let host: RunningHost;
+let host: GuideRun['host'];
 let port: number;
 
 function run(script: string): Promise<{ code: number; output: string }> {
@@ -37,20 +33,11 @@ function run(script: string): Promise<{ code: number; output: string }> {
 const gatewayPid = (): number | null => guideGatewayPid(work);
 
 beforeAll(async () => {
-  ensureBuilt();
-  work = mkdtempSync(join(tmpdir(), 'iam-your-app-'));
-  installCliShim(work);
-  host = await startHost(0);
-  port = await freePort();
+  ({ work, host, port } = await prepareGuideRun('iam-your-app-'));
 }, 60_000);
 
-afterAll(async () => {
-  // Stopped by the guide's last block; by its PID here if a block failed before.
-  const pid = work ? gatewayPid() : null;
-  if (pid !== null && alive(pid)) process.kill(pid, 'SIGKILL');
-  await host?.close();
-  if (work) rmSync(work, { recursive: true, force: true });
-});
+// Stopped by the guide's last block; by its PID here if a block failed before.
+afterAll(() => endGuideRun({ work, host }));
 
 describe('docs/your-app.md as written', () => {
   it('each sh block runs in order: a policy, a user, the gateway in front of the app, 401/200/403, a clean stop', async () => {

@@ -3,9 +3,13 @@
  * kubernetes.md): the guide's `sh` blocks, a directory whose `.bin/npx iam-gateway` is this checkout's CLI, and the
  * gateway a guide started in the background (its `gateway.pid`).
  */
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { startHost, type RunningHost } from '../../examples/host/server';
+import { freePort } from './front-proxy';
 import { ROOT } from './gateway';
+import { ensureBuilt } from './gateway-process';
 
 /** The body of every ```sh block of a guide, in order. */
 export const shBlocks = (guide: string): string[] => [...guide.matchAll(/```sh\n([\s\S]*?)```/g)].map((match) => match[1]!);
@@ -35,3 +39,26 @@ export const alive = (pid: number): boolean => {
     return false;
   }
 };
+
+/** What a guide that starts the gateway in front of the example host runs in: its directory, the host, a free port. */
+export interface GuideRun {
+  work: string;
+  host: RunningHost;
+  port: number;
+}
+
+/** A fresh directory with the CLI shim, the example host (as "your app") and a free port for the guide's gateway. */
+export async function prepareGuideRun(prefix: string): Promise<GuideRun> {
+  ensureBuilt();
+  const work = mkdtempSync(join(tmpdir(), prefix));
+  installCliShim(work);
+  return { work, host: await startHost(0), port: await freePort() };
+}
+
+/** Stops what a guide left running (its gateway by PID, if a block failed before the guide stopped it) and cleans up. */
+export async function endGuideRun(run: Partial<GuideRun>): Promise<void> {
+  const pid = run.work ? guideGatewayPid(run.work) : null;
+  if (pid !== null && alive(pid)) process.kill(pid, 'SIGKILL');
+  await run.host?.close();
+  if (run.work) rmSync(run.work, { recursive: true, force: true });
+}
