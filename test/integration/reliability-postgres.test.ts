@@ -142,6 +142,21 @@ describe('PostgreSQL goes down mid-run (relay cut), then comes back', () => {
       expect(Number(bobAnswer.headers.get('retry-after'))).toBeGreaterThan(0);
       expect(bobAnswer.elapsedMs).toBeLessThan(ANSWERED_NOT_HUNG_MS);
 
+      // A host's check is decided as the proxy decides: alice's cached grant still answers (the same answer as
+      // before the outage), bob's grant would need the database: 503, never `allowed: true` (docs/host-integration.md).
+      const check = (token: string): Promise<Answer> =>
+        timed(`${gateway.url}/iam/authorization/check`, {
+          method: 'POST',
+          headers: { ...bearer(token), 'content-type': 'application/json' },
+          body: JSON.stringify({ checks: [{ permissionCode: 'project:list' }, { permissionCode: 'admin:write' }] }),
+        });
+      const aliceCheck = await check(alice.accessToken);
+      expect(aliceCheck.status).toBe(200);
+      expect((JSON.parse(aliceCheck.body) as { results: Array<{ allowed: boolean }> }).results.map((result) => result.allowed)).toEqual([true, false]);
+      const bobCheck = await check(bob.accessToken);
+      expectProblem(bobCheck, 503, 'IAM_DATABASE_UNAVAILABLE', { requestId: expect.any(String) });
+      expect(bobCheck.elapsedMs).toBeLessThan(ANSWERED_NOT_HUNG_MS);
+
       const loginAnswer = await tryLogin(gateway, 'alice');
       expectProblem(loginAnswer, 503, 'IAM_DATABASE_UNAVAILABLE', { requestId: expect.any(String) });
       expect(Number(loginAnswer.headers.get('retry-after'))).toBeGreaterThan(0);
