@@ -1,76 +1,30 @@
 /**
  * dependency-cruiser: the layer rule of src/ and migrations/ (`npm run lint:deps`; test/unit/architecture-rule.test.ts
- * shows each rule failing on a fixture tree).
+ * shows each rule failing on a fixture tree). The facts (tiers, same-tier edges, adapters, entry points, the place of
+ * every runtime library, the migrations, the unpublished folders) are data in architecture-rules.cjs, which
+ * docs/architecture.md is rendered from (`npm run docs:architecture`); this file turns them into rules.
  *
- * Tiers, top to bottom; a module imports its own folder and folders of lower tiers, and, inside its own tier,
- * only the edges listed in SAME_TIER (they are acyclic):
- *   cli  |  workers  |  app  |  config  |  api, policy-tools, gateway  |  authz, sessions, auth, audit  |  policy  |  http, domain, observability, threads
- * adapters/ stand beside the tiers: they implement domain interfaces, import only domain, observability and
- * threads, and only the composition root (app/, cli/, config/) imports them. host/ (the `iam-gateway/host` client library) stands apart: it imports nothing
- * of the gateway, and nothing imports it. src/index.ts (the published package API) may import any tier but no
- * adapter, and nothing in src/ imports it.
- * Libraries are placed too (the *_PACKAGES lists below): the ORM and the database drivers (MikroORM, pg, PGlite) and the
- * Redis client only in adapters/; the HTTP framework and the schema library (Koa, @koa/router, koa-body, TypeBox) only
- * in api/, the one folder that uses them (not app/, not gateway/, not the tiers below).
- * migrations/ (outside src/, cruised with it) import only @mikro-orm/migrations and node built-ins, never src/, and
- * each one is listed in adapters/postgres/migration-list.ts (reachable from an entry point).
+ * A module imports its own folder and folders of lower tiers, and, inside its own tier, only the edges of SAME_TIER.
+ * adapters/ import only domain, observability and threads, and only the composition root imports them. host/ (the
+ * `iam-gateway/host` client library) imports nothing of the gateway, and nothing imports it. src/index.ts (the
+ * published package API) may import any tier but no adapter, and nothing in src/ imports it.
+ * Each runtime library may be imported only in the folders of its row of LIBRARIES (with its @types/ package); one
+ * that has no row may be imported nowhere. migrations/ import only their migration library and node built-ins, and
+ * only the migration list imports them. Nothing in src/ or migrations/ imports a folder that is not published.
  * Type-only imports count (`tsPreCompilationDeps`): a type is a dependency too.
  */
-const TIERS = [
-  ['cli'],
-  ['workers'],
-  ['app'],
-  ['config'],
-  ['api', 'policy-tools', 'gateway'],
-  ['authz', 'sessions', 'auth', 'audit'],
-  ['policy'],
-  ['http', 'domain', 'observability', 'threads'],
-];
+const { TIERS, SAME_TIER, ADAPTER_MAY_IMPORT, COMPOSITION_ROOT, HOST_LIBRARY, ENTRY_POINTS, LIBRARIES, MIGRATIONS, UNSHIPPED, withTypes } = require('./architecture-rules.cjs');
 
-/** The only imports allowed between folders of one tier. */
-const SAME_TIER = {
-  api: ['gateway', 'policy-tools'],
-  auth: ['sessions', 'audit'],
-  sessions: ['audit'],
-  http: ['domain'],
-  observability: ['domain'],
-  threads: ['domain'],
-};
-
-const ADAPTER_MAY_IMPORT = ['domain', 'observability', 'threads'];
-
-/**
- * The folders that choose adapters: app/ (the wiring), cli/ (commands that open a database or a store themselves:
- * migrate, provision, tokens, policy replay) and config/ (it checks a Redis URL with the Redis adapter's parser).
- */
-const COMPOSITION_ROOT = ['app', 'cli', 'config'];
-
-/**
- * Modules nothing imports: the package API, the CLI, the database thread (started by file path), and the V8 tuning
- * that bin/iam-gateway.js and scripts/demo.js load before anything else.
- */
-const ENTRY_POINTS = ['src/index.ts', 'src/host/index.ts', 'src/cli/main.ts', 'src/adapters/postgres/database-thread-worker.ts', 'src/app/gc-tuning.ts'];
-
-/**
- * Packages by name, as regular expressions (a scope's packages with `@scope/[^/]+`). Their @types/ packages are listed
- * with them: a type-only import is a dependency too.
- */
-const DATABASE_PACKAGES = ['@mikro-orm/[^/]+', 'knex', 'pg', 'pg-[^/]+', 'postgres-[^/]+', '@types/pg', '@electric-sql/pglite[^/]*'];
-const REDIS_PACKAGES = ['ioredis', 'cluster-key-slot'];
-const WEB_FRAMEWORK_PACKAGES = ['koa', 'koa-[^/]+', '@koa/[^/]+', '@types/koa', '@types/koa-[^/]+', '@types/koa__[^/]+', '@sinclair/typebox'];
-const MIGRATION_PACKAGES = ['@mikro-orm/migrations'];
-
-/** The only folders of src/ that import the WEB_FRAMEWORK_PACKAGES: api/ (the /iam Koa app, its TypeBox schemas). */
-const WEB_FRAMEWORK_FOLDERS = ['api'];
-
-const folders = (names) => `^src/(${names.join('|')})/`;
-/**
- * A resolved npm package: `node_modules/<name>/…`; under test/fixtures/architecture the cruiser resolves to the
- * repository's node_modules, `../../../node_modules/<name>/…`.
- */
-const packages = (names) => `(^|/)node_modules/(${names.join('|')})/`;
 const escape = (path) => path.replace(/[.]/g, '\\.');
+const folders = (names) => `^src/(${names.map(escape).join('|')})/`;
+/**
+ * A resolved npm package: `node_modules/<name>/…` (under test/fixtures/architecture, or from a worktree whose
+ * node_modules is a link, the path starts with `../`); a subpath only a package's `exports` map declares stays
+ * unresolved and keeps its bare name.
+ */
+const packages = (names) => `(^|/)node_modules/(${names.join('|')})/|^(${names.join('|')})(/|$)`;
 const ALL_TIERED = TIERS.flat();
+const PLACED_PACKAGES = LIBRARIES.flatMap((row) => row.packages.flatMap(withTypes));
 
 /** One rule per tiered folder (domain's is the stricter rule below): the folders it must not import. */
 const layerRules = TIERS.flatMap((tier, level) =>
@@ -85,7 +39,7 @@ const layerRules = TIERS.flatMap((tier, level) =>
         ? null
         : {
             name: `layer-${folder}`,
-            comment: `${folder}/ may import only its own folder${allowed.length ? ` and ${allowed.join(', ')}` : ''} (.dependency-cruiser.cjs explains the tiers)`,
+            comment: `${folder}/ may import only its own folder${allowed.length ? ` and ${allowed.join(', ')}` : ''} (the tiers of architecture-rules.cjs)`,
             severity: 'error',
             from: { path: `^src/${folder}/` },
             to: { path: folders(forbidden) },
@@ -94,6 +48,15 @@ const layerRules = TIERS.flatMap((tier, level) =>
     .filter(Boolean),
 );
 
+/** One rule per row of LIBRARIES: the library (and its @types/) from anywhere in src/ but the row's folders. */
+const libraryRules = LIBRARIES.map((row) => ({
+  name: row.rule,
+  comment: `${row.what} (${row.packages.join(', ')}) is imported in ${row.folders.map((folder) => `${folder}/`).join(', ')} only: ${row.why}`,
+  severity: 'error',
+  from: { path: '^src/', pathNot: folders(row.folders) },
+  to: { path: packages(row.packages.flatMap(withTypes)) },
+}));
+
 module.exports = {
   forbidden: [
     ...layerRules,
@@ -101,15 +64,15 @@ module.exports = {
       name: 'host-library-stands-alone',
       comment: 'host/ is the client library a host runs (iam-gateway/host): it talks to the gateway over HTTP and imports nothing of the gateway',
       severity: 'error',
-      from: { path: '^src/host/' },
-      to: { path: '^src/', pathNot: '^src/host/' },
+      from: { path: `^src/${HOST_LIBRARY}/` },
+      to: { path: '^src/', pathNot: `^src/${HOST_LIBRARY}/` },
     },
     {
       name: 'nothing-imports-the-host-library',
       comment: 'the gateway never imports host/ (it is another program\'s library)',
       severity: 'error',
-      from: { path: '^src/', pathNot: '^src/host/' },
-      to: { path: '^src/host/' },
+      from: { path: '^src/', pathNot: `^src/${HOST_LIBRARY}/` },
+      to: { path: `^src/${HOST_LIBRARY}/` },
     },
     {
       name: 'domain-imports-only-domain',
@@ -132,35 +95,35 @@ module.exports = {
       from: { path: '^src/', pathNot: folders([...COMPOSITION_ROOT, 'adapters']) },
       to: { path: '^src/adapters/' },
     },
+    ...libraryRules,
     {
-      name: 'database-packages-only-in-adapters',
+      name: 'library-has-a-place',
       comment:
-        'the ORM and the database drivers (MikroORM, knex, pg, PGlite) are imported in adapters/ only: postgres/ and pglite/ implement the domain/ storage seams, everything else (app/ included, which wires the adapters) sees those interfaces',
+        'a library without a row in LIBRARIES of architecture-rules.cjs may be imported nowhere in src/: give it its folders there (the library table of docs/architecture.md is rendered from it)',
       severity: 'error',
-      from: { path: '^src/', pathNot: '^src/adapters/' },
-      to: { path: packages(DATABASE_PACKAGES) },
-    },
-    {
-      name: 'redis-packages-only-in-adapters',
-      comment:
-        'the Redis client (ioredis, and cluster-key-slot for Cluster slots) is imported in adapters/ only: redis/ implements the domain/ token-store seam, everything else (app/ included) sees that interface',
-      severity: 'error',
-      from: { path: '^src/', pathNot: '^src/adapters/' },
-      to: { path: packages(REDIS_PACKAGES) },
-    },
-    {
-      name: 'web-framework-only-in-api',
-      comment: `Koa, its router and body parser, and TypeBox are imported in ${WEB_FRAMEWORK_FOLDERS.map((folder) => `${folder}/`).join(', ')} only (the /iam app: routes, schemas, OpenAPI); gateway/ answers on node:http and undici, and the tiers below know no web framework`,
-      severity: 'error',
-      from: { path: '^src/', pathNot: folders(WEB_FRAMEWORK_FOLDERS) },
-      to: { path: packages(WEB_FRAMEWORK_PACKAGES) },
+      from: { path: '^src/' },
+      to: { path: '(^|/)node_modules/', pathNot: packages(PLACED_PACKAGES), dependencyTypesNot: ['npm-dev'] },
     },
     {
       name: 'migrations-import-only-the-migration-library',
-      comment: `a migration is released schema history: it imports ${MIGRATION_PACKAGES.join(', ')} and node built-ins only, never src/ (which keeps changing), another migration or another package`,
+      comment: `a migration is released schema history: it imports ${MIGRATIONS.packages.join(', ')} and node built-ins only, never src/ (which keeps changing), another migration or another package`,
       severity: 'error',
-      from: { path: '^migrations/' },
-      to: { dependencyTypesNot: ['core'], pathNot: packages(MIGRATION_PACKAGES) },
+      from: { path: `^${MIGRATIONS.folder}/` },
+      to: { dependencyTypesNot: ['core'], pathNot: packages(MIGRATIONS.packages) },
+    },
+    {
+      name: 'migrations-only-through-the-migration-list',
+      comment: `only ${MIGRATIONS.list} imports a migration: the migrator runs what it lists, in its order`,
+      severity: 'error',
+      from: { path: '^src/', pathNot: `^${escape(MIGRATIONS.list)}$` },
+      to: { path: `^${MIGRATIONS.folder}/` },
+    },
+    {
+      name: 'not-to-unshipped-folders',
+      comment: `src/ and ${MIGRATIONS.folder}/ are published; ${UNSHIPPED.map((folder) => `${folder}/`).join(', ')} are not (package.json "files"), so an import of them breaks the installed package`,
+      severity: 'error',
+      from: { path: `^(src|${MIGRATIONS.folder})/` },
+      to: { path: `^(${UNSHIPPED.join('|')})/` },
     },
     {
       name: 'config-through-its-index',
@@ -178,9 +141,9 @@ module.exports = {
     },
     {
       name: 'src-folder-in-a-tier',
-      comment: 'every folder of src/ belongs to a tier in .dependency-cruiser.cjs (or is adapters/, or the host library host/): add it there',
+      comment: 'every folder of src/ belongs to a tier in architecture-rules.cjs (or is adapters/, or the host library host/): add it there',
       severity: 'error',
-      from: { path: '^src/[^/]+/', pathNot: folders([...ALL_TIERED, 'adapters', 'host']) },
+      from: { path: '^src/[^/]+/', pathNot: folders([...ALL_TIERED, 'adapters', HOST_LIBRARY]) },
       to: {},
     },
     {
@@ -206,10 +169,10 @@ module.exports = {
     },
     {
       name: 'reachable-from-an-entry-point',
-      comment: `not reachable from ${ENTRY_POINTS.join(', ')}: dead code, an entry point to list in .dependency-cruiser.cjs, or a migration to list in src/adapters/postgres/migration-list.ts`,
+      comment: `not reachable from ${ENTRY_POINTS.join(', ')}: dead code, an entry point to list in architecture-rules.cjs, or a migration to list in ${MIGRATIONS.list}`,
       severity: 'error',
       from: { path: `^(${ENTRY_POINTS.map(escape).join('|')})$` },
-      to: { path: '^(src|migrations)/', pathNot: [`^(${ENTRY_POINTS.map(escape).join('|')})$`, '\\.d\\.ts$'], reachable: false },
+      to: { path: `^(src|${MIGRATIONS.folder})/`, pathNot: [`^(${ENTRY_POINTS.map(escape).join('|')})$`, '\\.d\\.ts$'], reachable: false },
     },
     {
       name: 'not-to-dev-dep',
@@ -224,13 +187,6 @@ module.exports = {
       severity: 'error',
       from: {},
       to: { dependencyTypes: ['npm-no-pkg', 'npm-unknown'] },
-    },
-    {
-      name: 'not-to-test',
-      comment: 'src/ must not import test code',
-      severity: 'error',
-      from: { path: '^src/' },
-      to: { path: '^test/' },
     },
     {
       name: 'not-to-unresolvable',

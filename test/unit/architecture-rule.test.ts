@@ -7,6 +7,7 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { architectureRules } from '../support/architecture';
 
 const ROOT = join(__dirname, '..', '..');
 const CLI = join(ROOT, 'node_modules', 'dependency-cruiser', 'bin', 'dependency-cruise.mjs');
@@ -66,24 +67,55 @@ describe('#12 the layer rule (.dependency-cruiser.cjs)', () => {
         'layer-config: src/config/settings.ts → src/app/wiring.ts',
         // and the configuration is read through config/index.ts only
         'config-through-its-index: src/cli/main.ts → src/config/settings.ts',
-        // cycles, dead modules, devDependencies and test code
+        // cycles, dead modules, devDependencies
         'no-circular: src/auth/login.ts → src/sessions/session.ts → src/auth/login.ts',
         'no-orphans: src/observability/unused.ts',
         'reachable-from-an-entry-point: src/observability/unused.ts',
         'reachable-from-an-entry-point: src/threads/dead.ts',
         'not-to-dev-dep: src/http/problem.ts → fast-check',
-        'not-to-test: src/http/problem.ts → test/helper.ts',
-        // libraries: the ORM and the Redis client outside adapters/, Koa and TypeBox outside api/ (a type-only import included)
+        // unpublished folders: test/, bench/, scripts/, examples/, from src/ and from a migration
+        'not-to-unshipped-folders: src/http/problem.ts → test/helper.ts',
+        'not-to-unshipped-folders: src/cli/tooling.ts → bench/workload.ts',
+        'not-to-unshipped-folders: src/cli/tooling.ts → examples/host/app.ts',
+        'not-to-unshipped-folders: src/cli/tooling.ts → scripts/seed.ts',
+        'not-to-unshipped-folders: migrations/Migration20990101000002_unlisted.ts → scripts/seed.ts',
+        // libraries outside their folders (type-only imports, each one's row of architecture-rules.cjs)
         'database-packages-only-in-adapters: src/domain/record.ts → @mikro-orm/core',
         'redis-packages-only-in-adapters: src/authz/decide.ts → ioredis',
         'web-framework-only-in-api: src/policy/rule.ts → koa',
         'web-framework-only-in-api: src/sessions/session.ts → @sinclair/typebox',
-        // migrations: src/ and other packages than the migration library, and one no adapter lists
+        'schema-validator-only-where-documents-are-checked: src/gateway/body-check.ts → ajv',
+        'yaml-reader-only-where-files-are-read: src/api/yaml-body.ts → yaml',
+        'fast-yaml-reader-only-in-policy: src/policy-tools/quick-parse.ts → js-yaml',
+        'openid-client-only-in-auth-oidc: src/auth/oidc-shortcut.ts → openid-client',
+        'jose-only-in-auth-oidc-and-host: src/sessions/jwt-session.ts → jose',
+        'password-hashing-only-in-auth: src/api/hash-route.ts → @node-rs/argon2',
+        'casl-only-in-authz: src/policy/abilities.ts → @casl/ability/dist/types',
+        'logger-only-in-observability-and-app: src/gateway/own-logger.ts → pino',
+        'metrics-only-in-observability-app-workers: src/authz/counter.ts → prom-client',
+        'tracing-api-only-in-observability-and-gateway: src/authz/span.ts → @opentelemetry/api',
+        'tracing-sdk-only-in-app: src/observability/exporter.ts → @opentelemetry/sdk-trace-node',
+        // the host library may use jose and nothing else
+        'http-client-only-in-gateway-auth-authz: src/host/index.ts → undici',
+        // a package with no row at all (here not even in package.json)
+        'library-has-a-place: src/http/colors.ts → picocolors/types',
+        'no-non-package-json: src/http/colors.ts → picocolors/types',
+        // migrations: src/, other packages than the migration library, one no adapter lists, and only the list imports them
         'migrations-import-only-the-migration-library: migrations/Migration20990101000001_reads_src.ts → src/http/problem.ts',
         'migrations-import-only-the-migration-library: migrations/Migration20990101000002_unlisted.ts → @mikro-orm/core',
+        'migrations-import-only-the-migration-library: migrations/Migration20990101000002_unlisted.ts → scripts/seed.ts',
         'reachable-from-an-entry-point: migrations/Migration20990101000002_unlisted.ts',
+        'migrations-only-through-the-migration-list: src/adapters/memory/memory-store.ts → migrations/Migration20990101000001_reads_src.ts',
       ].sort(),
     );
+  });
+
+  it('places every runtime dependency of package.json in the library table of architecture-rules.cjs', () => {
+    const { dependencies } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    const names = Object.keys(dependencies);
+    expect(architectureRules.unplacedDependencies(names)).toEqual([]);
+    // A dependency added without a row is reported by name.
+    expect(architectureRules.unplacedDependencies([...names, 'left-pad', '@opentelemetry/semantic-conventions'])).toEqual(['left-pad', '@opentelemetry/semantic-conventions']);
   });
 
   it('the real src/ and migrations/ break none of the rules', () => {
