@@ -219,7 +219,9 @@ describe('iam-gateway/host against the gateway', () => {
     const alice = await login(gateway.url, 'alice');
     const assertion = await assertionFor(alice.accessToken);
     const host = createHostAuthorization({ gatewayUrl: gateway.url, issuer: 'iam-gateway', audience: 'example-host' });
-    const iam = host.forRequest({ 'x-iam-assertion': assertion });
+    // The host received it with GET /api/projects (assertionFor): it counts on that request.
+    const received = { method: 'GET', url: '/api/projects', headers: { 'x-iam-assertion': assertion } };
+    const iam = host.forRequest(received);
     expect(await iam.principal()).toMatchObject({ userId: 'u-alice', sessionId: alice.sessionId, profileId: 'p-alice-editor' });
     const [one, two] = await Promise.all([iam.check(project('1')), iam.check(project('2'))]);
     expect([one.allowed, two.allowed]).toEqual([true, false]);
@@ -228,6 +230,6 @@ describe('iam-gateway/host against the gateway', () => {
     expect(refused).toBeInstanceOf(HostAuthorizationError);
     expect(refused.problem).toMatchObject({ status: 403, code: 'IAM_ACCESS_DENIED', decisionId: expect.any(String) });
     // Another audience than the gateway's: no principal.
-    expect(await createHostAuthorization({ gatewayUrl: gateway.url, issuer: 'iam-gateway', audience: 'another-host' }).principal({ 'x-iam-assertion': assertion })).toBeNull();
+    expect(await createHostAuthorization({ gatewayUrl: gateway.url, issuer: 'iam-gateway', audience: 'another-host' }).principal(received)).toBeNull();
   });
 });
