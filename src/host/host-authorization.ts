@@ -169,9 +169,9 @@ export function createHostAuthorization(options: HostAuthorizationOptions): Host
     if (assertion === null) return { refused: 'The request carries no X-IAM-Assertion from the gateway.' };
     const issued = await issuedOf(assertion);
     if (issued === null) return { refused: 'The X-IAM-Assertion is not valid here (signature, issuer, audience or expiry).' };
-    // RFC 7519 §4.1.3: a recipient that is not among the audiences named refuses the token; one with none is none.
+    // RFC 7519 §4.1.3: a recipient not named among the audiences refuses the token; a host without an audience is never named.
     if (issued.audience && !options.audience) return { refused: 'The X-IAM-Assertion names an audience and this host is configured with none.' };
-    if (bindToRequest && (issued.method !== target.method || issued.path === null || issued.path !== target.path)) {
+    if (bindToRequest && (issued.method === null || issued.path === null || issued.method !== target.method || issued.path !== target.path)) {
       return { refused: `The X-IAM-Assertion was issued for ${issued.method ?? '?'} ${issued.path ?? '?'}, not for this request (${target.method ?? '?'} ${target.path ?? '?'}).` };
     }
     return { principal: issued.principal };
