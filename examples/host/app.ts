@@ -63,8 +63,12 @@ export interface GatewayLink {
 /** Creates the example host with fresh in-memory data (each call is independent: tests can run many). */
 export function createHostApp(): Koa & GatewayLink {
   let authorization: HostAuthorization | null = null;
-  /** The decisions of this request: its assertion, checks and plans (null without a gateway to ask). */
-  const iamOf = (ctx: Koa.Context): RequestAuthorization | null => (authorization === null ? null : authorization.forRequest(ctx.headers));
+  /**
+   * The decisions of this request: its assertion, checks and plans (null without a gateway to ask). The assertion
+   * counts only on the request the gateway issued it for (its method and path), so one replayed here is refused.
+   */
+  const iamOf = (ctx: Koa.Context): RequestAuthorization | null =>
+    authorization === null ? null : authorization.forRequest({ method: ctx.method, url: ctx.originalUrl, headers: ctx.headers });
   const projects = new Map<string, Project>([
     ['1', { id: '1', name: 'Apollo', createdBy: null }],
     ['2', { id: '2', name: 'Gemini', createdBy: null }],

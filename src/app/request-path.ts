@@ -70,7 +70,7 @@ export function startRequestPath(
     metrics,
     logger,
     trustedOrigins: new Set(config.iam.sessionCookie.trustedOrigins),
-    signAssertion: signer ? (decision, session, method, path, requestId) => signer.sign(decision, session, method, path, requestId) : null,
+    signAssertion: signer ? (decision, session, method, path, requestId, audience) => signer.sign(decision, session, method, path, requestId, audience) : null,
     candidate: deps.candidate,
   });
   const accessLog =

@@ -126,7 +126,8 @@ export async function startGatewayAs(config: GatewayConfig, options: StartOption
       jwks: () => (signer ? [signer.jwk] : []),
       oidc,
       bearers,
-      assertions: signer,
+      // The gateway accepts back every audience it issues: the configured one and the live policy's routes'.
+      assertions: signer ? { verify: (token) => signer.verify(token, { audiences: policy.holder.current.audiences }) } : null,
       metrics,
     });
 

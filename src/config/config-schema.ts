@@ -466,7 +466,7 @@ export const configSchema = section({
         enabled: flag(false, 'send a signed JWT in X-IAM-Assertion'),
         ttl: duration('60s', 'lifetime of the assertion JWT', true),
         issuer: text('iam-gateway', '`iss` of the assertion JWT'),
-        audience: nullableText('`aud` of the assertion JWT; null = none'),
+        audience: nullableText('`aud` of the assertion JWT, for routes whose policy sets no `audience`; null = none'),
         'key-file': nullableText('PEM Ed25519 private key that signs the assertion (share it across instances); null = a key generated at start'),
       }),
     }),

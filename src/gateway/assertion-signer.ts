@@ -44,11 +44,13 @@ export class AssertionSigner {
 
   /**
    * Verifies an assertion this gateway signed (a host sends it back as a bearer to ask for decisions): the exact
-   * header of this signer (its `kid`, `alg: EdDSA`), the signature by this key, `iss`, `aud` when one is configured,
-   * and `exp` (no tolerance: assertions live `iam.forward.assertion.ttl`). Null for anything else — a provider's
-   * token, another gateway's assertion, a tampered or expired one. The caller still checks that the session lives.
+   * header of this signer (its `kid`, `alg: EdDSA`), the signature by this key, `iss`, an `aud` this gateway issues
+   * (the configured one, or one of `audiences`: the policy routes'), and `exp` (no tolerance: assertions live
+   * `iam.forward.assertion.ttl`). Null for anything else — a provider's token, another gateway's assertion, a tampered
+   * or expired one. The caller still checks that the session lives. `htm`/`htu` are not compared: the assertion names
+   * a session here, and a host asks about other requests than the one it received.
    */
-  verify(token: string, nowMs = Date.now()): VerifiedAssertion | null {
+  verify(token: string, { audiences = NO_AUDIENCES, nowMs = Date.now() }: { audiences?: ReadonlySet<string>; nowMs?: number } = {}): VerifiedAssertion | null {
     if (token.length > 8192 || !token.startsWith(this.headerPrefix)) return null;
     const parts = token.split('.');
     if (parts.length !== 3) return null;
@@ -61,13 +63,24 @@ export class AssertionSigner {
       return null;
     }
     if (claims.iss !== this.options.issuer) return null;
-    if (this.options.audience !== null && claims.aud !== this.options.audience) return null;
+    if (!this.issues(claims.aud, audiences)) return null;
     if (typeof claims.exp !== 'number' || claims.exp * 1000 <= nowMs) return null;
     if (typeof claims.sub !== 'string' || typeof claims.sid !== 'string') return null;
     return { userId: claims.sub, sessionId: claims.sid, expiresAtMs: claims.exp * 1000 };
   }
 
-  sign(decision: AuthorizationDecision, session: VerifiedSession, method: string, path: string, requestId: string): string {
+  /** Whether this gateway signs assertions with this `aud`: the configured one (none, if none is) or a route's. */
+  private issues(aud: unknown, audiences: ReadonlySet<string>): boolean {
+    if (aud === undefined) return this.options.audience === null;
+    return typeof aud === 'string' && (aud === this.options.audience || audiences.has(aud));
+  }
+
+  /**
+   * `audience`: the matched route's (policy `audience`), else the configured one. `htm`/`htu` are the method and the
+   * path exactly as forwarded to the host (normalized; the query, which no decision reads, left out), so a host can
+   * refuse the assertion on any other request.
+   */
+  sign(decision: AuthorizationDecision, session: VerifiedSession, method: string, path: string, requestId: string, audience: string | null = null): string {
     const now = Math.floor(Date.now() / 1000);
     const principal = session.record.principal;
     const forwarded = forwardedAuthorization(decision);
@@ -88,11 +101,14 @@ export class AssertionSigner {
       htu: path,
     };
     if (forwarded.shadowDenied !== null) claims.shadow_denied = forwarded.shadowDenied;
-    if (this.options.audience !== null) claims.aud = this.options.audience;
+    const aud = audience ?? this.options.audience;
+    if (aud !== null) claims.aud = aud;
     const signingInput = `${this.encodedHeader}.${base64url(JSON.stringify(claims))}`;
     return `${signingInput}.${sign(null, Buffer.from(signingInput), this.privateKey).toString('base64url')}`;
   }
 }
+
+const NO_AUDIENCES: ReadonlySet<string> = new Set();
 
 /** What an assertion names once verified: the session it was issued for. */
 export interface VerifiedAssertion {

@@ -25,8 +25,11 @@ export interface RequestAuthorizerDeps {
   logger: Logger;
   /** `iam.session-cookie.trusted-origins`: origins besides the gateway's own allowed to use the cookie cross-site. */
   trustedOrigins: ReadonlySet<string>;
-  /** Signs the optional X-IAM-Assertion (docs/http-contract.md); null when off. */
-  signAssertion: ((decision: AuthorizationDecision, session: VerifiedSession, method: string, path: string, requestId: string) => string) | null;
+  /**
+   * Signs the optional X-IAM-Assertion (docs/http-contract.md) for the method and path forwarded, with the matched
+   * route's `audience` (null: the configured one); null when off.
+   */
+  signAssertion: ((decision: AuthorizationDecision, session: VerifiedSession, method: string, path: string, requestId: string, audience: string | null) => string) | null;
   /** The candidate policy deciding beside the live one (`iam.policy.candidate-dir`); null when none is configured. */
   candidate?: Pick<CandidateDecisions, 'compare'> | null;
 }
@@ -137,11 +140,11 @@ export class RequestAuthorizer {
       const pending = this.deps.engine.decideRequestFast({ method: request.method, path: request.path, policy, subject, match });
       if (pending instanceof Promise) {
         return pending.then(
-          (decision) => this.conclude(decision, request, clientAddress, session, bearerSent, policy),
+          (decision) => this.conclude(decision, request, clientAddress, session, bearerSent, policy, match),
           (error: unknown) => this.failure(error, request, match?.route.pattern),
         );
       }
-      return this.conclude(pending, request, clientAddress, session, bearerSent, policy);
+      return this.conclude(pending, request, clientAddress, session, bearerSent, policy, match);
     } catch (error) {
       return this.failure(error, request, match?.route.pattern);
     }
@@ -154,6 +157,7 @@ export class RequestAuthorizer {
     session: VerifiedSession | null,
     bearerSent: boolean,
     policy: CompiledPolicy,
+    match: RouteMatch | null,
   ): Authorization {
     const candidates = this.deps.candidate;
     // Decided again by the candidate policy with what this decision loaded; never changes the outcome.
@@ -176,7 +180,7 @@ export class RequestAuthorizer {
       return { allowed: false, problem: problemFromDecision(decision), decision, route, candidate };
     }
     // A shadow denial is counted as shadow_deny above, not as an allow.
-    const identity = this.identityOf(request, decision, session);
+    const identity = this.identityOf(request, decision, session, match?.route.audience ?? null);
     if (!decision.shadowed) this.allowed.inc();
     return { allowed: true, decision, session, bearerSent, identity, candidate };
   }
@@ -191,10 +195,10 @@ export class RequestAuthorizer {
   }
 
   /** The identity headers of docs/http-contract.md for an authorized request (none for anonymous requests). */
-  private identityOf(request: PreparedRequest, decision: AuthorizationDecision, session: VerifiedSession | null): Array<readonly [string, string]> | null {
+  private identityOf(request: PreparedRequest, decision: AuthorizationDecision, session: VerifiedSession | null, audience: string | null): Array<readonly [string, string]> | null {
     const forwarded = forwardedAuthorization(decision);
     if (!session) return forwarded.shadowDenied === null ? null : identityHeaders(null, null, forwarded, null);
-    const assertion = this.deps.signAssertion ? this.deps.signAssertion(decision, session, request.method, request.path, request.requestId) : null;
+    const assertion = this.deps.signAssertion ? this.deps.signAssertion(decision, session, request.method, request.path, request.requestId, audience) : null;
     return identityHeaders(session.record.principal, session.record.sessionId, forwarded, assertion);
   }
 

@@ -35,13 +35,35 @@ export interface HostPrincipal {
   assertion: string;
 }
 
+/**
+ * The request as the host received it: Node's `IncomingMessage`, Express's `req`, Koa's `ctx.req`. The assertion is
+ * compared with its method and path.
+ */
+export interface HostRequest {
+  method?: string;
+  /** The request target as received (`/api/tasks/10?x=1`). */
+  url?: string;
+  /** Express: the target before a mounted router cut its prefix off `url`; preferred when present. */
+  originalUrl?: string;
+  headers: IncomingHttpHeaders;
+}
+
 export interface HostAuthorizationOptions {
   /** The gateway as the host can reach it, e.g. `http://iam-gateway:8080` (its JWKS and decision endpoints). */
   gatewayUrl: string;
   /** `iam.forward.assertion.issuer`. */
   issuer: string;
-  /** `iam.forward.assertion.audience`, when the gateway sets one (then it is required). */
+  /**
+   * The audience this host is: `iam.forward.assertion.audience`, or the `audience` of the policy routes that reach
+   * it. An assertion for another audience is refused; without this option, so is every assertion that names one.
+   */
   audience?: string;
+  /**
+   * Default true: an assertion counts only on the request it was issued for (its `htm` is the request's method, its
+   * `htu` the request's path), so one captured from `GET /api/whoami` is refused on `DELETE /api/tasks/10`. Turn it
+   * off only for a host that receives its requests rewritten by something between it and the gateway.
+   */
+  bindToRequest?: boolean;
   /** How long one call may take (default 5 s). */
   timeoutMs?: number;
   /** For tests: the fetch to use. */
@@ -77,9 +99,26 @@ export interface RequestAuthorization {
 }
 
 export interface HostAuthorization {
-  /** The principal of a request's `X-IAM-Assertion` (verified: signature by the gateway's key, `iss`, `aud`, `exp`). */
-  principal(headers: IncomingHttpHeaders): Promise<HostPrincipal | null>;
-  forRequest(headers: IncomingHttpHeaders): RequestAuthorization;
+  /**
+   * The principal of a request's `X-IAM-Assertion` (verified: signature by the gateway's key, `iss`, `aud`, `exp`, and
+   * `htm`/`htu` against the request unless `bindToRequest: false`), or null.
+   */
+  principal(request: HostRequest): Promise<HostPrincipal | null>;
+  /** The request's decisions; its check, plan and require refuse, without a call, an assertion `principal` refuses. */
+  forRequest(request: HostRequest): RequestAuthorization;
+}
+
+/** A verified assertion, or why it does not count for the request. */
+type Verdict = { principal: HostPrincipal; refused?: undefined } | { principal?: undefined; refused: string };
+
+/** What the gateway signed about the request: its method and path (docs/http-contract.md). */
+interface Issued {
+  principal: HostPrincipal;
+  method: string | null;
+  path: string | null;
+  /** The assertion names an audience (checked by jose when this host has one). */
+  audience: boolean;
+  expiresAtMs: number;
 }
 
 const MAX_CACHED = 10_000;
@@ -91,12 +130,13 @@ export function createHostAuthorization(options: HostAuthorizationOptions): Host
   const timeoutMs = options.timeoutMs ?? 5000;
   // jose keeps the gateway's keys, refetching on an unknown key id (with its own cooldown).
   const keys = createRemoteJWKSet(new URL(`${base}/iam/.well-known/jwks.json`), { timeoutDuration: timeoutMs, ...(options.fetch ? { [customFetch]: options.fetch } : {}) });
+  const bindToRequest = options.bindToRequest ?? true;
   // A verified assertion is remembered until it expires: a host asks several times per request.
-  const verified = new Map<string, { principal: HostPrincipal; expiresAtMs: number }>();
+  const verified = new Map<string, Issued>();
 
-  async function principalOf(assertion: string): Promise<HostPrincipal | null> {
+  async function issuedOf(assertion: string): Promise<Issued | null> {
     const cached = verified.get(assertion);
-    if (cached && cached.expiresAtMs > Date.now()) return cached.principal;
+    if (cached && cached.expiresAtMs > Date.now()) return cached;
     let payload: JWTPayload;
     try {
       ({ payload } = await jwtVerify(assertion, keys, { issuer: options.issuer, algorithms: ['EdDSA'], requiredClaims: ['exp', 'sub', 'sid'], ...(options.audience ? { audience: options.audience } : {}) }));
@@ -104,19 +144,37 @@ export function createHostAuthorization(options: HostAuthorizationOptions): Host
       return null;
     }
     const text = (value: unknown): string | null => (typeof value === 'string' ? value : null);
-    const principal: HostPrincipal = {
-      userId: String(payload.sub),
-      sessionId: String(payload.sid),
-      identityId: text(payload.identity_id),
-      identityDomain: text(payload.identity_domain),
-      profileId: text(payload.profile_id),
-      permission: text(payload.permission),
-      decisionId: text(payload.decision_id),
-      assertion,
+    const issued: Issued = {
+      principal: {
+        userId: String(payload.sub),
+        sessionId: String(payload.sid),
+        identityId: text(payload.identity_id),
+        identityDomain: text(payload.identity_domain),
+        profileId: text(payload.profile_id),
+        permission: text(payload.permission),
+        decisionId: text(payload.decision_id),
+        assertion,
+      },
+      method: text(payload.htm),
+      path: text(payload.htu),
+      audience: payload.aud !== undefined,
+      expiresAtMs: (payload.exp as number) * 1000,
     };
     if (verified.size >= MAX_CACHED) verified.delete(verified.keys().next().value as string);
-    verified.set(assertion, { principal, expiresAtMs: (payload.exp as number) * 1000 });
-    return principal;
+    verified.set(assertion, issued);
+    return issued;
+  }
+
+  async function verdictOf(assertion: string | null, target: RequestTarget): Promise<Verdict> {
+    if (assertion === null) return { refused: 'The request carries no X-IAM-Assertion from the gateway.' };
+    const issued = await issuedOf(assertion);
+    if (issued === null) return { refused: 'The X-IAM-Assertion is not valid here (signature, issuer, audience or expiry).' };
+    // RFC 7519 §4.1.3: a recipient not named among the audiences refuses the token; a host without an audience is never named.
+    if (issued.audience && !options.audience) return { refused: 'The X-IAM-Assertion names an audience and this host is configured with none.' };
+    if (bindToRequest && (issued.method === null || issued.path === null || issued.method !== target.method || issued.path !== target.path)) {
+      return { refused: `The X-IAM-Assertion was issued for ${issued.method ?? '?'} ${issued.path ?? '?'}, not for this request (${target.method ?? '?'} ${target.path ?? '?'}).` };
+    }
+    return { principal: issued.principal };
   }
 
   async function call<T>(path: string, assertion: string, body: unknown): Promise<T> {
@@ -131,27 +189,29 @@ export function createHostAuthorization(options: HostAuthorizationOptions): Host
     return parsed;
   }
 
-  const assertionOf = (headers: IncomingHttpHeaders): string | null => {
-    const value = headers['x-iam-assertion'];
-    return typeof value === 'string' && value.length > 0 && value.length <= 8192 ? value : null;
-  };
-  const unauthenticated = (): HostAuthorizationError =>
-    new HostAuthorizationError(401, { status: 401, title: 'Unauthenticated', code: 'IAM_UNAUTHENTICATED', detail: 'The request carries no valid X-IAM-Assertion from the gateway.' });
+  const unauthenticated = (detail: string): HostAuthorizationError =>
+    new HostAuthorizationError(401, { type: 'https://iam-gateway.dev/problems/iam-unauthenticated', title: 'Unauthenticated', status: 401, code: 'IAM_UNAUTHENTICATED', detail });
 
   return {
-    principal: (headers) => {
-      const assertion = assertionOf(headers);
-      return assertion === null ? Promise.resolve(null) : principalOf(assertion);
-    },
-    forRequest(headers) {
-      const assertion = assertionOf(headers);
+    principal: async (request) => (await verdictOf(assertionOf(request), targetOf(request))).principal ?? null,
+    forRequest(request) {
+      const assertion = assertionOf(request);
+      // Read now: a mounted router may rewrite the request's url before a handler asks.
+      const target = targetOf(request);
+      let verdict: Promise<Verdict> | null = null;
+      const verify = (): Promise<Verdict> => (verdict ??= verdictOf(assertion, target));
+      /** The assertion to send as the bearer, once it counts for this request. */
+      const bearer = async (): Promise<string> => {
+        const { principal, refused } = await verify();
+        if (refused !== undefined) throw unauthenticated(refused);
+        return principal.assertion;
+      };
       let pending: Array<{ check: HostCheck; resolve: (result: HostCheckResult) => void; reject: (error: unknown) => void }> = [];
       const flush = async (): Promise<void> => {
         const batch = pending;
         pending = [];
         try {
-          if (assertion === null) throw unauthenticated();
-          const answer = await call<{ results: HostCheckResult[] }>('/iam/authorization/check', assertion, { checks: batch.map((entry) => entry.check) });
+          const answer = await call<{ results: HostCheckResult[] }>('/iam/authorization/check', await bearer(), { checks: batch.map((entry) => entry.check) });
           batch.forEach((entry, index) => entry.resolve(answer.results[index]!));
         } catch (error) {
           for (const entry of batch) entry.reject(error);
@@ -170,7 +230,7 @@ export function createHostAuthorization(options: HostAuthorizationOptions): Host
         return Array.isArray(checks) ? Promise.all(checks.map(checkOne)) : checkOne(checks);
       }
       return {
-        principal: () => (assertion === null ? Promise.resolve(null) : principalOf(assertion)),
+        principal: async () => (await verify()).principal ?? null,
         check,
         async require(one) {
           const result = await checkOne(one);
@@ -186,10 +246,31 @@ export function createHostAuthorization(options: HostAuthorizationOptions): Host
           });
         },
         async plan(permissionCode, resourceType, access = 'READ') {
-          if (assertion === null) throw unauthenticated();
-          return call<HostPlan>('/iam/authorization/plan', assertion, { permissionCode, resourceType, access });
+          return call<HostPlan>('/iam/authorization/plan', await bearer(), { permissionCode, resourceType, access });
         },
       };
     },
   };
+}
+
+/** The method and path an assertion is compared with. */
+interface RequestTarget {
+  method: string | null;
+  path: string | null;
+}
+
+function assertionOf(request: HostRequest): string | null {
+  if (request === null || typeof request !== 'object' || typeof request.headers !== 'object' || request.headers === null) {
+    throw new TypeError('iam-gateway/host: pass the request ({ method, url, headers }), not its headers');
+  }
+  const value = request.headers['x-iam-assertion'];
+  return typeof value === 'string' && value.length > 0 && value.length <= 8192 ? value : null;
+}
+
+/** The gateway signs the path it forwards, without the query (which no decision reads). */
+function targetOf(request: HostRequest): RequestTarget {
+  const url = request.originalUrl ?? request.url;
+  if (typeof url !== 'string') return { method: request.method ?? null, path: null };
+  const query = url.indexOf('?');
+  return { method: request.method ?? null, path: query < 0 ? url : url.slice(0, query) };
 }

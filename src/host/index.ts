@@ -5,5 +5,5 @@
  * that assertion as the bearer — the host needs no secret of its own.
  */
 export { createHostAuthorization, HostAuthorizationError } from './host-authorization';
-export type { AccessMode, HostAuthorization, HostAuthorizationOptions, HostCheck, HostCheckResult, HostPlan, HostPrincipal, RequestAuthorization } from './host-authorization';
+export type { AccessMode, HostAuthorization, HostAuthorizationOptions, HostCheck, HostCheckResult, HostPlan, HostPrincipal, HostRequest, RequestAuthorization } from './host-authorization';
 export { expressMiddleware, koaMiddleware } from './middleware';

@@ -40,6 +40,11 @@ export interface CompiledRoute {
    * on every non-public route, with or without a permission.
    */
   profile?: 'optional';
+  /**
+   * The `aud` of the assertion its requests carry to the host (policy `audience`); absent: the configured
+   * `iam.forward.assertion.audience`. Never part of a decision.
+   */
+  audience?: string;
 }
 
 export interface RouteMatch {
@@ -83,6 +88,8 @@ export interface CompiledPolicy {
   fileBytes?: Readonly<Record<string, number>>;
   /** Static path segments compare exactly (`match: { case-sensitive: true }`); false: ASCII-case-insensitively. */
   caseSensitive: boolean;
+  /** Every route `audience`: the audiences the gateway issues assertions for besides the configured one. */
+  audiences: ReadonlySet<string>;
   /**
    * The most specific route for a method and a normalized path (static > `:param` > `**`, segment by
    * segment; `GET` routes also match `HEAD`), or null. Cost depends on the path's depth, not on the

@@ -38,9 +38,10 @@ interface Inherited {
   resource: { value: PolicyRouteResource; source: SourceLocation; depth: number } | null;
   mode: 'enforce' | 'shadow';
   profile: 'required' | 'optional';
+  audience: string | null;
 }
 
-const ROOT: Inherited = { path: '', permission: null, permissionDepth: -1, isPublic: false, publicDepth: -1, resource: null, mode: 'enforce', profile: 'required' };
+const ROOT: Inherited = { path: '', permission: null, permissionDepth: -1, isPublic: false, publicDepth: -1, resource: null, mode: 'enforce', profile: 'required', audience: null };
 const READ_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 /**
@@ -134,6 +135,7 @@ export function compilePolicy(files: readonly ParsedPolicyFile[], context: Compi
           resource: entry.resource != null ? { value: entry.resource, source, depth } : inherited.resource,
           mode: entry.mode ?? inherited.mode,
           profile: entry.profile ?? inherited.profile,
+          audience: entry.audience ?? inherited.audience,
         };
         if (entry.routes != null) {
           if (entry.methods != null) error('group-methods', `a group (an entry with "routes") must not have "methods"; put them on its routes`, at([...entryPath, 'methods']));
@@ -158,6 +160,7 @@ export function compilePolicy(files: readonly ParsedPolicyFile[], context: Compi
   const compiledResources: CompiledPolicy['resources'] = Object.create(null) as CompiledPolicy['resources'];
   for (const [type, { resolver }] of resources) compiledResources[type] = Object.freeze({ resolver: resolver ? Object.freeze(resolver) : null });
   const routes = Object.freeze(leaves.map((leaf) => leaf.route)) as CompiledRoute[];
+  const audiences: ReadonlySet<string> = new Set(routes.flatMap((route) => (route.audience === undefined ? [] : [route.audience])));
   const declaredResources = new Set(routes.flatMap((route) => (route.permission !== null && route.resource !== null ? [`${route.permission}\u0000${route.resource.type}`] : [])));
   const policy: CompiledPolicy = {
     hash: context.hash,
@@ -168,6 +171,7 @@ export function compilePolicy(files: readonly ParsedPolicyFile[], context: Compi
     files: files.map((file) => file.file),
     ...(context.fileBytes ? { fileBytes: context.fileBytes } : {}),
     caseSensitive: matchCase,
+    audiences,
     match: (method, path) => tree.match(method, path),
     declaresResource: (permission, resourceType) => declaredResources.has(`${permission}\u0000${resourceType}`),
     refusal: (method, path) => tree.refusal(method, path),
@@ -219,6 +223,8 @@ function buildLeaf(
     mode: effective.mode,
     // A permission is checked against the active profile's grant, so `profile: optional` applies only without one.
     ...(effective.profile === 'optional' && !effective.isPublic && effective.permission === null ? { profile: 'optional' as const } : {}),
+    // A public route's requests carry no assertion.
+    ...(effective.audience !== null && !isPublic ? { audience: effective.audience } : {}),
   });
   const shape = segments.map((segment) => (segment.kind === 'static' ? segment.value : segment.kind === 'param' ? ':' : '**')).join('/');
   const outcome = JSON.stringify([
@@ -227,6 +233,8 @@ function buildLeaf(
     compiledResource && [compiledResource.type, idPosition, compiledResource.access, compiledResource.resolve],
     route.mode,
     route.profile ?? 'required',
+    // Not a decision, but two routes for the same requests must not disagree on which host receives them.
+    route.audience ?? null,
   ]);
   return { route, segments, shape, outcome };
 }

@@ -35,6 +35,11 @@ export interface PolicyRouteEntry {
    */
   profile?: 'required' | 'optional';
   description?: string;
+  /**
+   * `aud` of the `X-IAM-Assertion` the host receives with these requests (default `iam.forward.assertion.audience`):
+   * the host behind this route, so an assertion it receives is refused by every other host. Decides nothing.
+   */
+  audience?: string;
   routes?: PolicyRouteEntry[];
 }
 
@@ -102,6 +107,8 @@ const routeEntrySchema: JSONSchemaType<PolicyRouteEntry> = {
     mode: { type: 'string', enum: ['enforce', 'shadow'], nullable: true },
     profile: { type: 'string', enum: ['required', 'optional'], nullable: true },
     description: { type: 'string', nullable: true },
+    // Visible ASCII, like the identifiers the assertion carries: a JWT claim and a host's configuration value.
+    audience: { type: 'string', minLength: 1, maxLength: 256, pattern: '^[\\x21-\\x7E]+$', nullable: true },
     routes: { type: 'array', nullable: true, items: { $ref: '#/$defs/route' } as never },
   },
 };

@@ -9,7 +9,7 @@ export interface Leaf {
   segments: PatternSegment[];
   /** `static/:/**` shape, static segments as written: two routes with the same shape match the same paths. */
   shape: string;
-  /** Comparable outcome: public, permission, resource (id by param position), mode. */
+  /** Comparable outcome: public, permission, resource (id by param position), mode, profile, audience. */
   outcome: string;
 }
 

@@ -190,6 +190,14 @@ describe('the example host asks the gateway (iam-gateway/host)', () => {
       expect(refused.headers.get('content-type')).toMatch(/^application\/problem\+json/);
       expect(refused.body).toMatchObject({ code: 'IAM_ACCESS_DENIED', decisionId: expect.any(String) });
       expect((await call(gateway.url, 'GET', '/api/tasks/10', { headers: bob })).body.task.projectId).toBe('1');
+      // Bob's assertion for GET /api/whoami (the host echoes it), replayed straight at the host on a task move: refused
+      // before the gateway is asked, although bob may move the task.
+      const whoami = await call(gateway.url, 'GET', '/api/whoami', { headers: bob });
+      const replayed = await call(host.url, 'POST', '/api/tasks/10/move', { headers: { 'x-iam-assertion': whoami.body.headers['x-iam-assertion'] }, body: { projectId: '2' } });
+      expect(replayed.status).toBe(401);
+      expect(replayed.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+      expect(replayed.body.code).toBe('IAM_UNAUTHENTICATED');
+      expect((await call(gateway.url, 'GET', '/api/tasks/10', { headers: bob })).body.task.projectId).toBe('1');
       // Bob (every project) moves it; then it is in project 2.
       expect((await call(gateway.url, 'POST', '/api/tasks/10/move', { headers: bob, body: { projectId: '2' } })).status).toBe(200);
       expect((await call(gateway.url, 'GET', '/api/tasks/10', { headers: bob })).body.task.projectId).toBe('2');

@@ -49,6 +49,11 @@ routes:
   - { path: /api/projects/:projectId, methods: [GET], permission: project:read, resource: { type: PROJECT, id: projectId, access: READ } }
   - { path: /api/projects/:projectId, methods: [PUT], permission: project:update, resource: { type: PROJECT, id: projectId, access: WRITE } }
   - { path: /api/tasks/:taskId, methods: [GET], permission: task:read, resource: { type: TASK, id: taskId, access: READ } }
+  - path: /billing
+    audience: billing
+    routes:
+      - { path: /projects, methods: [GET], permission: project:list }
+      - { path: /projects/:projectId, methods: [PUT], permission: project:update, resource: { type: PROJECT, id: projectId, access: WRITE } }
 `,
   );
   upstream = await startRecordingUpstream();
@@ -84,9 +89,9 @@ const project = (id: string, access: 'READ' | 'WRITE' = 'READ') => ({ permission
 const task = (id: string) => ({ permissionCode: 'task:read', resource: { type: 'TASK', id, access: 'READ' as const } });
 
 /** The assertion the host receives with a request the gateway forwarded for `token`. */
-async function assertionFor(token: string): Promise<string> {
+async function assertionFor(token: string, path = '/api/projects'): Promise<string> {
   await upstream.clear();
-  expect((await fetch(`${gateway.url}/api/projects`, { headers: bearer(token) })).status).toBe(200);
+  expect((await fetch(`${gateway.url}${path}`, { headers: bearer(token) })).status).toBe(200);
   const [received] = await upstream.requests();
   return recordedHeader(received!, 'x-iam-assertion')[0]!;
 }
@@ -219,7 +224,9 @@ describe('iam-gateway/host against the gateway', () => {
     const alice = await login(gateway.url, 'alice');
     const assertion = await assertionFor(alice.accessToken);
     const host = createHostAuthorization({ gatewayUrl: gateway.url, issuer: 'iam-gateway', audience: 'example-host' });
-    const iam = host.forRequest({ 'x-iam-assertion': assertion });
+    // The host received it with GET /api/projects (assertionFor): it counts on that request.
+    const received = { method: 'GET', url: '/api/projects', headers: { 'x-iam-assertion': assertion } };
+    const iam = host.forRequest(received);
     expect(await iam.principal()).toMatchObject({ userId: 'u-alice', sessionId: alice.sessionId, profileId: 'p-alice-editor' });
     const [one, two] = await Promise.all([iam.check(project('1')), iam.check(project('2'))]);
     expect([one.allowed, two.allowed]).toEqual([true, false]);
@@ -228,6 +235,29 @@ describe('iam-gateway/host against the gateway', () => {
     expect(refused).toBeInstanceOf(HostAuthorizationError);
     expect(refused.problem).toMatchObject({ status: 403, code: 'IAM_ACCESS_DENIED', decisionId: expect.any(String) });
     // Another audience than the gateway's: no principal.
-    expect(await createHostAuthorization({ gatewayUrl: gateway.url, issuer: 'iam-gateway', audience: 'another-host' }).principal({ 'x-iam-assertion': assertion })).toBeNull();
+    expect(await createHostAuthorization({ gatewayUrl: gateway.url, issuer: 'iam-gateway', audience: 'another-host' }).principal(received)).toBeNull();
+  });
+
+  it('an assertion counts only on its own request and at its own host (a route group\'s audience); the gateway accepts back every audience it issues', async () => {
+    const alice = await login(gateway.url, 'alice');
+    const forBilling = await assertionFor(alice.accessToken, '/billing/projects');
+    const billing = createHostAuthorization({ gatewayUrl: gateway.url, issuer: 'iam-gateway', audience: 'billing' });
+    const received = { method: 'GET', url: '/billing/projects', headers: { 'x-iam-assertion': forBilling } };
+    expect(await billing.principal(received)).toMatchObject({ userId: 'u-alice', permission: 'project:list' });
+    expect(await billing.forRequest(received).plan('project:read', 'PROJECT')).toMatchObject({ kind: 'SOME', ids: ['1'] });
+    // The gateway's own check and plan take it as the bearer: an audience it issues.
+    expect((await check(bearer(forBilling), [project('1')])).status).toBe(200);
+    // Replayed on another request of the same host: refused, the gateway not asked.
+    const replayed = billing.forRequest({ method: 'PUT', url: '/billing/projects/1', headers: { 'x-iam-assertion': forBilling } });
+    expect(await replayed.principal()).toBeNull();
+    const refused = (await replayed.require(project('1', 'WRITE')).catch((error: unknown) => error)) as HostAuthorizationError;
+    expect(refused).toBeInstanceOf(HostAuthorizationError);
+    expect(refused.problem).toMatchObject({ status: 401, code: 'IAM_UNAUTHENTICATED' });
+    // At the other host (the gateway's configured audience), on the very request it names: refused too.
+    const exampleHost = createHostAuthorization({ gatewayUrl: gateway.url, issuer: 'iam-gateway', audience: 'example-host' });
+    expect(await exampleHost.principal(received)).toBeNull();
+    // And the other host's assertions are not valid at billing.
+    const forExampleHost = await assertionFor(alice.accessToken);
+    expect(await billing.principal({ method: 'GET', url: '/api/projects', headers: { 'x-iam-assertion': forExampleHost } })).toBeNull();
   });
 });

@@ -27,7 +27,7 @@ describe('AssertionSigner.verify', () => {
     expect(gateway.verify(signer('my-host').sign(decision, session, 'GET', '/x', 'r-1'))).toBeNull(); // another instance's own key
     const otherIssuer = new AssertionSigner({ ttlMs: 60_000, issuer: 'someone', audience: 'my-host', keyFile: null });
     expect(otherIssuer.verify(otherIssuer.sign(decision, session, 'GET', '/x', 'r-1').replace(/^[^.]+/, header))).toBeNull();
-    expect(gateway.verify(token, Date.now() + 61_000)).toBeNull();
+    expect(gateway.verify(token, { nowMs: Date.now() + 61_000 })).toBeNull();
     expect(gateway.verify('iamt_' + 'a'.repeat(43))).toBeNull();
     expect(gateway.verify('eyJhbGciOiJSUzI1NiJ9.e30.c2ln')).toBeNull();
   });
@@ -35,5 +35,22 @@ describe('AssertionSigner.verify', () => {
   it('checks the audience only when one is configured', () => {
     const open = signer(null);
     expect(open.verify(open.sign(decision, session, 'GET', '/x', 'r-1'))).not.toBeNull();
+  });
+
+  it('signs a route\'s audience instead of the configured one, and accepts back every audience it issues, no other', () => {
+    const claims = (token: string) => JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()) as Record<string, unknown>;
+    for (const configured of ['my-host', null]) {
+      const gateway = signer(configured);
+      const billing = gateway.sign(decision, session, 'DELETE', '/billing/invoices/7', 'r-1', 'billing');
+      expect(claims(billing)).toMatchObject({ aud: 'billing', htm: 'DELETE', htu: '/billing/invoices/7' });
+      expect(gateway.verify(billing, { audiences: new Set(['billing']) })).toMatchObject({ sessionId: 's-1' });
+      // The policy no longer names it (or never did): not an audience this gateway issues.
+      expect(gateway.verify(billing)).toBeNull();
+      expect(gateway.verify(billing, { audiences: new Set(['tasks']) })).toBeNull();
+      // A route without one: the configured audience, or none.
+      const plain = gateway.sign(decision, session, 'GET', '/x', 'r-1', null);
+      expect(claims(plain).aud).toBe(configured ?? undefined);
+      expect(gateway.verify(plain, { audiences: new Set(['billing']) })).not.toBeNull();
+    }
   });
 });

@@ -500,3 +500,43 @@ describe('resolver URLs relative to upstream.url', () => {
     expect(result.issues).toEqual([expect.objectContaining({ kind: 'resolver-url', severity: 'error', source: expect.objectContaining({ file: 'r.yaml', line: 3 }) })]);
   });
 });
+
+describe('audience: the host a route\'s assertions are for', () => {
+  it('is inherited from a group, absent on public routes, collected in `audiences`, and part of the outcome', () => {
+    const policy = policyOf(
+      compile({
+        'p.yaml': `
+          version: 1
+          routes:
+            - { path: /api/whoami, methods: [GET] }
+            - path: /billing
+              audience: billing
+              routes:
+                - { path: /invoices, methods: [GET], permission: invoice:read }
+                - { path: /status, methods: [GET], public: true }
+                - { path: /export, methods: [GET], permission: invoice:read, audience: billing-export }
+        `,
+      }),
+    );
+    const byPattern = (pattern: string) => policy.routes.find((route) => route.pattern === pattern);
+    expect(byPattern('/api/whoami')?.audience).toBeUndefined();
+    expect(byPattern('/billing/invoices')?.audience).toBe('billing');
+    expect(byPattern('/billing/status')?.audience).toBeUndefined();
+    expect(byPattern('/billing/export')?.audience).toBe('billing-export');
+    expect([...policy.audiences].sort()).toEqual(['billing', 'billing-export']);
+
+    const conflict = compile({
+      'a.yaml': 'version: 1\nroutes:\n  - { path: /x, methods: [GET], audience: one }\n',
+      'b.yaml': 'version: 1\nroutes:\n  - { path: /x, methods: [GET], audience: two }\n',
+    });
+    expect(summary(conflict.issues)).toContain('error conflict b.yaml:3 ~ a.yaml:3');
+  });
+
+  it('an emptied value, or one that is not visible ASCII, is a schema error', () => {
+    for (const value of ['~', '""', '"two words"']) {
+      const result = compile({ 'p.yaml': `version: 1\nroutes:\n  - { path: /x, methods: [GET], audience: ${value} }\n` });
+      expect(result.policy).toBeNull();
+      expect(result.issues.some((issue) => issue.kind === 'schema')).toBe(true);
+    }
+  });
+});

@@ -13,7 +13,7 @@ import type { VerifiedSession } from '../../src/sessions/session-service';
 
 const TOKEN = `iamt_${'A'.repeat(43)}`;
 const POLICY = compilePolicyFiles([
-  { file: 'p.yaml', text: 'version: 1\nroutes:\n  - { path: /api/x, methods: [GET], permission: "x:read" }\n  - { path: /open, methods: [GET], public: true }\n' },
+  { file: 'p.yaml', text: 'version: 1\nroutes:\n  - { path: /api/x, methods: [GET], permission: "x:read" }\n  - { path: /open, methods: [GET], public: true }\n  - { path: /billing/x, methods: [GET], permission: "x:read", audience: billing }\n' },
 ]).policy!;
 const SESSION = {
   tokenHash: 'h',
@@ -24,7 +24,7 @@ const decision = (allowed: boolean): AuthorizationDecision =>
 const request = (path: string, authorization: string | null): PreparedRequest =>
   ({ method: 'GET', path, authorization, cookieSession: null, requestId: 'r-1', clientAddress: '127.0.0.1' }) as unknown as PreparedRequest;
 
-function authorizer(signAssertion: ((decision: AuthorizationDecision, session: VerifiedSession, method: string, path: string, requestId: string) => string) | null) {
+function authorizer(signAssertion: ((decision: AuthorizationDecision, session: VerifiedSession, method: string, path: string, requestId: string, audience: string | null) => string) | null) {
   const errors: unknown[] = [];
   const logger = createLogger('silent');
   logger.error = ((object: unknown) => void errors.push(object)) as typeof logger.error;
@@ -53,6 +53,13 @@ describe('the authorization result carries the identity headers', () => {
         ['X-IAM-Assertion', 'signed u-alice GET /api/x r-1'],
       ]),
     );
+  });
+
+  it('the assertion is signed for the matched route\'s audience; a route without one leaves the configured audience', async () => {
+    const { subject } = authorizer((_decision, _session, _method, path, _requestId, audience) => `${path} for ${audience ?? 'the configured audience'}`);
+    const assertionOf = async (path: string) => ((await subject.authorizeFast(request(path, `Bearer ${TOKEN}`), '127.0.0.1')) as Extract<Authorization, { allowed: true }>).identity!.find(([name]) => name === 'X-IAM-Assertion')![1];
+    expect(await assertionOf('/billing/x')).toBe('/billing/x for billing');
+    expect(await assertionOf('/api/x')).toBe('/api/x for the configured audience');
   });
 
   it('an anonymous request on a public route carries none', async () => {
