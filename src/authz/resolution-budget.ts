@@ -40,18 +40,18 @@ export class ResolutionBudget {
    */
   forCall(caller: string): Resolvers {
     const answers = new Map<string, Promise<ResolveResult>>();
-    let admitted = 0;
     return {
       resolve: (config, type, id) => {
         const key = `${type}\u0000${id}`;
         let answer = answers.get(key);
         if (answer !== undefined) return answer;
-        if (admitted >= this.limits.perCall) {
-          answer = this.refuse('per_call', `this call already had ${this.limits.perCall} resources resolved, the most one call may have`);
+        // The call's first `perCall` distinct resources, whether the caller's budget then admits them or not: which
+        // checks of a call are over it never depends on the caller's other calls.
+        if (answers.size >= this.limits.perCall) {
+          answer = this.refuse('per_call', `this call already named ${this.limits.perCall} resources to resolve, the most one call may have resolved`);
         } else if ((this.inFlight.get(caller) ?? 0) >= this.limits.inFlightPerCaller) {
           answer = this.refuse('per_caller', `the caller already has ${this.limits.inFlightPerCaller} resolutions waiting, the most one caller may have at once`);
         } else {
-          admitted++;
           answer = this.admit(caller, () => this.resolvers.resolve(config, type, id));
         }
         answers.set(key, answer);

@@ -465,7 +465,7 @@ export const configSchema = section({
       'caller-resolutions': section({
         'per-call': integer(20, 1, 100, 'distinct resources one `POST /iam/authorization/check` may have resolved; the checks beyond them answer 429 `RESOLUTION_BUDGET_EXCEEDED` without a resolver request ([host-integration.md](host-integration.md#limits-and-errors))'),
         'in-flight-per-caller': integer(32, 1, MAX, 'resolutions one caller (the user behind the credential) may have waiting at once, over all their concurrent check and diagnostics calls, per instance; beyond it 429 `RESOLUTION_BUDGET_EXCEEDED` without a resolver request'),
-        connections: integer(32, 1, 65536, "connections per resolver origin for the check and diagnostics resolutions: a pool of their own, so they never queue the proxy's resolutions (which keep 32 of their own)"),
+        connections: integer(64, 1, 65536, "connections per resolver origin for the check and diagnostics resolutions: a pool of their own, so they never queue the proxy's resolutions (which keep 32 of their own); keep it above `in-flight-per-caller`, or one caller's resolutions fill it and the other callers' wait behind them"),
       }),
     }),
     gateway: section({

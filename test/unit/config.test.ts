@@ -85,7 +85,7 @@ describe('loadConfig defaults', () => {
           abilityCacheSize: 10_000,
           abilityCacheBytes: 64 * 1024 * 1024,
           resolverTimeoutMs: 2_000,
-          callerResolutions: { perCall: 20, inFlightPerCaller: 32, connections: 32 },
+          callerResolutions: { perCall: 20, inFlightPerCaller: 32, connections: 64 },
         },
         gateway: { allowPathParameters: false },
         forward: { trustedProxies: [], assertion: { enabled: false, ttlMs: 60_000, issuer: 'iam-gateway', audience: null, keyFile: null } },
