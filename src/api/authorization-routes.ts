@@ -4,6 +4,7 @@ import type { AuditTrail } from '../audit/audit-trail';
 import type { LoginService } from '../auth/login-service';
 import { decisionView, type AuthorizationDecision, type DecisionAudience } from '../authz/decision';
 import { problemFromDecision, type DecisionEngine } from '../authz/decision-engine';
+import type { ResolutionBudget } from '../authz/resolution-budget';
 import { ADMIN_PERMISSIONS } from './admin-routes';
 import { normalizeRequestTarget } from '../http/normalize-target';
 import type { AuditRepository } from '../domain/iam-repository';
@@ -21,6 +22,8 @@ import { registerDeclaredRoutes, type RouteDeclaration } from './route-declarati
 export interface AuthorizationRoutesDeps {
   login: LoginService;
   engine: DecisionEngine;
+  /** The budget a caller's diagnostics resolve through (never the proxy's resolvers). */
+  resolutions: Pick<ResolutionBudget, 'forCall'>;
   policy: () => CompiledPolicy;
   audit: AuditTrail;
   repository: Pick<AuditRepository, 'findAuditByDecisionId'>;
@@ -119,6 +122,8 @@ export const authorizationRoutes: ReadonlyArray<RouteDeclaration<AuthorizationCo
       const body = deps.assertDiagnosticsBody(ctx.request.body);
       let subject = { principal: caller.record.principal, clientType: caller.record.clientType };
       const policy = deps.policy();
+      // Charged to the caller, whoever the subject: explaining as another user spends the administrator's budget.
+      const engine = deps.engine.perCall(deps.resolutions.forCall(caller.record.principal.userId));
       let decision: AuthorizationDecision;
       // A diagnostics administrator sees the full trace; anyone else their own view of it (decisionView).
       const administrator = await decidePermission(deps.engine, caller, ADMIN_PERMISSIONS.diagnosticsRead);
@@ -131,14 +136,14 @@ export const authorizationRoutes: ReadonlyArray<RouteDeclaration<AuthorizationCo
       if ('method' in body) {
         const target = normalizeRequestTarget(body.path, { allowPathParameters: deps.allowPathParameters, host: undefined });
         if (!target.ok) throw problems.badRequest(`The proxy would refuse this path: ${target.reason}.`);
-        decision = await deps.engine.decideRequest({ method: body.method.toUpperCase(), path: target.path, policy, subject });
+        decision = await engine.decideRequest({ method: body.method.toUpperCase(), path: target.path, policy, subject });
       } else if (!administrator.allowed && body.resourceType !== undefined && !policy.declaresResource(body.permissionCode, body.resourceType)) {
         // For the caller's own principal, as the specification gives it to every session — but pairing any permission
         // with any resource type and id would make the resolvers an oracle (which task belongs to which project): a
         // pair no route declares is answered ROUTE_NOT_DECLARED without asking a resolver.
         decision = deps.engine.notDeclared(subject, body.permissionCode, { type: body.resourceType, id: body.resourceId ?? '', access: body.scopeAccess ?? 'READ' });
       } else {
-        decision = await deps.engine.decide({
+        decision = await engine.decide({
           subject,
           permissionCode: body.permissionCode,
           resource: body.resourceType

@@ -4,6 +4,7 @@ import type { Context } from 'koa';
 import type { AuditTrail } from '../audit/audit-trail';
 import type { AuthorizationDecision } from '../authz/decision';
 import { decideEach, problemFromDecision, type DecisionEngine, type DecisionSubject } from '../authz/decision-engine';
+import type { ResolutionBudget } from '../authz/resolution-budget';
 import type { SessionRepository } from '../domain/iam-repository';
 import { ProblemError, problems } from '../domain/problem';
 import type { VerifiedAssertion } from '../gateway/assertion-signer';
@@ -23,6 +24,8 @@ export const DECISIONS_CHECK_PERMISSION = 'iam.authorization.decisions:check';
 
 export interface DecisionRoutesDeps {
   engine: DecisionEngine;
+  /** The budget every call's resolutions go through, whatever the credential (never the proxy's resolvers). */
+  resolutions: Pick<ResolutionBudget, 'forCall'>;
   policy: () => CompiledPolicy;
   /** The caller's bearer or cookie: gateway sessions, and provider JWTs when accepted. */
   bearers: Pick<SessionService, 'verify'>;
@@ -67,7 +70,10 @@ export const decisionRoutes: ReadonlyArray<RouteDeclaration<DecisionContext>> = 
         '`status` is what the proxy would answer), recorded with its `decisionId`. A resource named twice is resolved once. The subject: the caller (their bearer or cookie), ' +
         'the user of an `X-IAM-Assertion` a host sends back as the bearer (its session must still live), or, for a caller granted `iam.authorization.decisions:check`, the ' +
         '`subject` of the body. With the caller\'s own credential a resource is resolved only for a (permission, resource type) pair some policy route declares; any other ' +
-        'pair is answered `ROUTE_NOT_DECLARED` without asking a resolver. A resolver that is down makes that result 502; the others still answer.',
+        'pair is answered `ROUTE_NOT_DECLARED` without asking a resolver. A resolver that is down makes that result 502; the others still answer. ' +
+        'Resolutions are bounded, whatever the credential: at most `iam.authz.caller-resolutions.per-call` distinct resources per call and ' +
+        '`iam.authz.caller-resolutions.in-flight-per-caller` waiting at once per caller (the user behind the credential); a check beyond either answers ' +
+        '`status` 429, `failedStep` `RESOLUTION_BUDGET_EXCEEDED`, without asking a resolver.',
       tags: ['authorization'],
       requestBody: jsonBody(ref('CheckRequest')),
       responses: {
@@ -119,8 +125,9 @@ function checkDecisions(deps: DecisionContext): RouterMiddleware {
     const body = assertValid(validateCheck, ctx.request.body);
     const { subject, sessionId } = await subjectOf(credential, body.subject, deps);
     const policy = deps.policy();
-    // One engine per call: a resource two checks name is resolved once.
-    const engine = deps.engine.perCall();
+    // One engine per call: a resource two checks name is resolved once, and the call's resolutions are charged to the
+    // user behind the credential (the service, when it names a subject), with their own budget and pool.
+    const engine = deps.engine.perCall(deps.resolutions.forCall(credential.session.record.principal.userId));
     // Without a promise per check when none has to wait (warm grants, no resolver).
     const decisions = await decideEach(body.checks, (check) => {
       const resource = check.resource;
@@ -138,7 +145,8 @@ function checkDecisions(deps: DecisionContext): RouterMiddleware {
     const facts = factsOf(ctx);
     const counts = { allowed: 0, denied: 0, error: 0 };
     for (const decision of decisions) {
-      counts[decision.allowed ? 'allowed' : decision.status >= 500 ? 'error' : 'denied']++;
+      // Over the resolution budget says nothing about access: an error, like a resolver that is down.
+      counts[decision.allowed ? 'allowed' : decision.status >= 500 || decision.failedStep === 'RESOLUTION_BUDGET_EXCEEDED' ? 'error' : 'denied']++;
       // Recorded like a proxy decision, allowed ones too: every decisionId a host gets resolves later.
       deps.audit.record({
         action: 'authz.check',

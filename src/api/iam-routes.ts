@@ -4,6 +4,7 @@ import type { AuditTrail } from '../audit/audit-trail';
 import type { LoginService } from '../auth/login-service';
 import type { DecisionEngine } from '../authz/decision-engine';
 import type { GrantProvider } from '../authz/grant-provider';
+import type { ResolutionBudget } from '../authz/resolution-budget';
 import type { AdminRepository } from '../domain/admin-repository';
 import type { IamRepository } from '../domain/iam-repository';
 import type { PolicyHolder } from '../policy/policy-holder';
@@ -34,6 +35,8 @@ export interface IamRoutesDeps {
   changes: { deliver(): Promise<void> };
   login: LoginService;
   engine: DecisionEngine;
+  /** What a caller's check and diagnostics may have resolved (their own budget and pool); the proxy never asks it. */
+  resolutions: Pick<ResolutionBudget, 'forCall'>;
   /** The serving policy (and the last failed reload). */
   policy: Pick<PolicyHolder, 'current' | 'lastError'>;
   /** The candidate policy (`iam.policy.candidate-dir`) and its divergences; null or absent when none is configured. */
@@ -103,6 +106,7 @@ export function registerIamRoutes(router: Router, deps: IamRoutesDeps): void {
   registerAuthorizationRoutes(router, {
     login,
     engine,
+    resolutions: deps.resolutions,
     policy: () => holder.current,
     subjectOf: (userId, clientType) => admin.subjectOf(userId, clientType),
     secureCookie: deps.sessionCookie.secure,
@@ -115,6 +119,7 @@ export function registerIamRoutes(router: Router, deps: IamRoutesDeps): void {
   registerDeclaredRoutes(router, forwardAuthRoutes, undefined);
   registerDeclaredRoutes(router, decisionRoutes, decisionContext({
     engine,
+    resolutions: deps.resolutions,
     policy: () => holder.current,
     bearers: deps.bearers,
     sessions,

@@ -1,4 +1,5 @@
 import { DecisionEngine } from '../authz/decision-engine';
+import { ResolutionBudget } from '../authz/resolution-budget';
 import { ResourceResolverClient } from '../authz/resource-resolver';
 import { createFrontDoor, createProxyServer } from '../gateway/front-door';
 import { createTransparentProxy } from '../gateway/transparent-proxy';
@@ -83,6 +84,12 @@ export async function startGatewayAs(config: GatewayConfig, options: StartOption
     const resolvers = new ResourceResolverClient({ metrics });
     cleanups.push(() => resolvers.close());
     const engine = new DecisionEngine({ grants, resolvers });
+    // A caller's check and diagnostics resolve ids of their own choosing: through a budget, on a pool of their own, so
+    // no caller can queue the proxy's resolutions behind theirs.
+    const { connections, ...limits } = config.iam.authz.callerResolutions;
+    const callerResolvers = new ResourceResolverClient({ connections, metrics });
+    cleanups.push(() => callerResolvers.close());
+    const resolutions = new ResolutionBudget(callerResolvers, limits, (reason) => metrics.callerResolutionsRefused.inc({ reason }));
     const candidate = candidatePolicy === null ? null : { holder: candidatePolicy.holder, decisions: new CandidateDecisions({ holder: candidatePolicy.holder, grants, metrics }) };
     const { login, oidc, bearers } = startLogins(config, files.authenticator, { repository, state, audit, logger, metrics });
     const signer = files.signer;
@@ -120,6 +127,7 @@ export async function startGatewayAs(config: GatewayConfig, options: StartOption
       changes: state.changes,
       login,
       engine,
+      resolutions,
       policy: policy.holder,
       candidate,
       audit,

@@ -103,6 +103,7 @@ const UNAUTHENTICATED: DecisionFailure = { status: 401, problemCode: 'IAM_UNAUTH
 const NOT_FOUND: DecisionFailure = { status: 404, problemCode: 'IAM_RESOURCE_NOT_FOUND' };
 const NO_RESOLVER: DecisionFailure = { status: 500, problemCode: 'IAM_RESOURCE_RESOLUTION_UNAVAILABLE' };
 const RESOLVER_DOWN: DecisionFailure = { status: 502, problemCode: 'IAM_UPSTREAM_UNAVAILABLE' };
+const OVER_BUDGET: DecisionFailure = { status: 429, problemCode: 'IAM_RATE_LIMITED' };
 
 /** `toISOString()` costs ~0.4 µs; under load many decisions share a millisecond, so reuse its string. */
 let isoMs = 0;
@@ -269,10 +270,12 @@ export class DecisionEngine {
     return this.decideFast(input);
   }
 
-  /** {@link decide} without a promise when the grant is cached and no resolver has to be asked. */
-  /** The same engine (the same grants) resolving each resource at most once: for the decisions of one call. */
-  perCall(): DecisionEngine {
-    return new DecisionEngine({ grants: this.grants, resolvers: resolveOncePerCall(this.resolvers) });
+  /**
+   * The same engine (the same grants) asking `resolvers` instead of its own: for the decisions of one call a caller
+   * makes, through their resolution budget (resolution-budget.ts `forCall`), so they never reach the proxy's resolver pool.
+   */
+  perCall(resolvers: DecisionEngineDeps['resolvers']): DecisionEngine {
+    return new DecisionEngine({ grants: this.grants, resolvers });
   }
 
   /**
@@ -309,6 +312,7 @@ export class DecisionEngine {
     return { decision, plan: ids.size === 0 ? { kind: 'NONE' } : { kind: 'SOME', ids: [...ids].sort() } };
   }
 
+  /** {@link decide} without a promise when the grant is cached and no resolver has to be asked. */
   decideFast(input: DecideInput): MaybeDecision {
     const { subject, permissionCode } = input;
     const principal = subject.principal;
@@ -391,6 +395,7 @@ export class DecisionEngine {
     const type = shown.type;
     if (result.kind === 'not-found') return fail(decision, 'RESOURCE_NOT_FOUND', `the resolver for ${type} knows no ${type} ${shown.id}`, NOT_FOUND);
     if (result.kind === 'unavailable') return fail(decision, 'RESOURCE_RESOLUTION_UNAVAILABLE', result.reason, RESOLVER_DOWN);
+    if (result.kind === 'refused') return fail(decision, 'RESOLUTION_BUDGET_EXCEEDED', result.reason, OVER_BUDGET);
     pass(decision, 'RESOURCE_RESOLVED', `${type} ${shown.id} resolved to ${describeRefs(result.scopeRefs)}`, `${type} ${shown.id} resolved`);
     return this.checkScope(input, decision, grant, shown, result.scopeRefs);
   }
@@ -528,20 +533,4 @@ export function problemFromDecision(decision: AuthorizationDecision, options: { 
     return new ProblemError('IAM_UNAUTHENTICATED', detail, { extensions, headers: challenge.headers });
   }
   return new ProblemError(decision.problemCode, detail, { extensions });
-}
-
-/**
- * The resolutions of one call shared: a resource asked twice (two checks of one `POST /iam/authorization/check`)
- * is resolved once, and both decisions see the same answer.
- */
-function resolveOncePerCall(inner: Pick<ResourceResolverClient, 'resolve'>): Pick<ResourceResolverClient, 'resolve'> {
-  const answers = new Map<string, Promise<ResolveResult>>();
-  return {
-    resolve(config, type, id) {
-      const key = `${type}\u0000${id}`;
-      let answer = answers.get(key);
-      if (answer === undefined) answers.set(key, (answer = inner.resolve(config, type, id)));
-      return answer;
-    },
-  };
 }

@@ -53,11 +53,12 @@ export interface AuthorizationDecision {
   resource?: DecisionResource | null;
   /** Ordered; evaluation stops at the first failed step. */
   steps: DecisionStep[];
-  /** What enforcement answers: 200 when allowed; else 401/403/404/500/502 and the problem code. */
+  /** What enforcement answers: 200 when allowed; else 401/403/404/429/500/502 and the problem code. */
   status: number;
   /**
    * IAM_UNAUTHENTICATED | IAM_ACCESS_DENIED | IAM_RESOURCE_NOT_FOUND | IAM_RESOURCE_RESOLUTION_UNAVAILABLE |
-   * IAM_UPSTREAM_UNAVAILABLE (resolver down or failing); null when allowed without a shadowed denial.
+   * IAM_UPSTREAM_UNAVAILABLE (resolver down or failing) | IAM_RATE_LIMITED (a caller's resolution budget spent); null
+   * when allowed without a shadowed denial.
    */
   problemCode: ProblemCode | null;
   failedStep: FailedStepCode | null;

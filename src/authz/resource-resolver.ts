@@ -13,7 +13,9 @@ export type ScopeRef = { type: string; id: string };
 export type ResolveResult =
   | { kind: 'found'; scopeRefs: ScopeRef[] }
   | { kind: 'not-found' }
-  | { kind: 'unavailable'; reason: string };
+  | { kind: 'unavailable'; reason: string }
+  /** Never asked: the caller's resolution budget was spent (resolution-budget.ts). */
+  | { kind: 'refused'; reason: string };
 
 /** A resolver answer is a small JSON document; anything larger is a misbehaving host, not a scope list. */
 const MAX_BODY_BYTES = 256 * 1024;

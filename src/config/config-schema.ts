@@ -79,7 +79,12 @@ export interface RawConfig {
     authenticator: RawAuthenticatorSection;
     provision: { file?: string | null };
     policy: { dir: string; 'candidate-dir'?: string | null; 'poll-interval': Duration; debounce: Duration };
-    authz: { 'ability-cache-size': number; 'ability-cache-memory': ByteSize; 'resolver-timeout': Duration };
+    authz: {
+      'ability-cache-size': number;
+      'ability-cache-memory': ByteSize;
+      'resolver-timeout': Duration;
+      'caller-resolutions': { 'per-call': number; 'in-flight-per-caller': number; connections: number };
+    };
     changes: { 'poll-interval': Duration };
     gateway: { 'allow-path-parameters': boolean };
     forward: {
@@ -456,6 +461,12 @@ export const configSchema = section({
       'ability-cache-size': integer(10000, 1, MAX, 'bound of the in-process ability cache (LRU)'),
       'ability-cache-memory': byteSize('64mb', 'memory bound of the in-process ability cache, approximate bytes of compiled grants (LRU)'),
       'resolver-timeout': duration('2s', 'default timeout of resource resolvers without their own'),
+      // What a caller's own questions may cost the hosts' resolvers; the proxy's resolutions never count against it.
+      'caller-resolutions': section({
+        'per-call': integer(20, 1, 100, 'distinct resources one `POST /iam/authorization/check` may have resolved; the checks beyond them answer 429 `RESOLUTION_BUDGET_EXCEEDED` without a resolver request ([host-integration.md](host-integration.md#limits-and-errors))'),
+        'in-flight-per-caller': integer(32, 1, MAX, 'resolutions one caller (the user behind the credential) may have waiting at once, over all their concurrent check and diagnostics calls, per instance; beyond it 429 `RESOLUTION_BUDGET_EXCEEDED` without a resolver request'),
+        connections: integer(64, 1, 65536, "connections per resolver origin for the check and diagnostics resolutions: a pool of their own, so they never queue the proxy's resolutions (which keep 32 of their own); keep it above `in-flight-per-caller`, or one caller's resolutions fill it and the other callers' wait behind them"),
+      }),
     }),
     gateway: section({
       'allow-path-parameters': flag(false, 'accept `;` path parameters (refused by default)'),

@@ -104,6 +104,8 @@ export interface GatewayConfig {
       abilityCacheBytes: number;
       /** Default timeout of resource resolvers without their own. */
       resolverTimeoutMs: number;
+      /** The resolution budget of a caller's own check and diagnostics calls (authz/resolution-budget.ts), and their own pool. */
+      callerResolutions: { perCall: number; inFlightPerCaller: number; connections: number };
     };
     gateway: {
       /** Accept `;` path parameters (refused by default, docs/http-contract.md). */

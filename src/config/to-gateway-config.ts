@@ -88,6 +88,11 @@ export function toGatewayConfig(raw: RawConfig, cwd: string, file: string, warni
         abilityCacheSize: iam.authz['ability-cache-size'],
         abilityCacheBytes: bytes(iam.authz['ability-cache-memory'], 'iam.authz.ability-cache-memory'),
         resolverTimeoutMs: ms(iam.authz['resolver-timeout'], 'iam.authz.resolver-timeout'),
+        callerResolutions: {
+          perCall: iam.authz['caller-resolutions']['per-call'],
+          inFlightPerCaller: iam.authz['caller-resolutions']['in-flight-per-caller'],
+          connections: iam.authz['caller-resolutions'].connections,
+        },
       },
       gateway: { allowPathParameters: iam.gateway['allow-path-parameters'] },
       forward: {

@@ -17,6 +17,11 @@ export interface GatewayMetrics {
   forwardAuth: Counter<'outcome'>;
   /** `iam_host_checks_total{result}`: the checks of `POST /iam/authorization/check` (allowed, denied, error). */
   hostChecks: Counter<'result'>;
+  /**
+   * `iam_caller_resolutions_refused_total{reason}`: resolutions a caller's own check or diagnostics asked for beyond
+   * its budget (authz/resolution-budget.ts), refused without a resolver request: `per_call`, `per_caller`.
+   */
+  callerResolutionsRefused: Counter<'reason'>;
   policyReloads: Counter<'result'>;
   policyRoutes: Gauge;
   /** `iam_policy_candidate_divergences_total{live, candidate}`: requests the candidate policy decided otherwise. */
@@ -145,8 +150,14 @@ export function createMetrics(options: { collectDefaults?: boolean } = {}): Gate
     }),
     hostChecks: new Counter({
       name: 'iam_host_checks_total',
-      help: 'Checks a host asked for (POST /iam/authorization/check), by result: allowed, denied (403/404), error (a resolver down or no resolver: 500/502); a count of checks.',
+      help: 'Checks a host asked for (POST /iam/authorization/check), by result: allowed, denied (403/404), error (a resolver down or no resolver: 500/502, or over the resolution budget: 429); a count of checks.',
       labelNames: ['result'],
+      registers: [registry],
+    }),
+    callerResolutionsRefused: new Counter({
+      name: 'iam_caller_resolutions_refused_total',
+      help: "Resolutions a caller's check (POST /iam/authorization/check) or diagnostics asked for beyond iam.authz.caller-resolutions, answered 429 RESOLUTION_BUDGET_EXCEEDED without a resolver request, by reason: per_call, per_caller.",
+      labelNames: ['reason'],
       registers: [registry],
     }),
     policyReloads: new Counter({

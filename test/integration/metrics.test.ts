@@ -109,6 +109,20 @@ describe('iam_host_checks_total', () => {
   });
 });
 
+describe('iam_caller_resolutions_refused_total', () => {
+  it('counts the resolutions a check asks beyond its call\'s bound (iam.authz.caller-resolutions.per-call, 20); such a check is an error of iam_host_checks_total', async () => {
+    const alice = (await login(gateway.url, 'alice')).accessToken;
+    const checks = Array.from({ length: 21 }, (_, i) => ({ permissionCode: 'project:read', resource: { type: 'METRICS_DOC', id: `${200 + i}`, access: 'READ' } }));
+    const call = (): Promise<Response> =>
+      fetch(`${gateway.url}/iam/authorization/check`, { method: 'POST', headers: { ...bearer(alice), 'content-type': 'application/json' }, body: JSON.stringify({ checks }) });
+    expect(await delta('iam_caller_resolutions_refused_total', { reason: 'per_call' }, call)).toBe(1);
+    let results: Array<{ status: number; failedStep: string | null }> = [];
+    const errors = await delta('iam_host_checks_total', { result: 'error' }, async () => (results = ((await (await call()).json()) as { results: typeof results }).results));
+    expect(results[20]).toMatchObject({ status: 429, failedStep: 'RESOLUTION_BUDGET_EXCEEDED' });
+    expect(errors).toBe(results.filter((result) => result.status >= 500 || result.status === 429).length);
+  });
+});
+
 describe('iam_logins_total', () => {
   const attempt = (username: string, password: string, of: RunningGateway = gateway): Promise<Response> =>
     fetch(`${of.url}/iam/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username, password, clientType: 'WEB' }) });
@@ -205,6 +219,7 @@ describe('policy, cache and channel gauges', () => {
         'iam_audit_spool_limit_bytes',
         'iam_password_verifications_starved_total',
         'iam_host_checks_total',
+        'iam_caller_resolutions_refused_total',
         // The eviction gauges of a Redis token store: revocation-durable.test.ts
         'iam_token_store_evicted_keys',
         'iam_token_store_eviction_policy',

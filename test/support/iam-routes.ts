@@ -17,6 +17,7 @@ export function iamRouter(overrides: Partial<IamRoutesDeps> = {}): Router {
     changes: unused,
     login: unused,
     engine: unused,
+    resolutions: unused,
     policy: unused,
     audit: unused,
     jwks: unused,

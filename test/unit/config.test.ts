@@ -81,7 +81,12 @@ describe('loadConfig defaults', () => {
         provision: { file: null },
         policy: { dir: path.join(repoRoot, 'policies'), candidateDir: null, pollIntervalMs: 5_000, debounceMs: 200 },
         changes: { pollIntervalMs: 5_000 },
-        authz: { abilityCacheSize: 10_000, abilityCacheBytes: 64 * 1024 * 1024, resolverTimeoutMs: 2_000 },
+        authz: {
+          abilityCacheSize: 10_000,
+          abilityCacheBytes: 64 * 1024 * 1024,
+          resolverTimeoutMs: 2_000,
+          callerResolutions: { perCall: 20, inFlightPerCaller: 32, connections: 64 },
+        },
         gateway: { allowPathParameters: false },
         forward: { trustedProxies: [], assertion: { enabled: false, ttlMs: 60_000, issuer: 'iam-gateway', audience: null, keyFile: null } },
         sessionCookie: { secure: true, trustedOrigins: [] },

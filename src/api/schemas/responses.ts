@@ -354,7 +354,7 @@ export const DecisionSubjectView = StrictObject({
 /** One answer of `POST /iam/authorization/check`: the proxy's decision for such a route. */
 export const CheckResult = StrictObject({
   allowed: Type.Boolean(),
-  status: Type.Integer({ description: 'What the proxy would answer: 200, or 401/403/404/500/502.' }),
+  status: Type.Integer({ description: 'What the proxy would answer: 200, or 401/403/404/500/502; 429 (`RESOLUTION_BUDGET_EXCEEDED`) when the resource was not resolved because the call or the caller is over its resolution budget.' }),
   failedStep: Nullable(Enum(FAILED_STEP_CODES)),
   decisionId: Type.String({ format: 'uuid', description: 'Resolves at GET /iam/authorization/decisions/{decisionId}.' }),
 });
