@@ -11,7 +11,7 @@ const USAGE = `usage: iam-gateway audit purge [--older-than DURATION]
 /** `iam-gateway audit purge [--older-than DURATION]`. */
 export const auditCommand: CliCommand = {
   usage: USAGE,
-  async run(args) {
+  async run(args, { stdout }) {
     const { positionals, values } = parseCommandLine(args, USAGE, { 'older-than': { type: 'string' } }, 1);
     const action = positionals[0];
     if (action !== 'purge') throw new UsageError(action === undefined ? 'missing the action (purge)' : `unknown audit action "${action}"`, USAGE);
@@ -25,7 +25,7 @@ export const auditCommand: CliCommand = {
     const database = await openDatabase(config);
     try {
       const deleted = await database.repository.purgeAudit(before);
-      process.stdout.write(`audit: deleted ${deleted} events that occurred before ${before.toISOString()}\n`);
+      stdout.write(`audit: deleted ${deleted} events that occurred before ${before.toISOString()}\n`);
       return 0;
     } finally {
       await database.close();

@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import type { TextOutput } from '../observability/terminal-text';
 
 /** A command line the command refuses: `main` prints the message and the command's usage, exit code 2. */
 export class UsageError extends Error {
@@ -10,13 +11,22 @@ export class UsageError extends Error {
   }
 }
 
+/**
+ * Where a command prints: main's standard output and error, through the one filter that shows control characters
+ * escaped (src/observability/terminal-text.ts). A command never writes to `process.stdout` itself.
+ */
+export interface CliOutput {
+  stdout: TextOutput;
+  stderr: TextOutput;
+}
+
 /** One `iam-gateway` command: its usage text (printed for `--help`/`-h` and with a usage error) and its run. */
 export interface CliCommand {
   readonly usage: string;
   /** The command answers `--help` itself (`policy`: one usage per subcommand); otherwise main prints `usage`. */
   readonly handlesHelp?: boolean;
   /** Resolves the exit code; throws UsageError for a command line it refuses. */
-  run(args: string[]): Promise<number>;
+  run(args: string[], output: CliOutput): Promise<number>;
 }
 
 /** True when `--help` or `-h` comes before any `--` (after `--`, everything is an argument). */

@@ -12,10 +12,10 @@ A password that starts with "-" goes after "--":  npx iam-gateway hash-password 
 /** `iam-gateway hash-password [PASSWORD]`. */
 export const hashPasswordCommand: CliCommand = {
   usage: USAGE,
-  async run(args) {
+  async run(args, { stdout }) {
     const { positionals } = parseCommandLine(args, USAGE, {}, 1);
     const password = positionals[0] ?? readFileSync(0, 'utf8').replace(/\r?\n$/, '');
-    process.stdout.write(`${await hashPassword(password)}\n`);
+    stdout.write(`${await hashPassword(password)}\n`);
     return 0;
   },
 };

@@ -1,8 +1,9 @@
 import { ProvisioningError } from '../domain/iam-repository';
-import { asksForHelp, UsageError, type CliCommand } from './command-line';
+import { asksForHelp, UsageError, type CliCommand, type CliOutput } from './command-line';
 import { packageVersion } from './version';
 import { ConfigError, ProvisioningFileError } from '../config';
 import { scrubText } from '../observability/redaction';
+import { terminalOutput } from '../observability/terminal-text';
 
 const USAGE = `usage: iam-gateway <command> [options]
 
@@ -37,7 +38,7 @@ const COMMANDS: Record<string, () => Promise<CliCommand>> = {
     return {
       usage: POLICY_USAGE,
       handlesHelp: true,
-      run: (args) => runPolicyCommand(args, { stdout: process.stdout, stderr: process.stderr, env: process.env, cwd: process.cwd(), stdin: process.stdin }),
+      run: (args, output) => runPolicyCommand(args, { ...output, env: process.env, cwd: process.cwd(), stdin: process.stdin }),
     };
   },
   provision: async () => (await import('./provision')).provisionCommand,
@@ -48,50 +49,54 @@ const COMMANDS: Record<string, () => Promise<CliCommand>> = {
 
 /** The CLI; resolves the process exit code (0 done, 1 failed, 2 usage error). */
 export async function main(argv: string[]): Promise<number> {
+  // Everything the CLI prints leaves through these two: what it shows from a log, a file or an error cannot steer
+  // the terminal (docs/cli.md, "Output").
+  const output: CliOutput = { stdout: terminalOutput(process.stdout), stderr: terminalOutput(process.stderr) };
+  const { stdout, stderr } = output;
   const [name, ...rest] = argv;
   switch (name) {
     case undefined:
-      process.stderr.write(`${USAGE}\n`);
+      stderr.write(`${USAGE}\n`);
       return 2;
     case 'help':
     case '--help':
     case '-h':
-      process.stdout.write(`${USAGE}\n`);
+      stdout.write(`${USAGE}\n`);
       return 0;
     case 'version':
     case '--version':
     case '-v':
-      process.stdout.write(`${packageVersion()}\n`);
+      stdout.write(`${packageVersion()}\n`);
       return 0;
   }
   const load = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
   if (load === undefined) {
-    process.stderr.write(`iam-gateway: unknown ${name.startsWith('-') ? 'option' : 'command'} "${name}"\n\n${USAGE}\n`);
+    stderr.write(`iam-gateway: unknown ${name.startsWith('-') ? 'option' : 'command'} "${name}"\n\n${USAGE}\n`);
     return 2;
   }
   const command = await load();
   if (!command.handlesHelp && asksForHelp(rest)) {
-    process.stdout.write(`${command.usage}\n`);
+    stdout.write(`${command.usage}\n`);
     return 0;
   }
   try {
-    return await command.run(rest);
+    return await command.run(rest, output);
   } catch (error) {
     if (error instanceof UsageError) {
-      process.stderr.write(`iam-gateway ${name}: ${error.message}\n\n${error.usage}\n`);
+      stderr.write(`iam-gateway ${name}: ${error.message}\n\n${error.usage}\n`);
       return 2;
     }
     // A failed start's message may carry what the failing library saw (a URL with its password, a token from a
     // file): it goes through the same redaction layer as the log.
     if (error instanceof ProvisioningError) {
-      process.stderr.write(scrubText(`iam-gateway: ${error.message}\n${error.problems.map((p) => `  ${p.pointer}: ${p.message}\n`).join('')}`));
+      stderr.write(scrubText(`iam-gateway: ${error.message}\n${error.problems.map((p) => `  ${p.pointer}: ${p.message}\n`).join('')}`));
       return 1;
     }
     if (error instanceof ConfigError || error instanceof ProvisioningFileError) {
-      process.stderr.write(scrubText(`iam-gateway: ${error.message}\n`));
+      stderr.write(scrubText(`iam-gateway: ${error.message}\n`));
       return 1;
     }
-    process.stderr.write(scrubText(`iam-gateway: ${error instanceof Error ? error.message : String(error)}\n`));
+    stderr.write(scrubText(`iam-gateway: ${error instanceof Error ? error.message : String(error)}\n`));
     return 1;
   }
 }

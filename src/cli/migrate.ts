@@ -15,7 +15,7 @@ The database is DATABASE_URL (database.url), else the embedded one in database.e
 /** `iam-gateway migrate up|down|status`. */
 export const migrateCommand: CliCommand = {
   usage: USAGE,
-  async run(args) {
+  async run(args, { stdout }) {
     const { positionals } = parseCommandLine(args, USAGE, {}, 1);
     const action = positionals[0];
     if (action !== 'up' && action !== 'down' && action !== 'status') {
@@ -25,15 +25,15 @@ export const migrateCommand: CliCommand = {
     return withOrm(config, async (orm) => {
       if (action === 'up') {
         const applied = await migrateUp(orm);
-        process.stdout.write(applied.length === 0 ? 'migrate: nothing to apply, the schema is up to date\n' : applied.map((name) => `migrate: applied ${name}\n`).join(''));
+        stdout.write(applied.length === 0 ? 'migrate: nothing to apply, the schema is up to date\n' : applied.map((name) => `migrate: applied ${name}\n`).join(''));
       } else if (action === 'down') {
         const reverted = await migrateDown(orm, { step: 1 });
-        process.stdout.write(reverted.length === 0 ? 'migrate: nothing to roll back\n' : reverted.map((name) => `migrate: rolled back ${name}\n`).join(''));
+        stdout.write(reverted.length === 0 ? 'migrate: nothing to roll back\n' : reverted.map((name) => `migrate: rolled back ${name}\n`).join(''));
       } else {
         const status = await migrationStatus(orm);
-        process.stdout.write(`history table: ${config.iam.schema.historyTable}\n`);
-        for (const name of status.executed) process.stdout.write(`  executed  ${name}\n`);
-        for (const name of status.pending) process.stdout.write(`  pending   ${name}\n`);
+        stdout.write(`history table: ${config.iam.schema.historyTable}\n`);
+        for (const name of status.executed) stdout.write(`  executed  ${name}\n`);
+        for (const name of status.pending) stdout.write(`  pending   ${name}\n`);
       }
       return 0;
     });

@@ -4,7 +4,7 @@ import { openDatabase, type OpenDatabase } from '../adapters/postgres/database';
 import { RedisTokenStore } from '../adapters/redis/redis-token-store';
 import { ChangeFeed } from '../sessions/change-feed';
 import { loadConfig, type GatewayConfig } from '../config';
-import { parseCommandLine, UsageError, type CliCommand } from './command-line';
+import { parseCommandLine, UsageError, type CliCommand, type CliOutput } from './command-line';
 
 const USAGE = `usage: iam-gateway provision FILE [--overwrite]
 
@@ -18,7 +18,7 @@ Running gateway instances receive the changes through the change feed (and Redis
 /** `iam-gateway provision FILE [--overwrite]`. */
 export const provisionCommand: CliCommand = {
   usage: USAGE,
-  async run(args) {
+  async run(args, { stdout, stderr }) {
     const { positionals, values } = parseCommandLine(args, USAGE, { overwrite: { type: 'boolean' } }, 1);
     const file = positionals[0];
     if (file === undefined) throw new UsageError('missing the provisioning FILE', USAGE);
@@ -35,11 +35,11 @@ export const provisionCommand: CliCommand = {
           throw error;
         });
       if (summary.created + summary.updated === 0) {
-        process.stdout.write(overwrite ? `provision: nothing changed (${summary.unchanged} objects already as described)\n` : 'provision: nothing changed (everything in the file exists; --overwrite updates existing objects)\n');
-      } else process.stdout.write(summary.changes.map((line: string) => `provision: ${line}\n`).join('') + `provision: ${summary.created} created, ${summary.updated} updated, ${summary.unchanged} unchanged\n`);
+        stdout.write(overwrite ? `provision: nothing changed (${summary.unchanged} objects already as described)\n` : 'provision: nothing changed (everything in the file exists; --overwrite updates existing objects)\n');
+      } else stdout.write(summary.changes.map((line: string) => `provision: ${line}\n`).join('') + `provision: ${summary.created} created, ${summary.updated} updated, ${summary.unchanged} unchanged\n`);
       // The changes are in the change feed (same transaction): publish them now; running instances also read
       // the feed and retry what is undelivered, so a Redis that cannot be reached here delays, never loses them.
-      if (config.redis.url) await deliverChanges(config, config.redis.url, database.repository);
+      if (config.redis.url) await deliverChanges(config, config.redis.url, database.repository, stderr);
       return 0;
     } finally {
       await database.close();
@@ -47,7 +47,7 @@ export const provisionCommand: CliCommand = {
   },
 };
 
-async function deliverChanges(config: GatewayConfig, url: string, repository: OpenDatabase['repository']): Promise<void> {
+async function deliverChanges(config: GatewayConfig, url: string, repository: OpenDatabase['repository'], stderr: CliOutput['stderr']): Promise<void> {
   const quiet = { warn: () => undefined, info: () => undefined };
   try {
     const store = await RedisTokenStore.connect({ url, prefix: config.iam.token.storePrefix });
@@ -57,6 +57,6 @@ async function deliverChanges(config: GatewayConfig, url: string, repository: Op
       await store.close();
     }
   } catch {
-    process.stderr.write('provision: Redis cannot be reached; the running gateway instances deliver the changes\n');
+    stderr.write('provision: Redis cannot be reached; the running gateway instances deliver the changes\n');
   }
 }

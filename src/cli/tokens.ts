@@ -11,7 +11,7 @@ const USAGE = `usage: iam-gateway tokens purge
 /** `iam-gateway tokens purge`. */
 export const tokensCommand: CliCommand = {
   usage: USAGE,
-  async run(args) {
+  async run(args, { stdout }) {
     const { positionals } = parseCommandLine(args, USAGE, {}, 1);
     const action = positionals[0];
     if (action !== 'purge') throw new UsageError(action === undefined ? 'missing the action (purge)' : `unknown tokens action "${action}"`, USAGE);
@@ -23,7 +23,7 @@ export const tokensCommand: CliCommand = {
       const deleted = await store.purge();
       // Every instance drops its cached sessions now instead of at its next revalidation.
       if (store.kind === 'redis') await store.publish({ type: 'tokens-flushed', reason: 'tokens purge' });
-      process.stdout.write(`tokens: deleted ${deleted} keys under "${config.iam.token.storePrefix}:"${store.kind === 'memory' ? ' (in-process store: nothing persists between runs)' : ''}\n`);
+      stdout.write(`tokens: deleted ${deleted} keys under "${config.iam.token.storePrefix}:"${store.kind === 'memory' ? ' (in-process store: nothing persists between runs)' : ''}\n`);
       return 0;
     } finally {
       await store.close();

@@ -8,6 +8,7 @@ import { createInterface } from 'node:readline';
 import { isAbsolute, join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { ProvisioningDocument } from '../domain/records';
+import type { TextOutput } from '../observability/terminal-text';
 import type { CompiledPolicy, PolicyIssue } from '../policy/compiled-policy';
 import { loadPolicyDirectory } from '../policy/load-policy-directory';
 import { computeCoverage, formatCoverageReport, OpenApiError, parseOpenApiOperations } from './policy-coverage';
@@ -17,10 +18,10 @@ import { explainRequest, formatExplanation } from './policy-explain';
 import { checkPolicyDirectory, formatPolicyIssue } from './policy-lint';
 import { formatPolicyTestReport, runPolicyTests } from './policy-test-runner';
 
-/** Where the command writes and what it reads its defaults from. */
+/** Where the command writes (the CLI's filtered output, src/observability/terminal-text.ts) and what it reads its defaults from. */
 export interface PolicyCommandIo {
-  stdout: NodeJS.WritableStream;
-  stderr: NodeJS.WritableStream;
+  stdout: TextOutput;
+  stderr: TextOutput;
   env: NodeJS.ProcessEnv;
   /** Base of relative paths (DIR, FILE) and of the configuration lookup. */
   cwd: string;

@@ -12,6 +12,7 @@
 import type { CompiledPolicy, CompiledRoute } from '../policy/compiled-policy';
 import type { AuthorizationDecision } from '../authz/decision';
 import type { DecisionEngine } from '../authz/decision-engine';
+import { terminalText } from '../observability/terminal-text';
 import { segmentsOf } from './request-classes';
 
 /** A request as it was recorded and decided. */
@@ -228,17 +229,23 @@ export function replayFails(report: ReplayReport, failOn: FailOn | null): boolea
   return failOn === 'wider' ? wider : failOn === 'narrower' ? narrower : wider || narrower;
 }
 
-/** The report as text: totals, the routes and users that changed (with examples), and what was skipped. */
+/**
+ * The report as text: totals, the routes and users that changed (with examples), and what was skipped. Every field
+ * a recorded line or audit row chose (path, method, user, route, step) is shown on one line, its controls escaped.
+ */
 export function formatReplayReport(report: ReplayReport): string[] {
   const line = (counts: Counts): string =>
     `${counts['allow→deny']} allow→deny, ${counts['deny→allow']} deny→allow, ${counts.unchanged} unchanged${counts['needs-resolver'] > 0 ? `, ${counts['needs-resolver']} need a resolver` : ''}`;
   const changed = (counts: Counts): boolean => counts['allow→deny'] + counts['deny→allow'] + counts['needs-resolver'] > 0;
   const out = [`replayed ${report.total['allow→deny'] + report.total['deny→allow'] + report.total.unchanged + report.total['needs-resolver']} decisions: ${line(report.total)}`];
   for (const route of report.routes.filter((entry) => changed(entry.counts))) {
-    out.push(`route ${route.route}: ${line(route.counts)}`);
-    for (const example of route.examples) out.push(`  ${example.origin} ${example.method} ${example.path} ${example.userId ?? '(anonymous)'}: ${example.was} → ${example.now}`);
+    out.push(`route ${terminalText(route.route)}: ${line(route.counts)}`);
+    for (const example of route.examples) {
+      const fields = [example.origin, example.method, example.path, example.userId ?? '(anonymous)'].map((field) => terminalText(field));
+      out.push(`  ${fields.join(' ')}: ${terminalText(example.was)} → ${terminalText(example.now)}`);
+    }
   }
-  for (const user of report.users.filter((entry) => changed(entry.counts))) out.push(`user ${user.userId}: ${line(user.counts)}`);
+  for (const user of report.users.filter((entry) => changed(entry.counts))) out.push(`user ${terminalText(user.userId)}: ${line(user.counts)}`);
   if (report.reused > 0) out.push(`${report.reused} decisions reused the recorded resource outcome (same resource check; no resolver was asked)`);
   const { unreadable, unrecognized, undecided } = report.skipped;
   if (unreadable + unrecognized > 0) out.push(`skipped ${unreadable} lines that are not JSON and ${unrecognized} access lines this version cannot replay`);

@@ -1,6 +1,6 @@
 import type { ErrorObject } from 'ajv';
 import { constructFromEvents, CORE_SCHEMA, EVENT_ID, getScalarValue, parseEvents, SCALAR_STYLE, type Event as YamlEvent } from 'js-yaml';
-import { isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml';
+import { CST, isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, Parser, type Document, type Node } from 'yaml';
 import type { PolicyIssue } from './compiled-policy';
 import { policyFileValidator, type PolicyFileDocument } from './policy-schema';
 
@@ -30,7 +30,7 @@ export interface ParsedPolicyFile {
  * duplicate key, an unknown tag, an alias, several documents, an empty file — is read again by `yaml`, whose
  * messages and alias bound (`maxAliasCount`, against "billion laughs") are the ones users see. Both read the YAML 1.2 core schema
  * (no `yes`/`on` booleans, no `<<` merge keys); test/unit/policy-parser-readers.test.ts holds them to the
- * same values.
+ * same values. What the two would read differently is refused (see REFUSED_CHARACTER).
  */
 export function parsePolicyFile(file: string, text: string): ParsedPolicyFile {
   return parseWellFormed(file, text) ?? parseWithDocument(file, text);
@@ -38,6 +38,7 @@ export function parsePolicyFile(file: string, text: string): ParsedPolicyFile {
 
 /** The fast reader; null when the file needs the thorough one (see parsePolicyFile). Exported for its test. */
 export function parseWellFormed(file: string, text: string): ParsedPolicyFile | null {
+  if (REFUSED_CHARACTER.test(text) || MAY_HOLD_A_DIRECTIVE.test(text)) return null;
   let events: YamlEvent[];
   let documents: unknown[];
   let index: LocatedNode | null | typeof NOT_FOR_THE_FAST_READER;
@@ -62,6 +63,12 @@ export function parseWellFormed(file: string, text: string): ParsedPolicyFile | 
 
 /** The thorough reader: the `yaml` library's document model, with its messages for every problem. Exported for its test. */
 export function parseWithDocument(file: string, text: string): ParsedPolicyFile {
+  const character = REFUSED_CHARACTER.exec(text);
+  if (character) {
+    // Refused before any reading: where such a file's lines end is the very thing in doubt.
+    const line = lineAtOffset(startsOfLines(text), character.index);
+    return { file, document: null, issues: [{ severity: 'error', kind: 'parse', message: refusedCharacterMessage(character[0], line), source: { file, line } }], lineOf: () => 1 };
+  }
   const lineCounter = new LineCounter();
   // YAML 1.2 core schema (no `yes`/`on` booleans, no `<<` merge keys); duplicate keys are errors.
   const doc = parseDocument(text, { lineCounter, uniqueKeys: true, prettyErrors: true });
@@ -78,7 +85,9 @@ export function parseWithDocument(file: string, text: string): ParsedPolicyFile 
   for (const warning of doc.warnings) {
     issues.push({ severity: 'warning', kind: 'parse', message: firstLine(warning.message), source: { file, line: warning.linePos?.[0].line ?? 1 } });
   }
-  if (doc.errors.length > 0) return { file, document: null, issues, lineOf };
+  const refusals = refusedSyntax(file, text, lineCounter);
+  issues.push(...refusals);
+  if (doc.errors.length > 0 || refusals.length > 0) return { file, document: null, issues, lineOf };
 
   let value: unknown;
   try {
@@ -89,6 +98,59 @@ export function parseWithDocument(file: string, text: string): ParsedPolicyFile 
     return { file, document: null, issues, lineOf };
   }
   return validated(file, value, issues, lineOf);
+}
+
+/**
+ * What no policy file may hold, because the two readers (or an editor and the readers) would take the same text
+ * two ways; a policy author needs none of it:
+ * - a carriage return without a line feed: a line end to an editor and to js-yaml, part of the comment or value
+ *   to `yaml`, so `/a # note<CR>    public: true` is public to one and not to the other. CRLF is fine;
+ * - the other line ends of YAML 1.1 and Unicode (NEL, U+2028, U+2029), which editors may break a line at and
+ *   YAML 1.2 does not; control characters (js-yaml refuses them, `yaml` keeps them in a value); the
+ *   bidirectional embeddings, overrides and isolates, which make a line display in another order than it reads.
+ * The fast reader leaves any file holding one to this reader, which refuses it with its line.
+ */
+// eslint-disable-next-line no-control-regex -- refusing control characters is the point
+const REFUSED_CHARACTER = /\r(?!\n)|[\x00-\x08\x0B\x0C\x0E-\x1F\x7F-\x9F\u2028\u2029\u202A-\u202E\u2066-\u2069]/;
+/** A directive starts a line; the fast reader leaves every file with a line starting `%` to refusedSyntax. */
+const MAY_HOLD_A_DIRECTIVE = /(?:^\uFEFF?|\n)%/;
+
+function refusedCharacterMessage(character: string, line: number): string {
+  const code = `U+${character.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}`;
+  const what = character === '\r' ? 'a carriage return without a line feed (end lines with LF or CRLF)'
+    : /[\u202A-\u202E\u2066-\u2069]/.test(character) ? 'a bidirectional override'
+      : /[\x85\u2028\u2029]/.test(character) ? 'a line separator YAML does not end a line at'
+        : 'a control character';
+  return `${code} at line ${line}: ${what}; policy files may not hold one, it would be read differently from how it shows`;
+}
+
+/**
+ * Directives and tags, refused wherever they are (each as an error at its line):
+ * - a directive: `%YAML 1.1` switches `yaml` to YAML 1.1 (`yes` is true) while js-yaml stays on 1.2, and an
+ *   unknown one is a warning to one reader and nothing to the other;
+ * - a tag, even `!!str` or `!`: `version: !!float 1` is the number 1 to js-yaml and an unresolved tag, the
+ *   string "1", to `yaml`'s core schema; a custom tag means nothing to either. A value is written as itself.
+ * Read from `yaml`'s syntax tree, which keeps where each directive and tag was written.
+ */
+function refusedSyntax(file: string, text: string, lineCounter: LineCounter): PolicyIssue[] {
+  const refusals: PolicyIssue[] = [];
+  if (!/[!%]/.test(text)) return refusals;
+  const refuse = (offset: number, message: string): void => {
+    const { line } = lineCounter.linePos(offset);
+    refusals.push({ severity: 'error', kind: 'parse', message: `${message} at line ${line}`, source: { file, line } });
+  };
+  for (const token of new Parser().parse(text)) {
+    if (token.type === 'directive') {
+      refuse(token.offset, `${token.source.split(/\s/, 1)[0]} directive: policy files take no directives (they are YAML 1.2)`);
+    } else if (token.type === 'document') {
+      CST.visit(token, (item) => {
+        for (const part of [...item.start, ...(item.sep ?? [])]) {
+          if (part.type === 'tag') refuse(part.offset, `tag ${part.source}: policy files take no tags, write the value itself`);
+        }
+      });
+    }
+  }
+  return refusals;
 }
 
 function validated(file: string, value: unknown, issues: PolicyIssue[], lineOf: ParsedPolicyFile['lineOf']): ParsedPolicyFile {
@@ -112,7 +174,8 @@ type LocatedNode =
  *   validator's work;
  * - a mapping key that is not a plain word or a quoted string (an empty key, `null`, `true`, a number, a
  *   collection): the two readers turn such keys into property names differently (`[:]` is `{"": null}` to one
- *   and `{"null": null}` to the other), and no policy key looks like that.
+ *   and `{"null": null}` to the other), and no policy key looks like that;
+ * - a tag, which only the thorough reader refuses with its line (see refusedSyntax).
  */
 const NOT_FOR_THE_FAST_READER = Symbol('not for the fast reader');
 const PLAIN_KEY = /^[A-Za-z_][A-Za-z0-9_.-]*$/;
@@ -148,6 +211,7 @@ function indexEvents(text: string, events: readonly YamlEvent[]): LocatedNode | 
   for (const event of events) {
     switch (event.type) {
       case EVENT_ID.SCALAR: {
+        if (event.tagStart !== -1) return NOT_FOR_THE_FAST_READER;
         const value = getScalarValue(text, event);
         const plain = event.style === SCALAR_STYLE.PLAIN;
         const keyLike = event.tagStart === -1 && (plain ? PLAIN_KEY.test(value) && !NOT_A_STRING.test(value) : event.style === SCALAR_STYLE.SINGLE_QUOTED || event.style === SCALAR_STYLE.DOUBLE_QUOTED);
@@ -156,6 +220,7 @@ function indexEvents(text: string, events: readonly YamlEvent[]): LocatedNode | 
       }
       case EVENT_ID.SEQUENCE:
       case EVENT_ID.MAPPING: {
+        if (event.tagStart !== -1) return NOT_FOR_THE_FAST_READER;
         const node: Extract<LocatedNode, { kind: 'sequence' | 'mapping' }> = event.type === EVENT_ID.SEQUENCE
           ? { offset: event.start, kind: 'sequence', items: [] }
           : { offset: event.start, kind: 'mapping', keys: [], keyNodes: [], values: [] };

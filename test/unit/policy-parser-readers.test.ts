@@ -39,6 +39,33 @@ function expectSameReading(fast: ParsedPolicyFile, thorough: ParsedPolicyFile, v
   }
 }
 
+/** Generated policy files: a tree of maps, sequences and scalars under `routes`, written in flow or block style. */
+const scalar = fc.oneof(
+  fc.constantFrom('/a', '/a/:id', '/**', 'a:read', '*:*', 'true', 'false', 'null', '1', '0o7', '.inf', 'yes', 'GET', '"x y"', "'q'", '"\\u00e9"', 'a # c', '[x]', '{}', ''),
+  fc.stringMatching(/^[a-z/:*]{1,8}$/),
+);
+const key = fc.constantFrom('path', 'methods', 'permission', 'public', 'authenticated', 'routes', 'mode', '"quoted"', 'x y');
+type Tree = { kind: 'scalar'; text: string } | { kind: 'map'; entries: Array<[string, Tree]> } | { kind: 'seq'; items: Tree[] };
+const { tree } = fc.letrec<{ tree: Tree }>((tie) => ({
+  tree: fc.oneof(
+    { depthSize: 'small', withCrossShrink: true },
+    scalar.map((text): Tree => ({ kind: 'scalar', text })),
+    fc.uniqueArray(fc.tuple(key, tie('tree')), { maxLength: 4, selector: ([k]) => k.replace(/"/g, '') }).map((entries): Tree => ({ kind: 'map', entries })),
+    fc.array(tie('tree'), { maxLength: 4 }).map((items): Tree => ({ kind: 'seq', items })),
+  ),
+}));
+const flow = (node: Tree): string => node.kind === 'scalar'
+  ? (node.text === '' || /^[[{]|#/.test(node.text) ? JSON.stringify(node.text) : node.text)
+  : node.kind === 'map'
+    ? `{ ${node.entries.map(([k, v]) => `${k}: ${flow(v)}`).join(', ')} }`
+    : `[${node.items.map(flow).join(', ')}]`;
+const block = (node: Tree, indent: string): string => {
+  if (node.kind === 'map' && node.entries.length > 0) return node.entries.map(([k, v]) => `\n${indent}${k}:${block(v, `${indent}  `)}`).join('');
+  if (node.kind === 'seq' && node.items.length > 0) return node.items.map((item) => `\n${indent}-${block(item, `${indent}  `)}`).join('');
+  return ` ${flow(node)}`;
+};
+const generatedFile = (root: Tree, useBlock: boolean): string => `version: 1\nroutes:${useBlock ? block(root, '  ') : ` ${flow(root)}`}\n`;
+
 describe('policy files: the fast reader and the thorough reader agree', () => {
   const files = policyFiles();
 
@@ -71,6 +98,9 @@ describe('policy files: the fast reader and the thorough reader agree', () => {
     ['keys in quotes and a document start', '---\n"version": 1\n\'routes\':\n  - { "path": /a, public: true }\n...\n'],
     ['windows line ends', 'version: 1\r\nroutes:\r\n  - path: /a\r\n    public: true\r\n'],
     ['a tab after a value', 'version: 1\t\nroutes: [ ]\n'],
+    ['windows line ends with comments and a block scalar', 'version: 1 # one\r\nroutes:\r\n  - path: |-\r\n      /a\r\n    public: true # two\r\n'],
+    ['% and ! inside values and comments', 'version: 1 # %YAML 1.1 !!float\nroutes:\n  - path: /a!b%c\n    permission: "!x:%y"\n    methods: [ \'!\' ]\n'],
+    ['characters beyond ASCII', 'version: 1 # é ü 日本 \u200f\nroutes:\n  - path: /caf\u00e9\n    public: true\n'],
   ])('%s', (_name, text) => {
     const thorough = parseWithDocument('t.yaml', text);
     const fast = parseWellFormed('t.yaml', text);
@@ -96,35 +126,82 @@ describe('policy files: the fast reader and the thorough reader agree', () => {
     expect(parsePolicyFile('t.yaml', text)).toEqual(expect.objectContaining({ issues: parseWithDocument('t.yaml', text).issues }));
   });
 
+  // What the two readers (or an editor and the readers) would take two ways is refused, with its line, whichever
+  // reader the rest of the file would have gone to.
+  it.each([
+    ['a lone CR ending a comment', 'version: 1\nroutes:\n  - path: /a # note\r    public: true\n', 3],
+    ['a lone CR ending a value', 'version: 1\nroutes:\n  - path: /a\r    public: true\n', 3],
+    ['a lone CR in a quoted value', 'version: 1\nroutes:\n  - path: "/a\rb"\n    public: true\n', 3],
+    ['a lone CR in a file that also has an alias', 'version: 1\nx: &a { public: true }\nroutes:\n  - *a # c\r  - path: /b\n', 4],
+    ['old Mac line ends', 'version: 1\rroutes: []\r', 1],
+    ['CR CR LF', 'version: 1\nroutes: []\r\r\n', 2],
+    ['NEL', 'version: 1\nroutes:\n  - path: /a # c\u0085    public: true\n', 3],
+    ['U+2028 in a comment', 'version: 1\nroutes:\n  - path: /a # c\u2028    public: true\n', 3],
+    ['U+2029 in a value', 'version: 1\nroutes:\n  - path: "/a\u2029"\n', 3],
+    ['ESC in a quoted value', 'version: 1\nroutes:\n  - path: "/a\u001b[2J"\n    public: true\n', 3],
+    ['DEL', 'version: 1\nroutes: [] # \u007f\n', 2],
+    ['a C1 control', 'version: 1\nroutes: [] # \u009b2J\n', 2],
+    ['a bidirectional override in a comment', 'version: 1\nroutes:\n  - path: /a # \u202e\n    public: true\n', 3],
+    ['a bidirectional isolate', 'version: 1\nroutes: [] # \u2066x\u2069\n', 2],
+    ['%YAML 1.1 (yes is true to one reader)', '%YAML 1.1\n---\nversion: 1\nroutes:\n  - path: /a\n    public: yes\n', 1],
+    ['%YAML 1.2', '# the version\n%YAML 1.2\n---\nversion: 1\nroutes: []\n', 2],
+    ['%TAG', '%TAG !e! tag:example.com,2000:\n---\nversion: 1\nroutes: []\n', 1],
+    ['an unknown directive', '%FOO bar\n---\nversion: 1\nroutes: []\n', 1],
+    ['a directive after a byte order mark', '\ufeff%YAML 1.2\n---\nversion: 1\nroutes: []\n', 1],
+    ['a directive after the document', 'version: 1\nroutes: []\n...\n%YAML 1.1\n', 4],
+    ['!!float on the version', 'version: !!float 1\nroutes: []\n', 1],
+    ['!!str on a value', 'version: 1\nroutes:\n  - path: !!str /a\n    public: true\n', 3],
+    ['!!bool on a value', 'version: 1\nroutes:\n  - path: /a\n    public: !!bool true\n', 4],
+    ['the non-specific tag', 'version: 1\nroutes:\n  - path: ! /a\n    public: true\n', 3],
+    ['a verbatim tag', 'version: !<tag:yaml.org,2002:int> 1\nroutes: []\n', 1],
+    ['a custom tag', 'version: 1\nroutes:\n  - path: !route /a\n    public: true\n', 3],
+    ['a tag on a key', 'version: 1\n!!str routes: []\n', 2],
+    ['a tag on a collection', 'version: 1\nroutes: !!seq []\n', 2],
+    ['a tag on the document', '--- !!map\nversion: 1\nroutes: []\n', 1],
+  ])('refused: %s', (_name, text, line) => {
+    expect(parseWellFormed('t.yaml', text)).toBeNull();
+    const read = parsePolicyFile('t.yaml', text);
+    expect(read.document).toBeNull();
+    expect(read.issues).toContainEqual(expect.objectContaining({ severity: 'error', kind: 'parse', source: { file: 't.yaml', line } }));
+    expect(read.issues).toEqual(parseWithDocument('t.yaml', text).issues);
+  });
+
+  it('refuse, whichever reader a file goes to, what would be read two ways: generated files with a CR, a directive or a tag', () => {
+    let accepted = 0;
+    const hazard = fc.constantFrom(
+      '\r', '\r\n', '\n', '\u0085', '\u2028', '\u2029', '\u001b', '\u202e', '\t', ' ',
+      '%YAML 1.1\n---\n', '\n%YAML 1.1\n', '%TAG !! tag:e,1:\n---\n', '!!str ', '!!float ', '!!int ', '!!bool ', '! ', '!e ',
+    );
+    fc.assert(
+      fc.property(tree, fc.boolean(), fc.array(fc.tuple(fc.nat(), hazard), { minLength: 1, maxLength: 3 }), fc.boolean(), (root, useBlock, inserts, withAlias) => {
+        let text = generatedFile(root, useBlock);
+        for (const [at, piece] of inserts) {
+          const where = at % (text.length + 1);
+          text = text.slice(0, where) + piece + text.slice(where);
+        }
+        // An alias sends the whole file to the thorough reader: the rest of it must not change meaning for that.
+        if (withAlias) text += 'x: &a 1\ny: *a\n';
+        const thorough = parseWithDocument('g.yaml', text);
+        const fast = parseWellFormed('g.yaml', text);
+        if (fast !== null) expectSameReading(fast, thorough, parseWithDocumentValue(text));
+        expect(parsePolicyFile('g.yaml', text).issues).toEqual((fast ?? thorough).issues);
+        if (thorough.issues.some((issue) => issue.severity === 'error' && issue.kind === 'parse')) return true;
+        accepted += 1;
+        // Text that gets past the reading means to the gateway what it shows in an editor that ends a line at
+        // every line separator.
+        expect(parseWithDocumentValue(text.replace(/\r\n?|[\u0085\u2028\u2029]/g, '\n'))).toEqual(parseWithDocumentValue(text));
+        return true;
+      }),
+      { numRuns: 1000 },
+    );
+    expect(accepted).toBeGreaterThan(30);
+  });
+
   it('agree on generated policy files', () => {
     let fastReads = 0;
-    const scalar = fc.oneof(
-      fc.constantFrom('/a', '/a/:id', '/**', 'a:read', '*:*', 'true', 'false', 'null', '1', '0o7', '.inf', 'yes', 'GET', '"x y"', "'q'", '"\\u00e9"', 'a # c', '[x]', '{}', ''),
-      fc.stringMatching(/^[a-z/:*]{1,8}$/),
-    );
-    const key = fc.constantFrom('path', 'methods', 'permission', 'public', 'authenticated', 'routes', 'mode', '"quoted"', 'x y');
-    type Tree = { kind: 'scalar'; text: string } | { kind: 'map'; entries: Array<[string, Tree]> } | { kind: 'seq'; items: Tree[] };
-    const { tree } = fc.letrec<{ tree: Tree }>((tie) => ({
-      tree: fc.oneof(
-        { depthSize: 'small', withCrossShrink: true },
-        scalar.map((text): Tree => ({ kind: 'scalar', text })),
-        fc.uniqueArray(fc.tuple(key, tie('tree')), { maxLength: 4, selector: ([k]) => k.replace(/"/g, '') }).map((entries): Tree => ({ kind: 'map', entries })),
-        fc.array(tie('tree'), { maxLength: 4 }).map((items): Tree => ({ kind: 'seq', items })),
-      ),
-    }));
-    const flow = (node: Tree): string => node.kind === 'scalar'
-      ? (node.text === '' || /^[[{]|#/.test(node.text) ? JSON.stringify(node.text) : node.text)
-      : node.kind === 'map'
-        ? `{ ${node.entries.map(([k, v]) => `${k}: ${flow(v)}`).join(', ')} }`
-        : `[${node.items.map(flow).join(', ')}]`;
-    const block = (node: Tree, indent: string): string => {
-      if (node.kind === 'map' && node.entries.length > 0) return node.entries.map(([k, v]) => `\n${indent}${k}:${block(v, `${indent}  `)}`).join('');
-      if (node.kind === 'seq' && node.items.length > 0) return node.items.map((item) => `\n${indent}-${block(item, `${indent}  `)}`).join('');
-      return ` ${flow(node)}`;
-    };
     fc.assert(
       fc.property(tree, fc.boolean(), (root, useBlock) => {
-        const text = `version: 1\nroutes:${useBlock ? block(root, '  ') : ` ${flow(root)}`}\n`;
+        const text = generatedFile(root, useBlock);
         const thorough = parseWithDocument('g.yaml', text);
         const fast = parseWellFormed('g.yaml', text);
         // Falling back is always safe (the thorough reader decides); most generated files must not need it.
@@ -145,3 +222,4 @@ function parseWithDocumentValue(text: string): unknown {
   const { parse } = require('yaml') as typeof import('yaml');
   return parse(text);
 }
+
