@@ -8,6 +8,7 @@ import type { ResolutionBudget } from '../authz/resolution-budget';
 import { ADMIN_PERMISSIONS } from './admin-routes';
 import { normalizeRequestTarget } from '../http/normalize-target';
 import type { AuditRepository } from '../domain/iam-repository';
+import { findRecordedDecision } from '../domain/recorded-decisions';
 import type { CompiledPolicy } from '../policy/compiled-policy';
 import { ProblemError, problems } from '../domain/problem';
 import { callerOf, factsOf, stateOf } from './iam-context';
@@ -175,11 +176,13 @@ export const authorizationRoutes: ReadonlyArray<RouteDeclaration<AuthorizationCo
     handler: (deps) => async (ctx) => {
       const caller = callerOf(ctx);
       await deps.audit.flush();
-      const event = await deps.repository.findAuditByDecisionId(ctx.params.decisionId ?? '');
+      const decisionId = ctx.params.decisionId ?? '';
+      const event = await deps.repository.findAuditByDecisionId(decisionId);
       // An auditor sees every decision in full; the user it concerns sees their own view of it (decisionView).
       const auditor = event !== null && (await decidePermission(deps.engine, caller, ADMIN_PERMISSIONS.auditRead)).allowed;
       const visible = auditor || (event !== null && event.actorUserId === caller.record.principal.userId);
-      const decision = event?.details?.decision as AuthorizationDecision | undefined;
+      // The row's own decision, or the one of this id among a check call's.
+      const decision = event === null ? null : (findRecordedDecision(event, decisionId) as AuthorizationDecision | null);
       if (!visible || !decision) throw new ProblemError('IAM_DECISION_NOT_FOUND', 'No such decision is visible to you.');
       const shown = decisionView(decision, auditor ? 'full' : 'caller');
       // The trace of the request that was decided, when tracing was on: the decision leads to the trace.

@@ -3,6 +3,7 @@ import type { Logger } from '../observability/logger';
 import type { GatewayMetrics } from '../observability/metrics';
 import { DatabaseUnavailableError, type AuditRepository } from '../domain/iam-repository';
 import type { AuditEventRecord } from '../domain/records';
+import { recordedWeight } from '../domain/recorded-decisions';
 import { SpoolFullError, type AuditSpool } from './audit-spool';
 import { AnonymousAuditLimit, capOwnEvent, describeFailure } from './audit-limits';
 
@@ -14,12 +15,18 @@ export type AuditInput = Omit<AuditEventRecord, 'occurredAt' | 'id' | 'eventId' 
 export const AUDIT_WRITE_CHUNK = 500;
 /** A chunk this small that still times out says the database is away, not that the chunk is too big. */
 const MIN_WRITE_CHUNK = 25;
-/** Most events one spool file takes from a full buffer (one fsync on the request path per this many). */
+/** Most a spool file takes from a full buffer (weighed as the buffer is: an event counts its decisions). */
 const MAX_SPILL = 5000;
+/** Why events waiting for the spool were dropped: the disk has fallen behind by a whole buffer. */
+const SPOOL_BEHIND = 'the spool is a whole buffer behind: the disk does not keep up';
 
 export interface AuditTrailOptions {
   flushIntervalMs: number;
-  /** Events kept in memory while the database is away (default 50,000); beyond it the oldest go to the spool. */
+  /**
+   * What memory keeps while the database is away or slow (default 50,000): events, an event holding several
+   * decisions (a check call's row) counting each; beyond it the oldest go to the spool. As much again may wait
+   * for the disk; beyond that, while the disk does not keep up, the oldest are dropped (spool_full, counted).
+   */
   maxBuffered?: number;
   /**
    * Where events go that memory cannot keep: the oldest part of a full buffer while the database is away
@@ -45,7 +52,7 @@ export type AuditTrailMetrics = Pick<GatewayMetrics, 'auditDropped' | 'auditWrit
  * Why an event is not stored (`reason` of `iam_audit_events_dropped_total`): rate_limited (an event of an
  * unauthenticated request beyond the per-minute budget, only counted in the summary row), buffer_full (the oldest
  * of a full buffer, without a spool), spool_full (the oldest of a full buffer that the spool could not take: at its
- * budget, or the disk refused), refused (the database refused the row for its content), unreadable (a spooled line
+ * budget, the disk refused, or the disk was a whole buffer behind), refused (the database refused the row for its content), unreadable (a spooled line
  * that does not parse), lost (neither written nor spooled at stop).
  */
 export const AUDIT_DROP_REASONS = ['rate_limited', 'buffer_full', 'spool_full', 'refused', 'unreadable', 'lost'] as const;
@@ -71,10 +78,13 @@ const NO_COUNT: CounterChild = { inc: () => undefined };
  * buffered and written in batches off the request path, so a proxied request never waits for the database;
  * `flush()` writes what is buffered (before reading the trail, and at shutdown).
  *
- * While the database is unreachable events are kept and retried. The memory buffer is bounded: when it is full
- * its oldest part is moved to the disk spool (fsynced, a chunk per file) rather than dropped, so evidence
- * recorded before a flood survives the flood; only beyond the spool's byte budget are events dropped, counted.
- * When the database answers again the spool is written first (it holds the oldest events), then the buffer.
+ * While the database is unreachable events are kept and retried. The memory buffer is bounded (an event weighs its
+ * decisions: a check call's row counts up to 100): when it is full its oldest part is moved to the disk spool
+ * (fsynced, a chunk per file) rather than dropped, so evidence recorded before a flood survives the flood; only
+ * beyond the spool's byte budget are events dropped, counted. The move is never made in `record()`'s turn: the
+ * oldest part leaves the buffer at once and is serialized and written on later turns, one file at a time, in
+ * order, so a request never waits for a disk (docs/threat-model.md). When the database answers again what is on
+ * its way to the spool is written there first, then the spool (it holds the oldest events), then the buffer.
  *
  * Writes go in chunks of {@link AUDIT_WRITE_CHUNK} events: a backlog never becomes one statement that cannot finish
  * within `database.query-timeout` nor hogs the database thread the logins share. A chunk that times out is retried
@@ -89,6 +99,15 @@ const NO_COUNT: CounterChild = { inc: () => undefined };
  */
 export class AuditTrail {
   private buffer: AuditEventRecord[] = [];
+  /** What `buffer` weighs against `maxBuffered` ({@link recordedWeight}). */
+  private weight = 0;
+  /** The oldest events moved out of a full buffer, oldest first, waiting for the spool; with their weight. */
+  private toSpill: AuditEventRecord[] = [];
+  private toSpillWeight = 0;
+  /** The file being written to the spool now (with its weight), and the run of writes that empties `toSpill`. */
+  private spilling: AuditEventRecord[] = [];
+  private spillingWeight = 0;
+  private spiller: Promise<void> | null = null;
   private timer: NodeJS.Timeout | null = null;
   private flushing: Promise<void> | null = null;
   /** Events dropped since the last flush's report: from a full buffer without a spool, and those the spool refused. */
@@ -126,9 +145,12 @@ export class AuditTrail {
     this.counts = bindMetrics(options.metrics);
   }
 
-  /** Events buffered or being written, not yet stored (`iam_audit_queue_depth`; the spool is counted in bytes). */
+  /**
+   * Events in memory, not yet stored: buffered, being written, or on their way to the spool (`iam_audit_queue_depth`;
+   * the spool is counted in bytes).
+   */
   get queueDepth(): number {
-    return this.buffer.length + this.inFlight.length;
+    return this.buffer.length + this.inFlight.length + this.toSpill.length + this.spilling.length;
   }
 
   /**
@@ -167,36 +189,92 @@ export class AuditTrail {
 
   private push(event: AuditEventRecord): void {
     this.buffer.push(event);
-    if (this.buffer.length > this.maxBuffered) this.relieve();
+    this.weight += recordedWeight(event);
+    if (this.weight > this.maxBuffered) this.relieve();
     if (this.options.flushIntervalMs <= 0) void this.flush();
   }
 
+  /** The oldest events of the buffer weighing at least `weight` (all of it at most), taken out of it. */
+  private takeOldest(weight: number): { events: AuditEventRecord[]; weight: number } {
+    let taken = 0;
+    let count = 0;
+    while (count < this.buffer.length && taken < weight) taken += recordedWeight(this.buffer[count++]!);
+    this.weight -= taken;
+    return { events: this.buffer.splice(0, count), weight: taken };
+  }
+
   /**
-   * The buffer is over its bound: its oldest part goes to the spool, in one fsynced file (or, without a spool, the
-   * overflow is dropped). On the request path, but only while the database is away and the buffer full: one
-   * synchronous write per `spill` events is the price of not losing them.
+   * The buffer is over its bound: its oldest part leaves it for the spool (or, without a spool, the overflow is
+   * dropped). Called from `record()`: it only moves the events to `toSpill`; {@link spillAll} writes them on later
+   * turns. While as much as a whole buffer already waits for the disk, the part is dropped instead (counted, and
+   * reported by the next flush): memory stays bounded when the disk does not keep up.
    */
   private relieve(): void {
-    const overflow = this.buffer.length - this.maxBuffered;
+    const overflow = this.weight - this.maxBuffered;
     if (overflow <= 0) return;
     const spool = this.options.spool;
     if (!spool) {
-      this.buffer.splice(0, overflow);
-      this.dropped += overflow;
-      this.counts.dropped.buffer_full.inc(overflow);
+      const { events } = this.takeOldest(overflow);
+      this.dropped += events.length;
+      this.counts.dropped.buffer_full.inc(events.length);
       return;
     }
-    const oldest = this.buffer.splice(0, Math.min(this.buffer.length, Math.max(overflow, this.spill)));
-    try {
-      this.spooledFiles.push(spool.writeNow(oldest, { claimed: true, bounded: true }));
-      this.counts.spooled.buffer_full.inc(oldest.length);
-    } catch (error) {
-      // The events already on disk are older and stay; these are the ones that cannot be kept. Reported by the
-      // next flush (one line per flush, not one per spill of a flood).
-      this.counts.dropped.spool_full.inc(oldest.length);
-      this.spoolRefused += oldest.length;
-      this.spoolFailure = error instanceof SpoolFullError ? error.message : describeFailure(error);
+    const oldest = this.takeOldest(Math.max(overflow, this.spill));
+    if (this.toSpillWeight + this.spillingWeight + oldest.weight > this.maxBuffered) {
+      this.refusedBySpool(oldest.events.length, SPOOL_BEHIND);
+      return;
     }
+    for (const event of oldest.events) this.toSpill.push(event);
+    this.toSpillWeight += oldest.weight;
+    this.startSpill();
+  }
+
+  /** Events the spool cannot take: the ones already on disk are older and stay. Reported by the next flush. */
+  private refusedBySpool(events: number, failure: unknown): void {
+    this.counts.dropped.spool_full.inc(events);
+    this.spoolRefused += events;
+    this.spoolFailure = failure;
+  }
+
+  private startSpill(): void {
+    if (this.spiller !== null) return;
+    this.spiller = this.spillAll().finally(() => {
+      this.spiller = null;
+      // Moved there after the last write's check, before this ran: its own run.
+      if (this.toSpill.length > 0) this.startSpill();
+    });
+  }
+
+  /** Writes `toSpill` to the spool, oldest first, a file of about `spill` at a time, off `record()`'s turn. */
+  private async spillAll(): Promise<void> {
+    const spool = this.options.spool!;
+    // record() returns first: nothing of the write (not even serializing) runs in its turn.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    while (this.toSpill.length > 0) {
+      let count = 0;
+      let weight = 0;
+      while (count < this.toSpill.length && weight < this.spill) weight += recordedWeight(this.toSpill[count++]!);
+      this.spilling = this.toSpill.splice(0, count);
+      this.spillingWeight = weight;
+      this.toSpillWeight -= weight;
+      try {
+        this.spooledFiles.push(await spool.write(this.spilling, { claimed: true, bounded: true }));
+        this.counts.spooled.buffer_full.inc(this.spilling.length);
+      } catch (error) {
+        this.refusedBySpool(this.spilling.length, error instanceof SpoolFullError ? error.message : describeFailure(error));
+      } finally {
+        this.spilling = [];
+        this.spillingWeight = 0;
+      }
+    }
+  }
+
+  /**
+   * Resolves once nothing waits for the spool: what a full buffer moved there is in a file (or was dropped, counted).
+   * Flushes and the stop wait for it; so does a caller that must know the memory is relieved.
+   */
+  async spilled(): Promise<void> {
+    while (this.spiller !== null) await this.spiller;
   }
 
   /** Writes everything buffered so far; resolves when it is stored (or failed and was kept for a retry). */
@@ -220,10 +298,16 @@ export class AuditTrail {
   }
 
   private async writeAll(): Promise<void> {
-    // The spool first: it holds the oldest events (earlier stops, then what a full buffer moved there).
-    while (this.spooledFiles.length > 0) {
+    // The spool first: it holds the oldest events (earlier stops, then what a full buffer moved there); what is on
+    // its way there is older than the buffer, so it is awaited, however often a write lets a new spill begin.
+    for (;;) {
+      if (this.spiller !== null) {
+        await this.spilled();
+        continue;
+      }
+      const path = this.spooledFiles[0];
+      if (path === undefined) break;
       const spool = this.options.spool!;
-      const path = this.spooledFiles[0]!;
       const { items: events, unreadable } = await spool.read(path);
       if (unreadable > 0) {
         this.logger.error({ file: path, unreadable }, 'audit: spooled lines could not be read, skipped');
@@ -237,12 +321,14 @@ export class AuditTrail {
     }
     const batch = this.buffer;
     this.buffer = [];
+    this.weight = 0;
     this.inFlight = batch;
     try {
       const unwritten = await this.write(batch, true);
       if (unwritten.length > 0) {
         // Events recorded while the batch was out may not all fit beside it: the oldest go to the spool, as in push().
         this.buffer = unwritten.concat(this.buffer);
+        for (const event of unwritten) this.weight += recordedWeight(event);
         this.relieve();
       }
     } finally {
@@ -334,9 +420,12 @@ export class AuditTrail {
     for (const summary of this.anonymous.takeSummaries(this.now(), true)) this.push(summary);
     const written = this.flush().then(() => true);
     const settled = await Promise.race([written, new Promise<false>((resolve) => setTimeout(() => resolve(false), this.options.closeWriteMs ?? 1500).unref())]);
+    // What is on its way to the spool gets there before the stop (the disk, not the database, is waited for).
+    await this.spilled();
     // A write still in flight is spooled too: at least once, never lost (its ids make a second copy harmless).
     const pending = settled ? this.buffer : this.inFlight.concat(this.buffer);
     this.buffer = [];
+    this.weight = 0;
     if (pending.length === 0) return;
     let path: string;
     try {

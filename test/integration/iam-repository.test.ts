@@ -385,6 +385,21 @@ describe('audit', () => {
     await expect(repository.findAuditByDecisionId('d-none')).resolves.toBeNull();
   });
 
+  it('finds each decision of a check call\'s row by its own id (decision_ids), through the index', async () => {
+    const decisions = ['c-1', 'c-2', 'c-3'].map((decisionId) => ({ decisionId, allowed: false }));
+    await repository.insertAudit([event({ action: 'authz.check', details: { decisions } }), event({ decisionId: 'c-9' })]);
+    for (const { decisionId } of decisions) await expect(repository.findAuditByDecisionId(decisionId)).resolves.toMatchObject({ action: 'authz.check', details: { decisions } });
+    await expect(repository.findAuditByDecisionId('c-9')).resolves.toMatchObject({ decisionId: 'c-9' });
+    await expect(repository.findAuditByDecisionId('c-4')).resolves.toBeNull();
+    // The lookup reads the GIN index, not every row's details (the planner is told to avoid a scan it could choose on a tiny table).
+    const em = db.orm.em.fork();
+    const plan = await em.transactional(async (tx) => {
+      await tx.execute('set local enable_seqscan = off');
+      return tx.execute<Array<{ 'QUERY PLAN': string }>>("explain select id from iam_audit_events where decision_id = 'c-2' or decision_ids @> array['c-2']::text[]");
+    });
+    expect(plan.map((line) => line['QUERY PLAN']).join('\n')).toContain('iam_audit_events_decision_ids_index');
+  });
+
   it('accepts an empty batch', async () => {
     await expect(repository.insertAudit([])).resolves.toBeUndefined();
   });

@@ -21,6 +21,7 @@ import {
   toTemplateRecord,
   toUserRecord,
 } from './record-mappers';
+import { callDecisionIds } from '../../domain/recorded-decisions';
 import type {
   AuditEventRecord,
   IdentityRecord,
@@ -267,7 +268,14 @@ export class MikroOrmIamRepository implements IamRepository {
       // the event's own: `on conflict do nothing` makes a retried write of a batch that had committed harmless.
       await em
         .createQueryBuilder(AuditEventEntity)
-        .insert(events.map(({ id: _ignored, eventId, ...event }) => ({ ...event, ...(eventId === undefined ? {} : { eventId }), details: event.details ?? null })))
+        .insert(
+          events.map(({ id: _ignored, eventId, ...event }) => ({
+            ...event,
+            ...(eventId === undefined ? {} : { eventId }),
+            details: event.details ?? null,
+            decisionIds: callDecisionIds(event.details),
+          })),
+        )
         .onConflict('eventId')
         .ignore()
         .execute();
@@ -276,7 +284,8 @@ export class MikroOrmIamRepository implements IamRepository {
 
   findAuditByDecisionId(decisionId: string): Promise<AuditEventRecord | null> {
     return this.run(async (em) => {
-      const event = await em.findOne(AuditEventEntity, { decisionId }, { orderBy: { id: 'asc' } });
+      // The row's own decision, or one of a check call's (decision_ids, GIN-indexed): both indexes, one statement.
+      const event = await em.findOne(AuditEventEntity, { $or: [{ decisionId }, { decisionIds: { $contains: [decisionId] } }] }, { orderBy: { id: 'asc' } });
       return event === null ? null : toAuditEventRecord(event);
     });
   }

@@ -1,9 +1,9 @@
-import { BigIntType, EntitySchema, OptionalProps } from '@mikro-orm/core';
+import { ArrayType, BigIntType, EntitySchema, OptionalProps } from '@mikro-orm/core';
 import type { AuditEventRecord } from '../../../domain/records';
 
 /** Row of `iam_audit_events`: append-only trail (who, what, target, outcome, request and decision ids). */
 export class AuditEventEntity {
-  [OptionalProps]?: 'id' | 'eventId';
+  [OptionalProps]?: 'id' | 'eventId' | 'decisionIds';
   /** bigserial, read as a string so no precision is lost past 2^53. */
   id!: string;
   /** The event's own id (a UUID: the gateway's, or the column default); unique, so a retried write stores it once. */
@@ -16,6 +16,8 @@ export class AuditEventEntity {
   outcome!: AuditEventRecord['outcome'];
   requestId!: string | null;
   decisionId!: string | null;
+  /** The ids of a check call's decisions (`details.decisions`), indexed: each resolves to this row. */
+  decisionIds?: string[] | null;
   clientAddress!: string | null;
   details!: Record<string, unknown> | null;
 }
@@ -37,6 +39,7 @@ export const AuditEventSchema = new EntitySchema<AuditEventEntity>({
     outcome: text,
     requestId: optionalText,
     decisionId: { ...optionalText, index: true },
+    decisionIds: { type: ArrayType, columnType: 'text[]', nullable: true },
     clientAddress: optionalText,
     details: { type: 'json', columnType: 'jsonb', nullable: true },
   },
