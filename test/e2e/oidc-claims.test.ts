@@ -28,6 +28,8 @@ const ACCOUNTS = {
   frank: { sub: 'frank-1', password: 'pw-frank', claims: { email: 'frank@example.test', groups: ['staff'] } },
   // Meets the projects rule, whose scope claim the provider never releases.
   gina: { sub: 'gina-1', password: 'pw-gina', claims: { email: 'gina@example.test', groups: ['project-members'], project_ids: ['p1'] } },
+  // The example provisioning's u-admin (iam-admin-v1), linked below: reads the console's Access page.
+  admin: { sub: 'admin-1', password: 'pw-admin', claims: { email: 'u-admin', groups: ['project-members'] } },
 };
 
 const RULES = [
@@ -69,6 +71,7 @@ beforeAll(async () => {
   await fixture.gateway.services!.repository.applyProvisioning({
     users: [{ userId: CAROL, identities: ['carol-1', 'carol-2', 'carol-3'].map((sub) => ({ identityId: `oidc:${sub}`, identityDomain: op.issuer })) }],
   });
+  await fixture.gateway.services!.repository.applyProvisioning({ users: [{ userId: 'u-admin', identities: [{ identityId: 'oidc:admin-1', identityDomain: op.issuer }] }] });
   // Frank signed in before the upgrade: his staff profile has the former id.
   await fixture.gateway.services!.repository.applyProvisioning({
     users: [{ userId: 'frank@example.test', identities: [{ identityId: 'oidc:frank-1', identityDomain: op.issuer }], profiles: [{ profileId: FORMER_FRANK, profileName: 'staff', templateVersionId: 'reader-v1', clientTypes: ['WEB'], unscoped: true }] }],
@@ -228,6 +231,30 @@ describe('iam.oidc.allowed: who may sign in', () => {
       expect(`${endSession.origin}${endSession.pathname}`).toBe(discovery.end_session_endpoint);
       expect(endSession.searchParams.get('client_id')).toBe(CLIENT.id);
       expect((await send(`${gw}/api/projects`, { headers: { cookie: `iam-session=${token}` } })).status).toBe(401);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('the Access page shows the rules the user\'s last sign-in skipped, with the claim each missed', async () => {
+    const gw = fixture.gateway.url;
+    expect((await signIn('gina')).status).toBe(303);
+    const answer = await signIn('admin');
+    const token = answer.headers.getSetCookie().find((line) => line.startsWith('iam-session='))!.split(';')[0]!.slice('iam-session='.length);
+    const context = await browser.newContext();
+    try {
+      await context.addCookies([{ name: 'iam-session', value: token, url: gw, httpOnly: true, sameSite: 'Lax' }]);
+      const page = await context.newPage();
+      await page.goto(`${gw}/iam/console/access?userId=${encodeURIComponent('gina@example.test')}`);
+      const skipped = page.locator('.user-detail .skipped-rules li');
+      await skipped.first().waitFor();
+      expect(await skipped.allTextContents()).toEqual(['Rule projects, scope claim project_ids: missing']);
+      expect(await page.locator('.user-detail').textContent()).toContain('Last sign-in');
+      // A user whose last sign-in skipped nothing shows no such list.
+      await page.goto(`${gw}/iam/console/access?userId=${encodeURIComponent(CAROL)}`);
+      await page.getByRole('heading', { name: 'Last sign-in' }).waitFor();
+      await page.locator('.user-detail dl.facts').last().waitFor();
+      expect(await page.locator('.user-detail .skipped-rules').count()).toBe(0);
     } finally {
       await context.close();
     }
