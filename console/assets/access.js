@@ -157,11 +157,12 @@ async function renderUserDetail(section, userId, permissionsPromise, templates, 
 /** The user's facts, identities and profiles into `body`; resolves whether the user exists, and their identity ids. */
 async function renderUserBody(body, userId, permissionsPromise, isCurrent, reload) {
   const message = h('div');
-  const [userAnswer, identities, profiles, permissions] = await Promise.allSettled([
+  const [userAnswer, identities, profiles, permissions, signIn] = await Promise.allSettled([
     api(`/iam/admin/users/${seg(userId)}`),
     api(`/iam/admin/users/${seg(userId)}/identities`),
     api(`/iam/admin/users/${seg(userId)}/profiles`),
     permissionsPromise,
+    lastSignIn(userId),
   ]);
   const held = permissions.status === 'fulfilled' ? permissions.value : null;
   const state = { exists: userAnswer.status === 'fulfilled', held, identityIds: identities.status === 'fulfilled' ? identities.value.data.map((identity) => identity.identityId) : [] };
@@ -223,8 +224,49 @@ async function renderUserBody(body, userId, permissionsPromise, isCurrent, reloa
   else if (profiles.value.data.length === 0) parts.push(h('p', null, 'No profiles.'));
   else parts.push(h('div', { class: 'profiles' }, profiles.value.data.map((profile) => profileEditor(profile, may(held, 'iam.admin.profiles:write'), reload))));
 
+  parts.push(h('h3', null, 'Last sign-in'));
+  if (signIn.status === 'rejected') parts.push(problemView(signIn.reason, { action: 'see sign-ins', permission: 'iam.admin.audit:read' }));
+  else parts.push(...signInView(signIn.value));
+
   replace(body, parts);
   return state;
+}
+
+/**
+ * The user's last sign-in (`auth.login`) and the `iam.oidc.profiles` rules it skipped (`oidc.claim-rule.skipped`,
+ * recorded with the same request id): why a user who signed in has no profile.
+ */
+async function lastSignIn(userId) {
+  const logins = await api(`/iam/admin/audit${query({ userId, action: 'auth.login', limit: 1 })}`);
+  const login = logins.data.items[0] ?? null;
+  if (login === null) return { login, skipped: [] };
+  const skipped = await api(`/iam/admin/audit${query({ userId, action: 'oidc.claim-rule.skipped', since: login.occurredAt, limit: 100 })}`);
+  return { login, skipped: skipped.data.items.filter((event) => event.requestId === login.requestId).reverse() };
+}
+
+function signInView({ login, skipped }) {
+  if (login === null) return [h('p', null, 'No sign-in recorded.')];
+  const details = login.details ?? {};
+  return [
+    facts([
+      ['When', when(login.occurredAt)],
+      ['Method', details.authenticator ? h('code', null, details.authenticator) : null],
+      ['Active profile', details.activeProfileId ? h('code', null, details.activeProfileId) : badge('none', 'warn')],
+    ]),
+    skipped.length === 0
+      ? null
+      : h(
+          'div',
+          { class: 'skipped-rules' },
+          h('p', null, badge('rules skipped', 'warn'), ' The provider\'s claims met these iam.oidc.profiles rules, but a claim their scopes need was unusable, so they gave no profile:'),
+          h(
+            'ul',
+            null,
+            // The reason as audited: missing, wrong-type or no-usable-value (docs/oidc.md says what each means).
+            skipped.map((event) => h('li', null, 'Rule ', h('code', null, String(event.details?.rule)), ', scope claim ', h('code', null, String(event.details?.claim)), ': ', String(event.details?.reason))),
+          ),
+        ),
+  ].filter(Boolean);
 }
 
 /** One profile: its facts, enable/disable, and its scopes as an editable list (If-Match: its version). */

@@ -32,7 +32,7 @@ export function startLogins(
   const rateLimiter = new LoginRateLimiter(state.store, config.iam.login.rateLimit);
   const login = new LoginService({ authenticator, repository, sessions: state.sessions, changes: state.changes, audit, logger, rateLimiter, metrics });
   const rp = createRelyingParty(config);
-  const oidc = createOidc(config, rp, { login, store: state.store, rateLimiter, repository, sessions: state.sessions, audit });
+  const oidc = createOidc(config, rp, { login, store: state.store, rateLimiter, repository, sessions: state.sessions, audit, logger });
   const bearers = bearerVerifier(state.sessions, createAccessTokenVerifier(config, rp, { repository, revocations: state.revocations, audit }));
   return { login, oidc, bearers };
 }

@@ -10,6 +10,7 @@ import type { IamRepository } from '../domain/iam-repository';
 import type { TokenCounters } from '../domain/token-store';
 import type { SessionService } from '../sessions/session-service';
 import type { GatewayConfig } from '../config';
+import type { Logger } from '../observability/logger';
 import { browserClientType } from './iam-api';
 
 /** The OpenID Connect parts of one gateway (docs/oidc.md), or null when the authenticator is not `oidc`. */
@@ -40,13 +41,14 @@ export function createRelyingParty(config: GatewayConfig): RelyingParty | null {
 export function createOidc(
   config: GatewayConfig,
   rp: RelyingParty | null,
-  deps: { login: LoginService; store: TokenCounters; rateLimiter: LoginRateLimiter; repository: IamRepository; sessions: SessionService; audit: AuditTrail },
+  deps: { login: LoginService; store: TokenCounters; rateLimiter: LoginRateLimiter; repository: IamRepository; sessions: SessionService; audit: AuditTrail; logger: Logger },
 ): OidcParts | null {
   if (config.iam.authenticator.type !== 'oidc' || rp === null) return null;
   const oidc = config.iam.oidc;
   const login = new OidcLogin({
     rp,
     audit: deps.audit,
+    logger: deps.logger,
     seal: new LoginStateSeal(oidc.clientSecret!),
     login: deps.login,
     store: deps.store,

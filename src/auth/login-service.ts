@@ -48,10 +48,11 @@ export interface EstablishOptions {
   /** The provider's session id (`sid`), kept with the session for back-channel logout. */
   idpSessionId?: string | null;
   /**
-   * Profiles the login projects by rule (`iam.oidc.profiles`): `profiles` are created or updated, the existing ones
-   * among `retract` are revoked, each change audited as `audit`.
+   * Profiles the login projects by rule (`iam.oidc.profiles`): `of` is given the ids of the profiles the user holds
+   * (a rule's profile may be held under an earlier id) and names the profiles to create or update and the ids to
+   * revoke where the user holds them; each change audited as `audit`.
    */
-  projection?: { profiles: ProjectedProfiles; retract: readonly string[]; audit: { actorUserId: string; source: string } };
+  projection?: { of(held: ReadonlySet<string>): { profiles: ProjectedProfiles; retract: readonly string[] }; audit: { actorUserId: string; source: string } };
 }
 
 /** The `result` label of `iam_logins_total` for a login that threw `error`. */
@@ -117,16 +118,16 @@ export class LoginService {
   /**
    * What a login projects: the authenticator's profiles (as it sends them, unaudited: it is the authority), or the
    * profiles of `iam.oidc.profiles` rules, with a revocation for each rule profile the user holds but no longer
-   * qualifies for (looked up only then: a rule never creates a profile just to revoke it), audited.
+   * qualifies for (only a held one: a rule never creates a profile just to revoke it), audited.
    */
   private async projectedProfiles(identity: AuthenticatedIdentity, projection: EstablishOptions['projection']): Promise<{ profiles: ProjectedProfiles; options: ProvisioningOptions }> {
     if (!projection) return { profiles: identity.profiles ?? [], options: OVERWRITE_UNAUDITED };
-    const profiles: ProjectedProfiles = [...projection.profiles];
-    if (projection.retract.length > 0) {
-      for (const held of await this.deps.repository.listProfiles(identity.userId)) {
-        if (!held.revoked && projection.retract.includes(held.profileId)) {
-          profiles.push({ profileId: held.profileId, profileName: held.profileName, templateVersionId: held.templateVersionId, clientTypes: [...held.clientTypes], revoked: true });
-        }
+    const held = await this.deps.repository.listProfiles(identity.userId);
+    const projected = projection.of(new Set(held.map((profile) => profile.profileId)));
+    const profiles: ProjectedProfiles = [...projected.profiles];
+    for (const profile of held) {
+      if (!profile.revoked && projected.retract.includes(profile.profileId)) {
+        profiles.push({ profileId: profile.profileId, profileName: profile.profileName, templateVersionId: profile.templateVersionId, clientTypes: [...profile.clientTypes], revoked: true });
       }
     }
     return { profiles, options: { overwrite: true, audit: projection.audit } };

@@ -18,6 +18,7 @@ const USAGE = `usage: iam-gateway <command> [options]
   provision FILE [--overwrite]  create what a provisioning file describes and the database lacks;
                               --overwrite also updates existing objects to match (audited, actor provisioning)
   tokens purge                delete every token-store key under iam.token.store-prefix
+  oidc test-claims FILE       evaluate iam.oidc.allowed and iam.oidc.profiles against an ID token's claims (--config FILE)
   audit purge [--older-than DURATION]  delete audit events older than DURATION (default iam.audit.retention)
   hash-password [PASSWORD]    print an argon2id hash for a users file (reads stdin when no argument)
   version                     print the version (also --version, -v)
@@ -45,6 +46,7 @@ const COMMANDS: Record<string, () => Promise<CliCommand>> = {
   tokens: async () => (await import('./tokens')).tokensCommand,
   audit: async () => (await import('./audit')).auditCommand,
   'hash-password': async () => (await import('./hash-password')).hashPasswordCommand,
+  oidc: async () => (await import('./oidc')).oidcCommand,
 };
 
 /** The CLI; resolves the process exit code (0 done, 1 failed, 2 usage error). */

@@ -3,6 +3,7 @@ import type { JSONSchemaType } from 'ajv';
 import { DURATION_EXAMPLES, SIZE_EXAMPLES, tryParseByteSize, tryParseDuration } from './durations';
 import { parseRedisUrl } from '../adapters/redis/redis-url';
 import { isLogoutTokenType } from '../auth/oidc/token-types';
+import { RULE_NAME_PATTERN } from '../auth/oidc/claim-rules';
 import { AUTHENTICATORS, type AuthenticatorRegistry } from '../auth/authenticators';
 import { authenticatorSchema, type RawAuthenticatorSection } from './authenticator-schema';
 
@@ -332,7 +333,7 @@ const profileRule = {
   additionalProperties: false as const,
   required: ['name', 'template-version', 'client-types'] as Array<'name' | 'when' | 'template-version' | 'client-types' | 'scopes'>,
   properties: {
-    name: { type: 'string' as const, pattern: '^[a-z0-9][a-z0-9-]{0,39}$', description: 'lower-case letters, digits and "-", up to 40: part of the projected profile id' },
+    name: { type: 'string' as const, pattern: RULE_NAME_PATTERN, description: 'lower-case letters, digits and "-", up to 40: part of the projected profile id' },
     when: { type: 'array' as const, items: claimCondition, maxItems: 20, default: [] as RawClaimCondition[] },
     'profile-name': { type: 'string' as const, nullable: true as const, minLength: 1, maxLength: 200 },
     'template-version': { type: 'string' as const, minLength: 1, maxLength: 200 },
@@ -542,7 +543,7 @@ export const configSchema = section({
         items: profileRule,
         default: [],
         description:
-          "rules from the provider's claims to profiles, applied at every login: a user whose claims meet a rule's `when` has its profile (id `oidc-<name>-<userId>`, the rule's template version, client types and scopes, which may take their ids from a claim); when the claims stop meeting it, the profile is revoked; each change audited ([oidc.md](oidc.md#profiles-from-the-providers-groups-and-claims-iamoidcprofiles)); from the environment as a JSON array",
+          "rules from the provider's claims to profiles, applied at every login: a user whose claims meet a rule's `when` has its profile (id `oidc:<name>:<userId>`, the rule's template version, client types and scopes, which may take their ids from a claim); when the claims stop meeting it, the profile is revoked; each change audited ([oidc.md](oidc.md#profiles-from-the-providers-groups-and-claims-iamoidcprofiles)); from the environment as a JSON array",
       },
       'accept-access-tokens': flag(false, "accept the provider's JWT access tokens as bearers (resource-server mode; needs `iam.oidc.audience`)"),
       audience: nullableText('`aud` a JWT access token must carry; required with `accept-access-tokens` and never the client id (the `aud` of its ID tokens: the gateway refuses to start otherwise)'),

@@ -21,12 +21,24 @@ const ACCOUNTS = {
   'carol-staff': { sub: 'carol-3', password: 'pw-3', claims: { email: CAROL, groups: ['staff'] } },
   dave: { sub: 'dave-1', password: 'pw-dave', claims: { email: 'dave@example.test', groups: ['contractors'] } },
   nogroups: { sub: 'erin-1', password: 'pw-erin', claims: { email: 'erin@example.test' } },
+  // Rule staff + user admin-bob and rule staff-admin + user bob: one profile id while "-" joined the two.
+  'admin-bob': { sub: 'admin-bob-1', password: 'pw-admin-bob', claims: { email: 'admin-bob', groups: ['staff'] } },
+  bob: { sub: 'bob-1', password: 'pw-bob', claims: { email: 'bob', groups: ['staff-admins'] } },
+  // Holds the staff profile under the id earlier releases gave it (provisioned below).
+  frank: { sub: 'frank-1', password: 'pw-frank', claims: { email: 'frank@example.test', groups: ['staff'] } },
+  // Meets the projects rule, whose scope claim the provider never releases.
+  gina: { sub: 'gina-1', password: 'pw-gina', claims: { email: 'gina@example.test', groups: ['project-members'], project_ids: ['p1'] } },
+  // The example provisioning's u-admin (iam-admin-v1), linked below: reads the console's Access page.
+  admin: { sub: 'admin-1', password: 'pw-admin', claims: { email: 'u-admin', groups: ['project-members'] } },
 };
 
 const RULES = [
   { name: 'engineering', when: [{ claim: 'groups', values: ['engineering'] }], 'profile-name': 'Engineering', 'template-version': 'editor-v1', 'client-types': ['WEB'], scopes: [{ type: 'TEAM', claim: 'groups', access: 'WRITE' }] },
   { name: 'staff', when: [{ claim: 'groups', values: ['staff'] }], 'template-version': 'reader-v1', 'client-types': ['WEB'], unscoped: true },
+  { name: 'staff-admin', when: [{ claim: 'groups', values: ['staff-admins'] }], 'template-version': 'reader-v1', 'client-types': ['WEB'], unscoped: true },
+  { name: 'projects', when: [{ claim: 'groups', values: ['project-members'] }], 'template-version': 'reader-v1', 'client-types': ['WEB'], scopes: [{ type: 'PROJECT', claim: 'project_ids', access: 'READ' }] },
 ];
+const FORMER_FRANK = 'oidc-staff-frank@example.test';
 
 let op: TestOp;
 let fixture: GatewayWithUpstream;
@@ -48,7 +60,7 @@ beforeAll(async () => {
       IAM_OIDC_REDIRECT_URI: `http://127.0.0.1:${port}/iam/auth/oidc/callback`,
       IAM_OIDC_SCOPES: 'openid,email,groups',
       IAM_OIDC_CLAIMS_USER_ID: 'email',
-      IAM_OIDC_ALLOWED: JSON.stringify([{ claim: 'groups', values: ['engineering', 'staff'] }]),
+      IAM_OIDC_ALLOWED: JSON.stringify([{ claim: 'groups', values: ['engineering', 'staff', 'staff-admins', 'project-members'] }]),
       IAM_OIDC_PROFILES: JSON.stringify(RULES),
       // Plain http in the test, so Chromium keeps the cookie: `iam-session` without Secure.
       IAM_SESSION_COOKIE_SECURE: 'false',
@@ -58,6 +70,11 @@ beforeAll(async () => {
   // An admin linked Carol's three provider accounts to her user (docs/oidc.md): each signs in as her.
   await fixture.gateway.services!.repository.applyProvisioning({
     users: [{ userId: CAROL, identities: ['carol-1', 'carol-2', 'carol-3'].map((sub) => ({ identityId: `oidc:${sub}`, identityDomain: op.issuer })) }],
+  });
+  await fixture.gateway.services!.repository.applyProvisioning({ users: [{ userId: 'u-admin', identities: [{ identityId: 'oidc:admin-1', identityDomain: op.issuer }] }] });
+  // Frank signed in before the upgrade: his staff profile has the former id.
+  await fixture.gateway.services!.repository.applyProvisioning({
+    users: [{ userId: 'frank@example.test', identities: [{ identityId: 'oidc:frank-1', identityDomain: op.issuer }], profiles: [{ profileId: FORMER_FRANK, profileName: 'staff', templateVersionId: 'reader-v1', clientTypes: ['WEB'], unscoped: true }] }],
   });
 }, 60_000);
 afterAll(async () => {
@@ -95,40 +112,71 @@ describe('iam.oidc.profiles: the provider\'s groups become profiles at every log
     const answer = await signIn('carol-eng');
     expect(answer.status).toBe(303);
     expect(await carolsProfiles()).toEqual({
-      'oidc-engineering-carol@example.test': { profileName: 'Engineering', templateVersionId: 'editor-v1', revoked: false, unscoped: false, scopes: [team('engineering')] },
+      'oidc:engineering:carol@example.test': { profileName: 'Engineering', templateVersionId: 'editor-v1', revoked: false, unscoped: false, scopes: [team('engineering')] },
     });
     // No profile for the staff rule: a rule never creates a profile just to revoke it.
     const cookie = answer.headers.getSetCookie().find((line) => line.startsWith('iam-session='))!.split(';')[0]!;
     const me = await send(`${fixture.gateway.url}/iam/auth/me`, { headers: { cookie } });
-    expect(((await me.json()) as { activeProfileId: string }).activeProfileId).toBe('oidc-engineering-carol@example.test');
-    const created = await auditRows('provisioning.profile.create', 'oidc-engineering-carol@example.test');
+    expect(((await me.json()) as { activeProfileId: string }).activeProfileId).toBe('oidc:engineering:carol@example.test');
+    const created = await auditRows('provisioning.profile.create', 'oidc:engineering:carol@example.test');
     expect(created).toEqual([{ actor_user_id: 'oidc', details: expect.objectContaining({ source: 'iam.oidc.profiles' }) }]);
   });
 
   it('updates a profile whose claims changed and adds the one a new group brings, each change audited', async () => {
     expect((await signIn('carol-both')).status).toBe(303);
     expect(await carolsProfiles()).toEqual({
-      'oidc-engineering-carol@example.test': { profileName: 'Engineering', templateVersionId: 'editor-v1', revoked: false, unscoped: false, scopes: [team('engineering'), team('staff')] },
-      'oidc-staff-carol@example.test': { profileName: 'staff', templateVersionId: 'reader-v1', revoked: false, unscoped: true, scopes: [] },
+      'oidc:engineering:carol@example.test': { profileName: 'Engineering', templateVersionId: 'editor-v1', revoked: false, unscoped: false, scopes: [team('engineering'), team('staff')] },
+      'oidc:staff:carol@example.test': { profileName: 'staff', templateVersionId: 'reader-v1', revoked: false, unscoped: true, scopes: [] },
     });
-    expect(await auditRows('provisioning.profile.update', 'oidc-engineering-carol@example.test')).toHaveLength(1);
-    expect(await auditRows('provisioning.profile.create', 'oidc-staff-carol@example.test')).toHaveLength(1);
+    expect(await auditRows('provisioning.profile.update', 'oidc:engineering:carol@example.test')).toHaveLength(1);
+    expect(await auditRows('provisioning.profile.create', 'oidc:staff:carol@example.test')).toHaveLength(1);
   });
 
   it('revokes the profile whose group went away, and keeps the others', async () => {
     expect((await signIn('carol-staff')).status).toBe(303);
     const profiles = await carolsProfiles();
-    expect(profiles['oidc-engineering-carol@example.test']!.revoked).toBe(true);
-    expect(profiles['oidc-staff-carol@example.test']!.revoked).toBe(false);
-    expect((await auditRows('provisioning.profile.update', 'oidc-engineering-carol@example.test')).at(-1)!.details.changed).toContain('revoked');
+    expect(profiles['oidc:engineering:carol@example.test']!.revoked).toBe(true);
+    expect(profiles['oidc:staff:carol@example.test']!.revoked).toBe(false);
+    expect((await auditRows('provisioning.profile.update', 'oidc:engineering:carol@example.test')).at(-1)!.details.changed).toContain('revoked');
   });
 
   it('gives the profile back when the group returns', async () => {
     expect((await signIn('carol-eng')).status).toBe(303);
     const profiles = await carolsProfiles();
-    expect(profiles['oidc-engineering-carol@example.test']).toEqual(expect.objectContaining({ revoked: false, scopes: [team('engineering')] }));
+    expect(profiles['oidc:engineering:carol@example.test']).toEqual(expect.objectContaining({ revoked: false, scopes: [team('engineering')] }));
     // The staff profile is revoked now (carol-eng is not in staff).
-    expect(profiles['oidc-staff-carol@example.test']!.revoked).toBe(true);
+    expect(profiles['oidc:staff:carol@example.test']!.revoked).toBe(true);
+  });
+});
+
+describe('rule profile ids: one per rule and user, whatever the parts hold', () => {
+  it('rule staff + user admin-bob and rule staff-admin + user bob both sign in, each with a profile of their own', async () => {
+    const first = await signIn('admin-bob');
+    const second = await signIn('bob');
+    expect([first.status, second.status]).toEqual([303, 303]);
+    const idsOf = async (userId: string) => (await fixture.gateway.services!.repository.listProfiles(userId)).map((profile) => profile.profileId);
+    expect(await idsOf('admin-bob')).toEqual(['oidc:staff:admin-bob']);
+    expect(await idsOf('bob')).toEqual(['oidc:staff-admin:bob']);
+  });
+
+  it('a profile held under the former id keeps it at sign-in: not lost, not duplicated, nothing revoked', async () => {
+    for (let round = 0; round < 2; round++) expect((await signIn('frank')).status).toBe(303);
+    const profiles = await fixture.gateway.services!.repository.listProfiles('frank@example.test');
+    expect(profiles.map((profile) => [profile.profileId, profile.revoked])).toEqual([[FORMER_FRANK, false]]);
+  });
+});
+
+describe('a rule that cannot apply says so', () => {
+  it('a met rule whose scope claim is missing: the sign-in succeeds, and the audit trail names the rule and the claim', async () => {
+    const answer = await signIn('gina');
+    expect(answer.status).toBe(303);
+    expect(await fixture.gateway.services!.repository.listProfiles('gina@example.test')).toEqual([]);
+    await fixture.gateway.services!.audit.flush();
+    const rows = await fixture.db!.orm.em.fork().execute<Array<{ actor_user_id: string; request_id: string; details: Record<string, unknown> }>>(
+      "select actor_user_id, request_id, details from iam_audit_events where action = 'oidc.claim-rule.skipped' and target_id = ?",
+      ['gina@example.test'],
+    );
+    expect(rows).toEqual([{ actor_user_id: 'gina@example.test', request_id: answer.headers.get('x-request-id'), details: expect.objectContaining({ rule: 'projects', claim: 'project_ids', reason: 'missing' }) }]);
   });
 });
 
@@ -183,6 +231,30 @@ describe('iam.oidc.allowed: who may sign in', () => {
       expect(`${endSession.origin}${endSession.pathname}`).toBe(discovery.end_session_endpoint);
       expect(endSession.searchParams.get('client_id')).toBe(CLIENT.id);
       expect((await send(`${gw}/api/projects`, { headers: { cookie: `iam-session=${token}` } })).status).toBe(401);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('the Access page shows the rules the user\'s last sign-in skipped, with the claim each missed', async () => {
+    const gw = fixture.gateway.url;
+    expect((await signIn('gina')).status).toBe(303);
+    const answer = await signIn('admin');
+    const token = answer.headers.getSetCookie().find((line) => line.startsWith('iam-session='))!.split(';')[0]!.slice('iam-session='.length);
+    const context = await browser.newContext();
+    try {
+      await context.addCookies([{ name: 'iam-session', value: token, url: gw, httpOnly: true, sameSite: 'Lax' }]);
+      const page = await context.newPage();
+      await page.goto(`${gw}/iam/console/access?userId=${encodeURIComponent('gina@example.test')}`);
+      const skipped = page.locator('.user-detail .skipped-rules li');
+      await skipped.first().waitFor();
+      expect(await skipped.allTextContents()).toEqual(['Rule projects, scope claim project_ids: missing']);
+      expect(await page.locator('.user-detail').textContent()).toContain('Last sign-in');
+      // A user whose last sign-in skipped nothing shows no such list.
+      await page.goto(`${gw}/iam/console/access?userId=${encodeURIComponent(CAROL)}`);
+      await page.getByRole('heading', { name: 'Last sign-in' }).waitFor();
+      await page.locator('.user-detail dl.facts').last().waitFor();
+      expect(await page.locator('.user-detail .skipped-rules').count()).toBe(0);
     } finally {
       await context.close();
     }

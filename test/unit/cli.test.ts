@@ -23,7 +23,7 @@ it('lists every command for --help, -h and help (exit 0); no command at all is a
   for (const flag of ['--help', '-h', 'help']) {
     const { code, out, err } = await runCli([flag]);
     expect({ code, err }).toEqual({ code: 0, err: '' });
-    for (const command of ['serve', 'migrate up|down|status', 'policy check', 'policy test', 'policy explain', 'policy coverage', 'provision FILE', 'tokens purge', 'audit purge', 'hash-password', 'version']) {
+    for (const command of ['serve', 'migrate up|down|status', 'policy check', 'policy test', 'policy explain', 'policy coverage', 'provision FILE', 'tokens purge', 'oidc test-claims FILE', 'audit purge', 'hash-password', 'version']) {
       expect(out).toContain(`  ${command}`);
     }
     expect(out).toContain('--help');
@@ -43,6 +43,7 @@ describe('every command answers --help and -h with its usage and options, exit 0
     { args: ['tokens', 'purge'], mentions: ['usage: iam-gateway tokens purge'] },
     { args: ['audit'], mentions: ['usage: iam-gateway audit purge [--older-than DURATION]', '--older-than DURATION ', 'iam.audit.retention'] },
     { args: ['hash-password'], mentions: ['usage: iam-gateway hash-password [PASSWORD]', 'standard input', '--'] },
+    { args: ['oidc'], mentions: ['usage: iam-gateway oidc test-claims FILE [--config FILE]', '--config', 'JWT', 'Exit codes'] },
     { args: ['policy'], mentions: ['usage: iam-gateway policy <command>', 'check [DIR]', 'test [DIR]', 'explain METHOD PATH', 'coverage --openapi FILE'] },
     { args: ['policy', 'check'], mentions: ['usage: iam-gateway policy check [DIR] [--provision FILE] [--database]', 'iam.policy.dir'] },
     { args: ['policy', 'test'], mentions: ['usage: iam-gateway policy test [DIR] [--provision FILE] [--verbose]'] },

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { ConfigError, loadConfig, type GatewayConfig } from '../../src/config';
-import { projectProfiles, unmetCondition, type Claims } from '../../src/auth/oidc/claim-rules';
+import { evaluateRules, projectProfiles, unmetCondition, type Claims } from '../../src/auth/oidc/claim-rules';
 import { identityFromClaims } from '../../src/auth/oidc/oidc-login';
 
 const GUIDE = path.resolve(__dirname, '../../docs/identity-providers.md');
@@ -162,7 +162,7 @@ describe('every ID token sample gets what the guide says', () => {
     expect(unmet).toBeNull();
     const identity = identityFromClaims(sample.claims, oidc.claims, oidc.issuer!);
     expect(identity.userId).toBe(sample.expected.userId);
-    const { profiles } = projectProfiles(sample.claims, identity.userId, oidc.profiles);
+    const { profiles } = projectProfiles(evaluateRules(sample.claims, oidc.profiles), identity.userId);
     expect(profiles.map((profile) => ({
       profileId: profile.profileId,
       template: profile.templateVersionId,
@@ -195,9 +195,9 @@ describe('the checks are not vacuous', () => {
     const alice = guide.samples.find((sample) => sample.label === 'keycloak' && 'profiles' in sample.expected && sample.expected.profiles.length === 2)!;
     const oidc = load(mains.get('keycloak')!.yaml).iam.oidc;
     const claims = { ...alice.claims, groups: ['staff'] };
-    const { profiles, retract } = projectProfiles(claims, 'alice', oidc.profiles);
-    expect(profiles.map((profile) => profile.profileId)).toEqual(['oidc-staff-alice']);
-    expect(retract).toEqual(['oidc-engineering-alice']);
+    const { profiles, retract } = projectProfiles(evaluateRules(claims, oidc.profiles), 'alice');
+    expect(profiles.map((profile) => profile.profileId)).toEqual(['oidc:staff:alice']);
+    expect(retract).toEqual(['oidc:engineering:alice', 'oidc-engineering-alice', 'oidc-staff-alice']);
     expect(parseResult('→ refused: its `groups` claim (iam.oidc.allowed).')).toEqual({ refusedBy: 'groups' });
     expect(unmetCondition({ ...alice.claims, groups: ['contractors'] }, oidc.allowed)?.claim).toBe('groups');
   });

@@ -22,10 +22,11 @@ class FirstSeen {
     private readonly problems: ProvisioningProblem[],
   ) {}
 
-  check(id: string, pointer: string): void {
+  /** `shown`: how the message names it, when `id` is a key built from parts. */
+  check(id: string, pointer: string, shown = id): void {
     const first = this.pointers.get(id);
     if (first === undefined) this.pointers.set(id, pointer);
-    else this.problems.push({ pointer, message: `duplicate ${this.label} "${id}" (first at ${first})` });
+    else this.problems.push({ pointer, message: `duplicate ${this.label} "${shown}" (first at ${first})` });
   }
 }
 
@@ -95,7 +96,8 @@ export function validateProvisioning(document: ProvisioningDocument, stored: Sto
       }
       const scopeKeys = new FirstSeen('scope', problems);
       (profile.scopes ?? []).forEach((scope, s) => {
-        scopeKeys.check(`${scope.scopeType}/${scope.scopeRefId}`, `${at}/scopes/${s}`);
+        // Scope types and ids may hold `/` (any visible ASCII), never NUL: type A/B + id C is not type A + id B/C.
+        scopeKeys.check(`${scope.scopeType}\u0000${scope.scopeRefId}`, `${at}/scopes/${s}`, `${scope.scopeType} ${scope.scopeRefId}`);
         if (scope.accessMode !== 'READ' && scope.accessMode !== 'WRITE') {
           problems.push({ pointer: `${at}/scopes/${s}/accessMode`, message: 'must be READ or WRITE' });
         }

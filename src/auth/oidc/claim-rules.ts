@@ -64,50 +64,112 @@ export function unmetCondition(claims: Claims, conditions: readonly ClaimConditi
 }
 
 /**
- * The id of the profile a rule projects for a user: `oidc-<rule>-<userId>`, readable in the console; a userId
- * that would make it too long is replaced by a digest of it (the id stays the same at every login).
+ * A rule's name: lower-case letters, digits and `-`. It never holds the `:` or `~` that end it in a profile id
+ * ({@link ruleProfileId}), which is what keeps those ids apart.
+ */
+export const RULE_NAME_PATTERN = '^[a-z0-9][a-z0-9-]{0,39}$';
+const RULE_NAME = new RegExp(RULE_NAME_PATTERN);
+
+/**
+ * The id of the profile a rule projects for a user: `oidc:<rule>:<userId>`, readable in the console; when that would
+ * be too long, `oidc:<rule>~<digest of the userId>`. The rule name cannot hold `:` or `~`, so the first of them ends
+ * it and says which form follows: two (rule, user) pairs never share an id, whatever characters the userId holds
+ * (with `-` between them, rule `staff` + user `admin-bob` and rule `staff-admin` + user `bob` did).
  */
 export function ruleProfileId(ruleName: string, userId: string): string {
+  if (!RULE_NAME.test(ruleName)) throw new Error(`iam.oidc.profiles: "${ruleName}" is not a rule name`);
+  const readable = `oidc:${ruleName}:${userId}`;
+  if (readable.length <= 200 && IDENTIFIER.test(readable)) return readable;
+  return `oidc:${ruleName}~${createHash('sha256').update(userId).digest('base64url')}`;
+}
+
+/**
+ * The id earlier releases gave the same profile (`oidc-<rule>-<userId>`, ambiguous): a user who already holds a
+ * profile under it keeps it at sign-in under that id, so the upgrade neither drops a profile nor grants a second one.
+ */
+export function formerRuleProfileId(ruleName: string, userId: string): string {
   const readable = `oidc-${ruleName}-${userId}`;
   if (readable.length <= 200 && IDENTIFIER.test(readable)) return readable;
   return `oidc-${ruleName}-${createHash('sha256').update(userId).digest('base64url').slice(0, 32)}`;
 }
 
+/** Why a rule whose `when` holds gives no profile: a claim one of its scopes takes its ids from is unusable. */
+export type SkipReason = 'missing' | 'wrong-type' | 'no-usable-value';
+
+/** A skip reason in words: the log line and `iam-gateway oidc test-claims` say it the same way. */
+export const SKIP_WORDS: Readonly<Record<SkipReason, string>> = {
+  missing: 'is missing from the ID token',
+  'wrong-type': 'is not a string, a number or a list of them',
+  'no-usable-value': 'holds no value usable as a scope id (visible ASCII, 1 to 200 characters)',
+};
+
+/** What one rule makes of the claims of one sign-in. */
+export type RuleOutcome =
+  | { rule: ProfileRule; status: 'applies'; scopes: ScopeRecord[] }
+  | { rule: ProfileRule; status: 'unmet'; condition: ClaimCondition }
+  | { rule: ProfileRule; status: 'skipped'; claim: string; reason: SkipReason };
+
 /**
- * The profiles the rules give a user with these claims, and the ids of the rules' profiles the user no longer
- * qualifies for (to revoke where they exist). A rule whose claim-valued scope finds no usable value (missing, or
- * not a header-safe id) does not match: a scoped profile without scopes would grant nothing anyway.
+ * Each rule against the claims, in order. A rule whose claim-valued scope finds no usable value (missing, not a
+ * string or a list of them, or no value that is a header-safe id) is `skipped`, naming the claim: it does not match
+ * (a scoped profile without scopes would grant nothing), and the operator is told why (docs/oidc.md).
  */
-export function projectProfiles(claims: Claims, userId: string, rules: readonly ProfileRule[]): { profiles: ProjectedProfiles; retract: string[] } {
-  const profiles: ProjectedProfiles = [];
-  const retract: string[] = [];
-  for (const rule of rules) {
-    const profileId = ruleProfileId(rule.name, userId);
-    const scopes = rule.when.every((condition) => conditionHolds(claims, condition)) ? scopesOf(claims, rule) : null;
-    if (scopes === null) {
-      retract.push(profileId);
-      continue;
+export function evaluateRules(claims: Claims, rules: readonly ProfileRule[]): RuleOutcome[] {
+  return rules.map((rule): RuleOutcome => {
+    const unmet = unmetCondition(claims, rule.when);
+    if (unmet !== null) return { rule, status: 'unmet', condition: unmet };
+    const scopes: ScopeRecord[] = [];
+    for (const scope of rule.scopes) {
+      let ids: string[];
+      if (scope.claim === undefined) ids = [scope.id];
+      else {
+        const values = valuesOf(claims, scope.claim);
+        const present = Object.hasOwn(claims, scope.claim);
+        if (!present) return { rule, status: 'skipped', claim: scope.claim, reason: 'missing' };
+        const raw = claims[scope.claim];
+        if (values === null || (Array.isArray(raw) && raw.length > 0 && values.length === 0)) return { rule, status: 'skipped', claim: scope.claim, reason: 'wrong-type' };
+        ids = values.filter((value) => value !== '' && HEADER_SAFE.test(value));
+        if (ids.length === 0) return { rule, status: 'skipped', claim: scope.claim, reason: 'no-usable-value' };
+      }
+      for (const id of ids) {
+        if (!scopes.some((known) => known.scopeType === scope.type && known.scopeRefId === id && known.accessMode === scope.access)) scopes.push({ scopeType: scope.type, scopeRefId: id, accessMode: scope.access });
+      }
     }
-    profiles.push({
-      profileId,
-      profileName: rule.profileName,
-      templateVersionId: rule.templateVersionId,
-      clientTypes: [...rule.clientTypes],
-      revoked: false,
-      ...(rule.scopes.length > 0 ? { unscoped: false, scopes } : rule.unscoped !== null ? { unscoped: rule.unscoped } : {}),
-    });
-  }
-  return { profiles, retract };
+    return { rule, status: 'applies', scopes: scopes.slice(0, MAX_PROFILE_SCOPES) };
+  });
 }
 
-function scopesOf(claims: Claims, rule: ProfileRule): ScopeRecord[] | null {
-  const scopes: ScopeRecord[] = [];
-  for (const scope of rule.scopes) {
-    const ids = scope.claim === undefined ? [scope.id] : (valuesOf(claims, scope.claim) ?? []).filter((value) => value !== '' && HEADER_SAFE.test(value));
-    if (ids.length === 0) return null;
-    for (const id of ids) {
-      if (!scopes.some((known) => known.scopeType === scope.type && known.scopeRefId === id && known.accessMode === scope.access)) scopes.push({ scopeType: scope.type, scopeRefId: id, accessMode: scope.access });
+/** The profile a rule that applies gives, under `profileId`. */
+export function profileOf(outcome: Extract<RuleOutcome, { status: 'applies' }>, profileId: string): ProjectedProfiles[number] {
+  const { rule, scopes } = outcome;
+  return {
+    profileId,
+    profileName: rule.profileName,
+    templateVersionId: rule.templateVersionId,
+    clientTypes: [...rule.clientTypes],
+    revoked: false,
+    ...(rule.scopes.length > 0 ? { unscoped: false, scopes } : rule.unscoped !== null ? { unscoped: rule.unscoped } : {}),
+  };
+}
+
+/**
+ * The profiles the rules' outcomes give a user, and the ids of the rules' profiles the user no longer qualifies for
+ * (to revoke where they exist). `held`: the ids of the profiles the user has now; a profile held under its
+ * {@link formerRuleProfileId} keeps that id, and a former-id profile beside a current one is revoked.
+ */
+export function projectProfiles(outcomes: readonly RuleOutcome[], userId: string, held: ReadonlySet<string> = new Set()): { profiles: ProjectedProfiles; retract: string[] } {
+  const profiles: ProjectedProfiles = [];
+  const retract: string[] = [];
+  for (const outcome of outcomes) {
+    const current = ruleProfileId(outcome.rule.name, userId);
+    const former = formerRuleProfileId(outcome.rule.name, userId);
+    const profileId = held.has(former) && !held.has(current) ? former : current;
+    if (outcome.status !== 'applies') {
+      retract.push(current, former);
+      continue;
     }
+    profiles.push(profileOf(outcome, profileId));
+    if (profileId !== former) retract.push(former);
   }
-  return scopes.slice(0, MAX_PROFILE_SCOPES);
+  return { profiles, retract };
 }

@@ -8,7 +8,8 @@ import type { AuthenticatedIdentity } from '../authenticator';
 import { checkAuthenticatedIdentity } from '../identity-validation';
 import type { LoginRateLimiter } from '../login-rate-limiter';
 import type { LoginService } from '../login-service';
-import { projectProfiles, unmetCondition, type ClaimCondition, type ProfileRule } from './claim-rules';
+import type { Logger } from '../../observability/logger';
+import { evaluateRules, projectProfiles, SKIP_WORDS, unmetCondition, type ClaimCondition, type ProfileRule, type RuleOutcome } from './claim-rules';
 import { attachRule, type LinkBy } from './identity-linking';
 import { LOGIN_STATE_TTL_MS, type LoginState, type LoginStateSeal } from './login-state';
 import type { RelyingParty } from './relying-party';
@@ -37,7 +38,9 @@ export interface OidcLoginDeps {
    * Failed callbacks are audited (`auth.login.failed`, authenticator `oidc`) within the budget of unauthenticated
    * events: anyone can send a callback (no state cookie, a stale one), so each is not a row of its own.
    */
-  audit: Pick<AuditTrail, 'recordUnauthenticated'>;
+  audit: Pick<AuditTrail, 'recordUnauthenticated' | 'record'>;
+  /** Warns of each `iam.oidc.profiles` rule a sign-in's claims met but could not apply (rule and claim names only). */
+  logger: Pick<Logger, 'warn'>;
   seal: LoginStateSeal;
   login: Pick<LoginService, 'loginVerified'>;
   /** Makes each `state` usable once, on every instance (an atomic counter with a limit of 1). */
@@ -130,18 +133,46 @@ export class OidcLogin {
     }
     const identity = this.identityOf(claims);
     const rules = this.deps.claims.profiles ?? [];
-    const projection = rules.length > 0 ? projectProfiles(claims, identity.userId, rules) : null;
+    const outcomes = evaluateRules(claims, rules);
     const profileClaim = this.deps.claims.profile;
     const preferred = profileClaim !== null && typeof claims[profileClaim] === 'string' ? (claims[profileClaim] as string) : null;
-    return this.deps.login.loginVerified(identity, this.deps.clientType, facts, {
+    const result = await this.deps.login.loginVerified(identity, this.deps.clientType, facts, {
       username: String(claims.sub).slice(0, 200),
       authenticator: 'oidc',
       mustExist: this.deps.claims.users === 'existing',
       attach: attachRule(claims, identity, this.deps.claims.linkBy),
       preferredProfileId: preferred,
       idpSessionId: typeof claims.sid === 'string' ? claims.sid : null,
-      ...(projection ? { projection: { profiles: projection.profiles, retract: projection.retract, audit: { actorUserId: 'oidc', source: 'iam.oidc.profiles' } } } : {}),
+      ...(rules.length > 0 ? { projection: { of: (held: ReadonlySet<string>) => projectProfiles(outcomes, identity.userId, held), audit: { actorUserId: 'oidc', source: 'iam.oidc.profiles' } } } : {}),
     });
+    this.reportSkipped(outcomes, result, facts);
+    return result;
+  }
+
+  /**
+   * A rule whose `when` the claims meet but which cannot apply leaves the user without the profile the operator
+   * meant them to have, and a sign-in that succeeds without one is otherwise silent: each such rule is logged at warn
+   * and audited (`oidc.claim-rule.skipped`), with the rule and the claim it missed, never a claim's value.
+   */
+  private reportSkipped(outcomes: readonly RuleOutcome[], result: AuthenticationResult, facts: RequestFacts): void {
+    for (const outcome of outcomes) {
+      if (outcome.status !== 'skipped') continue;
+      const { rule, claim, reason } = outcome;
+      this.deps.logger.warn(
+        { rule: rule.name, claim, reason, userId: result.principal.userId, requestId: facts.requestId },
+        `iam.oidc.profiles rule "${rule.name}" skipped at sign-in: its scope claim "${claim}" ${SKIP_WORDS[reason]}`,
+      );
+      this.deps.audit.record({
+        action: 'oidc.claim-rule.skipped',
+        actorUserId: result.principal.userId,
+        targetType: 'user',
+        targetId: result.principal.userId,
+        outcome: 'failure',
+        requestId: facts.requestId,
+        clientAddress: facts.clientAddress,
+        details: { rule: rule.name, claim, reason, sessionId: result.sessionId },
+      });
+    }
   }
 
   /** The principal's identity from the claims (`iam.oidc.claims.*`); a missing or unusable claim refuses the login. */
