@@ -56,7 +56,7 @@ function describeOutcome(outcome: RuleOutcome, userId: string): string {
 /** `iam-gateway oidc test-claims FILE [--config FILE]`. */
 export const oidcCommand: CliCommand = {
   usage: USAGE,
-  async run(args) {
+  async run(args, { stdout, stderr }) {
     const [sub, ...rest] = args;
     if (sub !== 'test-claims') throw new UsageError(sub === undefined ? 'missing the subcommand (test-claims)' : `unknown subcommand "${sub}"`, USAGE);
     const { positionals, values } = parseCommandLine(rest, USAGE, { config: { type: 'string' } }, 1);
@@ -67,7 +67,7 @@ export const oidcCommand: CliCommand = {
       claims = parseClaims(readFileSync(file, 'utf8'));
     } catch (error) {
       const reason = error instanceof ClaimsFileError ? error.message : `cannot be read (${(error as NodeJS.ErrnoException).code ?? 'error'})`;
-      process.stderr.write(`iam-gateway oidc test-claims: ${file}: ${reason}\n`);
+      stderr.write(`iam-gateway oidc test-claims: ${file}: ${reason}\n`);
       return 2;
     }
     const oidc = loadConfig(values.config === undefined ? {} : { file: values.config }).iam.oidc;
@@ -86,7 +86,7 @@ export const oidcCommand: CliCommand = {
     out.push(unmet === null ? `allowed: yes${oidc.allowed.length === 0 ? ' (iam.oidc.allowed is empty)' : ''}` : `allowed: NO, a sign-in is refused: its "${unmet.claim}" claim ${wanted(unmet)} (iam.oidc.allowed)`);
     if (oidc.profiles.length === 0) out.push('rules: none (iam.oidc.profiles is empty)');
     for (const outcome of evaluateRules(claims, oidc.profiles)) out.push(describeOutcome(outcome, userId));
-    process.stdout.write(`${out.join('\n')}\n`);
+    stdout.write(`${out.join('\n')}\n`);
     return 0;
   },
 };
