@@ -69,7 +69,7 @@ export async function startGatewayAs(config: GatewayConfig, options: StartOption
   const files = preflight(config);
   const cleanups = new CleanupStack(logger);
   const closeAuthenticator = files.authenticator.close?.bind(files.authenticator);
-  if (closeAuthenticator) cleanups.push(() => closeAuthenticator());
+  if (closeAuthenticator) cleanups.push('authenticator', () => closeAuthenticator());
   try {
     const policy = await startPolicy(config, logger, metrics, cleanups);
     const candidatePolicy = await startCandidatePolicy(config, logger, metrics, cleanups);
@@ -81,15 +81,15 @@ export async function startGatewayAs(config: GatewayConfig, options: StartOption
     const { store, sessions, grants } = state;
 
     const resolvers = new ResourceResolverClient({ metrics });
-    cleanups.push(() => resolvers.close());
+    cleanups.push('resource resolvers', () => resolvers.close());
     const engine = new DecisionEngine({ grants, resolvers });
     const candidate = candidatePolicy === null ? null : { holder: candidatePolicy.holder, decisions: new CandidateDecisions({ holder: candidatePolicy.holder, grants, metrics }) };
     const { login, oidc, bearers } = startLogins(config, files.authenticator, { repository, state, audit, logger, metrics });
     const signer = files.signer;
     const tracing = await startTracing(options.env ?? process.env, logger);
-    cleanups.push(() => tracing.shutdown());
+    cleanups.push('tracing', () => tracing.shutdown());
     const outages = new OutageLog(logger, { probes: { database: () => repository.ping(), tokenStore: () => store.ping() } });
-    cleanups.push(async () => outages.close());
+    cleanups.push('outage log', async () => outages.close());
     const isTrustedProxy = compileTrustedProxies(config.iam.forward.trustedProxies);
     const { proxy, forwardAuth, cors, accessLog } = startRequestPath(config, {
       policy: () => policy.holder.current,
@@ -171,6 +171,8 @@ export async function startGatewayAs(config: GatewayConfig, options: StartOption
 /** `iam.enabled: false`, the rollback switch: a plain reverse proxy with the same limits, no `/iam`. */
 async function startTransparent(config: GatewayConfig, logger: Logger, metrics: GatewayMetrics, worker: WorkerRole | null): Promise<RunningGateway> {
   const forwarder = createTransparentProxy(config.upstream);
+  const cleanups = new CleanupStack(logger);
+  cleanups.push('upstream forwarder', () => forwarder.close());
   let shuttingDown = false;
   // Node's own missing-Host check applies here: there is no request preparation to refuse it with a problem.
   const server = createProxyServer(config.server, true, forwarder.handle);
@@ -184,6 +186,6 @@ async function startTransparent(config: GatewayConfig, logger: Logger, metrics: 
       shuttingDown = true;
       forwarder.tunnels.closeAll('shutdown');
     },
-    afterStop: () => forwarder.close(),
+    afterStop: () => cleanups.run(),
   });
 }
