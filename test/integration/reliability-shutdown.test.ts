@@ -362,8 +362,8 @@ describe('SIGTERM to a gateway process', () => {
       expect(exit).not.toBeNull();
       expect(exit!.code).toBe(0);
       expect(exit!.at - signalledAt).toBeLessThan(EXITED_NOT_HUNG_MS);
-      // The steps that wait for the silent servers were left behind at their own bounds, by name.
-      expect(gateway.logs().some((entry) => entry.level === 50 && entry.msg === 'shutdown: a step did not finish within its bound; the stop goes on without it')).toBe(true);
+      // Whatever steps the silent servers held were left behind at their bounds; the audit event was kept all the same.
+      expect(gateway.logs().filter((entry) => /\blost\b/i.test(String(entry.msg)))).toEqual([]);
     } finally {
       for (const relay of relays) await relay.close();
     }
