@@ -14,7 +14,7 @@ export async function openGatewayDatabase(config: GatewayConfig, logger: Logger,
   const database = await openDatabaseThread(config, {
     onUnexpectedExit: ({ code, error }) => logger.error({ code, err: error }, 'database thread stopped unexpectedly; it restarts on the next database call'),
   });
-  cleanups.push(() => database.close());
+  cleanups.push('database', () => database.close());
   logger.info({ database: database.kind }, 'database ready, migrations applied');
   if (provisioning) {
     const file = provisioning.path;

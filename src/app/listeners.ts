@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { listen, settlesWithin, SHUTDOWN_CLEANUP_GRACE_MS, stopServer, trackConnections } from '../http/server-lifecycle';
+import { listen, stopServer, trackConnections } from '../http/server-lifecycle';
 import type { Logger } from '../observability/logger';
 import type { GatewayMetrics } from '../observability/metrics';
 import type { GatewayConfig } from '../config';
@@ -16,7 +16,8 @@ export interface PrimaryManagementPort {
 /**
  * Opens the proxy and management ports and returns the running gateway. A failed start holds no port
  * (#11.20). `close()` is the graceful stop: readiness fails, listeners close, in-flight requests finish (up to
- * `server.shutdown-timeout`), then the subsystems close (audit flushed, pools closed) within a grace.
+ * `server.shutdown-timeout`), then the subsystems close (`afterStop`: the cleanup stack, audit events kept first,
+ * every step within its own bound).
  * In a worker (`primary` set) only the proxy port is opened: in cluster mode it is shared with the other
  * workers, and the primary serves the management port.
  */
@@ -63,11 +64,8 @@ export async function startListening(
           await new Promise<void>((resolve) => management.close(() => resolve()));
           management.closeAllConnections();
         }
-        // Flushing the audit trail and closing pools needs the database and the token store; when they do
-        // not answer (silent partition) the stop gives up after a grace instead of hanging forever.
-        if (!(await settlesWithin(hooks.afterStop(), SHUTDOWN_CLEANUP_GRACE_MS))) {
-          logger.error({ graceMs: SHUTDOWN_CLEANUP_GRACE_MS }, 'shutdown: cleanup did not finish in time (database or token store not answering); audit events neither written nor spooled by now are lost');
-        }
+        // Bounded step by step (cleanup-stack.ts): a silent database or token store cannot hold the stop forever.
+        await hooks.afterStop();
         logger.info({}, 'iam-gateway stopped');
       })();
       return closing;

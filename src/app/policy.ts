@@ -38,11 +38,11 @@ function reloadSettings(config: GatewayConfig, logger: Logger) {
 /** Starts a reloader (file events, the periodic check) and its SIGHUP trigger; both stop with the gateway. */
 function startReloading(reloader: PolicyReloader, cleanups: CleanupStack): void {
   reloader.start();
-  cleanups.push(() => reloader.close());
+  cleanups.push('policy reloader', () => reloader.close());
   // SIGHUP reloads the policies now (e.g. where file events are unreliable).
   const onSighup = (): void => void reloader.reload('SIGHUP');
   process.on('SIGHUP', onSighup);
-  cleanups.push(async () => {
+  cleanups.push('SIGHUP handler', async () => {
     process.off('SIGHUP', onSighup);
   });
 }

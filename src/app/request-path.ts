@@ -61,7 +61,7 @@ export function startRequestPath(
   if (signer && !config.iam.forward.assertion.keyFile) logger.warn({}, 'assertion: no iam.forward.assertion.key-file; signing with a key generated at start (verifiable on this instance only)');
   const cors = config.iam.cors.enabled ? new CorsPolicy(config.iam.cors) : null;
   const forwarder = new UpstreamForwarder({ ...config.upstream, stripCorsHeaders: cors !== null });
-  cleanups.push(() => forwarder.close());
+  cleanups.push('upstream forwarder', () => forwarder.close());
   const authorizer = new RequestAuthorizer({
     policy: deps.policy,
     sessions: deps.bearers,
@@ -77,7 +77,7 @@ export function startRequestPath(
     config.iam.accessLog.mode === 'off'
       ? null
       : new AccessLog(config.iam.accessLog.mode, config.iam.accessLog.sample, deps.accessLogDestination, deps.workerId === null ? undefined : { worker: deps.workerId });
-  if (accessLog) cleanups.push(async () => accessLog.close());
+  if (accessLog) cleanups.push('access log', async () => accessLog.close());
   const loginPath = browserLoginPath(config);
   const proxy = new ProxyHandler({
     authorizer,

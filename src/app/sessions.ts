@@ -68,7 +68,7 @@ export async function startSessions(
         waitTimeoutMs: config.redis.waitTimeoutMs,
       })
     : new MemoryTokenStore({ prefix: config.iam.token.storePrefix });
-  cleanups.push(() => backingStore.close());
+  cleanups.push('token store', () => backingStore.close());
   if (backingStore instanceof RedisTokenStore) {
     metrics.tokenStoreEvictionPolicy.set({ policy: backingStore.evictionPolicy ?? 'unknown' }, 1);
     metrics.observeTokenStoreEvictions(() => backingStore.evictedKeys());
@@ -84,7 +84,7 @@ export async function startSessions(
   const grants = new GrantProvider({ repository, maxEntries: config.iam.authz.abilityCacheSize, maxBytes: config.iam.authz.abilityCacheBytes, trustCache: channelUp });
   const lastSeen = new LastSeenTracker(repository, logger);
   lastSeen.start();
-  cleanups.push(() => lastSeen.close());
+  cleanups.push('last-seen times', () => lastSeen.close());
   let feed: ChangeFeed | null = null;
   const changes = { deliver: () => feed?.deliver() ?? Promise.resolve() };
   const sessions = new SessionService({
@@ -100,7 +100,8 @@ export async function startSessions(
     changes,
     spool,
   });
-  cleanups.push(async () => void (await sessions.close()));
+  // An ending the database has not recorded was spooled before it was answered: a stop cut short here loses nothing.
+  cleanups.push('ended sessions', async () => void (await sessions.close()));
   const applyChange = (event: StoreEvent): void => {
     sessions.handleEvent(event);
     grants.handleEvent(event);
@@ -122,12 +123,12 @@ export async function startSessions(
   });
   metrics.storeChannelConnected.set(subscription.connected ? 1 : 0);
   const subscribed = subscription;
-  cleanups.push(() => subscribed.close());
+  cleanups.push('store events channel', () => subscribed.close());
   // The change feed: committed changes delivered until done, and read by every instance on an interval (#11.25).
   const started = new ChangeFeed({ repository, store, apply: applyChange, logger, intervalMs: config.iam.changes.pollIntervalMs, cursor: revocationState.cursor });
   feed = started;
   started.start();
-  cleanups.push(() => started.close());
+  cleanups.push('change feed', () => started.close());
   // Start-time provisioning's changes (and any left undelivered by a stopped instance) go out now (#11.26).
   void started.tick();
   return { store, backingStore, sessions, grants, tunnels, subscription, channelUp, changes, revocations };

@@ -70,7 +70,7 @@ export async function startGatewayAs(config: GatewayConfig, options: StartOption
   const files = preflight(config);
   const cleanups = new CleanupStack(logger);
   const closeAuthenticator = files.authenticator.close?.bind(files.authenticator);
-  if (closeAuthenticator) cleanups.push(() => closeAuthenticator());
+  if (closeAuthenticator) cleanups.push('authenticator', () => closeAuthenticator());
   try {
     const policy = await startPolicy(config, logger, metrics, cleanups);
     const candidatePolicy = await startCandidatePolicy(config, logger, metrics, cleanups);
@@ -82,7 +82,7 @@ export async function startGatewayAs(config: GatewayConfig, options: StartOption
     const { store, sessions, grants } = state;
 
     const resolvers = new ResourceResolverClient({ metrics });
-    cleanups.push(() => resolvers.close());
+    cleanups.push('resource resolvers', () => resolvers.close());
     const engine = new DecisionEngine({ grants, resolvers });
     // A caller's check and diagnostics resolve ids of their own choosing: through a budget, on a pool of their own, so
     // no caller can queue the proxy's resolutions behind theirs.
@@ -94,9 +94,9 @@ export async function startGatewayAs(config: GatewayConfig, options: StartOption
     const { login, oidc, bearers } = startLogins(config, files.authenticator, { repository, state, audit, logger, metrics });
     const signer = files.signer;
     const tracing = await startTracing(options.env ?? process.env, logger);
-    cleanups.push(() => tracing.shutdown());
+    cleanups.push('tracing', () => tracing.shutdown());
     const outages = new OutageLog(logger, { probes: { database: () => repository.ping(), tokenStore: () => store.ping() } });
-    cleanups.push(async () => outages.close());
+    cleanups.push('outage log', async () => outages.close());
     const isTrustedProxy = compileTrustedProxies(config.iam.forward.trustedProxies);
     const { proxy, forwardAuth, cors, accessLog } = startRequestPath(config, {
       policy: () => policy.holder.current,
@@ -180,6 +180,8 @@ export async function startGatewayAs(config: GatewayConfig, options: StartOption
 /** `iam.enabled: false`, the rollback switch: a plain reverse proxy with the same limits, no `/iam`. */
 async function startTransparent(config: GatewayConfig, logger: Logger, metrics: GatewayMetrics, worker: WorkerRole | null): Promise<RunningGateway> {
   const forwarder = createTransparentProxy(config.upstream);
+  const cleanups = new CleanupStack(logger);
+  cleanups.push('upstream forwarder', () => forwarder.close());
   let shuttingDown = false;
   // Node's own missing-Host check applies here: there is no request preparation to refuse it with a problem.
   const server = createProxyServer(config.server, true, forwarder.handle);
@@ -193,6 +195,6 @@ async function startTransparent(config: GatewayConfig, logger: Logger, metrics: 
       shuttingDown = true;
       forwarder.tunnels.closeAll('shutdown');
     },
-    afterStop: () => forwarder.close(),
+    afterStop: () => cleanups.run(),
   });
 }

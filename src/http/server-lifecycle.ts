@@ -82,8 +82,14 @@ export async function stopServer(server: Server, tracked: TrackedConnections, de
   await closed;
 }
 
-/** Time allowed after the drain for closing pools and flushing buffered writes (then the stop gives up). */
-export const SHUTDOWN_CLEANUP_GRACE_MS = 3000;
+/**
+ * Time allowed after the drain for one cleanup step (flushing buffered writes, closing a pool): a step whose
+ * database or token store does not answer is left behind after it, and the next step runs.
+ */
+export const SHUTDOWN_STEP_GRACE_MS = 3000;
+
+/** Time allowed after the drain for all the cleanup steps together (then the stop waits for none). */
+export const SHUTDOWN_CLEANUP_GRACE_MS = 10_000;
 
 /** The parser limits and timeouts of a listening port (`server.*`, docs/configuration.md). */
 export interface ServerLimits {

@@ -8,26 +8,37 @@ import { privateSocket } from './embedded-socket';
  * The child's program, run with `node -e` so it needs no build step and no TypeScript loader. It starts
  * PGlite behind its wire-protocol socket, reports the address over IPC, and stops when asked or when the
  * gateway goes away (the IPC channel closes), so it never outlives its parent.
+ *
+ * The gateway may go away while PGlite starts (killed during its start): the channel is watched from the first
+ * moment, the start is finished (a data directory is never left half created) and closed again, and nothing is sent
+ * on the closed channel — a send there would be an uncaught ERR_IPC_CHANNEL_CLOSED on the gateway's stderr.
  */
 const CHILD_PROGRAM = `
 const { PGlite } = require(process.env.IAM_PGLITE_MODULE);
 const { PGLiteSocketServer } = require(process.env.IAM_PGLITE_SOCKET_MODULE);
+let parentGone = false;
+let stop = () => undefined;
+process.on('disconnect', () => { parentGone = true; void stop(); });
+const report = (message) => { if (process.connected) process.send(message, () => undefined); };
 (async () => {
   const dir = process.env.IAM_PGLITE_DIR;
   const db = await PGlite.create(dir.startsWith('memory://') ? undefined : dir);
   const server = new PGLiteSocketServer({ db, path: process.env.IAM_PGLITE_SOCKET, maxConnections: 16 });
-  await server.start();
   let stopping = false;
-  const stop = async () => {
+  let listening = false;
+  stop = async () => {
     if (stopping) return;
     stopping = true;
-    try { await server.stop(); await db.close(); } finally { process.exit(0); }
+    try { if (listening) await server.stop(); await db.close(); } finally { process.exit(0); }
   };
+  if (parentGone) return stop();
+  await server.start();
+  listening = true;
+  if (parentGone) return stop();
   process.on('message', (message) => { if (message === 'stop') void stop(); });
-  process.on('disconnect', () => void stop());
-  process.send({ ready: true });
+  report({ ready: true });
 })().catch((error) => {
-  process.send({ error: String(error && error.message || error) });
+  report({ error: String(error && error.message || error) });
   process.exit(1);
 });
 `;
