@@ -88,7 +88,7 @@ export async function startGatewayAs(config: GatewayConfig, options: StartOption
     // no caller can queue the proxy's resolutions behind theirs.
     const { connections, ...limits } = config.iam.authz.callerResolutions;
     const callerResolvers = new ResourceResolverClient({ connections, metrics });
-    cleanups.push(() => callerResolvers.close());
+    cleanups.push('caller resource resolvers', () => callerResolvers.close());
     const resolutions = new ResolutionBudget(callerResolvers, limits, (reason) => metrics.callerResolutionsRefused.inc({ reason }));
     const candidate = candidatePolicy === null ? null : { holder: candidatePolicy.holder, decisions: new CandidateDecisions({ holder: candidatePolicy.holder, grants, metrics }) };
     const { login, oidc, bearers } = startLogins(config, files.authenticator, { repository, state, audit, logger, metrics });
