@@ -36,9 +36,9 @@ export interface TokenStoreOptions {
 /** What a backend reports beyond the TokenStore seams (Redis: its topology, its eviction policy and evicted keys). */
 export interface TokenStoreExtras {
   /** Merged into readiness's `tokenStore` detail after `kind` and `eventsConnected`. */
-  readinessDetail?(): Record<string, unknown>;
+  readinessDetail?: () => Record<string, unknown>;
   /** The server's eviction: its policy read at open (null: unknown) and the keys it evicted so far (null: cannot tell). */
-  evictions?: { readonly policy: string | null; evictedKeys(): Promise<number | null> };
+  evictions?: { readonly policy: string | null; evictedKeys: () => Promise<number | null> };
 }
 
 /** An opened backend: the store (with or without its own events channel, as its capability says) and its extras. */
@@ -90,9 +90,9 @@ export interface DatabaseServer {
   /** The server serializes sessions (PGlite): exactly one pooled connection. */
   singleConnection: boolean;
   /** A failure of the first statement as the operator should read it (named by place, never by URL). */
-  explain(error: unknown): unknown;
+  explain: (error: unknown) => unknown;
   /** Stops what `open` started (nothing for a server the gateway does not run). */
-  stop(): Promise<void>;
+  stop: () => Promise<void>;
 }
 
 /**

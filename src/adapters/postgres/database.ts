@@ -14,9 +14,9 @@ export interface OpenOrm {
   /** The backend: `postgres` for `database.url`, `embedded` for PGlite. */
   kind: DatabaseKind;
   /** A failure of a statement as the operator should read it: `cannot connect to the database at HOST:PORT/NAME (REASON)`. */
-  explain(error: unknown): unknown;
+  explain: (error: unknown) => unknown;
   /** Closes the pool, then stops the embedded database if one was started. */
-  close(): Promise<void>;
+  close: () => Promise<void>;
 }
 
 /** An open, migrated database and the repository over it. */
