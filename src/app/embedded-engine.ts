@@ -2,8 +2,8 @@ import type { GatewayConfig } from '../config';
 import { openDatabase } from '../adapters/postgres/database';
 import { loadPolicyDirectory } from '../policy/load-policy-directory';
 import type { CompiledPolicy } from '../policy/compiled-policy';
-import { RedisTokenStore } from '../adapters/redis/redis-token-store';
-import type { EventSubscription } from '../domain/token-store';
+import { openTokenStore, tokenStoreBackendFor } from '../adapters/registry';
+import type { EventSubscription, TokenStore } from '../domain/token-store';
 import { DecisionEngine } from '../authz/decision-engine';
 import { GrantProvider } from '../authz/grant-provider';
 import { ResourceResolverClient } from '../authz/resource-resolver';
@@ -18,9 +18,9 @@ export interface EmbeddedAuthorizationEngine {
 
 /**
  * Opens the same engine the gateway enforces with, for hosts written in Node that want `decide()` /
- * `require()` in-process for logic a route policy cannot express. It reads the gateway's database; with
- * Redis configured it follows the gateway's events channel so cached permissions stay current, otherwise it
- * caches nothing and reads permissions on every decision.
+ * `require()` in-process for logic a route policy cannot express. It reads the gateway's database; with a token
+ * store whose events channel reaches other processes (Redis) it follows the gateway's events so cached permissions
+ * stay current, otherwise it caches nothing and reads permissions on every decision.
  */
 export async function openAuthorizationEngine(config: GatewayConfig): Promise<EmbeddedAuthorizationEngine> {
   const loaded = await loadPolicyDirectory(config.iam.policy.dir, { defaultResolverTimeoutMs: config.iam.authz.resolverTimeoutMs, upstreamUrl: config.upstream.url });
@@ -30,18 +30,20 @@ export async function openAuthorizationEngine(config: GatewayConfig): Promise<Em
   }
   const database = await openDatabase(config);
   let subscription: EventSubscription | null = null;
-  let store: RedisTokenStore | null = null;
+  let store: TokenStore | null = null;
   const grants = new GrantProvider({
     repository: database.repository,
     maxEntries: config.iam.authz.abilityCacheSize,
     trustCache: () => subscription?.connected === true,
   });
   try {
-    if (config.redis.url) {
-      store = await RedisTokenStore.connect({ url: config.redis.url, prefix: config.iam.token.storePrefix });
-      subscription = await store.subscribe((event) => grants.handleEvent(event), (connected) => connected && grants.clear());
+    if (tokenStoreBackendFor(config.redis.url).capabilities.events) {
+      const opened = await openTokenStore({ url: config.redis.url, prefix: config.iam.token.storePrefix });
+      store = opened.store;
+      subscription = await opened.store.subscribe((event) => grants.handleEvent(event), (connected) => connected && grants.clear());
     }
   } catch (error) {
+    await store?.close();
     await database.close();
     throw error;
   }

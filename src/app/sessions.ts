@@ -1,5 +1,4 @@
-import { MemoryTokenStore } from '../adapters/memory/memory-token-store';
-import { RedisTokenStore } from '../adapters/redis/redis-token-store';
+import { openTokenStore } from '../adapters/registry';
 import { GrantProvider } from '../authz/grant-provider';
 import type { IamRepository } from '../domain/iam-repository';
 import type { StoreEvent } from '../domain/token-record';
@@ -23,6 +22,9 @@ export interface SessionState {
   store: TokenStore;
   /** The adapter itself (RunningGateway.services.store: tests and the CLI reach Redis details through it). */
   backingStore: TokenStore;
+  /** The backend serving it (adapters/registry.ts) and what it adds to readiness's `tokenStore` detail. */
+  storeKind: string;
+  storeDetail: () => Record<string, unknown>;
   sessions: SessionService;
   grants: GrantProvider;
   /** Open WebSocket tunnels, closed when their session ends or fails a recheck. */
@@ -37,7 +39,7 @@ export interface SessionState {
 }
 
 /**
- * The token store (Redis, or in-process without `redis.url`), the local caches (sessions, grants) and the
+ * The token store (the backend `redis.url` chooses: adapters/registry.ts), the local caches (sessions, grants) and the
  * two ways a change reaches every instance (docs/threat-model.md, "How revocation and changes reach every
  * instance"): the store's events channel, and the change feed read from PostgreSQL on an interval. The
  * durable revocation record is loaded first (after the endings an earlier stop spooled are recorded), so
@@ -57,21 +59,23 @@ export async function startSessions(
   const revocations = new RevocationRegistry(config.iam.token.ttlMs, config.iam.oidc.revocationMarginMs);
   revocations.load(revocationState);
 
-  const backingStore: TokenStore = config.redis.url
-    ? await RedisTokenStore.connect({
-        url: config.redis.url,
-        prefix: config.iam.token.storePrefix,
-        logger,
-        slidingExpiry: config.iam.token.idleTimeoutMs > 0,
-        refuseEvictingPolicy: true,
-        waitReplicas: config.redis.waitReplicas,
-        waitTimeoutMs: config.redis.waitTimeoutMs,
-      })
-    : new MemoryTokenStore({ prefix: config.iam.token.storePrefix });
+  const opened = await openTokenStore(
+    {
+      url: config.redis.url,
+      prefix: config.iam.token.storePrefix,
+      logger,
+      slidingExpiry: config.iam.token.idleTimeoutMs > 0,
+      refuseEvictingPolicy: true,
+      waitReplicas: config.redis.waitReplicas,
+      waitTimeoutMs: config.redis.waitTimeoutMs,
+    },
+  );
+  const backingStore = opened.store;
   cleanups.push('token store', () => backingStore.close());
-  if (backingStore instanceof RedisTokenStore) {
-    metrics.tokenStoreEvictionPolicy.set({ policy: backingStore.evictionPolicy ?? 'unknown' }, 1);
-    metrics.observeTokenStoreEvictions(() => backingStore.evictedKeys());
+  if (opened.evictions) {
+    const { policy, evictedKeys } = opened.evictions;
+    metrics.tokenStoreEvictionPolicy.set({ policy: policy ?? 'unknown' }, 1);
+    metrics.observeTokenStoreEvictions(evictedKeys);
   }
   // Round trips, errors and channel events counted for every store kind (iam_store_operations_total, iam_revocation_*).
   const store = new InstrumentedTokenStore(backingStore, metrics);
@@ -131,5 +135,6 @@ export async function startSessions(
   cleanups.push('change feed', () => started.close());
   // Start-time provisioning's changes (and any left undelivered by a stopped instance) go out now (#11.26).
   void started.tick();
-  return { store, backingStore, sessions, grants, tunnels, subscription, channelUp, changes, revocations };
+  const storeDetail = opened.readinessDetail ?? (() => ({}));
+  return { store, backingStore, storeKind: opened.kind, storeDetail, sessions, grants, tunnels, subscription, channelUp, changes, revocations };
 }

@@ -160,7 +160,7 @@ export async function startGatewayAs(config: GatewayConfig, options: StartOption
       registry: metrics.registry,
       isShuttingDown: () => shuttingDown,
       logger,
-      checks: readinessChecks({ repository, databaseKind: database.kind, store, channelUp: state.channelUp, policy: policy.holder }),
+      checks: readinessChecks({ repository, databaseKind: database.kind, store, storeKind: state.storeKind, storeDetail: state.storeDetail, channelUp: state.channelUp, policy: policy.holder }),
     });
     return await startListening(config, logger, metrics, server, endpoints, {
       ...(worker === null ? {} : { primary: worker.management }),

@@ -30,14 +30,19 @@ export function runPolicyCommand(args: string[], io: PolicyCommandIo): Promise<n
 
 /** Every template of the configured database (read only: no migration is applied). */
 async function databaseTemplates(config: GatewayConfig): Promise<Array<{ versionId: string; permissions: string[] }>> {
-  if (config.database.url === null) throw new Error('--database needs a PostgreSQL database (DATABASE_URL or database.url)');
-  const [{ createOrm }, { MikroOrmIamRepository }] = await Promise.all([import('../adapters/postgres/orm'), import('../adapters/postgres/mikro-orm-iam-repository')]);
+  const [{ databaseBackendFor }, { openOrm }, { MikroOrmIamRepository }] = await Promise.all([
+    import('../adapters/registry'),
+    import('../adapters/postgres/database'),
+    import('../adapters/postgres/mikro-orm-iam-repository'),
+  ]);
+  // The embedded database is locked by the gateway that opened it: another process reads a shared one only.
+  if (!databaseBackendFor(config.database.url).capabilities.shared) throw new Error('--database needs a PostgreSQL database (DATABASE_URL or database.url)');
   try {
-    const orm = await createOrm({ url: config.database.url, poolSize: 1, historyTable: config.iam.schema.historyTable, embedded: false, connectTimeoutMs: 5000 });
+    const { orm, close } = await openOrm(config, { poolSize: 1, connectTimeoutMs: 5000 });
     try {
       return await new MikroOrmIamRepository(orm).listTemplates();
     } finally {
-      await orm.close(true);
+      await close();
     }
   } catch (error) {
     throw new Error(`--database: cannot read the templates: ${(error as Error).message}`);
@@ -50,29 +55,32 @@ async function databaseTemplates(config: GatewayConfig): Promise<Array<{ version
  */
 async function openReplay(config: GatewayConfig, since: string | null): Promise<ReplayData> {
   const sinceMs = since === null ? null : parseDuration(since, '--since');
-  const url = config.database.url;
-  if (url === null) throw new Error('replay needs the database the gateway uses (DATABASE_URL or database.url): its grants decide, and its audit trail holds the denials');
   // Loaded here, not at the top: the other policy commands (diff in CI above all) start without them.
-  const [{ createOrm }, { MikroOrmIamRepository }, { MikroOrmAdminRepository }, { DecisionEngine }, { GrantProvider }, { recordOfAuditEvent, replayResolvers }] = await Promise.all([
-    import('../adapters/postgres/orm'),
+  const [{ databaseBackendFor }, { openOrm }, { MikroOrmIamRepository }, { MikroOrmAdminRepository }, { DecisionEngine }, { GrantProvider }, { recordOfAuditEvent, replayResolvers }] = await Promise.all([
+    import('../adapters/registry'),
+    import('../adapters/postgres/database'),
     import('../adapters/postgres/mikro-orm-iam-repository'),
     import('../adapters/postgres/admin-repository'),
     import('../authz/decision-engine'),
     import('../authz/grant-provider'),
     import('../policy-tools/policy-replay'),
   ]);
-  let orm;
+  const url = config.database.url;
+  if (url === null || !databaseBackendFor(url).capabilities.shared) {
+    throw new Error('replay needs the database the gateway uses (DATABASE_URL or database.url): its grants decide, and its audit trail holds the denials');
+  }
+  let database;
   try {
-    orm = await createOrm({ url, poolSize: 1, historyTable: config.iam.schema.historyTable, embedded: false, connectTimeoutMs: 5000 });
-    await new MikroOrmIamRepository(orm).ping();
+    database = await openOrm(config, { poolSize: 1, connectTimeoutMs: 5000 });
+    await new MikroOrmIamRepository(database.orm).ping();
   } catch (error) {
-    await orm?.close(true);
+    await database?.close();
     throw new Error(`cannot reach the database at ${databasePlace(url)} (${(error as Error).name}); nothing was replayed`);
   }
-  const opened = orm;
+  const { orm, close } = database;
   // Every grant is read once and kept for the whole replay: the replay is one snapshot of today's grants.
-  const grants = new GrantProvider({ repository: new MikroOrmIamRepository(opened), maxEntries: 100_000, trustCache: () => true });
-  const admin = new MikroOrmAdminRepository(opened);
+  const grants = new GrantProvider({ repository: new MikroOrmIamRepository(orm), maxEntries: 100_000, trustCache: () => true });
+  const admin = new MikroOrmAdminRepository(orm);
   return {
     engine: new DecisionEngine({ grants, resolvers: replayResolvers }),
     async *auditDecisions(): AsyncIterable<RecordedDecision> {
@@ -91,6 +99,6 @@ async function openReplay(config: GatewayConfig, since: string | null): Promise<
         }
       }
     },
-    close: () => opened.close(true),
+    close,
   };
 }

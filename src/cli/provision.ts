@@ -1,7 +1,7 @@
 import { loadProvisioningFile, provisioningFileError } from '../config';
 import { ProvisioningError } from '../domain/iam-repository';
 import { openDatabase, type OpenDatabase } from '../adapters/postgres/database';
-import { RedisTokenStore } from '../adapters/redis/redis-token-store';
+import { openTokenStore, tokenStoreBackendFor } from '../adapters/registry';
 import { ChangeFeed } from '../sessions/change-feed';
 import { loadConfig, type GatewayConfig } from '../config';
 import { parseCommandLine, UsageError, type CliCommand, type CliOutput } from './command-line';
@@ -38,8 +38,9 @@ export const provisionCommand: CliCommand = {
         stdout.write(overwrite ? `provision: nothing changed (${summary.unchanged} objects already as described)\n` : 'provision: nothing changed (everything in the file exists; --overwrite updates existing objects)\n');
       } else stdout.write(summary.changes.map((line: string) => `provision: ${line}\n`).join('') + `provision: ${summary.created} created, ${summary.updated} updated, ${summary.unchanged} unchanged\n`);
       // The changes are in the change feed (same transaction): publish them now; running instances also read
-      // the feed and retry what is undelivered, so a Redis that cannot be reached here delays, never loses them.
-      if (config.redis.url) await deliverChanges(config, config.redis.url, database.repository, stderr);
+      // the feed and retry what is undelivered, so a store that cannot be reached here delays, never loses them.
+      // A store without a shared events channel has no running instance to tell from here.
+      if (tokenStoreBackendFor(config.redis.url).capabilities.events) await deliverChanges(config, database.repository, stderr);
       return 0;
     } finally {
       await database.close();
@@ -47,10 +48,10 @@ export const provisionCommand: CliCommand = {
   },
 };
 
-async function deliverChanges(config: GatewayConfig, url: string, repository: OpenDatabase['repository'], stderr: CliOutput['stderr']): Promise<void> {
+async function deliverChanges(config: GatewayConfig, repository: OpenDatabase['repository'], stderr: CliOutput['stderr']): Promise<void> {
   const quiet = { warn: () => undefined, info: () => undefined };
   try {
-    const store = await RedisTokenStore.connect({ url, prefix: config.iam.token.storePrefix });
+    const { store } = await openTokenStore({ url: config.redis.url, prefix: config.iam.token.storePrefix });
     try {
       await new ChangeFeed({ repository, store, apply: () => undefined, logger: quiet, intervalMs: 1000, cursor: 0 }).deliver();
     } finally {

@@ -1,5 +1,4 @@
-import { MemoryTokenStore } from '../adapters/memory/memory-token-store';
-import { RedisTokenStore } from '../adapters/redis/redis-token-store';
+import { openTokenStore } from '../adapters/registry';
 import { loadConfig } from '../config';
 import { parseCommandLine, UsageError, type CliCommand } from './command-line';
 
@@ -16,14 +15,13 @@ export const tokensCommand: CliCommand = {
     const action = positionals[0];
     if (action !== 'purge') throw new UsageError(action === undefined ? 'missing the action (purge)' : `unknown tokens action "${action}"`, USAGE);
     const config = loadConfig();
-    const store = config.redis.url
-      ? await RedisTokenStore.connect({ url: config.redis.url, prefix: config.iam.token.storePrefix })
-      : new MemoryTokenStore({ prefix: config.iam.token.storePrefix });
+    const { store, events, persistent } = await openTokenStore({ url: config.redis.url, prefix: config.iam.token.storePrefix });
     try {
       const deleted = await store.purge();
-      // Every instance drops its cached sessions now instead of at its next revalidation.
-      if (store.kind === 'redis') await store.publish({ type: 'tokens-flushed', reason: 'tokens purge' });
-      stdout.write(`tokens: deleted ${deleted} keys under "${config.iam.token.storePrefix}:"${store.kind === 'memory' ? ' (in-process store: nothing persists between runs)' : ''}\n`);
+      // Every instance drops its cached sessions now instead of at its next revalidation; a store without a shared
+      // channel has no other instance to tell.
+      await events?.publish({ type: 'tokens-flushed', reason: 'tokens purge' });
+      stdout.write(`tokens: deleted ${deleted} keys under "${config.iam.token.storePrefix}:"${persistent ? '' : ' (in-process store: nothing persists between runs)'}\n`);
       return 0;
     } finally {
       await store.close();

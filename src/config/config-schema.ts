@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import type { JSONSchemaType } from 'ajv';
 import { DURATION_EXAMPLES, SIZE_EXAMPLES, tryParseByteSize, tryParseDuration } from './durations';
-import { parseRedisUrl } from '../adapters/redis/redis-url';
+import { DATABASES, declaredUrlForms, isDeclaredUrl, TOKEN_STORES } from '../adapters/registry';
 import { isLogoutTokenType } from '../auth/oidc/token-types';
 import { RULE_NAME_PATTERN } from '../auth/oidc/claim-rules';
 import { AUTHENTICATORS, type AuthenticatorRegistry } from '../auth/authenticators';
@@ -148,16 +148,6 @@ const urlWithProtocol =
     return protocols.includes(url.protocol) && url.host !== '';
   };
 
-/** One of the forms `REDIS_URL` takes (adapters/redis/redis-topology.ts). */
-function isRedisUrl(value: string): boolean {
-  try {
-    parseRedisUrl(value);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /** A single address or a CIDR range: what `net.BlockList` accepts (`10.0.0.0/8`, `::1`, `fd00::/8`). */
 function isAddressOrRange(value: string): boolean {
   const slash = value.indexOf('/');
@@ -193,16 +183,9 @@ export const CONFIG_FORMATS: Readonly<Record<string, ConfigFormat>> = {
   },
   'byte-size': { validate: (v) => (tryParseByteSize(v) ?? 0) > 0, expected: `a size above zero (${SIZE_EXAMPLES})`, echo: true },
   'http-url': { validate: urlWithProtocol('http:', 'https:'), expected: 'an http:// or https:// URL', echo: true },
-  'postgres-url': {
-    validate: urlWithProtocol('postgres:', 'postgresql:'),
-    expected: 'a postgres:// or postgresql:// URL',
-    echo: false,
-  },
-  'redis-url': {
-    validate: isRedisUrl,
-    expected: 'a redis:// or rediss:// URL, redis+cluster://host:port,host:port,… or redis+sentinel://host:port,…/master-name',
-    echo: false,
-  },
+  // A URL some backend of adapters/registry.ts declares (its scheme, then its own check).
+  'postgres-url': { validate: (v) => isDeclaredUrl(v, DATABASES), expected: declaredUrlForms(DATABASES), echo: false },
+  'redis-url': { validate: (v) => isDeclaredUrl(v, TOKEN_STORES), expected: declaredUrlForms(TOKEN_STORES), echo: false },
   // `auto` (the numbers are integers: the schema's minimum and maximum bound them).
   'worker-count': { validate: (v) => v === 'auto', expected: 'auto or a whole number of worker processes from 1 to 1024', echo: true },
   'ip-or-cidr': { validate: isAddressOrRange, expected: 'an IP address or CIDR range (10.0.0.0/8, ::1)', echo: true },

@@ -59,20 +59,26 @@ export interface TokenCounters {
 }
 
 /**
- * The shared token store: Redis when `REDIS_URL` is set, in-process otherwise; every seam above under one prefix.
+ * A store's own part: the records and counters under one prefix, without the events channel. What a backend without
+ * pub/sub implements (adapters/registry.ts gives it an in-process channel: its events reach this process only).
+ */
+export interface TokenStorage extends TokenRecords, TokenCounters {
+  readonly prefix: string;
+  /** Resolves when the store answers. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * The shared token store: every seam above under one prefix. Which backend serves it (Redis, in-process, …) is the
+ * composition root's choice (adapters/registry.ts), never a property its consumers branch on.
  * Keys (all under the configured prefix):
  *  - `{prefix}:token:{tokenHash}` → TokenRecord (JSON), TTL = time to `expiresAt` (or the idle window, whichever is shorter)
  *  - `{prefix}:user:{userId}:sessions` → sessionId → tokenHash of that user's live tokens
  *  - `{prefix}:ratelimit:{key}` → counters for the login rate limit
  *  - channel `{prefix}:events` → JSON StoreEvent
  */
-export interface TokenStore extends TokenRecords, TokenEvents, TokenCounters {
-  readonly kind: 'redis' | 'memory';
-  readonly prefix: string;
-  /** Resolves when the store answers. */
-  ping(): Promise<void>;
-  close(): Promise<void>;
-}
+export interface TokenStore extends TokenStorage, TokenEvents {}
 
 /** The store could not be reached or answered with an error: callers fail closed (503). */
 export class StoreUnavailableError extends Error {

@@ -36,7 +36,6 @@ export type TokenStoreMetrics = Pick<GatewayMetrics, 'storeOperations' | 'before
  * (a prom-client `inc` per call would cost ~250 ns: it hashes its labels every time).
  */
 export class InstrumentedTokenStore implements TokenStore {
-  readonly kind: TokenStore['kind'];
   readonly prefix: string;
   private readonly reactions: Record<StoreOperation, OperationReactions>;
   /** Calls settled since start, [operation index * 2 + (0 ok | 1 error)], and how many the counter has. */
@@ -47,11 +46,10 @@ export class InstrumentedTokenStore implements TokenStore {
   private readonly received = new Map<string, Child>();
 
   constructor(
-    /** The adapter itself (e.g. for readiness, which reports Redis details). */
+    /** The adapter itself. */
     readonly inner: TokenStore,
     private readonly metrics: TokenStoreMetrics,
   ) {
-    this.kind = inner.kind;
     this.prefix = inner.prefix;
     const reactions = {} as Record<StoreOperation, OperationReactions>;
     const settled = this.settled;

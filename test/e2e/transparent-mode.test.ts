@@ -72,5 +72,5 @@ if (!redisUrl) notRun('transparent-mode: token-store rollback test (REDIS_URL un
   } finally {
     await check.close();
   }
-  expect(store.kind).toBe('redis');
+  expect(store).toBeInstanceOf(RedisTokenStore);
 });

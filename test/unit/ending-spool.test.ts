@@ -9,6 +9,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MemoryTokenStore } from '../../src/adapters/memory/memory-token-store';
+import { withInProcessEvents } from '../../src/adapters/in-process-events';
 import type { EndSessionsRequest, EndSessionsResult } from '../../src/domain/changes';
 import { DatabaseUnavailableError } from '../../src/domain/iam-repository';
 import { StoreUnavailableError } from '../../src/domain/token-store';
@@ -107,7 +108,7 @@ describe('R3 endings: SessionEnding', () => {
     audit: { action: 'session.logout', actorUserId: 'u-1', requestId: 'r-1', clientAddress: null, details: null },
   };
 
-  function ending(repository: { endSessions: (request: EndSessionsRequest) => Promise<EndSessionsResult> }, store = new MemoryTokenStore({ prefix: 't' })) {
+  function ending(repository: { endSessions: (request: EndSessionsRequest) => Promise<EndSessionsResult> }, store = withInProcessEvents(new MemoryTokenStore({ prefix: 't' }))) {
     return new SessionEnding({ store, repository, cache: null, revocations: new RevocationRegistry(60_000), changes: null, logger: quiet, spool: new EndingSpool(dir) });
   }
 
@@ -137,7 +138,7 @@ describe('R3 endings: SessionEnding', () => {
   });
 
   it('spools nothing and answers the store error when neither store took the ending (a retry does both again)', async () => {
-    const store = new MemoryTokenStore({ prefix: 't' });
+    const store = withInProcessEvents(new MemoryTokenStore({ prefix: 't' }));
     store.deleteToken = async () => {
       throw new StoreUnavailableError('down');
     };

@@ -4,18 +4,19 @@
  * the channel counted as received and timed; the adapter's promise is handed back untouched.
  */
 import { MemoryTokenStore } from '../../src/adapters/memory/memory-token-store';
+import { withInProcessEvents } from '../../src/adapters/in-process-events';
 import { InstrumentedTokenStore, STORE_OPERATIONS } from '../../src/observability/instrumented-token-store';
 import type { StoreEvent, TokenRecord } from '../../src/domain/token-record';
 import { StoreUnavailableError, type TokenStore } from '../../src/domain/token-store';
 import { createMetrics, type GatewayMetrics } from '../../src/observability/metrics';
 
 let metrics: GatewayMetrics;
-let inner: MemoryTokenStore;
+let inner: TokenStore;
 let store: InstrumentedTokenStore;
 
 beforeEach(() => {
   metrics = createMetrics({ collectDefaults: false });
-  inner = new MemoryTokenStore({ prefix: 'unit' });
+  inner = withInProcessEvents(new MemoryTokenStore({ prefix: 'unit' }));
   store = new InstrumentedTokenStore(inner, metrics);
 });
 afterEach(async () => {
@@ -107,7 +108,7 @@ describe('iam_store_operations_total', () => {
 
   it('hands back the adapter’s own getToken promise (nothing chained in between on the hot path)', () => {
     const answer = Promise.resolve(null);
-    const fake = { kind: 'memory', prefix: 'fake', getToken: () => answer } as unknown as TokenStore;
+    const fake = { prefix: 'fake', getToken: () => answer } as unknown as TokenStore;
     const counted = new InstrumentedTokenStore(fake, createMetrics({ collectDefaults: false }));
     expect(counted.getToken('h')).toBe(answer);
   });

@@ -1,5 +1,5 @@
-import type { StoreEvent, TokenRecord } from '../../domain/token-record';
-import { StoreUnavailableError, type EventSubscription, type TokenStore } from '../../domain/token-store';
+import type { TokenRecord } from '../../domain/token-record';
+import { StoreUnavailableError, type TokenStorage } from '../../domain/token-store';
 
 /** Options of the in-process store. */
 export interface MemoryTokenStoreOptions {
@@ -25,26 +25,20 @@ interface Counter {
   windowEndsAtMs: number;
 }
 
-interface LocalListener {
-  onEvent: (event: StoreEvent) => void;
-  active: boolean;
-}
-
 const DEFAULT_SWEEP_INTERVAL_MS = 30_000;
 
 /**
  * The token store of a single gateway instance (used when `REDIS_URL` is not set). Same
  * semantics as `RedisTokenStore`: TTLs (checked lazily on read and swept periodically, so a flood of
  * distinct puts cannot grow memory without bound), sliding idle timeouts, the per-user index, counters
- * with fixed windows, and events delivered asynchronously to this process's subscribers.
+ * with fixed windows. It has no events channel of its own (`capabilities.events: false` in ./backend.ts): the registry
+ * gives it the in-process one, which is complete because no other process sees this store.
  */
-export class MemoryTokenStore implements TokenStore {
-  readonly kind = 'memory' as const;
+export class MemoryTokenStore implements TokenStorage {
   readonly prefix: string;
   private readonly tokens = new Map<string, StoredToken>();
   private readonly userIndex = new Map<string, Map<string, string>>();
   private readonly counters = new Map<string, Counter>();
-  private readonly listeners = new Set<LocalListener>();
   private readonly sweepTimer: NodeJS.Timeout;
   private closed = false;
 
@@ -128,40 +122,6 @@ export class MemoryTokenStore implements TokenStore {
     return live;
   }
 
-  async publish(event: StoreEvent): Promise<void> {
-    this.assertOpen();
-    // Serialize once, parse per delivery: subscribers get their own copy, as they would from Redis.
-    const message = JSON.stringify(event);
-    for (const listener of this.listeners) {
-      // Asynchronous like a real channel: never re-enters the publisher's call stack.
-      setImmediate(() => {
-        if (!listener.active) return;
-        try {
-          listener.onEvent(JSON.parse(message) as StoreEvent);
-        } catch {
-          // A failing subscriber must not break delivery to the others.
-        }
-      });
-    }
-  }
-
-  async subscribe(onEvent: (event: StoreEvent) => void): Promise<EventSubscription> {
-    this.assertOpen();
-    const listener: LocalListener = { onEvent, active: true };
-    this.listeners.add(listener);
-    const listeners = this.listeners;
-    // In-process delivery never drops, so onConnectionChange has nothing to report.
-    return {
-      get connected() {
-        return listener.active;
-      },
-      async close() {
-        listener.active = false;
-        listeners.delete(listener);
-      },
-    };
-  }
-
   async hit(key: string, windowMs: number): Promise<{ count: number; resetInMs: number }> {
     this.assertOpen();
     const now = Date.now();
@@ -229,8 +189,6 @@ export class MemoryTokenStore implements TokenStore {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.sweepTimer);
-    for (const listener of this.listeners) listener.active = false;
-    this.listeners.clear();
   }
 
   /** Drops every expired token (with its index entry) and every elapsed counter window. */

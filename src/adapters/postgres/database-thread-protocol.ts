@@ -4,6 +4,7 @@
  * the class (`DatabaseUnavailableError` → 503, `AdminWriteError` → 404/409/422, `ProblemError` as is), so
  * the known classes are encoded by name and rebuilt on the other side.
  */
+import type { DatabaseKind } from '../registry';
 import { ProblemError, type ProblemCode } from '../../domain/problem';
 import { AdminWriteError, type AdminWriteErrorKind } from '../../domain/admin-repository';
 import type { AdminRepository } from '../../domain/admin-repository';
@@ -17,7 +18,7 @@ export type ToDatabaseThread =
   | { type: 'close' };
 
 export type FromDatabaseThread =
-  | { type: 'ready'; kind: 'postgres' | 'embedded' }
+  | { type: 'ready'; kind: DatabaseKind }
   | { type: 'open-failed'; error: EncodedError }
   | { type: 'result'; id: number; value: unknown }
   | { type: 'error'; id: number; error: EncodedError }

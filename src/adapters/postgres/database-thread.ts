@@ -1,3 +1,4 @@
+import type { DatabaseKind } from '../registry';
 import type { Worker } from 'node:worker_threads';
 import { startLowPriorityWorker } from '../../threads/low-priority-worker';
 import type { AdminRepository } from '../../domain/admin-repository';
@@ -66,7 +67,7 @@ require(workerData.entry).runDatabaseThread();
 export interface DatabaseThread {
   repository: IamRepository;
   admin: AdminRepository;
-  kind: 'postgres' | 'embedded';
+  kind: DatabaseKind;
   /** The worker serving calls now (null before a restart); for diagnostics and tests. */
   currentThread(): Worker | null;
   /** Closes the pool (and the embedded database, if any), then ends the thread. */
@@ -117,7 +118,7 @@ export async function openDatabaseThread(settings: DatabaseSettings, options: Da
 
 class DatabaseThreadClient {
   private worker: Worker | null = null;
-  private starting: Promise<'postgres' | 'embedded'> | null = null;
+  private starting: Promise<DatabaseKind> | null = null;
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
   private closing = false;
@@ -131,14 +132,14 @@ class DatabaseThreadClient {
     return this.worker;
   }
 
-  start(): Promise<'postgres' | 'embedded'> {
+  start(): Promise<DatabaseKind> {
     this.starting ??= this.spawn().finally(() => {
       this.starting = null;
     });
     return this.starting;
   }
 
-  private spawn(): Promise<'postgres' | 'embedded'> {
+  private spawn(): Promise<DatabaseKind> {
     const entry = require.resolve('./database-thread-worker');
     const worker = startLowPriorityWorker(THREAD_PROGRAM, this.options.nice ?? DATABASE_THREAD_NICE, {
       entry,

@@ -73,7 +73,6 @@ const PURGE_BATCH = 500;
  * `StoreUnavailableError`; reconnection retries forever with a capped backoff.
  */
 export class RedisTokenStore implements TokenStore {
-  readonly kind = 'redis' as const;
   /** `CLIENT SETNAME` of the connections (unique per instance), for operators and `CLIENT LIST`. */
   readonly connectionNames: { readonly commands: string; readonly revocations: string; readonly subscriber: string };
   /** `single`, `sentinel` or `cluster`: which form of `REDIS_URL` this store was opened with. */
