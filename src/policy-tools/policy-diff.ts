@@ -11,7 +11,7 @@
  * permission code replaced by another), it is `wider`: the holders of the new code gain.
  */
 import type { CompiledPolicy, CompiledRoute, ResourceResolverConfig } from '../policy/compiled-policy';
-import { probeMethods, PROBE_METHODS, segmentsOf, standInPaths } from './request-classes';
+import { PROBE_METHODS, segmentSpellings, segmentsOf, spelledRequests } from './request-classes';
 
 export type Classification = 'wider' | 'narrower' | 'neutral';
 
@@ -49,6 +49,11 @@ export interface PolicyChange {
   classification: Classification;
   /** What differs, in words (`permission project:read → project:export`, `scope check dropped`). */
   differences: string[];
+  /**
+   * A request of this class that the change decides differently, as a client would write it, when the pattern alone
+   * does not show it (another case of a static segment, a parameter holding another route's segment); else null.
+   */
+  example: string | null;
   old: DiffSide;
   new: DiffSide;
 }
@@ -67,30 +72,39 @@ export interface PolicyDiff {
   wider: boolean;
 }
 
-const UNDECLARED_PATH = '/\u0003undeclared';
+const UNDECLARED_SEGMENT = '\u0003undeclared';
+const UNDECLARED = '(no route)';
 
 /** Compares what two compiled policies decide (see the module comment). */
 export function diffPolicies(before: CompiledPolicy, after: CompiledPolicy): PolicyDiff {
-  const maxDepth = Math.max(0, ...[...before.routes, ...after.routes].map((route) => segmentsOf(route).length));
-  const classes = new Map<string, { method: string; path: string; pattern: string; inOld: boolean; inNew: boolean }>();
+  const routes = [...before.routes, ...after.routes];
+  const maxDepth = Math.max(0, ...routes.map((route) => segmentsOf(route).length));
+  // A parameter holding another route's static segment can meet a route (or a refusal) its fresh stand-in does not; where
+  // the tables fold case differently, one spelling of a path can reach a route in one table and another in the other.
+  const spellings = segmentSpellings(routes, before.caseSensitive !== after.caseSensitive);
+  const classes = new Map<string, RequestClass>();
   const addClasses = (route: CompiledRoute, side: 'old' | 'new'): void => {
-    const segments = segmentsOf(route);
-    for (const method of probeMethods(route)) {
-      for (const path of standInPaths(segments, maxDepth)) {
-        const key = `${method} ${path.toLowerCase()}`;
+    // Every method, not only the route's own: another method at its path falls to a broader route, `default` or a refusal.
+    for (const method of PROBE_METHODS) {
+      let standIn = '';
+      for (const { path, example } of spelledRequests(segmentsOf(route), maxDepth, spellings)) {
+        if (example === null) standIn = path;
+        // A case-sensitive table may hold two routes whose patterns differ only in case: each keeps its classes.
+        const key = `${method} ${path}`;
         const known = classes.get(key);
-        if (known) {
-          if (side === 'new') {
-            known.inNew = true;
-            known.pattern = route.pattern;
-          } else known.inOld = true;
-        } else classes.set(key, { method, path, pattern: route.pattern, inOld: side === 'old', inNew: side === 'new' });
+        if (!known) classes.set(key, { method, path, standIn, pattern: route.pattern, example: example === null ? null : `${method} ${example}` });
+        else if (side === 'new') Object.assign(known, { standIn, pattern: route.pattern, example: example === null ? null : `${method} ${example}` });
       }
     }
   };
   for (const route of before.routes) addClasses(route, 'old');
   for (const route of after.routes) addClasses(route, 'new');
-  for (const method of PROBE_METHODS) classes.set(`${method} (undeclared)`, { method, path: UNDECLARED_PATH, pattern: '(no route)', inOld: true, inNew: true });
+  // What no route takes, at every depth: a `/:id` route takes the one-segment stand-in, not `/a/b`.
+  for (let depth = 1; depth <= maxDepth + 1; depth++) {
+    const path = `/${Array.from({ length: depth }, () => UNDECLARED_SEGMENT).join('/')}`;
+    const example = depth === 1 ? null : `/${Array.from({ length: depth }, () => '*').join('/')}`;
+    for (const method of PROBE_METHODS) classes.set(`${method} ${path}`, { method, path, standIn: path, pattern: UNDECLARED, example: example && `${method} ${example}` });
+  }
 
   // One entry per (method, pattern): the widest of its classes' changes.
   const byPattern = new Map<string, PolicyChange>();
@@ -99,12 +113,17 @@ export function diffPolicies(before: CompiledPolicy, after: CompiledPolicy): Pol
     const now = decide(after, requestClass.method, requestClass.path);
     const { classification, differences } = compareChecks(old.check, now.check);
     if (differences.length === 0) continue;
+    // A route's change shows in its own class; `(no route)` is about `default` and refusals.
+    if (requestClass.pattern === UNDECLARED && old.source !== null && now.source !== null) continue;
+    // Added or removed is the pattern's own stand-in's story, whichever spelling changed.
+    const own = { ...requestClass, path: requestClass.standIn };
     const change: PolicyChange = {
       method: requestClass.method,
       pattern: requestClass.pattern,
-      change: ownRoute(after, requestClass) && !ownRoute(before, requestClass) ? 'added' : ownRoute(before, requestClass) && !ownRoute(after, requestClass) ? 'removed' : 'changed',
+      change: ownRoute(after, own) && !ownRoute(before, own) ? 'added' : ownRoute(before, own) && !ownRoute(after, own) ? 'removed' : 'changed',
       classification,
       differences,
+      example: requestClass.example,
       old,
       new: now,
     };
@@ -115,6 +134,16 @@ export function diffPolicies(before: CompiledPolicy, after: CompiledPolicy): Pol
   const changes = [...byPattern.values()].sort((a, b) => (a.pattern === b.pattern ? a.method.localeCompare(b.method) : a.pattern.localeCompare(b.pattern)));
   const resources = diffResources(before.resources, after.resources);
   return { changes, resources, wider: changes.some((change) => change.classification === 'wider') || resources.some((change) => change.classification === 'wider') };
+}
+
+/** A stand-in request of a diff, the pattern it stands for (the new table's where both have it), and its spelling. */
+interface RequestClass {
+  method: string;
+  path: string;
+  /** The pattern's own stand-in of the same shape (equal to `path` unless this is another spelling). */
+  standIn: string;
+  pattern: string;
+  example: string | null;
 }
 
 const RANK: Record<Classification, number> = { neutral: 0, narrower: 1, wider: 2 };
@@ -252,7 +281,7 @@ export function formatPolicyDiff(diff: PolicyDiff, labels: { old: (id: string) =
   const side = (value: DiffSide, label: (id: string) => string): string => `${value.decidedBy}${value.source ? ` (${label(value.source)})` : ''}: ${describeCheck(value.check)}`;
   const lines = diff.changes.map(
     (change) =>
-      `${change.classification.padEnd(8)} ${change.method} ${change.pattern} ${change.change}: ${change.differences.join('; ')}\n         was ${side(change.old, labels.old)}\n         now ${side(change.new, labels.new)}`,
+      `${change.classification.padEnd(8)} ${change.method} ${change.pattern} ${change.change}: ${change.differences.join('; ')}${change.example ? ` (e.g. ${change.example})` : ''}\n         was ${side(change.old, labels.old)}\n         now ${side(change.new, labels.new)}`,
   );
   for (const change of diff.resources) lines.push(`${change.classification.padEnd(8)} resource ${change.type}: ${change.difference}`);
   const count = (classification: Classification): number =>

@@ -5,6 +5,7 @@
  * re-implementing matching. Used by `policy check` (lint) and `policy diff`.
  */
 import type { CompiledRoute } from '../policy/compiled-policy';
+import { foldAsciiCase } from '../policy/route-strictness';
 import { parseRoutePattern, type PatternSegment } from '../policy/route-tree';
 
 /** Methods that stand for "every method" (`methods: ["*"]`): the standard ones and one extension method. */
@@ -31,19 +32,111 @@ const SEGMENTS = new WeakMap<CompiledRoute, PatternSegment[]>();
  * parameters there, so it would match the real path too.
  */
 export function standInPaths(segments: readonly PatternSegment[], maxDepth: number): string[] {
-  const prefix: string[] = [];
+  return spelledRequests(segments, maxDepth, null).map((request) => request.path);
+}
+
+/** One stand-in request of a pattern, as {@link spelledRequests} spells it. */
+export interface SpelledRequest {
+  path: string;
+  /** The request as a client would write it (parameters as `:name`, extra segments as `*`); null for the pattern's own spelling. */
+  example: string | null;
+}
+
+/**
+ * The pattern's stand-ins ({@link standInPaths}, listed first, `example` null), and, given the spellings of two tables
+ * that fold case differently, every other spelling that one table may decide unlike the other: each static segment as
+ * every table spells it at that place plus one spelling none does (the case-sensitive table sees a fresh value there,
+ * the other its route), and each parameter also filled with every static segment either table has at that place, in
+ * those spellings (`/api/:area/users` as `/api/ADMIN/users`: one table's `/api/admin/**` against the other's
+ * `:area` route). The product of the choices per segment, so a request mixing two routes' segments is one of them.
+ */
+export function spelledRequests(segments: readonly PatternSegment[], maxDepth: number, spellings: SegmentSpellings | null): SpelledRequest[] {
+  type Choice = { value: string; shown: string };
+  const choices: Choice[][] = [];
   let wildcard = false;
+  let places: SpellingNode[] = spellings ? [spellings.root] : [];
   segments.forEach((segment, index) => {
-    if (segment.kind === 'wildcard') wildcard = true;
-    else prefix.push(segment.kind === 'static' ? segment.value : `\u0001${index}`);
+    if (segment.kind === 'wildcard') {
+      wildcard = true;
+      return;
+    }
+    if (segment.kind === 'static') {
+      const key = foldAsciiCase(segment.value);
+      const written = places.flatMap((place) => [...(place.statics.get(key)?.spellings ?? [])]);
+      choices.push((spellings?.otherCases ? spellingsOf(key, [segment.value, ...written]) : [segment.value]).map((value) => ({ value, shown: value })));
+      places = distinct(places.flatMap((place) => [place.statics.get(key)?.node ?? [], place.param ?? []].flat()));
+    } else {
+      const labels = new Map<string, string[]>();
+      for (const place of places) for (const [key, entry] of place.statics) labels.set(key, [...(labels.get(key) ?? []), ...entry.spellings]);
+      const fresh = { value: `\u0001${index}`, shown: `:${segment.name}` };
+      const spelled = [...labels].flatMap(([key, written]) => (spellings?.otherCases ? spellingsOf(key, written) : distinct(written)));
+      choices.push([fresh, ...spelled.map((value) => ({ value, shown: value }))]);
+      places = distinct(places.flatMap((place) => [...[...place.statics.values()].map((entry) => entry.node), ...(place.param ? [place.param] : [])]));
+    }
   });
-  const join = (parts: string[]): string => `/${parts.join('/')}`;
-  if (!wildcard) return [join(prefix)];
-  const paths: string[] = [];
-  for (let extra = 0; prefix.length + extra <= maxDepth + 1; extra++) {
-    paths.push(join([...prefix, ...Array.from({ length: extra }, (_unused, i) => `\u0002${i}`)]));
+  const join = (parts: readonly string[]): string => `/${parts.join('/')}`;
+  const prefixes: Array<{ parts: Choice[]; own: boolean }> = [{ parts: [], own: true }];
+  for (const options of choices) {
+    const grown: typeof prefixes = [];
+    for (const prefix of prefixes) options.forEach((choice, at) => grown.push({ parts: [...prefix.parts, choice], own: prefix.own && at === 0 }));
+    prefixes.splice(0, prefixes.length, ...grown);
   }
-  return paths;
+  const requests: SpelledRequest[] = [];
+  for (const extra of wildcard ? Array.from({ length: Math.max(0, maxDepth + 2 - choices.length) }, (_unused, i) => i) : [0]) {
+    const tail = Array.from({ length: extra }, (_unused, i) => ({ value: `\u0002${i}`, shown: '*' }));
+    for (const { parts, own } of prefixes) {
+      const all = [...parts, ...tail];
+      requests.push({ path: join(all.map((part) => part.value)), example: own ? null : join(all.map((part) => part.shown)) });
+    }
+  }
+  return requests;
+}
+
+const distinct = <T>(items: readonly T[]): T[] => [...new Set(items)];
+
+/** A place in the tables' patterns (folded), with the spellings of the static segments found there. */
+interface SpellingNode {
+  statics: Map<string, { spellings: Set<string>; node: SpellingNode }>;
+  param: SpellingNode | null;
+}
+
+/** Every static segment's spellings, per place, of the patterns of the tables a diff compares. */
+export interface SegmentSpellings {
+  root: SpellingNode;
+  /** The tables fold case differently: other spellings of each static segment are probed too. */
+  otherCases: boolean;
+}
+
+/** Indexes the static segments of `routes` (of both tables) by where they stand, for {@link spelledRequests}. */
+export function segmentSpellings(routes: readonly CompiledRoute[], otherCases: boolean): SegmentSpellings {
+  const root: SpellingNode = { statics: new Map(), param: null };
+  for (const route of routes) {
+    let node = root;
+    for (const segment of segmentsOf(route)) {
+      if (segment.kind === 'wildcard') break;
+      if (segment.kind === 'param') node = node.param ??= { statics: new Map(), param: null };
+      else {
+        const key = foldAsciiCase(segment.value);
+        let entry = node.statics.get(key);
+        if (!entry) node.statics.set(key, (entry = { spellings: new Set(), node: { statics: new Map(), param: null } }));
+        entry.spellings.add(segment.value);
+        node = entry.node;
+      }
+    }
+  }
+  return { root, otherCases };
+}
+
+/**
+ * The written spellings of a folded segment (first one first, no repeats), then one that none of them is, when the
+ * segment has letters to spell differently: to a case-sensitive table that one is a fresh value.
+ */
+function spellingsOf(key: string, written: readonly string[]): string[] {
+  const known = [...new Set(written)];
+  const upper = key.replace(/[a-z]/g, (letter) => letter.toUpperCase());
+  const candidates = [upper, key, ...[...key].map((_char, i) => key.slice(0, i) + upper[i] + key.slice(i + 1))];
+  const other = candidates.find((candidate) => !known.includes(candidate));
+  return other === undefined ? known : [...known, other];
 }
 
 /** The methods a route is probed with: its own (`GET` also covers `HEAD`), or {@link PROBE_METHODS} for `*`. */

@@ -127,3 +127,34 @@ describe('npx iam-gateway policy diff OLD_DIR NEW_DIR', () => {
     expect(parsed.changes[0]!.old.source).toBe('p.yaml:4');
   });
 });
+
+describe('policy diff sees everything that decides a request (match, default, every route key)', () => {
+  const ADMIN = '  - { path: /api/admin/**, methods: ["*"], permission: admin:write }\n  - { path: /api/:area/users, methods: [GET], profile: optional }\n';
+
+  it('match.case-sensitive turned on: GET /api/ADMIN/users falls from admin:write to any session, wider with that request as the example', async () => {
+    const diff = diffPolicies(compile({ 'p.yaml': doc(ADMIN) }), compile({ 'p.yaml': doc(ADMIN, 'default: deny\nmatch: { case-sensitive: true }') }));
+    expect(diff.wider).toBe(true);
+    expect(diff.changes).toContainEqual(
+      expect.objectContaining({
+        method: 'GET',
+        pattern: '/api/:area/users',
+        classification: 'wider',
+        example: 'GET /api/ADMIN/users',
+        old: expect.objectContaining({ decidedBy: '/api/admin/**', check: expect.objectContaining({ kind: 'permission', permission: 'admin:write' }) }),
+        new: expect.objectContaining({ decidedBy: '/api/:area/users', check: { kind: 'session', profile: 'optional' } }),
+      }),
+    );
+    const root = mkdtempSync(join(tmpdir(), 'iam-diff-case-'));
+    try {
+      for (const [dir, head] of [['old', 'default: deny'], ['new', 'default: deny\nmatch: { case-sensitive: true }']] as const) {
+        mkdirSync(join(root, dir));
+        writeFileSync(join(root, dir, 'p.yaml'), doc(ADMIN, head));
+      }
+      const answer = await runPolicy(['diff', 'old', 'new'], root);
+      expect(answer.code).toBe(1);
+      expect(answer.stdout).toContain('wider    GET /api/:area/users changed: admin:write → any session (e.g. GET /api/ADMIN/users)');
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
