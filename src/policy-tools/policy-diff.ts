@@ -11,7 +11,7 @@
  * permission code replaced by another), it is `wider`: the holders of the new code gain.
  */
 import type { CompiledPolicy, CompiledRoute, ResourceResolverConfig } from '../policy/compiled-policy';
-import { PROBE_METHODS, segmentSpellings, segmentsOf, spelledRequests } from './request-classes';
+import { methodClasses, segmentSpellings, segmentsOf, spelledRequests } from './request-classes';
 
 export type Classification = 'wider' | 'narrower' | 'neutral';
 
@@ -82,10 +82,11 @@ export function diffPolicies(before: CompiledPolicy, after: CompiledPolicy): Pol
   // A parameter holding another route's static segment can meet a route (or a refusal) its fresh stand-in does not; where
   // the tables fold case differently, one spelling of a path can reach a route in one table and another in the other.
   const spellings = segmentSpellings(routes, before.caseSensitive !== after.caseSensitive);
+  const methods = methodClasses(routes);
   const classes = new Map<string, RequestClass>();
   const addClasses = (route: CompiledRoute, side: 'old' | 'new'): void => {
     // Every method, not only the route's own: another method at its path falls to a broader route, `default` or a refusal.
-    for (const method of PROBE_METHODS) {
+    for (const method of methods) {
       let standIn = '';
       for (const { path, example } of spelledRequests(segmentsOf(route), maxDepth, spellings)) {
         if (example === null) standIn = path;
@@ -103,7 +104,7 @@ export function diffPolicies(before: CompiledPolicy, after: CompiledPolicy): Pol
   for (let depth = 1; depth <= maxDepth + 1; depth++) {
     const path = `/${Array.from({ length: depth }, () => UNDECLARED_SEGMENT).join('/')}`;
     const example = depth === 1 ? null : `/${Array.from({ length: depth }, () => '*').join('/')}`;
-    for (const method of PROBE_METHODS) classes.set(`${method} ${path}`, { method, path, standIn: path, pattern: UNDECLARED, example: example && `${method} ${example}` });
+    for (const method of methods) classes.set(`${method} ${path}`, { method, path, standIn: path, pattern: UNDECLARED, example: example && `${method} ${example}` });
   }
 
   // One entry per (method, pattern): the widest of its classes' changes.

@@ -139,6 +139,18 @@ function spellingsOf(key: string, written: readonly string[]): string[] {
   return other === undefined ? known : [...known, other];
 }
 
+/**
+ * One method per way the matcher can treat a method, over the routes of the tables compared: each method a route names,
+ * `HEAD` when a route names `GET` (which answers it), and one method no route names, standing for all of them (they
+ * reach the same `*` routes, the same refusals and the same `default`).
+ */
+export function methodClasses(routes: readonly CompiledRoute[]): string[] {
+  const named = new Set(routes.flatMap((route) => route.methods));
+  if (named.has('GET')) named.add('HEAD');
+  const unnamed = PROBE_METHODS.find((method) => !named.has(method));
+  return [...PROBE_METHODS.filter((method) => named.has(method)), ...(unnamed === undefined ? [] : [unnamed])];
+}
+
 /** The methods a route is probed with: its own (`GET` also covers `HEAD`), or {@link PROBE_METHODS} for `*`. */
 export function probeMethods(route: CompiledRoute): string[] {
   if (route.methods[0] === '*') return PROBE_METHODS;
