@@ -1,10 +1,13 @@
 /**
  * `iam-gateway policy diff OLD_DIR NEW_DIR` (docs/policy-changes.md): what a policy change does to the decisions,
- * computed from the two compiled route tables, not from the text. Every request class of either table (a stand-in
- * request per route pattern and method, plus "no route matches") is matched in both tables with the real matcher;
- * what decides it in each — a route, a method refusal, or `default` — is reduced to the checks it makes, and the two
- * are compared. So moving a route between files, reordering or reformatting is no change, and a route that now falls
- * through to a broader route is judged by what that route checks.
+ * computed from the two compiled route tables, not from the text. Every request class derived from both tables (each
+ * route pattern's stand-ins and their spellings, in every method class, plus paths no route takes at every depth;
+ * request-classes.ts) is matched in both tables with the real matcher; what decides it in each — a route, a method
+ * refusal, or `default` — is reduced to the checks it makes, and the two are compared. Whatever decides a request
+ * (every route key, `default`, `match.case-sensitive`, the resolvers) reaches the comparison that way or through the
+ * resolver changes; a property test holds "no change" to `policy explain`. So moving a route between files, reordering
+ * or reformatting is no change, and a route that now falls through to a broader route is judged by what that route
+ * checks.
  *
  * Each change is `wider` (someone may get in who could not), `narrower` (someone who could get in may not) or
  * `neutral` (the decision inputs changed, but nobody gains or loses). Where a change both widens and narrows (a

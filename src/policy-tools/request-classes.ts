@@ -43,12 +43,13 @@ export interface SpelledRequest {
 }
 
 /**
- * The pattern's stand-ins ({@link standInPaths}, listed first, `example` null), and, given the spellings of two tables
- * that fold case differently, every other spelling that one table may decide unlike the other: each static segment as
- * every table spells it at that place plus one spelling none does (the case-sensitive table sees a fresh value there,
- * the other its route), and each parameter also filled with every static segment either table has at that place, in
- * those spellings (`/api/:area/users` as `/api/ADMIN/users`: one table's `/api/admin/**` against the other's
- * `:area` route). The product of the choices per segment, so a request mixing two routes' segments is one of them.
+ * The pattern's stand-ins ({@link standInPaths}: `example` null), and, given the static segments of the tables compared,
+ * the requests one table may decide unlike the other although the stand-ins agree: each parameter also holding every
+ * static segment either table has at that place (another route, or a refusal of another route's methods, takes it
+ * there), and, when the tables fold case differently, each static segment also as every table spells it there plus one
+ * spelling none does (the case-sensitive table sees a fresh value, the other its route): `/api/:area/users` as
+ * `/api/ADMIN/users`, one table's `/api/admin/**` against the other's `:area` route. The product of the choices per
+ * segment, so a request mixing two routes' segments is one of them.
  */
 export function spelledRequests(segments: readonly PatternSegment[], maxDepth: number, spellings: SegmentSpellings | null): SpelledRequest[] {
   type Choice = { value: string; shown: string };
