@@ -14,7 +14,7 @@
  * permission code replaced by another), it is `wider`: the holders of the new code gain.
  */
 import type { CompiledPolicy, CompiledRoute, ResourceResolverConfig } from '../policy/compiled-policy';
-import { methodClasses, segmentSpellings, segmentsOf, spelledRequests } from './request-classes';
+import { methodClasses, segmentSpellings, segmentsOf, spelledRequests, type SpelledRequest } from './request-classes';
 
 export type Classification = 'wider' | 'narrower' | 'neutral';
 
@@ -86,33 +86,35 @@ export function diffPolicies(before: CompiledPolicy, after: CompiledPolicy): Pol
   // the tables fold case differently, one spelling of a path can reach a route in one table and another in the other.
   const spellings = segmentSpellings(routes, before.caseSensitive !== after.caseSensitive);
   const methods = methodClasses(routes);
-  const classes = new Map<string, RequestClass>();
-  const addClasses = (route: CompiledRoute, side: 'old' | 'new'): void => {
-    // Every method, not only the route's own: another method at its path falls to a broader route, `default` or a refusal.
-    for (const method of methods) {
-      let standIn = '';
-      for (const { path, example } of spelledRequests(segmentsOf(route), maxDepth, spellings)) {
-        if (example === null) standIn = path;
-        // A case-sensitive table may hold two routes whose patterns differ only in case: each keeps its classes.
-        const key = `${method} ${path}`;
-        const known = classes.get(key);
-        if (!known) classes.set(key, { method, path, standIn, pattern: route.pattern, example: example === null ? null : `${method} ${example}` });
-        else if (side === 'new') Object.assign(known, { standIn, pattern: route.pattern, example: example === null ? null : `${method} ${example}` });
-      }
+  // Request paths, each probed with every method class: another method at a route's path falls to a broader route,
+  // `default` or a refusal. A case-sensitive table may hold two routes whose patterns differ only in case: each keeps
+  // its paths. Where both tables have a pattern, its paths are spelled once and stand for the new table's route.
+  const paths = new Map<string, PathClass>();
+  const spelled = new Map<string, SpelledRequest[]>();
+  routes.forEach((route, index) => {
+    let requests = spelled.get(route.pattern);
+    if (requests === undefined) spelled.set(route.pattern, (requests = spelledRequests(segmentsOf(route), maxDepth, spellings)));
+    let standIn = '';
+    for (const { path, example } of requests) {
+      if (example === null) standIn = path;
+      // A path is the new table's pattern's where it has one, and a pattern's own stand-in before another's spelling.
+      const rank = (index >= before.routes.length ? 2 : 0) + (example === null ? 1 : 0);
+      const known = paths.get(path);
+      if (known === undefined || rank > known.rank) paths.set(path, { standIn, pattern: route.pattern, example, rank });
     }
-  };
-  for (const route of before.routes) addClasses(route, 'old');
-  for (const route of after.routes) addClasses(route, 'new');
+  });
   // What no route takes, at every depth: a `/:id` route takes the one-segment stand-in, not `/a/b`.
   for (let depth = 1; depth <= maxDepth + 1; depth++) {
     const path = `/${Array.from({ length: depth }, () => UNDECLARED_SEGMENT).join('/')}`;
-    const example = depth === 1 ? null : `/${Array.from({ length: depth }, () => '*').join('/')}`;
-    for (const method of methods) classes.set(`${method} ${path}`, { method, path, standIn: path, pattern: UNDECLARED, example: example && `${method} ${example}` });
+    paths.set(path, { standIn: path, pattern: UNDECLARED, example: depth === 1 ? null : `/${Array.from({ length: depth }, () => '*').join('/')}`, rank: 0 });
   }
+  const classes = [...paths].flatMap(([path, { standIn, pattern, example }]) =>
+    methods.map((method): RequestClass => ({ method, path, standIn, pattern, example: example === null ? null : `${method} ${example}` })),
+  );
 
   // One entry per (method, pattern): the widest of its classes' changes.
   const byPattern = new Map<string, PolicyChange>();
-  for (const requestClass of classes.values()) {
+  for (const requestClass of classes) {
     const old = decide(before, requestClass.method, requestClass.path);
     const now = decide(after, requestClass.method, requestClass.path);
     const { classification, differences } = compareChecks(old.check, now.check);
@@ -140,7 +142,17 @@ export function diffPolicies(before: CompiledPolicy, after: CompiledPolicy): Pol
   return { changes, resources, wider: changes.some((change) => change.classification === 'wider') || resources.some((change) => change.classification === 'wider') };
 }
 
-/** A stand-in request of a diff, the pattern it stands for (the new table's where both have it), and its spelling. */
+/** A request path of a diff, the pattern it stands for (the new table's where both have it), and its spelling. */
+interface PathClass {
+  /** The pattern's own stand-in of the same shape (equal to the path unless this is another spelling). */
+  standIn: string;
+  pattern: string;
+  /** The path as a client would write it, when it is not the pattern's own stand-in. */
+  example: string | null;
+  rank: number;
+}
+
+/** A request path probed with one method. */
 interface RequestClass {
   method: string;
   path: string;

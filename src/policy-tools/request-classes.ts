@@ -52,42 +52,66 @@ export interface SpelledRequest {
  * segment, so a request mixing two routes' segments is one of them.
  */
 export function spelledRequests(segments: readonly PatternSegment[], maxDepth: number, spellings: SegmentSpellings | null): SpelledRequest[] {
-  type Choice = { value: string; shown: string };
-  const choices: Choice[][] = [];
+  // Per segment, the values it is probed with (the pattern's own first) and how each is shown in an example.
+  const values: string[][] = [];
+  const shown: string[][] = [];
   let wildcard = false;
   let places: SpellingNode[] = spellings ? [spellings.root] : [];
-  segments.forEach((segment, index) => {
+  for (let index = 0; index < segments.length; index++) {
+    const segment = segments[index]!;
     if (segment.kind === 'wildcard') {
       wildcard = true;
-      return;
+      break;
     }
+    const next: SpellingNode[] = [];
     if (segment.kind === 'static') {
-      const key = foldAsciiCase(segment.value);
-      const written = places.flatMap((place) => [...(place.statics.get(key)?.spellings ?? [])]);
-      choices.push((spellings?.otherCases ? spellingsOf(key, [segment.value, ...written]) : [segment.value]).map((value) => ({ value, shown: value })));
-      places = distinct(places.flatMap((place) => [place.statics.get(key)?.node ?? [], place.param ?? []].flat()));
+      let options = [segment.value];
+      if (places.length > 0) {
+        const key = foldAsciiCase(segment.value);
+        const written = [segment.value];
+        for (const place of places) {
+          const entry = place.statics.get(key);
+          if (entry) {
+            written.push(...entry.spellings);
+            next.push(entry.node);
+          }
+          if (place.param) next.push(place.param);
+        }
+        if (spellings!.otherCases) options = spellingsOf(key, written);
+      }
+      values.push(options);
+      shown.push(options);
     } else {
+      const probed = [`\u0001${index}`];
+      const named = [`:${segment.name}`];
       const labels = new Map<string, string[]>();
-      for (const place of places) for (const [key, entry] of place.statics) labels.set(key, [...(labels.get(key) ?? []), ...entry.spellings]);
-      const fresh = { value: `\u0001${index}`, shown: `:${segment.name}` };
-      const spelled = [...labels].flatMap(([key, written]) => (spellings?.otherCases ? spellingsOf(key, written) : distinct(written)));
-      choices.push([fresh, ...spelled.map((value) => ({ value, shown: value }))]);
-      places = distinct(places.flatMap((place) => [...[...place.statics.values()].map((entry) => entry.node), ...(place.param ? [place.param] : [])]));
+      for (const place of places) {
+        for (const [key, entry] of place.statics) {
+          labels.set(key, [...(labels.get(key) ?? []), ...entry.spellings]);
+          next.push(entry.node);
+        }
+        if (place.param) next.push(place.param);
+      }
+      for (const [key, written] of labels) for (const value of spellings!.otherCases ? spellingsOf(key, written) : distinct(written)) probed.push(value);
+      values.push(probed);
+      shown.push([...named, ...probed.slice(1)]);
     }
-  });
-  const join = (parts: readonly string[]): string => `/${parts.join('/')}`;
-  const prefixes: Array<{ parts: Choice[]; own: boolean }> = [{ parts: [], own: true }];
-  for (const options of choices) {
-    const grown: typeof prefixes = [];
-    for (const prefix of prefixes) options.forEach((choice, at) => grown.push({ parts: [...prefix.parts, choice], own: prefix.own && at === 0 }));
-    prefixes.splice(0, prefixes.length, ...grown);
+    places = next.length > 1 ? distinct(next) : next;
   }
+  const tails = wildcard ? Array.from({ length: Math.max(0, maxDepth + 2 - values.length) }, (_unused, extra) => extra) : [0];
   const requests: SpelledRequest[] = [];
-  for (const extra of wildcard ? Array.from({ length: Math.max(0, maxDepth + 2 - choices.length) }, (_unused, i) => i) : [0]) {
-    const tail = Array.from({ length: extra }, (_unused, i) => ({ value: `\u0002${i}`, shown: '*' }));
-    for (const { parts, own } of prefixes) {
-      const all = [...parts, ...tail];
-      requests.push({ path: join(all.map((part) => part.value)), example: own ? null : join(all.map((part) => part.shown)) });
+  const at = values.map(() => 0);
+  for (const extra of tails) {
+    const tail = Array.from({ length: extra }, (_unused, i) => `\u0002${i}`);
+    at.fill(0);
+    // Every combination of the segments' values, the pattern's own (all first values) first.
+    for (;;) {
+      const own = at.every((choice) => choice === 0);
+      const path = `/${[...values.map((options, i) => options[at[i]!]!), ...tail].join('/')}`;
+      requests.push({ path, example: own ? null : `/${[...shown.map((options, i) => options[at[i]!]!), ...tail.map(() => '*')].join('/')}` });
+      let i = at.length - 1;
+      while (i >= 0 && ++at[i]! === values[i]!.length) at[i--] = 0;
+      if (i < 0) break;
     }
   }
   return requests;

@@ -165,7 +165,7 @@ describe('policy diff sees everything that decides a request (match, default, ev
   const hidden: Array<[string, string, string, string, Classification, string | null]> = [
     ['default changed behind a one-segment :id route (deeper paths still fall to it)', doc(ID), doc(ID, 'default: authenticated'), 'GET (no route)', 'wider', 'GET /*/*'],
     ['default changed for a method the route does not list (refused now)', doc(V1, 'default: authenticated'), doc(V1, 'default: allow'), 'POST /api/v1', 'narrower', null],
-    ['a route added where a parameter holding its segment was refused', doc(USERS, 'default: authenticated'), doc(`${USERS}  - { path: /v1/:b, methods: ["*"] }\n`, 'default: authenticated'), 'POST /v1/:b', 'wider', 'POST /v1/users'],
+    ['a route added that takes a request whose parameter holds its segment', doc(USERS, 'default: authenticated'), doc(`${USERS}  - { path: /v1/:b, methods: ["*"] }\n`, 'default: authenticated'), 'GET /:a/users', 'wider', 'GET /v1/users'],
   ];
   it.each(hidden)('%s', (_name, before, after, where, classification, example) => {
     const diff = diffPolicies(compile({ 'p.yaml': before }), compile({ 'p.yaml': after }));
