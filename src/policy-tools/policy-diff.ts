@@ -1,17 +1,20 @@
 /**
  * `iam-gateway policy diff OLD_DIR NEW_DIR` (docs/policy-changes.md): what a policy change does to the decisions,
- * computed from the two compiled route tables, not from the text. Every request class of either table (a stand-in
- * request per route pattern and method, plus "no route matches") is matched in both tables with the real matcher;
- * what decides it in each — a route, a method refusal, or `default` — is reduced to the checks it makes, and the two
- * are compared. So moving a route between files, reordering or reformatting is no change, and a route that now falls
- * through to a broader route is judged by what that route checks.
+ * computed from the two compiled route tables, not from the text. Every request class derived from both tables (each
+ * route pattern's stand-ins and their spellings, in every method class, plus paths no route takes at every depth;
+ * request-classes.ts) is matched in both tables with the real matcher; what decides it in each — a route, a method
+ * refusal, or `default` — is reduced to the checks it makes, and the two are compared. Whatever decides a request
+ * (every route key, `default`, `match.case-sensitive`, the resolvers) reaches the comparison that way or through the
+ * resolver changes; a property test holds "no change" to `policy explain`. So moving a route between files, reordering
+ * or reformatting is no change, and a route that now falls through to a broader route is judged by what that route
+ * checks.
  *
  * Each change is `wider` (someone may get in who could not), `narrower` (someone who could get in may not) or
  * `neutral` (the decision inputs changed, but nobody gains or loses). Where a change both widens and narrows (a
  * permission code replaced by another), it is `wider`: the holders of the new code gain.
  */
 import type { CompiledPolicy, CompiledRoute, ResourceResolverConfig } from '../policy/compiled-policy';
-import { probeMethods, PROBE_METHODS, segmentsOf, standInPaths } from './request-classes';
+import { methodClasses, segmentSpellings, segmentsOf, spelledRequests, type SpelledRequest } from './request-classes';
 
 export type Classification = 'wider' | 'narrower' | 'neutral';
 
@@ -49,6 +52,11 @@ export interface PolicyChange {
   classification: Classification;
   /** What differs, in words (`permission project:read → project:export`, `scope check dropped`). */
   differences: string[];
+  /**
+   * A request of this class that the change decides differently, as a client would write it, when the pattern alone
+   * does not show it (another case of a static segment, a parameter holding another route's segment); else null.
+   */
+  example: string | null;
   old: DiffSide;
   new: DiffSide;
 }
@@ -67,44 +75,61 @@ export interface PolicyDiff {
   wider: boolean;
 }
 
-const UNDECLARED_PATH = '/\u0003undeclared';
+const UNDECLARED_SEGMENT = '\u0003undeclared';
+const UNDECLARED = '(no route)';
 
 /** Compares what two compiled policies decide (see the module comment). */
 export function diffPolicies(before: CompiledPolicy, after: CompiledPolicy): PolicyDiff {
-  const maxDepth = Math.max(0, ...[...before.routes, ...after.routes].map((route) => segmentsOf(route).length));
-  const classes = new Map<string, { method: string; path: string; pattern: string; inOld: boolean; inNew: boolean }>();
-  const addClasses = (route: CompiledRoute, side: 'old' | 'new'): void => {
-    const segments = segmentsOf(route);
-    for (const method of probeMethods(route)) {
-      for (const path of standInPaths(segments, maxDepth)) {
-        const key = `${method} ${path.toLowerCase()}`;
-        const known = classes.get(key);
-        if (known) {
-          if (side === 'new') {
-            known.inNew = true;
-            known.pattern = route.pattern;
-          } else known.inOld = true;
-        } else classes.set(key, { method, path, pattern: route.pattern, inOld: side === 'old', inNew: side === 'new' });
-      }
+  const routes = [...before.routes, ...after.routes];
+  const maxDepth = Math.max(0, ...routes.map((route) => segmentsOf(route).length));
+  // A parameter holding another route's static segment can meet a route (or a refusal) its fresh stand-in does not; where
+  // the tables fold case differently, one spelling of a path can reach a route in one table and another in the other.
+  const spellings = segmentSpellings(routes, before.caseSensitive !== after.caseSensitive);
+  const methods = methodClasses(routes);
+  // Request paths, each probed with every method class: another method at a route's path falls to a broader route,
+  // `default` or a refusal. A case-sensitive table may hold two routes whose patterns differ only in case: each keeps
+  // its paths. Where both tables have a pattern, its paths are spelled once and stand for the new table's route.
+  const paths = new Map<string, PathClass>();
+  const spelled = new Map<string, SpelledRequest[]>();
+  routes.forEach((route, index) => {
+    let requests = spelled.get(route.pattern);
+    if (requests === undefined) spelled.set(route.pattern, (requests = spelledRequests(segmentsOf(route), maxDepth, spellings)));
+    let standIn = '';
+    for (const { path, example } of requests) {
+      if (example === null) standIn = path;
+      // A path is the new table's pattern's where it has one, and a pattern's own stand-in before another's spelling.
+      const rank = (index >= before.routes.length ? 2 : 0) + (example === null ? 1 : 0);
+      const known = paths.get(path);
+      if (known === undefined || rank > known.rank) paths.set(path, { standIn, pattern: route.pattern, example, rank });
     }
-  };
-  for (const route of before.routes) addClasses(route, 'old');
-  for (const route of after.routes) addClasses(route, 'new');
-  for (const method of PROBE_METHODS) classes.set(`${method} (undeclared)`, { method, path: UNDECLARED_PATH, pattern: '(no route)', inOld: true, inNew: true });
+  });
+  // What no route takes, at every depth: a `/:id` route takes the one-segment stand-in, not `/a/b`.
+  for (let depth = 1; depth <= maxDepth + 1; depth++) {
+    const path = `/${Array.from({ length: depth }, () => UNDECLARED_SEGMENT).join('/')}`;
+    paths.set(path, { standIn: path, pattern: UNDECLARED, example: depth === 1 ? null : `/${Array.from({ length: depth }, () => '*').join('/')}`, rank: 0 });
+  }
+  const classes = [...paths].flatMap(([path, { standIn, pattern, example }]) =>
+    methods.map((method): RequestClass => ({ method, path, standIn, pattern, example: example === null ? null : `${method} ${example}` })),
+  );
 
   // One entry per (method, pattern): the widest of its classes' changes.
   const byPattern = new Map<string, PolicyChange>();
-  for (const requestClass of classes.values()) {
+  for (const requestClass of classes) {
     const old = decide(before, requestClass.method, requestClass.path);
     const now = decide(after, requestClass.method, requestClass.path);
     const { classification, differences } = compareChecks(old.check, now.check);
     if (differences.length === 0) continue;
+    // A route's change shows in its own class; `(no route)` is about `default` and refusals.
+    if (requestClass.pattern === UNDECLARED && old.source !== null && now.source !== null) continue;
+    // Added or removed is the pattern's own stand-in's story, whichever spelling changed.
+    const own = { ...requestClass, path: requestClass.standIn };
     const change: PolicyChange = {
       method: requestClass.method,
       pattern: requestClass.pattern,
-      change: ownRoute(after, requestClass) && !ownRoute(before, requestClass) ? 'added' : ownRoute(before, requestClass) && !ownRoute(after, requestClass) ? 'removed' : 'changed',
+      change: ownRoute(after, own) && !ownRoute(before, own) ? 'added' : ownRoute(before, own) && !ownRoute(after, own) ? 'removed' : 'changed',
       classification,
       differences,
+      example: requestClass.example,
       old,
       new: now,
     };
@@ -115,6 +140,26 @@ export function diffPolicies(before: CompiledPolicy, after: CompiledPolicy): Pol
   const changes = [...byPattern.values()].sort((a, b) => (a.pattern === b.pattern ? a.method.localeCompare(b.method) : a.pattern.localeCompare(b.pattern)));
   const resources = diffResources(before.resources, after.resources);
   return { changes, resources, wider: changes.some((change) => change.classification === 'wider') || resources.some((change) => change.classification === 'wider') };
+}
+
+/** A request path of a diff, the pattern it stands for (the new table's where both have it), and its spelling. */
+interface PathClass {
+  /** The pattern's own stand-in of the same shape (equal to the path unless this is another spelling). */
+  standIn: string;
+  pattern: string;
+  /** The path as a client would write it, when it is not the pattern's own stand-in. */
+  example: string | null;
+  rank: number;
+}
+
+/** A request path probed with one method. */
+interface RequestClass {
+  method: string;
+  path: string;
+  /** The pattern's own stand-in of the same shape (equal to `path` unless this is another spelling). */
+  standIn: string;
+  pattern: string;
+  example: string | null;
 }
 
 const RANK: Record<Classification, number> = { neutral: 0, narrower: 1, wider: 2 };
@@ -252,7 +297,7 @@ export function formatPolicyDiff(diff: PolicyDiff, labels: { old: (id: string) =
   const side = (value: DiffSide, label: (id: string) => string): string => `${value.decidedBy}${value.source ? ` (${label(value.source)})` : ''}: ${describeCheck(value.check)}`;
   const lines = diff.changes.map(
     (change) =>
-      `${change.classification.padEnd(8)} ${change.method} ${change.pattern} ${change.change}: ${change.differences.join('; ')}\n         was ${side(change.old, labels.old)}\n         now ${side(change.new, labels.new)}`,
+      `${change.classification.padEnd(8)} ${change.method} ${change.pattern} ${change.change}: ${change.differences.join('; ')}${change.example ? ` (e.g. ${change.example})` : ''}\n         was ${side(change.old, labels.old)}\n         now ${side(change.new, labels.new)}`,
   );
   for (const change of diff.resources) lines.push(`${change.classification.padEnd(8)} resource ${change.type}: ${change.difference}`);
   const count = (classification: Classification): number =>

@@ -127,3 +127,48 @@ describe('npx iam-gateway policy diff OLD_DIR NEW_DIR', () => {
     expect(parsed.changes[0]!.old.source).toBe('p.yaml:4');
   });
 });
+
+describe('policy diff sees everything that decides a request (match, default, every route key)', () => {
+  const ADMIN = '  - { path: /api/admin/**, methods: ["*"], permission: admin:write }\n  - { path: /api/:area/users, methods: [GET], profile: optional }\n';
+
+  it('match.case-sensitive turned on: GET /api/ADMIN/users falls from admin:write to any session, wider with that request as the example', async () => {
+    const diff = diffPolicies(compile({ 'p.yaml': doc(ADMIN) }), compile({ 'p.yaml': doc(ADMIN, 'default: deny\nmatch: { case-sensitive: true }') }));
+    expect(diff.wider).toBe(true);
+    expect(diff.changes).toContainEqual(
+      expect.objectContaining({
+        method: 'GET',
+        pattern: '/api/:area/users',
+        classification: 'wider',
+        example: 'GET /api/ADMIN/users',
+        old: expect.objectContaining({ decidedBy: '/api/admin/**', check: expect.objectContaining({ kind: 'permission', permission: 'admin:write' }) }),
+        new: expect.objectContaining({ decidedBy: '/api/:area/users', check: { kind: 'session', profile: 'optional' } }),
+      }),
+    );
+    const root = mkdtempSync(join(tmpdir(), 'iam-diff-case-'));
+    try {
+      for (const [dir, head] of [['old', 'default: deny'], ['new', 'default: deny\nmatch: { case-sensitive: true }']] as const) {
+        mkdirSync(join(root, dir));
+        writeFileSync(join(root, dir, 'p.yaml'), doc(ADMIN, head));
+      }
+      const answer = await runPolicy(['diff', 'old', 'new'], root);
+      expect(answer.code).toBe(1);
+      expect(answer.stdout).toContain('wider    GET /api/:area/users changed: admin:write → any session (e.g. GET /api/ADMIN/users)');
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  // Each of these printed "no change" before the request classes came from both tables.
+  const ID = '  - { path: /:id, methods: ["*"] }\n';
+  const V1 = `  - { path: /api/v1, methods: [GET], profile: optional }\n${ID}`;
+  const USERS = '  - { path: /:a/users, methods: [GET], permission: a:write }\n';
+  const hidden: Array<[string, string, string, string, Classification, string | null]> = [
+    ['default changed behind a one-segment :id route (deeper paths still fall to it)', doc(ID), doc(ID, 'default: authenticated'), 'GET (no route)', 'wider', 'GET /*/*'],
+    ['default changed for a method the route does not list (refused now)', doc(V1, 'default: authenticated'), doc(V1, 'default: allow'), 'POST /api/v1', 'narrower', null],
+    ['a route added that takes a request whose parameter holds its segment', doc(USERS, 'default: authenticated'), doc(`${USERS}  - { path: /v1/:b, methods: ["*"] }\n`, 'default: authenticated'), 'GET /:a/users', 'wider', 'GET /v1/users'],
+  ];
+  it.each(hidden)('%s', (_name, before, after, where, classification, example) => {
+    const diff = diffPolicies(compile({ 'p.yaml': before }), compile({ 'p.yaml': after }));
+    expect(diff.changes.find((change) => `${change.method} ${change.pattern}` === where)).toMatchObject({ classification, example });
+  });
+});
