@@ -93,7 +93,7 @@ export interface RequestAuthorization {
   /** Answers in order; checks asked in the same tick of one request go to the gateway as one call. */
   check(checks: HostCheck): Promise<HostCheckResult>;
   check(checks: HostCheck[]): Promise<HostCheckResult[]>;
-  /** Resolves when allowed; rejects with a {@link HostAuthorizationError} (403 problem carrying `decisionId`) otherwise. */
+  /** Resolves when allowed; otherwise rejects with a {@link HostAuthorizationError}: the proxy's problem for that result (403, 404, 429, 502…) carrying `decisionId`. */
   require(check: HostCheck): Promise<void>;
   plan(permissionCode: string, resourceType: string, access?: AccessMode): Promise<HostPlan>;
 }
@@ -235,11 +235,14 @@ export function createHostAuthorization(options: HostAuthorizationOptions): Host
         async require(one) {
           const result = await checkOne(one);
           if (result.allowed) return;
-          throw new HostAuthorizationError(403, {
-            type: 'https://iam-gateway.dev/problems/iam-access-denied',
-            title: 'Access denied',
-            status: 403,
-            code: 'IAM_ACCESS_DENIED',
+          // The status the proxy would answer for this decision: a resolver that is down (502) or a spent resolution
+          // budget (429) is not a denial, and a host that retries or reports must be able to tell.
+          const refusal = REFUSALS[result.status] ?? REFUSALS[403]!;
+          throw new HostAuthorizationError(result.status in REFUSALS ? result.status : 403, {
+            type: `https://iam-gateway.dev/problems/${refusal.code.toLowerCase().replace(/_/g, '-')}`,
+            title: refusal.title,
+            status: result.status in REFUSALS ? result.status : 403,
+            code: refusal.code,
             detail: `${one.permissionCode}${one.resource ? ` on ${one.resource.type} ${one.resource.id}` : ''} is not allowed (${result.failedStep ?? 'denied'}).`,
             decisionId: result.decisionId,
             step: result.failedStep,
@@ -252,6 +255,19 @@ export function createHostAuthorization(options: HostAuthorizationOptions): Host
     },
   };
 }
+
+/**
+ * What `require` rejects with for a check result's `status`: the problem the proxy answers for the same decision
+ * (docs/host-integration.md). Any other status is reported as a denial.
+ */
+const REFUSALS: Readonly<Record<number, { code: string; title: string }>> = {
+  401: { code: 'IAM_UNAUTHENTICATED', title: 'Authentication required' },
+  403: { code: 'IAM_ACCESS_DENIED', title: 'Access denied' },
+  404: { code: 'IAM_RESOURCE_NOT_FOUND', title: 'Resource not found' },
+  429: { code: 'IAM_RATE_LIMITED', title: 'Too many requests' },
+  500: { code: 'IAM_RESOURCE_RESOLUTION_UNAVAILABLE', title: 'Resource resolution unavailable' },
+  502: { code: 'IAM_UPSTREAM_UNAVAILABLE', title: 'Upstream unavailable' },
+};
 
 /** The method and path an assertion is compared with. */
 interface RequestTarget {

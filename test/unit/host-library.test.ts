@@ -35,7 +35,9 @@ beforeAll(async () => {
       res.writeHead(200, { 'content-type': 'application/json' });
       if (req.url === '/iam/authorization/check') {
         const checks = body.checks as Array<{ permissionCode: string }>;
-        res.end(JSON.stringify({ subject: { userId: 'u-alice' }, results: checks.map((check, i) => ({ allowed: check.permissionCode !== 'admin:write', status: check.permissionCode === 'admin:write' ? 403 : 200, failedStep: check.permissionCode === 'admin:write' ? 'PERMISSION_DENIED' : null, decisionId: `d-${i}` })) }));
+        // admin:write is denied; budget:spent and resolver:down stand for results that are not denials.
+        const refused: Record<string, [number, string]> = { 'admin:write': [403, 'PERMISSION_DENIED'], 'budget:spent': [429, 'RESOLUTION_BUDGET_EXCEEDED'], 'resolver:down': [502, 'RESOURCE_RESOLUTION_UNAVAILABLE'] };
+        res.end(JSON.stringify({ subject: { userId: 'u-alice' }, results: checks.map((check, i) => ({ allowed: refused[check.permissionCode] === undefined, status: refused[check.permissionCode]?.[0] ?? 200, failedStep: refused[check.permissionCode]?.[1] ?? null, decisionId: `d-${i}` })) }));
       } else res.end(JSON.stringify({ kind: 'SOME', ids: ['1'] }));
     });
   });
@@ -177,6 +179,18 @@ describe('iam-gateway/host', () => {
     const refused = await iam.require({ permissionCode: 'admin:write' }).catch((error: unknown) => error as HostAuthorizationError);
     expect(refused).toBeInstanceOf(HostAuthorizationError);
     expect(refused).toMatchObject({ status: 403, problem: { status: 403, code: 'IAM_ACCESS_DENIED', decisionId: 'd-0', step: 'PERMISSION_DENIED' } });
+  });
+
+  it.each([
+    ['budget:spent', 429, 'IAM_RATE_LIMITED', 'RESOLUTION_BUDGET_EXCEEDED'],
+    ['resolver:down', 502, 'IAM_UPSTREAM_UNAVAILABLE', 'RESOURCE_RESOLUTION_UNAVAILABLE'],
+  ])('require: a %s result that is no denial rejects with its own status %i (%s), not 403', async (permissionCode, status, code, step) => {
+    const refused = await host()
+      .forRequest(whoami(await assertion()))
+      .require({ permissionCode })
+      .catch((error: unknown) => error as HostAuthorizationError);
+    expect(refused).toBeInstanceOf(HostAuthorizationError);
+    expect(refused).toMatchObject({ status, problem: { status, code, step, decisionId: 'd-0' } });
   });
 
   it('plan: the gateway\'s answer; no assertion is a 401 problem, without a call', async () => {
