@@ -22,9 +22,14 @@ export function isGatewayWorker(): boolean {
 export async function runWorker(): Promise<number> {
   const id = cluster.worker?.id ?? 0;
   // Signals are taken from the first moment, so a stop that arrives while the gateway starts waits for the start.
+  // They stay taken for the whole life of the worker: a signal sent to the process group (Ctrl-C, `kill -- -PGID`,
+  // systemd's KillMode=control-group) reaches this worker and then the primary, which passes its own stop on to
+  // every worker; with the handler gone, that second SIGTERM would end the worker at once and reset every
+  // connection it was draining. A repeated signal changes nothing: the first one's drain is bounded, and the
+  // primary kills a worker still running after it.
   const stopRequested = new Promise<string>((resolve) => {
-    process.once('SIGTERM', () => resolve('SIGTERM'));
-    process.once('SIGINT', () => resolve('SIGINT'));
+    process.on('SIGTERM', () => resolve('SIGTERM'));
+    process.on('SIGINT', () => resolve('SIGINT'));
     process.once('disconnect', () => resolve('disconnect'));
   });
   // SIGHUP reloads the policies once they are loaded (app/policy.ts); before that it must not end the process.

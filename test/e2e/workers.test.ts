@@ -17,6 +17,7 @@ import { describeWithRedis, notRun, testDatabaseKind } from '../support/env';
 import { bearer, login } from '../support/gateway';
 import { ensureBuilt, serveUntilExit, startGatewayProcess, type GatewayProcess } from '../support/gateway-process';
 import { startTestOp, type TestOp } from '../support/oidc-op';
+import { RawConnection } from '../support/raw-connection';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
 import { until } from '../support/wait';
 
@@ -287,6 +288,47 @@ describeWithServers('serve --workers 2 (Redis and PostgreSQL)', () => {
     const { code, signal } = await stopping.exited;
     expect({ code, signal }).toEqual({ code: 0, signal: null });
     for (const pid of pids) expect(isAlive(pid)).toBe(false);
+    const stopped = stopping.logs().filter((line) => line.msg === 'iam-gateway stopped').map((line) => line.worker);
+    expect(stopped.sort()).toEqual([0, ...workerPids(stopping).keys()].sort());
+  }, 60_000);
+
+  // A signal to the group reaches each worker itself, then the primary, which passes its own stop on to every worker.
+  it.each([
+    ['the primary alone', (stopping: GatewayProcess): void => void stopping.child.kill('SIGTERM')],
+    ['the whole process group (Ctrl-C, kill -- -PGID, systemd KillMode=control-group)', (stopping: GatewayProcess): void => void process.kill(-stopping.pid, 'SIGTERM')],
+  ])('SIGTERM to %s: every worker drains like a single process: requests in flight and requests sent after the signal on open keep-alive connections are answered with Connection: close, no connection is reset', async (_to, stop) => {
+    const stopping = await startGatewayProcess(upstream.url, { IAM_POLICIES_DIR: policies, SERVER_WORKERS: '2', SERVER_SHUTDOWN_TIMEOUT: '10s' }, [], { processGroup: true });
+    others.push(stopping);
+    await waitFor('both workers\' listening lines', () => (workerPids(stopping).size === 2 ? true : undefined));
+    // Fresh connections are handed out round-robin: both workers hold some of them.
+    const open = async (): Promise<RawConnection> => {
+      const connection = new RawConnection(stopping.port);
+      connection.send('/health');
+      expect((await connection.response())?.head).toMatch(/^HTTP\/1\.1 200 [^]*connection: keep-alive/i);
+      return connection;
+    };
+    const inFlight = await Promise.all([0, 1, 2, 3].map(open));
+    const idle = await Promise.all([0, 1, 2, 3].map(open));
+    const id = Date.now();
+    inFlight.forEach((connection, i) => connection.send(`/slow/1500?stop=${id}&c=${i}`));
+    await waitFor('the slow requests at the host', async () => ((await upstream.requests()).filter((request) => request.url.includes(`stop=${id}`)).length === 4 ? true : undefined));
+    const linesBefore = stopping.logs().length;
+    stop(stopping);
+    // Each worker has taken the stop (or, the defect this guards against, was ended by it: its connections then show it).
+    const workers = [...workerPids(stopping)];
+    await waitFor('both workers to take the stop', () =>
+      workers.every(([worker, pid]) => !isAlive(pid) || stopping.logs().slice(linesBefore).some((line) => line.msg === 'stopping' && line.worker === worker)) ? true : undefined,
+    );
+    idle.forEach((connection, i) => connection.send(`/health?after=${id}&c=${i}`));
+    for (const connection of [...inFlight, ...idle]) {
+      const answer = await connection.response();
+      expect(answer?.head).toMatch(/^HTTP\/1\.1 200 /);
+      expect(answer?.head).toMatch(/^connection: close$/im);
+      await connection.closed;
+      expect(connection.ending).toBe('closed');
+    }
+    const { code, signal } = await stopping.exited;
+    expect({ code, signal }).toEqual({ code: 0, signal: null });
     const stopped = stopping.logs().filter((line) => line.msg === 'iam-gateway stopped').map((line) => line.worker);
     expect(stopped.sort()).toEqual([0, ...workerPids(stopping).keys()].sort());
   }, 60_000);

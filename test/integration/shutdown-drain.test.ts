@@ -7,12 +7,12 @@
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RunningGateway } from '../../src/app/start-gateway';
 import { createTestDatabase } from '../support/database';
 import { startTestGateway } from '../support/gateway';
+import { RawConnection } from '../support/raw-connection';
 import { until } from '../support/wait';
 
 const POLICY = `
@@ -47,56 +47,8 @@ afterAll(async () => {
   await new Promise((resolve) => host.close(resolve));
 });
 
-/** A raw keep-alive connection that reads responses one by one and remembers how it ended. */
-class Connection {
-  readonly socket: Socket;
-  private data = '';
-  private readonly waiters: Array<() => void> = [];
-  /** 'reset' if the connection ended with an error (ECONNRESET, EPIPE), 'closed' after a clean FIN. */
-  ending: 'open' | 'closed' | 'reset' = 'open';
-  readonly closed: Promise<void>;
-
-  constructor(port: number) {
-    this.socket = connect(port, '127.0.0.1');
-    this.socket.on('data', (chunk: Buffer) => {
-      this.data += chunk.toString('latin1');
-      for (const wake of this.waiters.splice(0)) wake();
-    });
-    this.socket.on('error', () => (this.ending = 'reset'));
-    this.closed = new Promise((resolve) =>
-      this.socket.once('close', () => {
-        if (this.ending === 'open') this.ending = 'closed';
-        for (const wake of this.waiters.splice(0)) wake();
-        resolve();
-      }),
-    );
-  }
-
-  send(target: string): void {
-    this.socket.write(`GET ${target} HTTP/1.1\r\nHost: gw.test\r\n\r\n`);
-  }
-
-  /** The next complete response (head and body), or null when the connection ended first. */
-  async response(): Promise<{ head: string; body: string } | null> {
-    for (;;) {
-      const end = this.data.indexOf('\r\n\r\n');
-      if (end >= 0) {
-        const head = this.data.slice(0, end);
-        const length = Number(/content-length: *(\d+)/i.exec(head)?.[1] ?? 0);
-        if (this.data.length >= end + 4 + length) {
-          const body = this.data.slice(end + 4, end + 4 + length);
-          this.data = this.data.slice(end + 4 + length);
-          return { head, body };
-        }
-      }
-      if (this.ending !== 'open') return null;
-      await new Promise<void>((resolve) => this.waiters.push(resolve));
-    }
-  }
-}
-
-async function idleConnection(gateway: RunningGateway): Promise<Connection> {
-  const connection = new Connection(gateway.port);
+async function idleConnection(gateway: RunningGateway): Promise<RawConnection> {
+  const connection = new RawConnection(gateway.port);
   connection.send('/health');
   const first = await connection.response();
   expect(first?.head).toMatch(/^HTTP\/1\.1 200 /);

@@ -63,11 +63,14 @@ export function ensureBuilt(): 'fresh' | 'built' {
 /**
  * Spawns a gateway process on OS-assigned ports against the test run's database and token store, and
  * resolves once it logged that it listens. `env` overrides any configuration key (e.g.
- * `{ SERVER_SHUTDOWN_TIMEOUT: '2s' }`); `args` follow `serve` (e.g. `['--workers', '2']`).
+ * `{ SERVER_SHUTDOWN_TIMEOUT: '2s' }`); `args` follow `serve` (e.g. `['--workers', '2']`). With `processGroup` the
+ * process leads a process group of its own (with its workers), so a test can signal the group as a terminal's
+ * Ctrl-C or systemd's KillMode=control-group does: `process.kill(-gateway.pid, 'SIGTERM')`.
  */
-export async function startGatewayProcess(upstreamUrl: string, env: Record<string, string> = {}, args: string[] = []): Promise<GatewayProcess> {
+export async function startGatewayProcess(upstreamUrl: string, env: Record<string, string> = {}, args: string[] = [], options: { processGroup?: boolean } = {}): Promise<GatewayProcess> {
   const child = spawn(process.execPath, [BIN, 'serve', ...args], {
     cwd: ROOT,
+    detached: options.processGroup === true,
     stdio: ['ignore', 'pipe', 'pipe'],
     env: {
       PATH: process.env.PATH ?? '',
