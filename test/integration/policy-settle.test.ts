@@ -15,6 +15,7 @@ import { PolicyReloader } from '../../src/policy/policy-watcher';
 import { until } from '../support/wait';
 
 const SETTLE_MS = 1000;
+/** Between the writes of one edit: the scenario (an editor saving in pieces), not a wait for something to happen. */
 const PAUSE_MS = 150;
 
 const OLD = 'version: 1\nroutes:\n  - { path: /old, methods: [GET], public: true }\n  - { path: /admin/**, methods: ["*"], permission: admin:write }\n';
