@@ -1,3 +1,4 @@
+import { systemClock, type Clock } from '../domain/clock';
 import type { TokenRecord } from '../domain/token-record';
 
 interface Entry {
@@ -24,6 +25,8 @@ export class SessionCache {
     private readonly trusted: () => boolean,
     /** `iam.token.cache.revalidate-interval`: the longest an entry is served without a store read. */
     private readonly revalidateMs = 2000,
+    /** Starts the revalidation window of an entry; `get` is given its time by the caller. */
+    private readonly clock: Clock = systemClock,
   ) {}
 
   get size(): number {
@@ -57,7 +60,7 @@ export class SessionCache {
     if (this.maxEntries <= 0 || !this.trusted() || generationAtRead !== this.generation || record.idleTimeoutMs > 0) return;
     const expiresAtMs = Date.parse(record.expiresAt);
     this.entries.delete(tokenHash);
-    this.entries.set(tokenHash, { record, expiresAtMs, revalidateAtMs: Date.now() + this.revalidateMs });
+    this.entries.set(tokenHash, { record, expiresAtMs, revalidateAtMs: this.clock.now() + this.revalidateMs });
     if (this.entries.size > this.maxEntries) {
       const oldest = this.entries.keys().next().value;
       if (oldest !== undefined) this.entries.delete(oldest);

@@ -46,6 +46,7 @@ describe('async-context gate', () => {
       (db.orm.em.fork() as EntityManager).transactional(async (tx) => {
         seen.push(TransactionContext.getEntityManager() as EntityManager | undefined);
         expect(ormAsyncContextActive()).toBe(true);
+        // The scenario: a timer turn inside the transaction, which an async context lost across awaits would not survive.
         await delay(20);
         await tx.execute('select 1');
         seen.push(TransactionContext.getEntityManager() as EntityManager | undefined);
@@ -70,6 +71,7 @@ describe('async-context gate', () => {
         await tx.execute('select 1');
       }),
     );
+    // The scenario: the slow unit has started before the second one (pacing, not a wait for an effect).
     await delay(10);
     // A second unit starts and finishes meanwhile (no query: the embedded database has a pool of one).
     await withOrmContext(() => delay(5));
@@ -86,6 +88,7 @@ describe('async-context gate', () => {
     const own = new AsyncLocalStorage<string>();
     await own.run('host-context', async () => {
       await db.repository.ensurePrincipal({ userId: 'u-gate2', identityId: 'id-gate2', identityDomain: 'example.com' });
+      // The scenario: a timer turn after the ORM's work, where a switched-off gate could have dropped the caller's store.
       await delay(5);
       expect(own.getStore()).toBe('host-context');
     });

@@ -12,8 +12,10 @@ import { createMetrics } from '../../src/observability/metrics';
 import { loadPolicyDirectory } from '../../src/policy/load-policy-directory';
 import { PolicyHolder } from '../../src/policy/policy-holder';
 import { PolicyReloader } from '../../src/policy/policy-watcher';
+import { until } from '../support/wait';
 
 const SETTLE_MS = 1000;
+/** Between the writes of one edit: the scenario (an editor saving in pieces), not a wait for something to happen. */
 const PAUSE_MS = 150;
 
 const OLD = 'version: 1\nroutes:\n  - { path: /old, methods: [GET], public: true }\n  - { path: /admin/**, methods: ["*"], permission: admin:write }\n';
@@ -29,14 +31,6 @@ afterEach(async () => {
   reloader = undefined;
   await rm(root, { recursive: true, force: true });
 });
-
-async function until(what: string, probe: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!probe()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
 
 /** A reloader on `routes.yaml` = OLD that records every policy it serves and every failure it reports. */
 async function startReloader(pollIntervalMs: number): Promise<{ file: string; served: CompiledPolicy[]; reported: PolicyIssue[][]; holder: PolicyHolder }> {

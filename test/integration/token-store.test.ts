@@ -6,6 +6,8 @@
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import { Redis } from 'ioredis';
+import { defineTokenStore } from '../../src/adapters/backend-registration';
+import { MEMORY_TOKEN_STORE } from '../../src/adapters/memory/backend';
 import { MemoryTokenStore } from '../../src/adapters/memory/memory-token-store';
 import { RedisTokenStore, escapeGlob } from '../../src/adapters/redis/redis-token-store';
 import { openTokenStore } from '../../src/adapters/registry';
@@ -20,6 +22,7 @@ import type { StoreEvent, TokenRecord } from '../../src/domain/token-record';
 import { StoreUnavailableError, type TokenStore } from '../../src/domain/token-store';
 import { testRedisUrl, uniquePrefix, notRun } from '../support/env';
 import { startPrivateRedis } from '../support/private-redis';
+import { FakeClock } from '../support/clock';
 import { until } from '../support/wait';
 
 /**
@@ -29,7 +32,6 @@ import { until } from '../support/wait';
  */
 const ANSWERED_NOT_HUNG_MS = 10_000;
 
-const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 const randomId = (label: string): string => `${label}-${randomBytes(6).toString('hex')}`;
 
 /** The shared poller (test/support/wait.ts), with a generous bound whatever the call names. */
@@ -37,8 +39,7 @@ async function waitFor(what: string, check: () => boolean | Promise<boolean>, ti
   await until(what, check, { within: Math.max(timeoutMs, 20_000) });
 }
 
-function makeRecord(options: { userId?: string; sessionId?: string; ttlMs?: number; idleMs?: number } = {}): TokenRecord {
-  const now = Date.now();
+function makeRecord(options: { userId?: string; sessionId?: string; ttlMs?: number; idleMs?: number } = {}, now = Date.now()): TokenRecord {
   return {
     sessionId: options.sessionId ?? randomId('s'),
     principal: {
@@ -63,7 +64,18 @@ interface ContractTarget {
   create(prefix: string): Promise<TokenStore>;
   /** The backing Redis, to assert on what the server holds (Redis only). */
   raw?: () => Redis;
+  /** The store's time now (the instant a record's expiry counts from). */
+  now(): number;
+  /**
+   * Lets `ms` of the store's time pass for `key` (a token's or a counter's key under `prefix`): the in-process store's
+   * clock is moved; Redis keeps its own time, so the test waits until the server's TTL of the key is `ms` lower, or
+   * the key is gone. Never a fixed sleep, and the key is only looked at, so an idle window is not slid by the wait.
+   */
+  passes(ms: number, prefix: string, key: string): Promise<void>;
 }
+
+const tokenKey = (hash: string): string => `token:${hash}`;
+const counterKey = (prefix: string, key: string): string => `ratelimit:{${prefix}}:${key}`;
 
 function describeTokenStoreContract(target: ContractTarget): void {
   describe(`TokenStore contract: ${target.name}`, () => {
@@ -99,54 +111,52 @@ function describeTokenStoreContract(target: ContractTarget): void {
 
     it('forgets a token at its absolute expiry', async () => {
       const hash = newHash();
-      await store.putToken(hash, makeRecord({ ttlMs: 1000 }));
+      await store.putToken(hash, makeRecord({ ttlMs: 1000 }, target.now()));
       if (target.raw) {
         const pttl = await target.raw().pttl(`${prefix}:token:${hash}`);
         expect(pttl).toBeGreaterThan(0);
         expect(pttl).toBeLessThanOrEqual(1000);
       }
       expect(await store.getToken(hash)).not.toBeNull();
-      await sleep(1150);
+      await target.passes(1000, prefix, tokenKey(hash));
       expect(await store.getToken(hash)).toBeNull();
       if (target.raw) expect(await target.raw().exists(`${prefix}:token:${hash}`)).toBe(0);
     });
 
     it('never stores a record that has already expired', async () => {
       const hash = newHash();
-      await store.putToken(hash, makeRecord({ ttlMs: -1000 }));
+      await store.putToken(hash, makeRecord({ ttlMs: -1000 }, target.now()));
       expect(await store.getToken(hash)).toBeNull();
     });
 
     it('slides the idle window on every read and expires an idle token', async () => {
-      // Windows long enough that a busy machine (a CI run) cannot end one between two steps.
+      // On Redis, half a window between a wait's end and the read: a busy machine (a CI run) cannot end one there.
       const idleMs = 1200;
       const hash = newHash();
       const key = `${prefix}:token:${hash}`;
-      await store.putToken(hash, makeRecord({ ttlMs: 60_000, idleMs }));
+      await store.putToken(hash, makeRecord({ ttlMs: 60_000, idleMs }, target.now()));
       if (target.raw) expect(await target.raw().pttl(key)).toBeLessThanOrEqual(idleMs);
-      await sleep(600);
+      await target.passes(600, prefix, tokenKey(hash));
       expect(await store.getToken(hash)).not.toBeNull(); // slides: idle until ~1800
       if (target.raw) expect(await target.raw().pttl(key)).toBeGreaterThan(idleMs - 300);
-      await sleep(600);
+      await target.passes(600, prefix, tokenKey(hash));
       expect(await store.getToken(hash)).not.toBeNull(); // 1200 ms after put, 600 ms idle
-      // Not polled: every read would slide the window again.
-      await sleep(idleMs + 400);
+      // The wait only looks at the key's TTL: a read would slide the window again.
+      await target.passes(idleMs, prefix, tokenKey(hash));
       expect(await store.getToken(hash)).toBeNull();
     });
 
     it('does not extend the absolute expiry by sliding', async () => {
       const hash = newHash();
       const key = `${prefix}:token:${hash}`;
-      const putAt = Date.now();
-      await store.putToken(hash, makeRecord({ ttlMs: 1000, idleMs: 800 }));
-      await sleep(400);
+      await store.putToken(hash, makeRecord({ ttlMs: 2000, idleMs: 1600 }, target.now()));
+      await target.passes(800, prefix, tokenKey(hash));
       expect(await store.getToken(hash)).not.toBeNull();
-      // min(idle 800, ~600 left): the slide stops at the absolute expiry.
-      if (target.raw) expect(await target.raw().pttl(key)).toBeLessThanOrEqual(610);
-      await sleep(300);
-      // Still inside the absolute expiry (a loaded machine may oversleep: only asserted when it did not).
-      if (Date.now() - putAt < 950) expect(await store.getToken(hash)).not.toBeNull();
-      await sleep(450); // ≥ 1150 ms: past the absolute expiry although read a moment ago
+      // min(idle 1600, ~1200 left): the slide stops at the absolute expiry.
+      if (target.raw) expect(await target.raw().pttl(key)).toBeLessThanOrEqual(1210);
+      await target.passes(600, prefix, tokenKey(hash));
+      expect(await store.getToken(hash)).not.toBeNull(); // ~600 ms before the absolute expiry
+      await target.passes(600, prefix, tokenKey(hash)); // past the absolute expiry although read a moment ago
       expect(await store.getToken(hash)).toBeNull();
     });
 
@@ -154,8 +164,8 @@ function describeTokenStoreContract(target: ContractTarget): void {
       const userId = randomId('u');
       const longHash = newHash();
       const shortHash = newHash();
-      const longRecord = makeRecord({ userId, ttlMs: 60_000 });
-      const shortRecord = makeRecord({ userId, ttlMs: 1000 });
+      const longRecord = makeRecord({ userId, ttlMs: 60_000 }, target.now());
+      const shortRecord = makeRecord({ userId, ttlMs: 1000 }, target.now());
       await store.putToken(longHash, longRecord);
       await store.putToken(shortHash, shortRecord);
       const indexKey = `${prefix}:user:${userId}:sessions`;
@@ -169,7 +179,7 @@ function describeTokenStoreContract(target: ContractTarget): void {
           [shortRecord.sessionId, shortHash],
         ]),
       );
-      await sleep(1150);
+      await target.passes(1000, prefix, tokenKey(shortHash));
       expect(await store.listUserTokens(userId)).toEqual(new Map([[longRecord.sessionId, longHash]]));
       if (target.raw) expect(await target.raw().hkeys(indexKey)).toEqual([longRecord.sessionId]);
 
@@ -195,29 +205,32 @@ function describeTokenStoreContract(target: ContractTarget): void {
 
       await subscription.close();
       expect(subscription.connected).toBe(false);
+      // A subscriber still open hears the next event: by then the closed one would have heard it too.
+      const heardByOpen: StoreEvent[] = [];
+      const open = await store.subscribe((later) => heardByOpen.push(later));
       await store.publish({ type: 'template-changed', versionId: 'v2' });
-      await sleep(150);
+      await waitFor('the open subscriber to hear the event', () => heardByOpen.length === 1);
+      await open.close();
       expect(received).toHaveLength(1);
     });
 
     it('counts hits in a fixed window that starts at the first hit', async () => {
-      // A window long enough that a busy machine (a CI run) cannot end it between two steps; its end is waited for.
+      // A window long enough that a busy machine (a CI run) cannot end it between two steps. Its exact end, on
+      // both sides, is checked on the in-process store's clock (test/unit/memory-token-store.test.ts).
       const windowMs = 2000;
       const key = randomId('login:alice');
-      const startedAt = Date.now();
       const first = await store.hit(key, windowMs);
       expect(first.count).toBe(1);
       expect(first.resetInMs).toBeGreaterThan(0);
       expect(first.resetInMs).toBeLessThanOrEqual(windowMs);
-      await sleep(300);
+      await target.passes(300, prefix, counterKey(prefix, key));
       const second = await store.hit(key, windowMs);
       expect(second.count).toBe(2);
       expect(second.resetInMs).toBeLessThanOrEqual(windowMs - 280); // the window did not restart
       const peeked = await store.peek(key);
       expect(peeked.count).toBe(2);
       expect((await store.peek(key)).count).toBe(2); // peek does not count
-      await waitFor('the window to end', async () => (await store.peek(key)).count === 0, windowMs + 5000);
-      expect(Date.now() - startedAt).toBeGreaterThanOrEqual(windowMs - 20); // not before its length
+      await target.passes(windowMs, prefix, counterKey(prefix, key));
       expect(await store.peek(key)).toEqual({ count: 0, resetInMs: 0 });
       expect((await store.hit(key, windowMs)).count).toBe(1); // a new window
       await store.resetCounter(key);
@@ -294,27 +307,20 @@ describe('token format (docs/http-contract.md)', () => {
   });
 });
 
+const memoryClock = new FakeClock();
+/** The registry's in-process backend, declared as it is, opening its store on the clock the test moves. */
+const MEMORY_ON_TEST_CLOCK = defineTokenStore({
+  kind: MEMORY_TOKEN_STORE.kind,
+  chosenBy: MEMORY_TOKEN_STORE.chosenBy,
+  capabilities: { events: false, persistent: false },
+  open: ({ prefix }) => Promise.resolve({ store: new MemoryTokenStore({ prefix, clock: memoryClock }) }),
+});
 describeTokenStoreContract({
   name: 'memory',
   // Through the registry: the in-process store with the in-process events channel it is given.
-  create: async (prefix) => (await openTokenStore({ url: null, prefix })).store,
-});
-
-describe('MemoryTokenStore memory bound', () => {
-  it('sweeps a flood of expired distinct tokens and counters', async () => {
-    const store = new MemoryTokenStore({ prefix: uniquePrefix('memory-sweep'), sweepIntervalMs: 50 });
-    try {
-      for (let i = 0; i < 2000; i++) {
-        await store.putToken(newHash(), makeRecord({ ttlMs: 100 }));
-        await store.hit(`k${i}`, 100);
-      }
-      await sleep(300);
-      // Nothing was read: only the periodic sweep can have released them.
-      expect(await store.purge()).toBe(0);
-    } finally {
-      await store.close();
-    }
-  });
+  create: async (prefix) => (await openTokenStore({ url: null, prefix }, [MEMORY_ON_TEST_CLOCK])).store,
+  now: () => memoryClock.now(),
+  passes: (ms) => Promise.resolve(memoryClock.advance(ms)),
 });
 
 describe('escapeGlob', () => {
@@ -345,7 +351,21 @@ if (!redisUrl) {
     await admin.quit();
   });
 
-  describeTokenStoreContract({ name: 'redis', create: (prefix) => connect(prefix), raw: () => admin });
+  describeTokenStoreContract({
+    name: 'redis',
+    create: (prefix) => connect(prefix),
+    raw: () => admin,
+    now: () => Date.now(),
+    passes: async (ms, prefix, key) => {
+      const full = `${prefix}:${key}`;
+      const left = (await admin.pttl(full)) - ms;
+      // -2: the key is gone. A wait to the end of its life waits for that, not for a TTL of 0 still held.
+      await until(`${full} to have ${left > 0 ? `at most ${left} ms left` : 'expired'}`, async () => {
+        const pttl = await admin.pttl(full);
+        return pttl === -2 || (left > 0 && pttl <= left);
+      });
+    },
+  });
 
   describe('RedisTokenStore (Redis only)', () => {
     it('purges only its own prefix, glob characters included', async () => {

@@ -13,6 +13,7 @@ import type { RunningGateway } from '../../src/app/start-gateway';
 import { createTestDatabase } from '../support/database';
 import { bearer, login, startTestGateway } from '../support/gateway';
 import { timed } from '../support/timed-fetch';
+import { until } from '../support/wait';
 
 const POLICY = (resolverBase: string): string => `
 version: 1
@@ -103,15 +104,6 @@ function rawRequest(gateway: RunningGateway, target: string, headers: string[] =
   });
 }
 
-/** Resolves once `predicate` holds, checking on every turn of the event loop (fails after `ms`). */
-async function until(predicate: () => boolean, ms: number, what: string): Promise<void> {
-  const started = Date.now();
-  while (!predicate()) {
-    if (Date.now() - started > ms) throw new Error(`${what}: not within ${ms} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
-
 let policies: string;
 let host: Host;
 let gateway: RunningGateway;
@@ -146,7 +138,7 @@ describe('#11.2 upstream pool exhaustion', () => {
   it('#11.2: clients that leave while their request waits for a pooled connection free it, and the host never gets their requests', async () => {
     // Both pooled connections busy with slow answers; four more clients queue behind them, then leave.
     const busy = [timed(`${gateway.url}/slow?ms=600&busy=1`), timed(`${gateway.url}/slow?ms=600&busy=2`)];
-    await until(() => host.seen.filter((url) => url.includes('busy=')).length === 2, 5000, 'both pooled connections busy');
+    await until('both pooled connections busy', () => host.seen.filter((url) => url.includes('busy=')).length === 2, { every: 5 });
     const leaving = await Promise.all([1, 2, 3, 4].map((i) => rawRequest(gateway, `/health?abandoned=${i}`)));
     // The gateway has parsed and queued them (a public route is authorized synchronously) before they leave. Nothing
     // to poll (no metric shows the pool's queue): on a slow machine some may leave before being queued, which makes the
@@ -162,7 +154,7 @@ describe('#11.2 upstream pool exhaustion', () => {
     const before = host.bigStarted;
     const stalled = await Promise.all([rawRequest(gateway, '/big?client=1'), rawRequest(gateway, '/big?client=2')]);
     for (const socket of stalled) socket.pause();
-    await until(() => host.bigStarted === before + 2, 5000, 'both large answers started');
+    await until('both large answers started', () => host.bigStarted === before + 2, { every: 5 });
     try {
       await expectPoolServes();
     } finally {
@@ -173,7 +165,7 @@ describe('#11.2 upstream pool exhaustion', () => {
   it('#11.2: a client that leaves while its request is being authorized sends nothing to the host', async () => {
     const leaving = await Promise.all([1, 2, 3].map((i) => rawRequest(gateway, `/projects/${i}?leaves=1`, [`Authorization: Bearer ${bobToken}`])));
     // Each authorization waits on the resource resolver, which the host holds.
-    await until(() => host.heldResolutions.length === 3, 5000, 'the authorizations wait on the resolver');
+    await until('the authorizations wait on the resolver', () => host.heldResolutions.length === 3, { every: 5 });
     for (const socket of leaving) {
       const closed = new Promise((resolve) => socket.once('close', resolve));
       socket.destroy();

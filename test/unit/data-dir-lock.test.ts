@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataDirectoryLockedError, LOCK_FILE, lockDataDirectory } from '../../src/adapters/pglite/data-dir-lock';
 import { processState } from '../support/processes';
+import { until } from '../support/wait';
 
 const children: ChildProcess[] = [];
 
@@ -92,14 +93,7 @@ describe('#11.23 embedded data directory lock and unreaped processes', () => {
     // The shell execs into a sleeper whose child exits and is never waited for: a zombie for as long as it sleeps.
     const parent = spawn('sh', ['-c', `${process.execPath} -e '' & exec ${process.execPath} -e 'setTimeout(() => {}, 30000)'`], { stdio: 'ignore' });
     try {
-      let zombie = 0;
-      for (let i = 0; i < 100 && zombie === 0; i++) {
-        await new Promise((resolve) => setTimeout(resolve, 50));
-        for (const task of readdirSafe(`/proc/${parent.pid}/task/${parent.pid}/children`)) {
-          if (processState(task) === 'Z') zombie = task;
-        }
-      }
-      expect(zombie).toBeGreaterThan(0);
+      const zombie = await until('the unreaped child', () => readdirSafe(`/proc/${parent.pid}/task/${parent.pid}/children`).find((task) => processState(task) === 'Z'), { every: 50 });
       writeFileSync(join(dir, LOCK_FILE), `${await deadPid()}\n${zombie}\n`);
       const lock = await lockDataDirectory(dir, 0);
       expect(readFileSync(join(dir, LOCK_FILE), 'utf8')).toBe(`${process.pid}\n`);

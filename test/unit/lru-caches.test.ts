@@ -71,7 +71,7 @@ describe('SessionCache against a model LRU', () => {
   it.each([1, 2, 3, 4])('max %i: 2,000 random get/set/deleteToken/deleteUser steps agree', (max) => {
     for (let seed = 1; seed <= 10; seed++) {
       const next = seededRandom(seed * 17 + max);
-      const cache = new SessionCache(max, () => true, 60_000);
+      const cache = new SessionCache(max, () => true, 60_000, { now: () => NOW });
       const model = new ModelLru(max);
       const values = new Map<TokenRecord, number>();
       const userOf = (key: string): string => `u${Number(key.slice(1)) % 2}`;

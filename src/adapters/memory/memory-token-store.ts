@@ -1,3 +1,4 @@
+import { systemClock, type Clock } from '../../domain/clock';
 import type { TokenRecord } from '../../domain/token-record';
 import { StoreUnavailableError, type TokenStorage } from '../../domain/token-store';
 
@@ -7,6 +8,8 @@ export interface MemoryTokenStoreOptions {
   prefix?: string;
   /** How often expired tokens and counters are swept so memory stays bounded; default 30 s. */
   sweepIntervalMs?: number;
+  /** The time of every expiry, idle window and counter window (default the system clock; tests move their own). */
+  clock?: Clock;
 }
 
 interface StoredToken {
@@ -40,10 +43,12 @@ export class MemoryTokenStore implements TokenStorage {
   private readonly userIndex = new Map<string, Map<string, string>>();
   private readonly counters = new Map<string, Counter>();
   private readonly sweepTimer: NodeJS.Timeout;
+  private readonly clock: Clock;
   private closed = false;
 
   constructor(options: MemoryTokenStoreOptions = {}) {
     this.prefix = options.prefix ?? 'iam';
+    this.clock = options.clock ?? systemClock;
     this.sweepTimer = setInterval(() => this.sweep(), options.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS);
     // The sweep must never keep the process alive on its own.
     this.sweepTimer.unref();
@@ -53,7 +58,7 @@ export class MemoryTokenStore implements TokenStorage {
     this.assertOpen();
     const entry = this.tokens.get(tokenHash);
     if (!entry) return null;
-    const now = Date.now();
+    const now = this.clock.now();
     if (now >= entry.deadlineMs) {
       this.removeToken(tokenHash, entry);
       return null;
@@ -67,7 +72,7 @@ export class MemoryTokenStore implements TokenStorage {
   async putToken(tokenHash: string, record: TokenRecord): Promise<void> {
     this.assertOpen();
     const expiresAtMs = parseExpiresAt(record);
-    const now = Date.now();
+    const now = this.clock.now();
     const existing = this.tokens.get(tokenHash);
     if (existing) this.removeToken(tokenHash, existing);
     // An already expired record is never stored (Redis refuses a PX <= 0 as well).
@@ -93,7 +98,7 @@ export class MemoryTokenStore implements TokenStorage {
   async deleteToken(tokenHash: string, userId: string, sessionId: string): Promise<boolean> {
     this.assertOpen();
     const entry = this.tokens.get(tokenHash);
-    const existed = entry !== undefined && Date.now() < entry.deadlineMs;
+    const existed = entry !== undefined && this.clock.now() < entry.deadlineMs;
     if (entry) this.removeToken(tokenHash, entry);
     const sessions = this.userIndex.get(userId);
     if (sessions) {
@@ -108,7 +113,7 @@ export class MemoryTokenStore implements TokenStorage {
     const sessions = this.userIndex.get(userId);
     const live = new Map<string, string>();
     if (!sessions) return live;
-    const now = Date.now();
+    const now = this.clock.now();
     for (const [sessionId, tokenHash] of sessions) {
       const entry = this.tokens.get(tokenHash);
       if (entry && now < entry.deadlineMs) {
@@ -124,7 +129,7 @@ export class MemoryTokenStore implements TokenStorage {
 
   async hit(key: string, windowMs: number): Promise<{ count: number; resetInMs: number }> {
     this.assertOpen();
-    const now = Date.now();
+    const now = this.clock.now();
     let counter = this.counters.get(key);
     if (!counter || now >= counter.windowEndsAtMs) {
       counter = { count: 0, windowEndsAtMs: now + windowMs };
@@ -137,7 +142,7 @@ export class MemoryTokenStore implements TokenStorage {
   /** One synchronous step: no other call can run between the check and the increment. */
   async takeCounters(keys: readonly string[], limits: readonly number[], windowMs: number): Promise<{ allowed: boolean; resetInMs: number }> {
     this.assertOpen();
-    const now = Date.now();
+    const now = this.clock.now();
     for (let i = 0; i < keys.length; i++) {
       const counter = this.counters.get(keys[i]!);
       if (counter && now < counter.windowEndsAtMs && counter.count >= limits[i]!) return { allowed: false, resetInMs: counter.windowEndsAtMs - now };
@@ -161,7 +166,7 @@ export class MemoryTokenStore implements TokenStorage {
 
   async peek(key: string): Promise<{ count: number; resetInMs: number }> {
     this.assertOpen();
-    const now = Date.now();
+    const now = this.clock.now();
     const counter = this.counters.get(key);
     if (!counter || now >= counter.windowEndsAtMs) return { count: 0, resetInMs: 0 };
     return { count: counter.count, resetInMs: counter.windowEndsAtMs - now };
@@ -193,7 +198,7 @@ export class MemoryTokenStore implements TokenStorage {
 
   /** Drops every expired token (with its index entry) and every elapsed counter window. */
   private sweep(): void {
-    const now = Date.now();
+    const now = this.clock.now();
     for (const [tokenHash, entry] of this.tokens) {
       if (now >= entry.deadlineMs) this.removeToken(tokenHash, entry);
     }
