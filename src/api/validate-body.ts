@@ -1,6 +1,7 @@
-import Ajv2020, { type ErrorObject, type ValidateFunction } from 'ajv/dist/2020';
+import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { problems } from '../domain/problem';
+import { pointerErrors } from '../domain/schema-errors';
 
 /**
  * One ajv instance for /iam request bodies (the schemas of src/api/schemas/requests.ts): JSON Schema 2020-12,
@@ -15,30 +16,7 @@ export function createBodyValidator(): Ajv2020 {
 /** Throws 400 IAM_VALIDATION_FAILED naming every failing JSON pointer (docs/http-contract.md). */
 export function assertValid<T>(validate: ValidateFunction<T>, body: unknown): T {
   if (validate(body)) return body;
-  throw problems.validation(toPointerErrors(validate.errors ?? []));
-}
-
-export function toPointerErrors(errors: ErrorObject[]): Array<{ pointer: string; message: string }> {
-  const seen = new Set<string>();
-  const out: Array<{ pointer: string; message: string }> = [];
-  for (const error of errors) {
-    let pointer = error.instancePath;
-    let message = error.message ?? 'is invalid';
-    if (error.keyword === 'additionalProperties') {
-      pointer += `/${String(error.params.additionalProperty)}`;
-      message = 'is not an allowed property';
-    } else if (error.keyword === 'required') {
-      pointer += `/${String(error.params.missingProperty)}`;
-      message = 'is required';
-    } else if (error.keyword === 'enum') {
-      message = `must be one of ${(error.params.allowedValues as unknown[]).map(String).join(', ')}`;
-    }
-    const key = `${pointer}\0${message}`;
-    if (seen.has(key)) continue;
-    seen.add(key);
-    out.push({ pointer: pointer || '/', message });
-  }
-  return out;
+  throw problems.validation(pointerErrors(validate.errors ?? []));
 }
 
 /**

@@ -1,5 +1,5 @@
 import { openDatabaseThread, type DatabaseThread } from '../adapters/postgres/database-thread';
-import { provisioningFileError, type ProvisioningFile } from '../config';
+import { provisioningFileError, type ProvisioningFile } from '../auth/provisioning-file';
 import { ProvisioningError } from '../domain/iam-repository';
 import type { Logger } from '../observability/logger';
 import type { CleanupStack } from './cleanup-stack';

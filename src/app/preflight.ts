@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadProvisioningFile, ProvisioningFileError, type ProvisioningFile } from '../config';
+import { loadProvisioningFile, ProvisioningFileError, type ProvisioningFile } from '../auth/provisioning-file';
 import type { Authenticator } from '../auth/authenticator';
 import { AUTHENTICATORS, createAuthenticator, keyForLoadErrors, type AuthenticatorRegistry } from '../auth/authenticators';
 import { AssertionSigner } from '../gateway/assertion-signer';

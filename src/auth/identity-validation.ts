@@ -1,5 +1,6 @@
 import Ajv from 'ajv';
 import { MAX_PROFILE_SCOPES } from '../domain/grant-limits';
+import { schemaErrorText } from '../domain/schema-errors';
 import type { AuthenticatedIdentity } from './authenticator';
 
 /**
@@ -66,8 +67,7 @@ const validateIdentity = ajv.compile(authenticatedIdentitySchema);
 /** The identity an authenticator returned, checked; null when it is not usable. */
 export function checkAuthenticatedIdentity(value: unknown): { identity: AuthenticatedIdentity } | { error: string } {
   if (!validateIdentity(value)) {
-    const first = validateIdentity.errors?.[0];
-    return { error: `authenticator answer ${first?.instancePath || '/'} ${first?.message ?? 'is invalid'}` };
+    return { error: `authenticator answer ${schemaErrorText(validateIdentity.errors?.[0])}` };
   }
   const v = value as unknown as AuthenticatedIdentity;
   return {

@@ -1,6 +1,7 @@
 import Ajv from 'ajv';
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
+import { schemaErrorText } from '../domain/schema-errors';
 import type { AuthenticationOutcome, Authenticator, LoginContext, LoginRequest } from './authenticator';
 import { HEADER_SAFE_PATTERN, IDENTIFIER_PATTERN } from './identity-validation';
 import { dummyPasswordHash } from './password-hash';
@@ -51,7 +52,7 @@ export function readUsersFile(path: string): Map<string, UsersFileEntry> {
   }
   const validate = new Ajv({ allErrors: true }).compile(usersFileSchema);
   if (!validate(document)) {
-    const problems = (validate.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message}`).join('; ');
+    const problems = (validate.errors ?? []).map(schemaErrorText).join('; ');
     throw new Error(`users file ${path}: ${problems}`);
   }
   const users = new Map<string, UsersFileEntry>();

@@ -1,7 +1,8 @@
 import { ProvisioningError } from '../domain/iam-repository';
 import { asksForHelp, UsageError, type CliCommand, type CliOutput } from './command-line';
 import { packageVersion } from './version';
-import { ConfigError, ProvisioningFileError } from '../config';
+import { ProvisioningFileError } from '../auth/provisioning-file';
+import { ConfigError } from '../config';
 import { scrubText } from '../observability/redaction';
 import { terminalOutput } from '../observability/terminal-text';
 

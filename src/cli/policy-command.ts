@@ -1,4 +1,4 @@
-import { readProvisioningFile } from '../config';
+import { readProvisioningFile } from '../auth/provisioning-file';
 import { runPolicyCommand as runPolicyTool, type PolicyCommandIo, type PolicyToolServices, type ReplayData } from '../policy-tools/policy-command';
 import type { RecordedDecision } from '../policy-tools/policy-replay';
 import { databasePlace } from '../adapters/postgres/database-place';

@@ -1,4 +1,4 @@
-import { loadProvisioningFile, provisioningFileError } from '../config';
+import { loadProvisioningFile, provisioningFileError } from '../auth/provisioning-file';
 import { ProvisioningError } from '../domain/iam-repository';
 import { openDatabase, type OpenDatabase } from '../adapters/postgres/database';
 import { openTokenStore, tokenStoreBackendFor } from '../adapters/registry';

@@ -1,11 +1,13 @@
 import { isIP } from 'node:net';
+import * as path from 'node:path';
 import type { JSONSchemaType } from 'ajv';
 import { DURATION_EXAMPLES, SIZE_EXAMPLES, tryParseByteSize, tryParseDuration } from './durations';
 import { DATABASES, declaredUrlForms, isDeclaredUrl, TOKEN_STORES } from '../adapters/registry';
 import { isLogoutTokenType } from '../auth/oidc/token-types';
-import { RULE_NAME_PATTERN } from '../auth/oidc/claim-rules';
+import { RULE_NAME_PATTERN, type ClaimCondition, type ProfileRule } from '../auth/oidc/claim-rules';
 import { AUTHENTICATORS, type AuthenticatorRegistry } from '../auth/authenticators';
-import { authenticatorSchema, type RawAuthenticatorSection } from './authenticator-schema';
+import { authenticatorSchema, toAuthenticatorConfig, type RawAuthenticatorSection } from './authenticator-schema';
+import { converted, form, key, typedAs, TYPED, type RawOf, type TypedForm, type TypedOf } from './key-forms';
 
 /** `iam.oidc.allowed` and a profile rule's `when`: a claim that must hold one of `values` (none: be present). */
 export interface RawClaimCondition {
@@ -22,110 +24,6 @@ export interface RawProfileRule {
   'client-types': string[];
   scopes: Array<{ type: string; id?: string | null; claim?: string | null; access: 'READ' | 'WRITE' }>;
   unscoped?: boolean | null;
-}
-
-/**
- * The YAML/environment form of the configuration after defaults are applied: kebab-case keys,
- * durations and sizes as written (`8h`, `16kb` or numbers). The schema below is typed against this
- * interface (ajv `JSONSchemaType`), so the two cannot drift; `to-gateway-config.ts` turns it into `GatewayConfig`.
- * Nullable keys are optional here only because `JSONSchemaType` requires it; defaults always set them.
- */
-export interface RawConfig {
-  server: {
-    port: number;
-    'management-port': number;
-    host: string;
-    'management-host': string;
-    'request-timeout': Duration;
-    'headers-timeout': Duration;
-    'keep-alive-timeout': Duration;
-    'max-header-size': ByteSize;
-    'max-url-length': ByteSize;
-    'iam-body-limit': ByteSize;
-    'shutdown-timeout': Duration;
-    workers: number | string;
-  };
-  upstream: {
-    url: string;
-    'connect-timeout': Duration;
-    'response-timeout': Duration;
-    'body-timeout': Duration;
-    connections: number;
-    'websocket-idle-timeout': Duration;
-    'websocket-recheck-interval': Duration;
-  };
-  database: {
-    url?: string | null;
-    'embedded-dir': string;
-    'pool-size': number;
-    'connect-timeout': Duration;
-    'query-timeout': Duration;
-    'idle-timeout': Duration;
-  };
-  redis: { url?: string | null; 'wait-replicas': number; 'wait-timeout': Duration };
-  log: { level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
-  iam: {
-    enabled: boolean;
-    token: {
-      'store-prefix': string;
-      ttl: Duration;
-      'idle-timeout': Duration;
-      'max-sessions-per-user': number;
-      cache: { enabled: boolean; 'max-entries': number; 'revalidate-interval': Duration };
-    };
-    schema: { 'history-table': string };
-    'client-types': string[];
-    login: { 'rate-limit': { 'max-failures': number; 'max-failures-per-address': number; window: Duration }; 'max-pending-verifications': number };
-    /** The login methods' keys: auth/authenticators/ (authenticator-schema.ts). */
-    authenticator: RawAuthenticatorSection;
-    provision: { file?: string | null };
-    policy: { dir: string; 'candidate-dir'?: string | null; 'poll-interval': Duration; debounce: Duration };
-    authz: {
-      'ability-cache-size': number;
-      'ability-cache-memory': ByteSize;
-      'resolver-timeout': Duration;
-      'caller-resolutions': { 'per-call': number; 'in-flight-per-caller': number; connections: number };
-    };
-    changes: { 'poll-interval': Duration };
-    gateway: { 'allow-path-parameters': boolean };
-    forward: {
-      'trusted-proxies': string[];
-      assertion: { enabled: boolean; ttl: Duration; issuer: string; audience?: string | null; 'key-file'?: string | null };
-    };
-    'session-cookie': { secure: boolean; 'trusted-origins': string[] };
-    ui: { title: string; 'logo-url'?: string | null; 'templates-dir'?: string | null };
-    'access-log': 'all' | 'denied' | 'off';
-    'access-log-sample': number;
-    oidc: {
-      issuer?: string | null;
-      'client-id'?: string | null;
-      'client-secret'?: string | null;
-      'redirect-uri'?: string | null;
-      'post-logout-redirect-uri'?: string | null;
-      scopes: string[];
-      claims: { 'user-id': string; 'identity-domain'?: string | null; profile?: string | null };
-      users: 'jit' | 'existing';
-      'link-by': 'none' | 'verified-email';
-      allowed: RawClaimCondition[];
-      profiles: RawProfileRule[];
-      'accept-access-tokens': boolean;
-      audience?: string | null;
-      'access-token-types': string[];
-      algorithms: string[];
-      'clock-tolerance': Duration;
-      'revocation-margin': Duration;
-      timeout: Duration;
-    };
-    cors: {
-      enabled: boolean;
-      origins: string[];
-      methods: string[];
-      headers: string[];
-      'max-age': number;
-      credentials: boolean;
-    };
-    audit: { 'flush-interval': Duration; 'spool-dir': string; 'spool-max-bytes': ByteSize; retention: Duration; 'anonymous-denials-per-minute': number };
-  };
 }
 
 type Duration = string | number;
@@ -241,37 +139,45 @@ export const CONFIG_FORMATS: Readonly<Record<string, ConfigFormat>> = {
   },
 };
 
-const duration = (fallback: Duration, description: string, positive = false) => ({
-  type: ['string', 'integer'] as Array<'string' | 'integer'>,
-  format: positive ? 'positive-duration' : 'duration',
-  minimum: positive ? 1 : 0,
-  default: fallback,
-  description,
-});
-const byteSize = (fallback: ByteSize, description: string) => ({
-  type: ['string', 'integer'] as Array<'string' | 'integer'>,
-  format: 'byte-size',
-  minimum: 1,
-  default: fallback,
-  description,
-});
-const integer = (fallback: number, minimum: number, maximum: number, description: string) => ({
-  type: 'integer' as const,
-  minimum,
-  maximum,
-  default: fallback,
-  description,
-});
+const duration = (fallback: Duration, description: string, positive = false) =>
+  key(
+    {
+      type: ['string', 'integer'] as Array<'string' | 'integer'>,
+      format: positive ? 'positive-duration' : 'duration',
+      minimum: positive ? 1 : 0,
+      default: fallback,
+      description,
+    },
+    form<Duration, number, 'Ms'>('milliseconds', 'Ms'),
+  );
+const byteSize = (fallback: ByteSize, description: string) =>
+  key(
+    {
+      type: ['string', 'integer'] as Array<'string' | 'integer'>,
+      format: 'byte-size',
+      minimum: 1,
+      default: fallback,
+      description,
+    },
+    form<ByteSize, number>('bytes'),
+  );
+const integer = (fallback: number, minimum: number, maximum: number, description: string) =>
+  key({ type: 'integer' as const, minimum, maximum, default: fallback, description }, form<number, number>('as-written'));
 const port = (fallback: number, description: string) => integer(fallback, 0, 65535, description);
-const flag = (fallback: boolean, description: string) => ({ type: 'boolean' as const, default: fallback, description });
-const text = (fallback: string, description: string, format?: string) => ({
+const flag = (fallback: boolean, description: string) =>
+  key({ type: 'boolean' as const, default: fallback, description }, form<boolean, boolean>('as-written'));
+const textSchema = (fallback: string, description: string, format?: string) => ({
   type: 'string' as const,
   minLength: 1,
   ...(format === undefined ? {} : { format }),
   default: fallback,
   description,
 });
-const nullableText = (description: string, format?: string, fallback: string | null = null) => ({
+const text = (fallback: string, description: string, format?: string) =>
+  key(textSchema(fallback, description, format), form<string, string>('as-written'));
+/** A file or directory: absolute in the typed form, relative ones from the working directory. */
+const pathText = (fallback: string, description: string) => key(textSchema(fallback, description), form<string, string>('path'));
+const nullableSchema = (description: string, format?: string, fallback: string | null = null) => ({
   type: 'string' as const,
   nullable: true as const,
   minLength: 1,
@@ -279,13 +185,22 @@ const nullableText = (description: string, format?: string, fallback: string | n
   default: fallback,
   description,
 });
-const list = (fallback: string[], format: string, description: string) => ({
-  type: 'array' as const,
-  items: { type: 'string' as const, format },
-  uniqueItems: true as const,
-  default: fallback,
-  description,
-});
+const nullableText = (description: string, format?: string, fallback: string | null = null) =>
+  key(nullableSchema(description, format, fallback), form<string | null, string | null>('as-written'));
+const nullablePath = (description: string) => key(nullableSchema(description), form<string | null, string | null>('path'));
+const list = (fallback: string[], format: string, description: string) =>
+  key(
+    {
+      type: 'array' as const,
+      items: { type: 'string' as const, format },
+      uniqueItems: true as const,
+      default: fallback,
+      description,
+    },
+    form<string[], string[]>('as-written'),
+  );
+const oneOf = <const Value extends string>(values: readonly Value[], fallback: NoInfer<Value>, description: string) =>
+  key({ type: 'string' as const, enum: [...values] as Value[], default: fallback, description }, form<Value, Value>('as-written'));
 /** The members of a section that are not nullable (ajv's `JSONSchemaType` wants exactly those as `required`). */
 type RequiredMember<P> = { [K in keyof P]: P[K] extends { nullable: true } ? never : K }[keyof P] & string;
 
@@ -341,13 +256,27 @@ const profileRule = {
   },
 };
 
+const toClaimCondition = (condition: RawClaimCondition): ClaimCondition => ({ claim: condition.claim, values: [...(condition.values ?? [])] });
+
+/** A rule's typed form: its profile name defaults to its own name; a scope takes its id from `id` or from `claim`. */
+const toProfileRule = (rule: RawProfileRule): ProfileRule => ({
+  name: rule.name,
+  when: (rule.when ?? []).map(toClaimCondition),
+  profileName: rule['profile-name'] ?? rule.name,
+  templateVersionId: rule['template-version'],
+  clientTypes: [...rule['client-types']],
+  scopes: (rule.scopes ?? []).map((scope) => (scope.claim != null ? { type: scope.type, claim: scope.claim, access: scope.access } : { type: scope.type, id: scope.id!, access: scope.access })),
+  unscoped: rule.unscoped ?? null,
+});
+
 /**
  * JSON Schema (draft-07, ajv 8) of the configuration file. The `default`s here are the only defaults;
  * config/default.yaml repeats them as documentation (a test checks the two agree). Each `description` is the key's
  * "meaning" in the table of docs/configuration.md, generated from here (`npm run docs:config`): Markdown, links
- * relative to docs/.
+ * relative to docs/. Each key is declared once, by a helper that also declares its typed form (key-forms.ts): its
+ * written type (`RawConfig`), its name and type in `GatewayConfig`, and the conversion between them.
  */
-export const configSchema = section({
+const schema = section({
   server: section({
     port: port(8080, 'proxy and /iam listen port (0 = any free port)'),
     'management-port': port(9090, 'health, readiness and metrics listen port'),
@@ -360,14 +289,18 @@ export const configSchema = section({
     'max-url-length': byteSize('8kb', 'bytes of request target, 414 above'),
     'iam-body-limit': byteSize('64kb', 'bytes of a JSON body sent to /iam, 413 above'),
     'shutdown-timeout': duration('10s', 'in-flight requests (and idle keep-alive connections) get this long after SIGTERM; keep it above `server.keep-alive-timeout`, or idle connections are cut at this deadline instead of at their announced keep-alive timeout'),
-    workers: {
-      type: ['string', 'integer'] as Array<'string' | 'integer'>,
-      format: 'worker-count',
-      minimum: 1,
-      maximum: 1024,
-      default: 1,
-      description: 'processes serving the proxy port (`node:cluster`; `serve --workers` wins); `auto` = one per available core; above 1 needs `redis.url` and `database.url` (see [Workers](#workers))',
-    },
+    workers: key(
+      {
+        type: ['string', 'integer'] as Array<'string' | 'integer'>,
+        format: 'worker-count',
+        minimum: 1,
+        maximum: 1024,
+        default: 1,
+        description: 'processes serving the proxy port (`node:cluster`; `serve --workers` wins); `auto` = one per available core; above 1 needs `redis.url` and `database.url` (see [Workers](#workers))',
+      },
+      // `auto` is resolved by `serve` (workers/), which knows the cores.
+      converted((value: number | string): number | 'auto' => (value === 'auto' ? 'auto' : Number(value))),
+    ),
   }),
   upstream: section({
     url: text('http://127.0.0.1:3000', 'the host application behind the gateway', 'http-url'),
@@ -380,7 +313,10 @@ export const configSchema = section({
   }),
   database: section({
     url: nullableText('PostgreSQL URL; null = embedded PGlite', 'postgres-url'),
-    'embedded-dir': text('.data/pglite', 'PGlite data directory (relative to the working directory); memory:// keeps nothing'),
+    'embedded-dir': key(
+      textSchema('.data/pglite', 'PGlite data directory (relative to the working directory); memory:// keeps nothing'),
+      converted((value: string, _key, { cwd }) => (value.startsWith('memory://') ? value : path.resolve(cwd, value))),
+    ),
     'pool-size': integer(10, 1, 1000, 'PostgreSQL connection pool size'),
     'connect-timeout': duration('3s', 'opening a database connection (or waiting for a pooled one), 503 above', true),
     'query-timeout': duration('5s', 'a database statement without an answer after this fails, 503', true),
@@ -392,12 +328,7 @@ export const configSchema = section({
     'wait-timeout': duration('500ms', 'the longest a revocation waits for the replicas', true),
   }),
   log: section({
-    level: {
-      type: 'string' as const,
-      enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as RawConfig['log']['level'][],
-      default: 'info' as const,
-      description: 'log level (pino)',
-    },
+    level: oneOf(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], 'info', 'log level (pino)'),
   }),
   iam: section({
     enabled: flag(true, 'false = transparent proxy, no authorization (takes effect on restart)'),
@@ -409,7 +340,7 @@ export const configSchema = section({
       cache: section({
         enabled: flag(true, 'cache token lookups in process (bounded by max-entries)'),
         'max-entries': integer(10000, 1, MAX, 'bound of the token lookup cache'),
-        'revalidate-interval': duration('2s', 'a cached session is read from the store again after this long (bound for deletions outside the gateway)', true),
+        'revalidate-interval': typedAs('revalidateMs', duration('2s', 'a cached session is read from the store again after this long (bound for deletions outside the gateway)', true)),
       }),
     }),
     schema: section({
@@ -428,13 +359,16 @@ export const configSchema = section({
       'max-pending-verifications': integer(64, 1, MAX, 'password verifications queued or running at once; beyond it 503 IAM_BUSY'),
     }),
     // `type` and each login method's keys, declared by the method (auth/authenticators/).
-    authenticator: authenticatorSchema(AUTHENTICATORS) as unknown as JSONSchemaType<RawAuthenticatorSection>,
+    authenticator: key(
+      authenticatorSchema(AUTHENTICATORS) as unknown as JSONSchemaType<RawAuthenticatorSection>,
+      converted((value: RawAuthenticatorSection, _key, { cwd, authenticators }) => toAuthenticatorConfig(value, cwd, authenticators)),
+    ),
     provision: section({
-      file: nullableText('provisioning file applied at start, create-missing only (existing objects are never changed); null = none'),
+      file: nullablePath('provisioning file applied at start, create-missing only (existing objects are never changed); null = none'),
     }),
     policy: section({
-      dir: text('policies', 'policy directory, relative to the working directory'),
-      'candidate-dir': nullableText("a candidate policy directory (relative to the working directory), decided beside the live policy on every proxied and forward-auth request and never enforced; divergences are counted, logged and shown on the console's Policy page ([policy-changes.md](policy-changes.md)); null = none"),
+      dir: pathText('policies', 'policy directory, relative to the working directory'),
+      'candidate-dir': nullablePath("a candidate policy directory (relative to the working directory), decided beside the live policy on every proxied and forward-auth request and never enforced; divergences are counted, logged and shown on the console's Policy page ([policy-changes.md](policy-changes.md)); null = none"),
       'poll-interval': duration('5s', 'periodic checksum check of the policy files; 0 = off'),
       debounce: duration('200ms', 'quiet time after a file event before reloading; a changed policy file is read only once its size and mtime have held this long'),
     }),
@@ -443,7 +377,7 @@ export const configSchema = section({
     }),
     authz: section({
       'ability-cache-size': integer(10000, 1, MAX, 'bound of the in-process ability cache (LRU)'),
-      'ability-cache-memory': byteSize('64mb', 'memory bound of the in-process ability cache, approximate bytes of compiled grants (LRU)'),
+      'ability-cache-memory': typedAs('abilityCacheBytes', byteSize('64mb', 'memory bound of the in-process ability cache, approximate bytes of compiled grants (LRU)')),
       'resolver-timeout': duration('2s', 'default timeout of resource resolvers without their own'),
       // What a caller's own questions may cost the hosts' resolvers; the proxy's resolutions never count against it.
       'caller-resolutions': section({
@@ -462,7 +396,7 @@ export const configSchema = section({
         ttl: duration('60s', 'lifetime of the assertion JWT', true),
         issuer: text('iam-gateway', '`iss` of the assertion JWT'),
         audience: nullableText('`aud` of the assertion JWT, for routes whose policy sets no `audience`; null = none'),
-        'key-file': nullableText('PEM Ed25519 private key that signs the assertion (share it across instances); null = a key generated at start'),
+        'key-file': nullablePath('PEM Ed25519 private key that signs the assertion (share it across instances); null = a key generated at start'),
       }),
     }),
     'session-cookie': section({
@@ -471,24 +405,28 @@ export const configSchema = section({
     }),
     ui: section({
       title: text('iam-gateway', "the product name in the header and window title of the gateway's own browser pages (sign-in, 401, 403, 404); one line, at most 100 characters, always escaped", 'page-title'),
-      'templates-dir': nullableText(
+      'templates-dir': nullablePath(
         'a directory with `layout.html`, the whole page around the content of those pages: placeholders `{{title}}`, `{{heading}}`, `{{logo-url}}`, `{{stylesheet}}` (escaped) and `{{body}}` (once); an unknown or unclosed placeholder, a missing `{{body}}`, a script or an inline style stops the start with the file:line; relative to the working directory; `null` = the built-in layout',
       ),
       'logo-url': nullableText("a logo beside the title on those pages: an `https://` URL without credentials, or a path on the gateway's origin (`/static/logo.svg`); the pages' CSP allows images from that origin only; `null` = none", 'logo-url'),
     }),
-    'access-log': {
-      type: 'string' as const,
-      enum: ['all', 'denied', 'off'] as RawConfig['iam']['access-log'][],
-      default: 'denied' as const,
-      description: 'one JSON line per request on stdout (`msg: "access"`): all | denied (denials and failures) | off',
-    },
-    'access-log-sample': {
-      type: 'number' as const,
-      minimum: 0,
-      maximum: 1,
-      default: 1,
-      description: 'with `all`: the share of allowed requests logged (0..1); denials and failures always',
-    },
+    'access-log': typedAs(
+      'accessLog.mode',
+      oneOf(['all', 'denied', 'off'], 'denied', 'one JSON line per request on stdout (`msg: "access"`): all | denied (denials and failures) | off'),
+    ),
+    'access-log-sample': typedAs(
+      'accessLog.sample',
+      key(
+        {
+          type: 'number' as const,
+          minimum: 0,
+          maximum: 1,
+          default: 1,
+          description: 'with `all`: the share of allowed requests logged (0..1); denials and failures always',
+        },
+        form<number, number>('as-written'),
+      ),
+    ),
     oidc: section({
       issuer: nullableText("the OpenID Provider's issuer URL (discovery at `<issuer>/.well-known/openid-configuration`); https, plain http only on loopback", 'http-url'),
       'client-id': nullableText("this client's id at the provider"),
@@ -501,33 +439,32 @@ export const configSchema = section({
         'identity-domain': nullableText('claim that becomes the identityDomain; null = the issuer URL', 'claim-name'),
         profile: nullableText("claim naming the profile to activate at login (one of the user's profiles); null = the usual choice", 'claim-name'),
       }),
-      users: {
-        type: 'string' as const,
-        enum: ['jit', 'existing'] as RawConfig['iam']['oidc']['users'][],
-        default: 'jit' as const,
-        description: 'jit: users are created at first login (without profiles); existing: only known users may log in',
-      },
-      'link-by': {
-        type: 'string' as const,
-        enum: ['none', 'verified-email'] as RawConfig['iam']['oidc']['link-by'][],
-        default: 'none' as const,
-        description:
-          "a provider account not seen before joins an existing user only when an admin linked it (`none`), or also when the userId is its `email` and `email_verified` is `true`, as the user's first account there (`verified-email`)",
-      },
-      allowed: {
-        type: 'array' as const,
-        items: claimCondition,
-        default: [],
-        description:
+      users: oneOf(['jit', 'existing'], 'jit', 'jit: users are created at first login (without profiles); existing: only known users may log in'),
+      'link-by': oneOf(
+        ['none', 'verified-email'],
+        'none',
+        "a provider account not seen before joins an existing user only when an admin linked it (`none`), or also when the userId is its `email` and `email_verified` is `true`, as the user's first account there (`verified-email`)",
+      ),
+      allowed: key(
+        {
+          type: 'array' as const,
+          items: claimCondition,
+          default: [] as RawClaimCondition[],
+          description:
           'claims a provider account must have to sign in, e.g. `[{claim: groups, values: [engineering, ops]}]`: every condition must hold (a string claim equal to one of the values, a list claim containing one; no values: the claim is present); otherwise the login is refused and audited; from the environment as a JSON array',
-      },
-      profiles: {
+        },
+        converted((conditions: RawClaimCondition[]): ClaimCondition[] => conditions.map(toClaimCondition)),
+      ),
+      profiles: key(
+        {
         type: 'array' as const,
-        items: profileRule,
-        default: [],
+          items: profileRule,
+          default: [] as RawProfileRule[],
         description:
           "rules from the provider's claims to profiles, applied at every login: a user whose claims meet a rule's `when` has its profile (id `oidc:<name>:<userId>`, the rule's template version, client types and scopes, which may take their ids from a claim); when the claims stop meeting it, the profile is revoked; each change audited ([oidc.md](oidc.md#profiles-from-the-providers-groups-and-claims-iamoidcprofiles)); from the environment as a JSON array",
-      },
+        },
+        converted((rules: RawProfileRule[]): ProfileRule[] => rules.map(toProfileRule)),
+      ),
       'accept-access-tokens': flag(false, "accept the provider's JWT access tokens as bearers (resource-server mode; needs `iam.oidc.audience`)"),
       audience: nullableText('`aud` a JWT access token must carry; required with `accept-access-tokens` and never the client id (the `aud` of its ID tokens: the gateway refuses to start otherwise)'),
       'access-token-types': {
@@ -544,12 +481,12 @@ export const configSchema = section({
       origins: list([], 'cors-origin', 'allowed origins'),
       methods: list(['GET', 'POST', 'PUT', 'PATCH', 'DELETE'], 'http-method', 'allowed methods'),
       headers: list(['Authorization', 'Content-Type'], 'header-name', 'allowed request headers'),
-      'max-age': integer(600, 0, 86400, 'seconds a browser may cache a preflight answer'),
+      'max-age': typedAs('maxAgeSeconds', integer(600, 0, 86400, 'seconds a browser may cache a preflight answer')),
       credentials: flag(false, 'Access-Control-Allow-Credentials: true'),
     }),
     audit: section({
       'flush-interval': duration('1s', 'audit events are written in batches this often', true),
-      'spool-dir': text(
+      'spool-dir': pathText(
         '.data/audit-spool',
         'where audit events the database cannot take yet (a full buffer while it is away, what is unwritten at stop: `audit-…` files) and session endings it could not record yet (`endings-…`, written before the ending is answered) are kept, replayed when it answers and at the next start, before it serves (relative to the working directory; keep it on a persistent volume, one per host or shared)',
       ),
@@ -558,7 +495,19 @@ export const configSchema = section({
       'anonymous-denials-per-minute': integer(60, 0, MAX, 'audit rows per minute and kind for events of unauthenticated requests (anonymous denials and shadow denials, failed OpenID Connect callbacks); the rest are counted in one summary row'),
     }),
   }),
-}) satisfies JSONSchemaType<RawConfig>;
+});
+
+/**
+ * The configuration as written, after defaults: kebab-case keys, durations and sizes as written (`8h`, `16kb` or
+ * numbers). Read off the schema's keys; ajv's `JSONSchemaType` checks each key's JSON schema against its declared type.
+ */
+export type RawConfig = RawOf<typeof schema>;
+
+/** The typed form of the schema's keys (`GatewayConfig` adds where the file came from, and the warnings). */
+export type TypedConfig = TypedOf<typeof schema>;
+
+/** The schema of the configuration file (see above). */
+export const configSchema: typeof schema = schema satisfies JSONSchemaType<RawConfig>;
 
 /**
  * The schema with the `iam.authenticator` section of `authenticators` (another registry than the built-in one: a
@@ -592,6 +541,8 @@ export interface LeafSchema {
   default: unknown;
   description: string;
   items?: { type: string; format?: string };
+  /** How the value reaches `GatewayConfig` (the keys of `iam.authenticator`: through their section's). */
+  readonly [TYPED]?: TypedForm<unknown, unknown>;
 }
 
 /** One configurable value: its dotted key, environment names and schema. */

@@ -5,4 +5,3 @@ export { parseDuration, parseByteSize, tryParseDuration, DURATION_EXAMPLES } fro
 export { listConfigKeys, type ConfigKey } from './config-schema';
 export { renderConfigReference, CONFIG_REFERENCE_BEGIN, CONFIG_REFERENCE_END } from './config-reference';
 export { packageRoot } from './package-root';
-export { loadProvisioningFile, readProvisioningFile, provisioningFileError, ProvisioningFileError, type ProvisioningFile } from './provisioning-file';

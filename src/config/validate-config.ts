@@ -5,6 +5,7 @@ import { AUTHENTICATORS, type AuthenticatorRegistry } from '../auth/authenticato
 import { authenticatorProblems } from './authenticator-schema';
 import { CONFIG_FORMATS, configSchemaFor } from './config-schema';
 import { tryParseDuration } from './durations';
+import { pointerSegments } from '../domain/schema-errors';
 
 const validators = new WeakMap<AuthenticatorRegistry, ValidateFunction>();
 
@@ -143,8 +144,7 @@ export function crossChecks(data: Data, authenticators: AuthenticatorRegistry = 
 function pointerToPath(pointer: string, data: Data): Segment[] {
   const segments: Segment[] = [];
   let node: unknown = data;
-  for (const raw of pointer.split('/').slice(1)) {
-    const segment = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+  for (const segment of pointerSegments(pointer)) {
     const step: Segment = Array.isArray(node) ? Number(segment) : segment;
     segments.push(step);
     node = (node as Record<Segment, unknown> | undefined)?.[step];

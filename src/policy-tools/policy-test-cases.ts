@@ -9,6 +9,7 @@ import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import { LineCounter, parseDocument } from 'yaml';
 import { isValidPermissionCode } from '../domain/permission-code';
 import type { ScopeRecord } from '../domain/records';
+import { displayPath, pointerSegments } from '../domain/schema-errors';
 import type { PolicyIssue } from '../policy/compiled-policy';
 import { locateNode } from '../policy/policy-parser';
 
@@ -211,8 +212,8 @@ function schemaIssue(
   lineOf: (path: ReadonlyArray<string | number>) => number,
   issue: (message: string, line: number) => PolicyIssue,
 ): PolicyIssue {
-  const path = [...base, ...(error.instancePath === '' ? [] : error.instancePath.slice(1).split('/').map((part) => part.replace(/~1/g, '/').replace(/~0/g, '~')))];
-  const shown = path.map((part, i) => (/^[0-9]+$/.test(String(part)) ? `[${part}]` : `${i === 0 ? '' : '.'}${part}`)).join('') || '(top level)';
+  const path = [...base, ...pointerSegments(error.instancePath)];
+  const shown = displayPath(path);
   if (error.keyword === 'additionalProperties') {
     const key = String(error.params.additionalProperty);
     return issue(`${shown}: unknown key "${key}"`, lineOf([...path, key]));

@@ -1,6 +1,7 @@
 import type { ErrorObject } from 'ajv';
 import { constructFromEvents, CORE_SCHEMA, EVENT_ID, getScalarValue, parseEvents, SCALAR_STYLE, type Event as YamlEvent } from 'js-yaml';
 import { CST, isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, Parser, type Document, type Node } from 'yaml';
+import { displayPath, pointerSegments } from '../domain/schema-errors';
 import type { PolicyIssue } from './compiled-policy';
 import { policyFileValidator, type PolicyFileDocument } from './policy-schema';
 
@@ -287,7 +288,7 @@ function lineAtOffset(starts: readonly number[], offset: number): number {
 
 /** Turns one ajv error into an issue located at the offending key or node. */
 function schemaIssue(file: string, error: ErrorObject, lineOf: ParsedPolicyFile['lineOf']): PolicyIssue {
-  const path = parsePointer(error.instancePath);
+  const path = pointerSegments(error.instancePath);
   const where = displayPath(path);
   let message: string;
   let line: number;
@@ -328,22 +329,6 @@ function schemaIssue(file: string, error: ErrorObject, lineOf: ParsedPolicyFile[
 }
 
 /** RFC 6901 JSON Pointer → path segments. */
-function parsePointer(pointer: string): string[] {
-  if (pointer === '') return [];
-  return pointer.slice(1).split('/').map((segment) => segment.replace(/~1/g, '/').replace(/~0/g, '~'));
-}
-
-/** `['routes', '1', 'methods']` → `routes[1].methods` (the root is shown as `(top level)`). */
-function displayPath(path: readonly string[]): string {
-  if (path.length === 0) return '(top level)';
-  let out = '';
-  for (const segment of path) {
-    if (/^[0-9]+$/.test(segment)) out += `[${segment}]`;
-    else out += out === '' ? segment : `.${segment}`;
-  }
-  return out;
-}
-
 /** The deepest YAML node along `path` (for a map member that is the last segment, its key); aliases followed. */
 export function locateNode(doc: Document, path: ReadonlyArray<string | number>): Node | null {
   let node: unknown = doc.contents;

@@ -8,7 +8,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadProvisioningFile } from '../../src/config/provisioning-file';
+import { loadProvisioningFile } from '../../src/auth/provisioning-file';
 import { checkAuthenticatedIdentity } from '../../src/auth/identity-validation';
 import type { RunningGateway } from '../../src/app/start-gateway';
 import { bearer, login } from '../support/gateway';

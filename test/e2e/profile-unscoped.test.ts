@@ -7,7 +7,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { validateProvisioningDocument } from '../../src/config/provisioning-file';
+import { validateProvisioningDocument } from '../../src/auth/provisioning-file';
 import type { ProvisioningDocument, ScopeRecord } from '../../src/domain/records';
 import type { RunningGateway } from '../../src/app/start-gateway';
 import { type TestDatabase } from '../support/database';

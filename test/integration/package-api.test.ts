@@ -4,7 +4,7 @@
  */
 import { join } from 'node:path';
 import { decide, openAuthorizationEngine, ProblemError, require as requireAllowed, startGateway } from '../../src';
-import { readProvisioningFile } from '../../src/config/provisioning-file';
+import { readProvisioningFile } from '../../src/auth/provisioning-file';
 import type { IamPrincipal } from '../../src/domain/principal';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { ROOT, testConfig } from '../support/gateway';

@@ -4,7 +4,7 @@
  * and the grant cache is bounded by approximate memory, not only by entry count.
  */
 import { ScopesInput, TemplateInput } from '../../src/api/schemas/requests';
-import { ProvisioningFileError, validateProvisioningDocument } from '../../src/config/provisioning-file';
+import { ProvisioningFileError, validateProvisioningDocument } from '../../src/auth/provisioning-file';
 import { checkAuthenticatedIdentity } from '../../src/auth/identity-validation';
 import { approximateGrantBytes, compileGrant } from '../../src/authz/ability-compiler';
 import { GrantCache } from '../../src/authz/grant-cache';

@@ -12,7 +12,7 @@ import { runPolicyCommand } from '../../src/cli/policy-command';
 import type { CompiledPolicy } from '../../src/policy/compiled-policy';
 import { compilePolicyFiles, loadPolicyDirectory } from '../../src/policy/load-policy-directory';
 import { formatPolicyTestReport, runPolicyTests } from '../../src/policy-tools/policy-test-runner';
-import { readProvisioningFile } from '../../src/config/provisioning-file';
+import { readProvisioningFile } from '../../src/auth/provisioning-file';
 
 const ROOT = join(__dirname, '../..');
 const WRONG = join(ROOT, 'test/fixtures/policy-test/wrong');

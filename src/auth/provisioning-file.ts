@@ -1,11 +1,11 @@
 import Ajv from 'ajv';
 import { readFileSync } from 'node:fs';
 import { isNode, LineCounter, parseDocument } from 'yaml';
-import { HEADER_SAFE_PATTERN, IDENTIFIER_PATTERN, projectedProfileSchema } from '../auth/identity-validation';
+import { HEADER_SAFE_PATTERN, IDENTIFIER_PATTERN, projectedProfileSchema } from './identity-validation';
 import { MAX_TEMPLATE_PERMISSIONS } from '../domain/grant-limits';
 import { isValidPermissionCode } from '../domain/permission-code';
 import type { ProvisioningDocument } from '../domain/records';
-import { toPointerErrors } from '../api/validate-body';
+import { pointerErrors } from '../domain/schema-errors';
 
 /** JSON Schema of the provisioning file; the admin API bodies are its pieces. */
 export const provisioningSchema = {
@@ -92,7 +92,7 @@ export function validateProvisioningDocument(
 ): ProvisioningDocument {
   const validate = new Ajv({ allErrors: true }).compile(provisioningSchema);
   const doc = document ?? {};
-  const problems: ProvisioningFileProblem[] = validate(doc) ? [] : toPointerErrors(validate.errors ?? []);
+  const problems: ProvisioningFileProblem[] = validate(doc) ? [] : pointerErrors(validate.errors ?? []);
   // What the schema cannot say, checked wherever the shape allows it, so one run reports everything.
   const { templates, users } = doc as { templates?: unknown; users?: unknown };
   if (Array.isArray(templates)) {
