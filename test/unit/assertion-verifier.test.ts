@@ -1,16 +1,24 @@
 /**
  * The gateway verifies its own `X-IAM-Assertion` when a host sends it back as a bearer (POST
- * /iam/authorization/check and /plan): only this signer's header, signature, issuer, audience and expiry pass.
+ * /iam/authorization/check and /plan): only its signer's header, signature, issuer, audience and expiry pass
+ * (src/auth/assertion-verifier.ts). A verified assertion is kept until its `exp`, bounded, its audience checked again.
  */
+import { AssertionVerifier } from '../../src/auth/assertion-verifier';
 import { AssertionSigner } from '../../src/gateway/assertion-signer';
 import type { AuthorizationDecision } from '../../src/authz/decision';
 import type { VerifiedSession } from '../../src/sessions/session-service';
 
 const session = { tokenHash: 'h', record: { sessionId: 's-1', principal: { userId: 'u-alice', identityId: 'id-alice', identityDomain: 'example.com', activeProfileId: 'p-1', authorizationVersion: 0 }, clientType: 'WEB', createdAt: '', expiresAt: '', idleTimeoutMs: 0 } } as VerifiedSession;
 const decision = { decisionId: 'd-1', allowed: true, permissionCode: 'project:read', profileId: 'p-1', userId: 'u-alice', steps: [{ code: 'PROFILE_ACTIVE', passed: true, reason: '' }], status: 200, problemCode: null, failedStep: null, shadowed: false, evaluatedAt: '' } as unknown as AuthorizationDecision;
-const signer = (audience: string | null = null, issuer = 'iam-gateway', ttlMs = 60_000) => new AssertionSigner({ ttlMs, issuer, audience, keyFile: null });
 
-describe('AssertionSigner.verify', () => {
+/** The signer with the verifier built from its key, as the gateway wires them. */
+const signer = (audience: string | null = null, issuer = 'iam-gateway', ttlMs = 60_000) => {
+  const signing = new AssertionSigner({ ttlMs, issuer, audience, keyFile: null });
+  const verifier = new AssertionVerifier(signing.key);
+  return { sign: signing.sign.bind(signing), verify: verifier.verify.bind(verifier), key: signing.key };
+};
+
+describe('AssertionVerifier.verify', () => {
   it('accepts what it signed, naming the session', () => {
     const gateway = signer('my-host');
     const token = gateway.sign(decision, session, 'GET', '/api/projects', 'r-1');
@@ -25,7 +33,7 @@ describe('AssertionSigner.verify', () => {
     expect(gateway.verify(`${header}.${forged}.${signature}`)).toBeNull();
     expect(gateway.verify(`${header}.${payload}.${signature.slice(0, -4)}AAAA`)).toBeNull();
     expect(gateway.verify(signer('my-host').sign(decision, session, 'GET', '/x', 'r-1'))).toBeNull(); // another instance's own key
-    const otherIssuer = new AssertionSigner({ ttlMs: 60_000, issuer: 'someone', audience: 'my-host', keyFile: null });
+    const otherIssuer = signer('my-host', 'someone');
     expect(otherIssuer.verify(otherIssuer.sign(decision, session, 'GET', '/x', 'r-1').replace(/^[^.]+/, header))).toBeNull();
     expect(gateway.verify(token, { nowMs: Date.now() + 61_000 })).toBeNull();
     expect(gateway.verify('iamt_' + 'a'.repeat(43))).toBeNull();
