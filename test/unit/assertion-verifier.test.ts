@@ -62,3 +62,47 @@ describe('AssertionVerifier.verify', () => {
     }
   });
 });
+
+describe('the verified-assertion cache', () => {
+  const verifications = (key: ReturnType<typeof signer>['key']) => {
+    const verifier = new AssertionVerifier(key, 2);
+    // Counts the signature checks: a cached assertion is never verified again.
+    const spy = jest.spyOn(verifier as unknown as { verifySignature: (token: string) => unknown }, 'verifySignature');
+    return { verifier, count: () => spy.mock.calls.length };
+  };
+
+  it('verifies an assertion once, then serves it until its exp, its audience checked again at each use', () => {
+    const gateway = signer('my-host');
+    const { verifier, count } = verifications(gateway.key);
+    const billing = gateway.sign(decision, session, 'GET', '/billing/x', 'r-1', 'billing');
+    const audiences = new Set(['billing']);
+    expect(verifier.verify(billing, { audiences })).toMatchObject({ sessionId: 's-1' });
+    expect(verifier.verify(billing, { audiences })).toMatchObject({ sessionId: 's-1' });
+    expect(count()).toBe(1);
+    // A reload dropped the route's audience: the cached assertion is refused as a fresh one would be.
+    expect(verifier.verify(billing)).toBeNull();
+    const { expiresAtMs } = verifier.verify(billing, { audiences })!;
+    expect(verifier.verify(billing, { audiences, nowMs: expiresAtMs })).toBeNull();
+    expect(verifier.verify(billing, { audiences, nowMs: expiresAtMs - 1 })).not.toBeNull(); // left the cache at its exp: verified again
+    expect(count()).toBe(2);
+  });
+
+  it('is bounded: the oldest assertion leaves first', () => {
+    const gateway = signer(null);
+    const { verifier, count } = verifications(gateway.key);
+    const [a, b, c] = ['r-1', 'r-2', 'r-3'].map((id) => gateway.sign(decision, session, 'GET', '/x', id)) as [string, string, string];
+    for (const token of [a, b, c, c, b]) expect(verifier.verify(token)).not.toBeNull();
+    expect(count()).toBe(3);
+    expect(verifier.verify(a)).not.toBeNull(); // evicted by c: verified again
+    expect(count()).toBe(4);
+  });
+
+  it('never keeps what fails', () => {
+    const gateway = signer('my-host');
+    const { verifier, count } = verifications(gateway.key);
+    const tampered = gateway.sign(decision, session, 'GET', '/x', 'r-1').slice(0, -4) + 'AAAA';
+    expect(verifier.verify(tampered)).toBeNull();
+    expect(verifier.verify(tampered)).toBeNull();
+    expect(count()).toBe(2);
+  });
+});
