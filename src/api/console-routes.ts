@@ -2,11 +2,11 @@ import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, extname, join } from 'node:path';
 import type { Context } from 'koa';
-import { ProblemError, problems } from '../domain/problem';
+import { ProblemError } from '../domain/problem';
 import { htmlPageHeaders } from '../http/html';
-import { credentialToken, requestCredential } from '../http/request-credential';
+import { requestCredential } from '../http/request-credential';
 import { prefersHtml } from '../http/problem-page';
-import type { SessionService } from '../sessions/session-service';
+import { PROTECTED, type CallerAccepts, type CallerStep } from '../auth/caller';
 import { stateOf } from './iam-context';
 import { redirect } from './login-page-routes';
 import { empty, header, html, problem, response } from './openapi-builders';
@@ -89,8 +89,8 @@ export function loadConsoleFiles(dir: string): ConsoleFiles {
 
 export interface ConsoleRoutesDeps {
   files: ConsoleFiles;
-  /** Verifies the session cookie (or bearer) of a console page request. */
-  bearers: Pick<SessionService, 'verify'>;
+  /** The caller of a console page request: its session cookie (or bearer). */
+  callers: Pick<CallerStep, 'callerOf'>;
   /** Where a browser without a session signs in; null when nobody can (authenticator `none`). */
   loginPath: string | null;
   /**
@@ -188,6 +188,9 @@ export const consoleRoutes: ReadonlyArray<RouteDeclaration<ConsoleContext>> = [
   },
 ];
 
+/** What the console page accepts as its caller: what a protected endpoint does, with its own 401 detail. */
+const CONSOLE: CallerAccepts = { ...PROTECTED, detail: 'Sign in to use the console.' };
+
 /** The context of {@link consoleRoutes}: the page handler, which checks the caller's session itself. */
 export function consoleContext(deps: ConsoleRoutesDeps): ConsoleContext {
   // The page tells its script where "Sign out" goes (a data attribute: the CSP allows no inline script).
@@ -197,15 +200,16 @@ export function consoleContext(deps: ConsoleRoutesDeps): ConsoleContext {
   const page = async (ctx: Context): Promise<void> => {
     // The page is a GET: no CSRF verdict to act on; a malformed Authorization is no credential (and no cookie fallback).
     const credential = requestCredential(stateOf(ctx).prepared, { method: ctx.method, trustedOrigins: NO_TRUSTED_ORIGINS });
-    const token = credentialToken(credential);
-    const session = token === null ? null : await deps.bearers.verify(token);
-    if (!session) {
+    const caller = await deps.callers.callerOf(credential, CONSOLE);
+    if (caller === null || caller instanceof ProblemError) {
       const returnTo = ctx.path + (ctx.querystring ? `?${ctx.querystring}` : '');
+      // A browser without a (valid) cookie signs in; a client that sent a bearer gets the 401 it can act on.
       if (deps.loginPath !== null && credential.kind !== 'bearer' && credential.kind !== 'malformed' && prefersHtml(ctx.get('accept'))) {
         redirect(ctx, 302, `${deps.loginPath}?returnTo=${encodeURIComponent(returnTo)}`);
         return;
       }
-      throw problems.unauthenticated('Sign in to use the console.', credential.kind !== 'none');
+      if (caller === null) throw new Error('console: an anonymous caller was accepted');
+      throw caller;
     }
     ctx.set({ ...htmlPageHeaders(CONSOLE_CSP), vary: 'Accept, Cookie' });
     ctx.type = deps.files.index.type;

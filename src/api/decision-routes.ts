@@ -2,16 +2,16 @@ import type { RouterMiddleware } from '@koa/router';
 import type { ValidateFunction } from 'ajv/dist/2020';
 import type { Context } from 'koa';
 import type { AuditTrail } from '../audit/audit-trail';
+import { PROTECTED, type Caller, type CallerAccepts, type CallerStep } from '../auth/caller';
 import type { AuthorizationDecision } from '../authz/decision';
 import { decideEach, problemFromDecision, type DecisionEngine, type DecisionSubject } from '../authz/decision-engine';
 import type { ResolutionBudget } from '../authz/resolution-budget';
 import type { SessionRepository } from '../domain/iam-repository';
-import { ProblemError, problems } from '../domain/problem';
-import type { VerifiedAssertion } from '../gateway/assertion-signer';
+import { ProblemError } from '../domain/problem';
 import { requestCredential } from '../http/request-credential';
 import type { GatewayMetrics } from '../observability/metrics';
 import type { CompiledPolicy } from '../policy/compiled-policy';
-import type { SessionService, VerifiedSession } from '../sessions/session-service';
+import type { SessionService } from '../sessions/session-service';
 import { factsOf, stateOf } from './iam-context';
 import { BODY_FAILURES, NO_STORE, json, jsonBody, problem, ref, response } from './openapi-builders';
 import { decidePermission } from './require-session';
@@ -27,11 +27,10 @@ export interface DecisionRoutesDeps {
   /** The budget every call's resolutions go through, whatever the credential (never the proxy's resolvers). */
   resolutions: Pick<ResolutionBudget, 'forCall'>;
   policy: () => CompiledPolicy;
-  /** The caller's bearer or cookie: gateway sessions, and provider JWTs when accepted. */
-  bearers: Pick<SessionService, 'verify'>;
+  /** The caller: their bearer or cookie, or the gateway's own `X-IAM-Assertion` a host sends back as the bearer. */
+  callers: Pick<CallerStep, 'callerOf'>;
+  /** A `subject` session the body names must still live. */
   sessions: Pick<SessionService, 'liveSession'>;
-  /** The gateway's own `X-IAM-Assertion`, sent back by a host as the bearer; null when assertions are off. */
-  assertions: { verify(token: string): VerifiedAssertion | null } | null;
   repository: Pick<SessionRepository, 'getSession'>;
   /** The subject a login of `userId` with `clientType` would have (404 for an unknown user). */
   subjectOf: (userId: string, clientType: string) => Promise<{ principal: DecisionSubject['principal']; clientType: string }>;
@@ -40,8 +39,8 @@ export interface DecisionRoutesDeps {
   trustedOrigins: ReadonlySet<string>;
 }
 
-/** How the caller proved who they are: their own credential, or the assertion a host received for them. */
-type Credential = { kind: 'own'; session: VerifiedSession } | { kind: 'assertion'; session: VerifiedSession };
+/** What the decisions accept as their caller: what a protected endpoint does, and the gateway's own assertion. */
+const HOST_DECISIONS: CallerAccepts = { ...PROTECTED, assertion: true };
 
 /** What check and plan answer besides their result: the subject's refusals, then the body's (the session's come from the access). */
 const SUBJECT_FAILURES = {
@@ -132,7 +131,7 @@ function checkDecisions(deps: DecisionContext): RouterMiddleware {
     const decisions = await decideEach(body.checks, (check) => {
       const resource = check.resource;
       // No oracle: with their own credential a caller has a resource resolved only as some route would.
-      if (resource !== undefined && credential.kind === 'own' && body.subject === undefined && !policy.declaresResource(check.permissionCode, resource.type)) {
+      if (resource !== undefined && credential.via !== 'assertion' && body.subject === undefined && !policy.declaresResource(check.permissionCode, resource.type)) {
         return engine.notDeclared(subject, check.permissionCode, resource);
       }
       return engine.decideFast({
@@ -194,29 +193,18 @@ function subjectView(subject: DecisionSubject, sessionId: string | null): { user
  * The caller: an `X-IAM-Assertion` this gateway signed (as the bearer) whose session still lives, or the caller's own
  * bearer or cookie (a cookie refused cross-site, as every unsafe cookie request: 403). Else 401.
  */
-async function credentialOf(ctx: Context, deps: DecisionRoutesDeps): Promise<Credential> {
+async function credentialOf(ctx: Context, deps: DecisionRoutesDeps): Promise<Caller> {
   const credential = requestCredential(stateOf(ctx).prepared, { method: ctx.method, trustedOrigins: deps.trustedOrigins });
-  if (credential.kind === 'malformed') throw problems.unauthenticated('The bearer token is malformed.', true);
-  if (credential.kind === 'bearer' && deps.assertions !== null) {
-    const assertion = deps.assertions.verify(credential.token);
-    if (assertion !== null) {
-      // The assertion outlives nothing: its session must still be live (a logout or revocation refuses it at once).
-      const session = await deps.sessions.liveSession(assertion.userId, assertion.sessionId);
-      if (session === null) throw problems.unauthenticated('The session of this assertion has ended.', true);
-      return { kind: 'assertion', session };
-    }
-  }
-  if (credential.kind === 'cookie' && credential.crossSite) throw problems.crossSiteCookie();
-  if (credential.kind === 'none') throw problems.unauthenticated('A bearer token, the session cookie or an X-IAM-Assertion (as the bearer) is required.', false);
-  const token = credential.token;
-  const session = await deps.bearers.verify(token);
-  if (!session) throw problems.unauthenticated('The access token is invalid, expired or revoked.', true);
-  stateOf(ctx).session = session;
-  return { kind: 'own', session };
+  const caller = await deps.callers.callerOf(credential, HOST_DECISIONS);
+  if (caller instanceof ProblemError) throw caller;
+  if (caller === null) throw new Error('decisions: an anonymous caller was accepted');
+  // The assertion's session is the host's user, not who called: the request's own session is the caller's only.
+  if (caller.via !== 'assertion') stateOf(ctx).session = caller.session;
+  return caller;
 }
 
 /** Whom the decisions are about: the caller's session, or the `subject` of the body (for holders of the permission). */
-async function subjectOf(credential: Credential, named: CheckBody['subject'], deps: DecisionRoutesDeps): Promise<{ subject: DecisionSubject; sessionId: string | null }> {
+async function subjectOf(credential: Caller, named: CheckBody['subject'], deps: DecisionRoutesDeps): Promise<{ subject: DecisionSubject; sessionId: string | null }> {
   const caller = credential.session;
   if (named === undefined) return { subject: { principal: caller.record.principal, clientType: caller.record.clientType }, sessionId: caller.record.sessionId };
   const admitted = await decidePermission(deps.engine, caller, DECISIONS_CHECK_PERMISSION);

@@ -1,6 +1,7 @@
 import type Router from '@koa/router';
 import type { JsonWebKey } from 'node:crypto';
 import type { AuditTrail } from '../audit/audit-trail';
+import { PROTECTED, type CallerAccepts, type CallerStep } from '../auth/caller';
 import type { LoginService } from '../auth/login-service';
 import type { DecisionEngine } from '../authz/decision-engine';
 import type { GrantProvider } from '../authz/grant-provider';
@@ -57,16 +58,17 @@ export interface IamRoutesDeps {
   branding?: PageBranding;
   /** The console's files (`console/` of the package); null: the console is not served. */
   console: ConsoleFiles | null;
-  /** Verifies the bearer (or cookie) of a protected endpoint: gateway sessions, and provider JWTs when accepted. */
-  bearers: Pick<SessionService, 'verify'>;
+  /** A request's credential to its caller (auth/caller.ts): gateway sessions, assertions, provider JWTs when accepted. */
+  callers: Pick<CallerStep, 'callerOf'>;
   /** The OpenID Connect login and back-channel logout (`iam.authenticator.type: oidc`); null: not served. */
   oidc: Pick<OidcRoutesDeps, 'login' | 'backchannel' | 'rp'> | null;
   /** `iam.gateway.allow-path-parameters`. */
   allowPathParameters: boolean;
-  /** The gateway's own `X-IAM-Assertion` verifier (a host sends it back to ask for decisions); null when off. */
-  assertions: DecisionRoutesDeps['assertions'];
   metrics: DecisionRoutesDeps['metrics'];
 }
+
+/** The logouts' guard: what a protected endpoint accepts, and the durable record while the token store is down. */
+const ENDING: CallerAccepts = { ...PROTECTED, durableFallback: true };
 
 /**
  * Every route group of the `/iam` application (docs/http-contract.md); the one list of what it serves. Every route
@@ -74,12 +76,9 @@ export interface IamRoutesDeps {
  */
 export function registerIamRoutes(router: Router, deps: IamRoutesDeps): void {
   const { login, sessions, engine, audit, repository } = deps;
-  const sessionGuard = requireSession(deps.bearers, deps.sessionCookie.trustedOrigins);
+  const sessionGuard = requireSession(deps.callers, deps.sessionCookie.trustedOrigins);
   // Logout only ends the caller's session: while the token store is down, the durable record vouches for it (#11.35).
-  const endingGuard = requireSession(
-    { verify: (token) => deps.bearers.verify(token).catch((error: unknown) => sessions.verifyFromRecord(token, error)) },
-    deps.sessionCookie.trustedOrigins,
-  );
+  const endingGuard = requireSession(deps.callers, deps.sessionCookie.trustedOrigins, ENDING);
   registerDeclaredRoutes(router, authRoutes, { login, sessions, clientTypes: deps.clientTypes, endingGuard, secureCookie: deps.sessionCookie.secure }, { requireSession: sessionGuard });
   registerDeclaredRoutes(router, loginPageRoutes, {
     login,
@@ -93,6 +92,7 @@ export function registerIamRoutes(router: Router, deps: IamRoutesDeps): void {
     registerDeclaredRoutes(router, oidcRoutes, {
       ...deps.oidc,
       sessions,
+      callers: deps.callers,
       secureCookie: deps.sessionCookie.secure,
       trustedOrigins: deps.sessionCookie.trustedOrigins,
       ...(deps.branding === undefined ? {} : { branding: deps.branding }),
@@ -121,9 +121,8 @@ export function registerIamRoutes(router: Router, deps: IamRoutesDeps): void {
     engine,
     resolutions: deps.resolutions,
     policy: () => holder.current,
-    bearers: deps.bearers,
+    callers: deps.callers,
     sessions,
-    assertions: deps.assertions,
     repository,
     subjectOf: (userId, clientType) => admin.subjectOf(userId, clientType),
     audit,
@@ -134,6 +133,6 @@ export function registerIamRoutes(router: Router, deps: IamRoutesDeps): void {
   registerPolicyRoutes(router, { holder, candidate: deps.candidate ?? null, engine, requireSession: sessionGuard });
   if (deps.console) {
     const signOutPath = deps.browserLogin.oidcLoginPath === null ? null : '/iam/auth/oidc/logout';
-    registerDeclaredRoutes(router, consoleRoutes, consoleContext({ files: deps.console, bearers: deps.bearers, loginPath: deps.browserLogin.loginPath, signOutPath }));
+    registerDeclaredRoutes(router, consoleRoutes, consoleContext({ files: deps.console, callers: deps.callers, loginPath: deps.browserLogin.loginPath, signOutPath }));
   }
 }

@@ -1,10 +1,11 @@
 import type { Context } from 'koa';
+import { PROTECTED, type CallerAccepts, type CallerStep } from '../auth/caller';
 import type { BackchannelLogout } from '../auth/oidc/backchannel-logout';
 import { LOGIN_STATE_TTL_MS } from '../auth/oidc/login-state';
 import type { OidcLogin } from '../auth/oidc/oidc-login';
 import type { RelyingParty } from '../auth/oidc/relying-party';
-import { ProblemError, problems } from '../domain/problem';
-import { credentialToken, requestCredential } from '../http/request-credential';
+import { ProblemError } from '../domain/problem';
+import { requestCredential } from '../http/request-credential';
 import type { PageBranding } from '../http/page-layout';
 import { prefersHtml, problemPageHeaders, problemPageHtml } from '../http/problem-page';
 import { safeReturnTo } from '../http/return-to';
@@ -19,13 +20,22 @@ export interface OidcRoutesDeps {
   login: OidcLogin;
   backchannel: BackchannelLogout;
   rp: RelyingParty;
-  sessions: Pick<SessionService, 'verify' | 'verifyFromRecord' | 'logout'>;
+  sessions: Pick<SessionService, 'logout'>;
+  /** The caller of the logout's credential, if any. */
+  callers: Pick<CallerStep, 'callerOf'>;
   /** `iam.session-cookie.secure`. */
   secureCookie: boolean;
   trustedOrigins: ReadonlySet<string>;
   /** `iam.ui.*` for the failure pages (default: the gateway's own name, no logo). */
   branding?: PageBranding;
 }
+
+/**
+ * What the OpenID Connect logout accepts: a gateway session only (never a provider token), and none is fine — any
+ * credential that names no session just clears the cookie; like POST /iam/auth/logout, the durable record vouches
+ * for the session while the token store is down (#11.35).
+ */
+const OIDC_LOGOUT: CallerAccepts = { ...PROTECTED, providerTokens: false, anonymous: true, optional: true, durableFallback: true };
 
 /** The paths of the OpenID Connect endpoints (docs/oidc.md). */
 export const OIDC_LOGIN_PATH = '/iam/auth/oidc/login';
@@ -127,11 +137,9 @@ export const oidcRoutes: ReadonlyArray<RouteDeclaration<OidcRoutesDeps>> = [
         await forBrowser(ctx, deps.branding, async () => {
           // Another site may not end the user's session (logout CSRF): checked as for an unsafe method, though it is a GET.
           const credential = requestCredential(stateOf(ctx).prepared, { method: ctx.method, unsafe: true, trustedOrigins: deps.trustedOrigins });
-          if (credential.kind === 'cookie' && credential.crossSite) throw problems.crossSiteCookie();
-          const token = credentialToken(credential);
-          // Like POST /iam/auth/logout: while the token store is down, the durable record vouches for the session (#11.35).
-          const session = token === null ? null : await deps.sessions.verify(token).catch((error: unknown) => deps.sessions.verifyFromRecord(token, error));
-          if (session) await deps.sessions.logout(session, factsOf(ctx));
+          const caller = await deps.callers.callerOf(credential, OIDC_LOGOUT);
+          if (caller instanceof ProblemError) throw caller;
+          if (caller) await deps.sessions.logout(caller.session, factsOf(ctx));
           ctx.set('Set-Cookie', clearedSessionCookie(secure));
           // RP-initiated logout at the provider when it offers it; if it cannot be reached, the gateway session is
           // ended anyway and the browser goes home.

@@ -2,27 +2,26 @@ import type { Middleware } from 'koa';
 import type { DecisionEngine } from '../authz/decision-engine';
 import { problemFromDecision } from '../authz/decision-engine';
 import { requestCredential } from '../http/request-credential';
-import { problems } from '../domain/problem';
-import type { SessionService, VerifiedSession } from '../sessions/session-service';
+import { ProblemError } from '../domain/problem';
+import type { VerifiedSession } from '../sessions/session-service';
+import { PROTECTED, type CallerAccepts, type CallerStep } from '../auth/caller';
 import type { AuthorizationDecision } from '../authz/decision';
 import { callerOf, stateOf } from './iam-context';
 
 /**
- * Protected /iam endpoints (docs/http-contract.md): a valid bearer token from the Authorization header (never the
- * query string) or, without one, the session cookie — refused cross-site for unsafe methods (403
- * IAM_CSRF_REJECTED) — else 401 IAM_UNAUTHENTICATED with a Bearer challenge.
+ * Protected /iam endpoints (docs/http-contract.md): the caller of the request's credential (auth/caller.ts) — a
+ * valid bearer token from the Authorization header (never the query string) or, without one, the session cookie,
+ * refused cross-site for unsafe methods (403 IAM_CSRF_REJECTED) — else 401 IAM_UNAUTHENTICATED with a Bearer challenge.
  */
-export function requireSession(sessions: Pick<SessionService, 'verify'>, trustedOrigins: ReadonlySet<string> = new Set()): Middleware {
+export function requireSession(callers: Pick<CallerStep, 'callerOf'>, trustedOrigins: ReadonlySet<string> = new Set(), accepts: CallerAccepts = PROTECTED): Middleware {
   return async (ctx, next) => {
     const credential = requestCredential(stateOf(ctx).prepared, { method: ctx.method, trustedOrigins });
-    if (credential.kind === 'malformed') throw problems.unauthenticated('The bearer token is malformed.', true);
-    if (credential.kind === 'cookie' && credential.crossSite) throw problems.crossSiteCookie();
-    if (credential.kind === 'none') throw problems.unauthenticated('A bearer access token (or the session cookie) is required.', false);
-    const token = credential.token;
-    const session = await sessions.verify(token);
-    if (!session) throw problems.unauthenticated('The access token is invalid, expired or revoked.', true);
-    stateOf(ctx).session = session;
-    stateOf(ctx).viaCookie = credential.kind === 'cookie';
+    const caller = await callers.callerOf(credential, accepts);
+    if (caller instanceof ProblemError) throw caller;
+    // Not reached with these accepts (no credential is a 401); kept total for the type.
+    if (caller === null) throw new Error('requireSession: an anonymous caller was accepted');
+    stateOf(ctx).session = caller.session;
+    stateOf(ctx).viaCookie = caller.via === 'cookie';
     await next();
   };
 }

@@ -38,7 +38,7 @@ export function startRequestPath(
   config: GatewayConfig,
   deps: {
     policy: RequestAuthorizerDeps['policy'];
-    bearers: RequestAuthorizerDeps['sessions'];
+    callers: RequestAuthorizerDeps['callers'];
     engine: Pick<DecisionEngine, 'decideRequestFast'>;
     candidate: CandidateDecisions | null;
     signer: Preflight['signer'];
@@ -64,7 +64,7 @@ export function startRequestPath(
   cleanups.push('upstream forwarder', () => forwarder.close());
   const authorizer = new RequestAuthorizer({
     policy: deps.policy,
-    sessions: deps.bearers,
+    callers: deps.callers,
     engine: deps.engine,
     audit: deps.audit,
     metrics,

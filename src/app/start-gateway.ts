@@ -1,3 +1,4 @@
+import { AssertionVerifier } from '../auth/assertion-verifier';
 import { DecisionEngine } from '../authz/decision-engine';
 import { ResolutionBudget } from '../authz/resolution-budget';
 import { ResourceResolverClient } from '../authz/resource-resolver';
@@ -91,8 +92,17 @@ export async function startGatewayAs(config: GatewayConfig, options: StartOption
     cleanups.push('caller resource resolvers', () => callerResolvers.close());
     const resolutions = new ResolutionBudget(callerResolvers, limits, (reason) => metrics.callerResolutionsRefused.inc({ reason }));
     const candidate = candidatePolicy === null ? null : { holder: candidatePolicy.holder, decisions: new CandidateDecisions({ holder: candidatePolicy.holder, grants, metrics }) };
-    const { login, oidc, bearers } = startLogins(config, files.authenticator, { repository, state, audit, logger, metrics });
     const signer = files.signer;
+    const { login, oidc, callers } = startLogins(config, files.authenticator, {
+      repository,
+      state,
+      audit,
+      logger,
+      metrics,
+      assertions: signer ? new AssertionVerifier(signer.key) : null,
+      // The gateway accepts back every audience it issues: the configured one and the live policy's routes'.
+      audiences: () => policy.holder.current.audiences,
+    });
     const tracing = await startTracing(options.env ?? process.env, logger);
     cleanups.push('tracing', () => tracing.shutdown());
     const outages = new OutageLog(logger, { probes: { database: () => repository.ping(), tokenStore: () => store.ping() } });
@@ -100,7 +110,7 @@ export async function startGatewayAs(config: GatewayConfig, options: StartOption
     const isTrustedProxy = compileTrustedProxies(config.iam.forward.trustedProxies);
     const { proxy, forwardAuth, cors, accessLog } = startRequestPath(config, {
       policy: () => policy.holder.current,
-      bearers,
+      callers,
       engine,
       candidate: candidate?.decisions ?? null,
       signer,
@@ -133,9 +143,7 @@ export async function startGatewayAs(config: GatewayConfig, options: StartOption
       audit,
       jwks: () => (signer ? [signer.jwk] : []),
       oidc,
-      bearers,
-      // The gateway accepts back every audience it issues: the configured one and the live policy's routes'.
-      assertions: signer ? { verify: (token) => signer.verify(token, { audiences: policy.holder.current.audiences }) } : null,
+      callers,
       metrics,
     });
 

@@ -1,5 +1,6 @@
-import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, type JsonWebKey, type KeyObject } from 'node:crypto';
+import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import type { AssertionKey } from '../auth/assertion-verifier';
 import type { AuthorizationDecision } from '../authz/decision';
 import type { VerifiedSession } from '../sessions/session-service';
 import { forwardedAuthorization } from './identity-headers';
@@ -42,37 +43,9 @@ export class AssertionSigner {
     return `${this.encodedHeader}.`;
   }
 
-  /**
-   * Verifies an assertion this gateway signed (a host sends it back as a bearer to ask for decisions): the exact
-   * header of this signer (its `kid`, `alg: EdDSA`), the signature by this key, `iss`, an `aud` this gateway issues
-   * (the configured one, or one of `audiences`: the policy routes'), and `exp` (no tolerance: assertions live
-   * `iam.forward.assertion.ttl`). Null for anything else — a provider's token, another gateway's assertion, a tampered
-   * or expired one. The caller still checks that the session lives. `htm`/`htu` are not compared: the assertion names
-   * a session here, and a host asks about other requests than the one it received.
-   */
-  verify(token: string, { audiences = NO_AUDIENCES, nowMs = Date.now() }: { audiences?: ReadonlySet<string>; nowMs?: number } = {}): VerifiedAssertion | null {
-    if (token.length > 8192 || !token.startsWith(this.headerPrefix)) return null;
-    const parts = token.split('.');
-    if (parts.length !== 3) return null;
-    const [header, payload, signature] = parts as [string, string, string];
-    if (!verify(null, Buffer.from(`${header}.${payload}`), this.publicKey, Buffer.from(signature, 'base64url'))) return null;
-    let claims: Record<string, unknown>;
-    try {
-      claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as Record<string, unknown>;
-    } catch {
-      return null;
-    }
-    if (claims.iss !== this.options.issuer) return null;
-    if (!this.issues(claims.aud, audiences)) return null;
-    if (typeof claims.exp !== 'number' || claims.exp * 1000 <= nowMs) return null;
-    if (typeof claims.sub !== 'string' || typeof claims.sid !== 'string') return null;
-    return { userId: claims.sub, sessionId: claims.sid, expiresAtMs: claims.exp * 1000 };
-  }
-
-  /** Whether this gateway signs assertions with this `aud`: the configured one (none, if none is) or a route's. */
-  private issues(aud: unknown, audiences: ReadonlySet<string>): boolean {
-    if (aud === undefined) return this.options.audience === null;
-    return typeof aud === 'string' && (aud === this.options.audience || audiences.has(aud));
+  /** What verifies this signer's assertions (auth/assertion-verifier.ts): its public key, header, issuer, audience. */
+  get key(): AssertionKey {
+    return { publicKey: this.publicKey, headerPrefix: this.headerPrefix, issuer: this.options.issuer, audience: this.options.audience };
   }
 
   /**
@@ -106,20 +79,6 @@ export class AssertionSigner {
     const signingInput = `${this.encodedHeader}.${base64url(JSON.stringify(claims))}`;
     return `${signingInput}.${sign(null, Buffer.from(signingInput), this.privateKey).toString('base64url')}`;
   }
-}
-
-const NO_AUDIENCES: ReadonlySet<string> = new Set();
-
-/** What an assertion names once verified: the session it was issued for. */
-export interface VerifiedAssertion {
-  userId: string;
-  sessionId: string;
-  expiresAtMs: number;
-}
-
-/** A compact JWS whose header is the signer's own (`alg: EdDSA`, its `kid`): worth verifying as an assertion. */
-export function looksLikeAssertion(token: string, signer: AssertionSigner): boolean {
-  return token.startsWith(signer.headerPrefix);
 }
 
 function base64url(text: string): string {

@@ -7,10 +7,11 @@ import type { GatewayMetrics } from '../observability/metrics';
 import { DatabaseUnavailableError } from '../domain/iam-repository';
 import type { CompiledPolicy, RouteMatch } from '../policy/compiled-policy';
 import { ProblemError, problems, toProblem } from '../domain/problem';
-import type { SessionService, VerifiedSession } from '../sessions/session-service';
+import type { VerifiedSession } from '../sessions/session-service';
 import { StoreUnavailableError } from '../domain/token-store';
 import { forwardedAuthorization, identityHeaders } from './identity-headers';
 import { requestCredential } from '../http/request-credential';
+import { authenticationRequired, PROTECTED, type CallerAccepts, type CallerStep } from '../auth/caller';
 import { activeTraceId } from '../observability/tracing';
 import type { PreparedRequest } from '../http/prepare-request';
 import type { CandidateDecisions, CandidateDivergence } from './candidate-decisions';
@@ -18,7 +19,8 @@ import type { CandidateDecisions, CandidateDivergence } from './candidate-decisi
 export interface RequestAuthorizerDeps {
   /** The policy snapshot to use for a new request (hot reload swaps what this returns). */
   policy: () => CompiledPolicy;
-  sessions: Pick<SessionService, 'verify' | 'verifyCached'>;
+  /** The request's credential to its session (auth/caller.ts): gateway tokens, and provider JWTs when accepted. */
+  callers: Pick<CallerStep, 'sessionOf'>;
   engine: Pick<DecisionEngine, 'decideRequestFast'>;
   audit: Pick<AuditTrail, 'record' | 'recordUnauthenticated'>;
   metrics: GatewayMetrics;
@@ -60,9 +62,11 @@ export type Authorization =
       candidate?: CandidateDivergence | null;
     };
 
-function invalidToken(route: string | undefined): Authorization {
-  return { allowed: false, problem: problems.unauthenticated('The access token is invalid, expired or revoked.', true), route };
-}
+/**
+ * What the proxy and forward-auth accept as a caller: what a protected endpoint does, and no credential is an
+ * anonymous request the policy decides (a public route never asks).
+ */
+const PROXIED: CallerAccepts = { ...PROTECTED, anonymous: true };
 
 /**
  * Match → authenticate → authorize for one prepared request, and the identity headers an allowed request
@@ -107,21 +111,16 @@ export class RequestAuthorizer {
     const needsSubject = match ? !match.route.public : policy.defaultAction === 'authenticated';
     const route = match?.route.pattern;
     try {
-      if (needsSubject && credential.kind === 'malformed') return { allowed: false, problem: problems.unauthenticated('The bearer token is malformed.', true), route };
-      if (needsSubject && (credential.kind === 'bearer' || credential.kind === 'cookie')) {
-        if (credential.kind === 'cookie' && credential.crossSite) return { allowed: false, problem: problems.crossSiteCookie(), route };
-        const token = credential.token;
-        const cached = this.deps.sessions.verifyCached(token);
-        if (cached === 'miss') {
-          return this.deps.sessions.verify(token).then(
-            (session) => (session ? this.decide(request, clientAddress, policy, match, session, bearerSent) : invalidToken(route)),
-            (error: unknown) => this.failure(error, request, route),
-          );
-        }
-        if (cached === null) return invalidToken(route);
-        return this.decide(request, clientAddress, policy, match, cached, bearerSent);
+      if (!needsSubject) return this.decide(request, clientAddress, policy, match, null, bearerSent);
+      const session = this.deps.callers.sessionOf(credential, PROXIED);
+      if (session instanceof Promise) {
+        return session.then(
+          (resolved) => (resolved instanceof ProblemError ? { allowed: false, problem: resolved, route } : this.decide(request, clientAddress, policy, match, resolved, bearerSent)),
+          (error: unknown) => this.failure(error, request, route),
+        );
       }
-      return this.decide(request, clientAddress, policy, match, null, bearerSent);
+      if (session instanceof ProblemError) return { allowed: false, problem: session, route };
+      return this.decide(request, clientAddress, policy, match, session, bearerSent);
     } catch (error) {
       return this.failure(error, request, route);
     }
@@ -175,7 +174,7 @@ export class RequestAuthorizer {
     if (!decision.allowed) {
       this.deps.metrics.decisions.inc({ result: 'deny', step: decision.failedStep ?? 'unknown' });
       const route = decision.route?.pattern;
-      if (decision.status === 401) return { allowed: false, problem: problems.unauthenticated('Authentication is required.', bearerSent), decision, route, candidate };
+      if (decision.status === 401) return { allowed: false, problem: authenticationRequired(bearerSent), decision, route, candidate };
       this.recordDenial(decision, request, clientAddress);
       return { allowed: false, problem: problemFromDecision(decision), decision, route, candidate };
     }

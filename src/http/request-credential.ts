@@ -5,8 +5,11 @@ import type { PreparedRequest } from './prepare-request';
 /**
  * The credential a request carries, decided once (docs/http-contract.md, "Authentication"). Every place that reads
  * a caller's token goes through {@link requestCredential}: the proxy and forward-auth (gateway/request-authorizer.ts),
- * the protected `/iam` endpoints (api/require-session.ts), the host decisions (api/decision-routes.ts, which also
- * try the bearer as an `X-IAM-Assertion`), the OpenID Connect logout and the console page.
+ * the protected `/iam` endpoints (api/require-session.ts), the host decisions (api/decision-routes.ts), the OpenID
+ * Connect logout and the console page; each hands it to the one caller step (auth/caller.ts), which alone turns it into
+ * a caller — a gateway token, the provider's JWT access token, the gateway's own `X-IAM-Assertion` sent back as the
+ * bearer — or into the 401/403 answered instead. This parse stays here, below sessions and auth (which tell those
+ * bearers apart), so the raw request is read in one place.
  *
  * - `bearer`: `Authorization: Bearer <token>`. A bearer wins: the session cookie is then never read.
  * - `malformed`: an Authorization header that is no well-formed credential (`Bearer<TAB>…`, `Bearer` alone, a
@@ -45,9 +48,4 @@ export function requestCredential(request: Pick<PreparedRequest, 'authorization'
   if (cookie === null) return NONE;
   const crossSite = isCrossSiteRequest(cookie, context.unsafe === true ? 'POST' : context.method, context.upgrade === true, context.trustedOrigins);
   return { kind: 'cookie', token: cookie.token, crossSite };
-}
-
-/** The token of a bearer or cookie credential, else null. */
-export function credentialToken(credential: RequestCredential): string | null {
-  return credential.kind === 'bearer' || credential.kind === 'cookie' ? credential.token : null;
 }

@@ -216,10 +216,11 @@ export class SessionService {
   /**
    * A live session named by its user and id (an `X-IAM-Assertion` names its session this way), as {@link verify}
    * would find it: from the user's index in the token store, then its record, then the revocation record. Null when
-   * the session ended, expired or is not the user's. At most two store round trips; no database.
+   * the session ended, expired or is not the user's. At most two store round trips; no database. With the session's
+   * `knownTokenHash` (learnt from an earlier call) the user's index is not read: at most one round trip.
    */
-  async liveSession(userId: string, sessionId: string): Promise<VerifiedSession | null> {
-    const tokenHash = (await this.deps.store.listUserTokens(userId)).get(sessionId);
+  async liveSession(userId: string, sessionId: string, knownTokenHash?: string): Promise<VerifiedSession | null> {
+    const tokenHash = knownTokenHash ?? (await this.deps.store.listUserTokens(userId)).get(sessionId);
     if (tokenHash === undefined) return null;
     const record = this.deps.cache?.get(tokenHash, Date.now()) ?? (await this.deps.store.getToken(tokenHash));
     if (!record || record.sessionId !== sessionId || record.principal.userId !== userId) return null;

@@ -30,7 +30,7 @@ function authorizer(signAssertion: ((decision: AuthorizationDecision, session: V
   logger.error = ((object: unknown) => void errors.push(object)) as typeof logger.error;
   const subject = new RequestAuthorizer({
     policy: () => POLICY,
-    sessions: { verify: () => Promise.resolve(SESSION), verifyCached: () => SESSION },
+    callers: { sessionOf: () => SESSION },
     engine: { decideRequestFast: (input) => (input.subject === null ? { ...decision(true), userId: null, profileId: null } : decision(true)) as AuthorizationDecision },
     audit: { record: () => undefined, recordUnauthenticated: () => undefined },
     metrics: createMetrics({ collectDefaults: false }),

@@ -1,12 +1,13 @@
 /**
  * The one credential step (src/http/request-credential.ts): which credential a request carries, and for the session
  * cookie the CSRF verdict. Every reader of a caller's token (the proxy and forward-auth, the protected /iam endpoints,
- * the host decisions, the OpenID Connect logout, the console page) goes through it; the last test holds src/ to that.
+ * the host decisions, the OpenID Connect logout, the console page) goes through it, and hands the credential to the one
+ * caller step (src/auth/caller.ts) that turns it into a caller or a 401/403; the last tests hold src/ to both.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import type { CookieSession } from '../../src/http/prepare-request';
-import { credentialToken, requestCredential, type CredentialContext } from '../../src/http/request-credential';
+import { requestCredential, type CredentialContext } from '../../src/http/request-credential';
 
 const TOKEN = `iamt_${'A'.repeat(43)}`;
 const OTHER = `iamt_${'B'.repeat(43)}`;
@@ -24,7 +25,6 @@ describe('requestCredential', () => {
     (authorization) => {
       const credential = requestCredential({ authorization, cookieSession: cookie() }, context());
       expect(credential).toEqual({ kind: 'malformed' });
-      expect(credentialToken(credential)).toBeNull();
     },
   );
 
@@ -64,5 +64,39 @@ describe('one place decides', () => {
       .filter((file) => /\bparseBearerToken\(|\.cookieSession\?*\.token|cookieSession\s*\?/.test(readFileSync(file, 'utf8')))
       .map((file) => relative(SRC, file));
     expect(readers).toEqual([]);
+  });
+
+  it('no module but the caller step turns a credential into a caller, a 401 or a 403', () => {
+    // The verifiers themselves (their own caches call their own methods) and the problem catalog define what the step
+    // uses. The other 401/403s are no credential's: a decision's (the engine's problem for its failed step), a login
+    // refused (login-service), a session refused while it is issued (session-service), a login form posted from
+    // another site (login CSRF: the form carries no credential).
+    const homes: Record<string, RegExp> = {
+      [join('auth', 'caller.ts')]: /(?:)/,
+      [join('auth', 'assertion-verifier.ts')]: /(?:)/,
+      [join('auth', 'oidc', 'access-tokens.ts')]: /(?:)/,
+      [join('sessions', 'session-service.ts')]: /(?:)/,
+      [join('domain', 'problem', 'problems.ts')]: /(?:)/,
+      [join('authz', 'decision-engine.ts')]: /problems\.unauthenticated\(/,
+      [join('auth', 'login-service.ts')]: /problems\.unauthenticated\(/,
+      [join('api', 'login-page-routes.ts')]: /problems\.crossSiteCookie\(/,
+      // a subject session the body of a check names, for a caller already admitted: no credential of the request
+      [join('api', 'decision-routes.ts')]: /\.liveSession\(/,
+    };
+    const turning = [
+      /problems\.unauthenticated\(/, // a 401 with its challenge
+      /problems\.crossSiteCookie\(/, // the CSRF refusal of a cookie
+      /\.crossSite\b/, // acting on the CSRF verdict
+      /\bcredentialToken\(|credential\.token\b/, // taking the token out of a credential
+      /\.verifyCached\(|\.verifyFromRecord\(/, // verifying a token
+      /\.liveSession\(/, // an assertion's session
+      /\b(?:bearers|sessions|accessTokens)\.verify\(|\bassertions\??\.verify\(|new AssertionVerifier\(.*\)\.verify\(/,
+    ];
+    const offenders = files(SRC).flatMap((file) => {
+      const home = Object.entries(homes).find(([path]) => file.endsWith(path))?.[1];
+      const text = readFileSync(file, 'utf8');
+      return turning.filter((pattern) => pattern.test(text) && !(home !== undefined && (home.source === '(?:)' || home.source === pattern.source))).map((pattern) => `${relative(SRC, file)}: ${pattern.source}`);
+    });
+    expect(offenders).toEqual([]);
   });
 });

@@ -29,7 +29,7 @@ function registeredRouter(): Router {
         throw new Asked(query.permissionCode);
       },
     } as never,
-    bearers: { verify: () => Promise.resolve(SESSION) } as never,
+    callers: { callerOf: () => Promise.resolve({ session: SESSION, via: 'bearer' }) } as never,
   });
 }
 

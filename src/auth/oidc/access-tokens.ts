@@ -5,16 +5,13 @@ import { ProblemError } from '../../domain/problem';
 import { hashToken } from '../../domain/token-hash';
 import type { TokenRecord } from '../../domain/token-record';
 import type { RevocationRegistry } from '../../sessions/revocation-registry';
-import type { SessionService, VerifiedSession } from '../../sessions/session-service';
+import type { VerifiedSession } from '../../sessions/session-service';
 import { admitIdentity, principalOf, selectActiveProfile } from '../login-service';
 import { attachRule } from './identity-linking';
 import type { ClaimMapping } from './oidc-login';
 import { identityFromClaims } from './oidc-login';
 import { RelyingParty } from './relying-party';
 import { isLogoutTokenType, notAnAccessToken } from './token-types';
-
-/** The bearer verification the proxy, forward-auth and `/iam` ask (what {@link SessionService} offers). */
-export type BearerVerifier = Pick<SessionService, 'verify' | 'verifyCached'>;
 
 /** A compact JWS (`header.payload.signature`, base64url) as a bearer: never a gateway token (`iamt_…`). */
 const JWT_SHAPE = /^eyJ[A-Za-z0-9_-]*\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
@@ -175,12 +172,3 @@ export class AccessTokenVerifier {
 
 /** True for epoch milliseconds a Date can hold (ECMA-262: ±8.64e15). */
 const isInstant = (ms: number): boolean => Number.isFinite(ms) && Math.abs(ms) <= 8.64e15;
-
-/** Gateway tokens to the session service, provider JWTs to the access-token verifier. */
-export function bearerVerifier(sessions: BearerVerifier, accessTokens: AccessTokenVerifier | null): BearerVerifier {
-  if (accessTokens === null) return sessions;
-  return {
-    verifyCached: (token) => (looksLikeJwt(token) ? accessTokens.verifyCached(token) : sessions.verifyCached(token)),
-    verify: (token) => (looksLikeJwt(token) ? accessTokens.verify(token) : sessions.verify(token)),
-  };
-}
