@@ -42,9 +42,10 @@ const HOST_LIBRARY = 'host';
 
 /**
  * Modules nothing imports: the package API, the host library, the CLI, the database thread (started by file path),
- * and the V8 tuning that bin/iam-gateway.js and scripts/demo.js load before anything else.
+ * the V8 tuning that bin/iam-gateway.js and scripts/demo.js load before anything else, and the endpoint table that
+ * scripts/endpoints-reference.js renders.
  */
-const ENTRY_POINTS = ['src/index.ts', 'src/host/index.ts', 'src/cli/main.ts', 'src/adapters/postgres/database-thread-worker.ts', 'src/app/gc-tuning.ts'];
+const ENTRY_POINTS = ['src/index.ts', 'src/host/index.ts', 'src/cli/main.ts', 'src/adapters/postgres/database-thread-worker.ts', 'src/app/gc-tuning.ts', 'src/api/endpoints-reference.ts'];
 
 /**
  * Where each runtime library may be imported. Every package of `dependencies` in package.json matches a row

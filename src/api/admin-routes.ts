@@ -1,21 +1,18 @@
 import type Router from '@koa/router';
-import type { Static } from '@sinclair/typebox';
 import type { Context, Middleware } from 'koa';
 import type { DecisionEngine } from '../authz/decision-engine';
 import type { GrantProvider } from '../authz/grant-provider';
 import { callerOf, factsOf } from './iam-context';
-import type { ValidateFunction } from 'ajv/dist/2020';
-import { assertValid, createBodyValidator } from './validate-body';
 import type { VersionPrecondition } from '../domain/admin-repository';
 import { ProblemError, problems } from '../domain/problem';
 import { parseAuditListQuery, parseUserListQuery } from './admin-query';
 import { parseSessionListQuery } from './session-query';
 import { IDENTIFIER_PATTERN } from '../auth/identity-validation';
-import { IdentityInput, profileInput, RevokeInput, ScopesInput, TemplateInput, UserInput, type ProfileBody } from './schemas/requests';
+import { IdentityInput, ProfileInput, profileInput, RevokeInput, ScopesInput, TemplateInput, UserInput } from './schemas/requests';
 import type { AdminActor, AdminService } from './admin-service';
-import { BODY_FAILURES, NO_STORE, empty, header, json, jsonBody, param, problem, ref, response } from './openapi-builders';
+import { BODY_FAILURES, NO_STORE, empty, header, json, param, problem, ref, response } from './openapi-builders';
 import type { JsonSchema, OperationObject, ParameterObject, ResponseObject } from './openapi-types';
-import { registerDeclaredRoutes, type DeclaredOperation, type RouteDeclaration } from './route-declaration';
+import { registerDeclaredRoutes, route, type DeclaredOperation, type RouteDeclaration } from './route-declaration';
 
 /** A path parameter naming an object: the identifier rule of the bodies. */
 const IDENTIFIER_REGEX = new RegExp(IDENTIFIER_PATTERN);
@@ -50,18 +47,11 @@ export const ADMIN_PERMISSIONS = {
 /** An admin operation (tag `admin`); its `security`, `x-permission` and 403 come from the declaration's permission. */
 export const adminOperation = (operation: Omit<DeclaredOperation, 'tags'>): DeclaredOperation => ({ ...operation, tags: ['admin'] });
 
-/** What the admin handlers share: the service, the caller as an actor, the body validators (compiled once). */
+/** What the admin handlers share: the service, the caller as an actor, the configured client types (profile bodies). */
 interface AdminContext {
   admin: AdminService;
   actorOf: (ctx: Context) => Promise<AdminActor>;
-  validate: {
-    template: ValidateFunction<Static<typeof TemplateInput>>;
-    user: ValidateFunction<Static<typeof UserInput>>;
-    identity: ValidateFunction<Static<typeof IdentityInput>>;
-    profile: ValidateFunction<ProfileBody>;
-    scopes: ValidateFunction<Static<typeof ScopesInput>>;
-    revoke: ValidateFunction<Static<typeof RevokeInput>>;
-  };
+  clientTypes: readonly string[];
 }
 
 const upserted = (schema: JsonSchema, what: string, headers: ResponseObject['headers'] = {}): OperationObject['responses'] => ({
@@ -109,30 +99,30 @@ export const adminRoutes: ReadonlyArray<RouteDeclaration<AdminContext>> = [
       respondVersioned(ctx, 200, await admin.getTemplate(pathId(ctx, 'versionId')));
     },
   },
-  {
+  route({
     method: 'put',
     path: '/iam/admin/templates/{versionId}',
     access: { permission: ADMIN_PERMISSIONS.templatesWrite },
     pathParameters: [identifierParameter('versionId')],
+    body: { schema: TemplateInput },
     operation: adminOperation({
       operationId: 'putTemplate',
       summary: 'Create or update a permission template version (optimistic locking with If-Match)',
       description: 'Changing the permissions raises the authorization version of every user with a profile on it.',
       parameters: [param('IfMatch'), param('IfNoneMatch')],
-      requestBody: jsonBody(ref('TemplateInput')),
       responses: {
         ...upserted(ref('Template'), 'template version', { ETag: header('ETag') }),
         ...ADMIN_WRITE_FAILURES,
         '409': conflict('If-Match names a version that is no longer current, or a concurrent write.'),
       },
     }),
-    handler: ({ admin, actorOf, validate }) => async (ctx) => {
-      const body = assertValid(validate.template, ctx.request.body);
+    handler: ({ admin, actorOf }, request) => async (ctx) => {
+      const body = request.read(ctx);
       const precondition = ifMatch(ctx);
       const { template, created } = await admin.upsertTemplate(await actorOf(ctx), pathId(ctx, 'versionId'), body, precondition);
       respondVersioned(ctx, created ? 201 : 200, template);
     },
-  },
+   }),
   {
     method: 'get',
     path: '/iam/admin/users',
@@ -166,30 +156,30 @@ export const adminRoutes: ReadonlyArray<RouteDeclaration<AdminContext>> = [
       respondVersioned(ctx, 200, await admin.getUser(pathId(ctx, 'userId')));
     },
   },
-  {
+  route({
     method: 'put',
     path: '/iam/admin/users/{userId}',
     access: { permission: ADMIN_PERMISSIONS.usersWrite },
     pathParameters: [param('UserId')],
+    body: { schema: UserInput },
     operation: adminOperation({
       operationId: 'putUser',
       summary: 'Create or update a user (optimistic locking with If-Match)',
       description: 'Disabling a user ends every session of the user at once.',
       parameters: [param('IfMatch'), param('IfNoneMatch')],
-      requestBody: jsonBody(ref('UserInput')),
       responses: {
         ...upserted(ref('User'), 'user', { ETag: header('ETag') }),
         ...ADMIN_WRITE_FAILURES,
         '409': conflict('If-Match names a version that is no longer current, or a concurrent write.'),
       },
     }),
-    handler: ({ admin, actorOf, validate }) => async (ctx) => {
-      const body = assertValid(validate.user, ctx.request.body);
+    handler: ({ admin, actorOf }, request) => async (ctx) => {
+      const body = request.read(ctx);
       const precondition = ifMatch(ctx);
       const { user, created } = await admin.upsertUser(await actorOf(ctx), pathId(ctx, 'userId'), body, precondition);
       respondVersioned(ctx, created ? 201 : 200, user);
     },
-  },
+   }),
   {
     method: 'get',
     path: '/iam/admin/users/{userId}/identities',
@@ -204,16 +194,16 @@ export const adminRoutes: ReadonlyArray<RouteDeclaration<AdminContext>> = [
       respond(ctx, 200, await admin.listIdentities(pathId(ctx, 'userId')));
     },
   },
-  {
+  route({
     method: 'put',
     path: '/iam/admin/identities/{identityId}',
     access: { permission: ADMIN_PERMISSIONS.identitiesWrite },
     pathParameters: [identifierParameter('identityId')],
+    body: { schema: IdentityInput },
     operation: adminOperation({
       operationId: 'putIdentity',
       summary: 'Create or update an identity (optimistic locking with If-Match: the version is in the user\'s identity list)',
       parameters: [param('IfMatch'), param('IfNoneMatch')],
-      requestBody: jsonBody(ref('IdentityInput')),
       responses: {
         ...upserted(ref('Identity'), 'identity', { ETag: header('ETag') }),
         ...ADMIN_WRITE_FAILURES,
@@ -221,13 +211,13 @@ export const adminRoutes: ReadonlyArray<RouteDeclaration<AdminContext>> = [
         '404': problem(404, ['IAM_NOT_FOUND'], 'The body names an unknown user.'),
       },
     }),
-    handler: ({ admin, actorOf, validate }) => async (ctx) => {
-      const body = assertValid(validate.identity, ctx.request.body);
+    handler: ({ admin, actorOf }, request) => async (ctx) => {
+      const body = request.read(ctx);
       const precondition = ifMatch(ctx);
       const { identity, created } = await admin.upsertIdentity(await actorOf(ctx), pathId(ctx, 'identityId'), body, precondition);
       respondVersioned(ctx, created ? 201 : 200, identity);
     },
-  },
+   }),
   {
     method: 'get',
     path: '/iam/admin/users/{userId}/profiles',
@@ -260,17 +250,17 @@ export const adminRoutes: ReadonlyArray<RouteDeclaration<AdminContext>> = [
       respondVersioned(ctx, 200, await admin.getProfile(pathId(ctx, 'profileId')));
     },
   },
-  {
+  route({
     method: 'put',
     path: '/iam/admin/profiles/{profileId}',
     access: { permission: ADMIN_PERMISSIONS.profilesWrite },
     pathParameters: [param('ProfileId')],
+    body: { schema: ProfileInput, configured: ({ clientTypes }) => profileInput(clientTypes) },
     operation: adminOperation({
       operationId: 'putProfile',
       summary: 'Create or update a profile (optimistic locking with If-Match)',
       description: 'A disabled or revoked profile stops granting on the next request of every session using it.',
       parameters: [param('IfMatch'), param('IfNoneMatch')],
-      requestBody: jsonBody(ref('ProfileInput')),
       responses: {
         ...upserted(ref('Profile'), 'profile', { ETag: header('ETag') }),
         ...ADMIN_WRITE_FAILURES,
@@ -278,23 +268,23 @@ export const adminRoutes: ReadonlyArray<RouteDeclaration<AdminContext>> = [
         '422': problem(422, ['IAM_VALIDATION_FAILED'], 'A well-formed body naming an unknown user or template version (RFC 9110 §15.5.21).'),
       },
     }),
-    handler: ({ admin, actorOf, validate }) => async (ctx) => {
-      const body = assertValid(validate.profile, ctx.request.body);
+    handler: ({ admin, actorOf }, request) => async (ctx) => {
+      const body = request.read(ctx);
       const precondition = ifMatch(ctx);
       const { profile, created } = await admin.upsertProfile(await actorOf(ctx), pathId(ctx, 'profileId'), body, precondition);
       respondVersioned(ctx, created ? 201 : 200, profile);
     },
-  },
-  {
+   }),
+  route({
     method: 'put',
     path: '/iam/admin/profiles/{profileId}/scopes',
     access: { permission: ADMIN_PERMISSIONS.profilesWrite },
     pathParameters: [param('ProfileId')],
+    body: { schema: ScopesInput },
     operation: adminOperation({
       operationId: 'putProfileScopes',
       summary: 'Replace a profile\'s scopes',
       parameters: [param('IfMatch')],
-      requestBody: jsonBody(ref('ScopesInput')),
       responses: {
         '200': json('The profile with its new scopes.', ref('Profile'), { ...NO_STORE, ETag: header('ETag') }),
         ...ADMIN_WRITE_FAILURES,
@@ -302,13 +292,13 @@ export const adminRoutes: ReadonlyArray<RouteDeclaration<AdminContext>> = [
         '409': conflict('If-Match names a version that is no longer current, or a concurrent write.'),
       },
     }),
-    handler: ({ admin, actorOf, validate }) => async (ctx) => {
-      const body = assertValid(validate.scopes, ctx.request.body);
+    handler: ({ admin, actorOf }, request) => async (ctx) => {
+      const body = request.read(ctx);
       const precondition = ifMatch(ctx);
       if (precondition === 'absent') throw problems.validation([{ pointer: '/If-None-Match', message: 'creates an object; a profile\'s scopes are replaced on the existing profile' }], 'The If-None-Match header does not apply here.');
       respondVersioned(ctx, 200, await admin.replaceScopes(await actorOf(ctx), pathId(ctx, 'profileId'), body, precondition));
     },
-  },
+   }),
   {
     method: 'post',
     path: '/iam/admin/users/{userId}/authorization-version',
@@ -323,25 +313,25 @@ export const adminRoutes: ReadonlyArray<RouteDeclaration<AdminContext>> = [
       respond(ctx, 200, await admin.raiseAuthorizationVersion(await actorOf(ctx), pathId(ctx, 'userId')));
     },
   },
-  {
+  route({
     method: 'post',
     path: '/iam/admin/sessions/{sessionId}/revoke',
     access: { permission: ADMIN_PERMISSIONS.sessionsRevoke },
     pathParameters: [param('SessionId')],
+    body: { schema: RevokeInput, description: 'Optional reason (default `revoked_by_admin`), kept with the session and in the audit trail.', absent: {} },
     operation: adminOperation({
       operationId: 'adminRevokeSession',
       summary: 'Revoke any session',
       description:
         'While the database is down the session is ended by its id (every instance refuses it at once) and recorded when the database is back, also across a restart; an unknown id is then not told apart (204, and the record ends nothing).',
-      requestBody: jsonBody(ref('RevokeInput'), 'Optional reason (default `revoked_by_admin`), kept with the session and in the audit trail.', false),
       responses: { '204': empty('Revoked (or already ended).'), ...ADMIN_WRITE_FAILURES, '404': problem(404, ['IAM_SESSION_NOT_FOUND'], 'No such session.') },
     }),
-    handler: ({ admin, actorOf, validate }) => async (ctx) => {
-      const body = assertValid(validate.revoke, ctx.request.body ?? {});
+    handler: ({ admin, actorOf }, request) => async (ctx) => {
+      const body = request.read(ctx);
       await admin.revokeSession(await actorOf(ctx), pathId(ctx, 'sessionId'), body.reason);
       ctx.status = 204;
     },
-  },
+   }),
   {
     method: 'get',
     path: '/iam/admin/users/{userId}/sessions',
@@ -371,24 +361,24 @@ export const adminRoutes: ReadonlyArray<RouteDeclaration<AdminContext>> = [
       respond(ctx, 200, page.items);
     },
   },
-  {
+  route({
     method: 'post',
     path: '/iam/admin/users/{userId}/sessions/revoke',
     access: { permission: ADMIN_PERMISSIONS.sessionsRevoke },
     pathParameters: [param('UserId')],
+    body: { schema: RevokeInput, description: 'Optional reason (default `revoked_by_admin`).', absent: {} },
     operation: adminOperation({
       operationId: 'revokeUserSessions',
       summary: 'Revoke every session of a user',
       description:
         "Every token of the user issued before is refused for good, on every instance: the gateway's own (the user's session epoch is raised) and, with `iam.oidc.accept-access-tokens`, the identity provider's access tokens issued (`iat`) at or before the recorded instant (`sessionsRevokedAt` of the user), also those never presented before. While the database is down the sessions the token store lists end at once (200 with their count) and the record (session epoch raised, revocation instant, rows, audit rows) follows when the database is back, also across a restart; an unknown user is then not told apart (200, revoked 0).",
-      requestBody: jsonBody(ref('RevokeInput'), 'Optional reason (default `revoked_by_admin`).', false),
       responses: { '200': json('How many sessions ended.', ref('RevokedCount'), NO_STORE), ...ADMIN_WRITE_FAILURES, '404': unknownUser },
     }),
-    handler: ({ admin, actorOf, validate }) => async (ctx) => {
-      const body = assertValid(validate.revoke, ctx.request.body ?? {});
+    handler: ({ admin, actorOf }, request) => async (ctx) => {
+      const body = request.read(ctx);
       respond(ctx, 200, await admin.revokeUserSessions(await actorOf(ctx), pathId(ctx, 'userId'), body.reason));
     },
-  },
+   }),
   {
     method: 'get',
     path: '/iam/admin/audit',
@@ -413,19 +403,7 @@ export const adminRoutes: ReadonlyArray<RouteDeclaration<AdminContext>> = [
 
 /** Registers {@link adminRoutes}: their guards from their permissions, their handlers with the admin context. */
 export function registerAdminRoutes(router: Router, deps: AdminRoutesDeps): void {
-  const ajv = createBodyValidator();
-  const context: AdminContext = {
-    admin: deps.admin,
-    actorOf: (ctx) => adminActor(ctx, deps.grants),
-    validate: {
-      template: ajv.compile<Static<typeof TemplateInput>>(TemplateInput),
-      user: ajv.compile<Static<typeof UserInput>>(UserInput),
-      identity: ajv.compile<Static<typeof IdentityInput>>(IdentityInput),
-      profile: ajv.compile<ProfileBody>(profileInput(deps.clientTypes)),
-      scopes: ajv.compile<Static<typeof ScopesInput>>(ScopesInput),
-      revoke: ajv.compile<Static<typeof RevokeInput>>(RevokeInput),
-    },
-  };
+  const context: AdminContext = { admin: deps.admin, actorOf: (ctx) => adminActor(ctx, deps.grants), clientTypes: deps.clientTypes };
   registerDeclaredRoutes(router, adminRoutes, context, { requireSession: deps.requireSession, engine: deps.engine });
 }
 

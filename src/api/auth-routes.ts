@@ -3,10 +3,9 @@ import type { LoginService } from '../auth/login-service';
 import type { SessionService } from '../sessions/session-service';
 import { clearedSessionCookie } from '../http/session-cookie';
 import { callerOf, factsOf } from './iam-context';
-import { BODY_FAILURES, empty, header, json, jsonBody, problem, ref, response } from './openapi-builders';
-import type { RouteDeclaration } from './route-declaration';
-import { loginRequest, type LoginBody } from './schemas/requests';
-import { assertValid, createBodyValidator } from './validate-body';
+import { BODY_FAILURES, empty, header, json, problem, ref, response } from './openapi-builders';
+import { route, type RouteDeclaration } from './route-declaration';
+import { LoginRequest, loginRequest } from './schemas/requests';
 
 export interface AuthRoutesDeps {
   login: LoginService;
@@ -20,16 +19,16 @@ export interface AuthRoutesDeps {
 
 /** docs/http-contract.md: login (public), logout (its own guard), me (a session), each declared once (route-declaration.ts). */
 export const authRoutes: ReadonlyArray<RouteDeclaration<AuthRoutesDeps>> = [
-  {
+  route({
     method: 'post',
     path: '/iam/auth/login',
     access: 'public',
+    body: { schema: LoginRequest, configured: ({ clientTypes }) => loginRequest(clientTypes) },
     operation: {
       operationId: 'login',
       summary: 'Log in and receive a bearer token',
       description: 'The active profile is the user\'s first enabled, non-revoked profile (lowest profileId) whose clientTypes include the clientType, or null.',
       tags: ['auth'],
-      requestBody: jsonBody(ref('LoginRequest')),
       responses: {
         '200': json('Logged in.', ref('AuthenticationResult'), { 'Cache-Control': header('NoStore') }),
         '400': response('ValidationFailed'),
@@ -46,15 +45,11 @@ export const authRoutes: ReadonlyArray<RouteDeclaration<AuthRoutesDeps>> = [
         }),
       },
     },
-    handler: (deps) => {
-      const validateLogin = createBodyValidator().compile<LoginBody>(loginRequest(deps.clientTypes));
-      return async (ctx) => {
-        const body = assertValid(validateLogin, ctx.request.body);
-        ctx.body = await deps.login.login(body, factsOf(ctx));
-        ctx.set('Cache-Control', 'no-store');
-      };
+    handler: (deps, request) => async (ctx) => {
+      ctx.body = await deps.login.login(request.read(ctx), factsOf(ctx));
+      ctx.set('Cache-Control', 'no-store');
     },
-  },
+   }),
   {
     method: 'post',
     path: '/iam/auth/logout',

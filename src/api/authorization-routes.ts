@@ -15,10 +15,9 @@ import { callerOf, factsOf, stateOf } from './iam-context';
 import { sessionCookie } from '../http/session-cookie';
 import type { IamPrincipal } from '../domain/principal';
 import { decidePermission } from './require-session';
-import { DiagnosticsPermissionCheck, DiagnosticsRequestTarget, type DiagnosticsBody } from './schemas/requests';
-import { assertValid, createBodyValidator } from './validate-body';
-import { BODY_FAILURES, header, json, jsonBody, param, problem, ref, response } from './openapi-builders';
-import { registerDeclaredRoutes, type RouteDeclaration } from './route-declaration';
+import { DiagnosticsRequest } from './schemas/requests';
+import { BODY_FAILURES, header, json, param, problem, ref, response } from './openapi-builders';
+import { registerDeclaredRoutes, route, type RouteDeclaration } from './route-declaration';
 
 export interface AuthorizationRoutesDeps {
   login: LoginService;
@@ -36,13 +35,7 @@ export interface AuthorizationRoutesDeps {
   secureCookie: boolean;
 }
 
-interface AuthorizationContext extends AuthorizationRoutesDeps {
-  /**
-   * The body is one of two forms (the `DiagnosticsRequest` oneOf): it is checked against the form it uses, so a
-   * mistake gets that form's errors only, not both forms' plus "must match exactly one schema".
-   */
-  assertDiagnosticsBody: (body: unknown) => DiagnosticsBody;
-}
+type AuthorizationContext = AuthorizationRoutesDeps;
 
 /**
  * docs/http-contract.md: profiles, switch, diagnostics, decisions, each declared once (route-declaration.ts): a session
@@ -97,10 +90,12 @@ export const authorizationRoutes: ReadonlyArray<RouteDeclaration<AuthorizationCo
       ctx.body = result;
     },
   },
-  {
+  route({
     method: 'post',
     path: '/iam/authorization/diagnostics',
     access: 'session',
+    body: { schema: DiagnosticsRequest },
+    permissions: [ADMIN_PERMISSIONS.diagnosticsRead],
     operation: {
       operationId: 'diagnose',
       summary: 'Explain a decision with the real engine',
@@ -110,7 +105,6 @@ export const authorizationRoutes: ReadonlyArray<RouteDeclaration<AuthorizationCo
         'without `iam.admin.diagnostics:read` a (permission, resource type) pair no policy route declares is answered `ROUTE_NOT_DECLARED` without asking a resolver ' +
         '(no resolver oracle). `userId` (explain as another user) needs `iam.admin.diagnostics:read`.',
       tags: ['authorization'],
-      requestBody: jsonBody(ref('DiagnosticsRequest')),
       responses: {
         '200': json('The decision (allowed or not).', ref('Decision')),
         '400': problem(400, ['IAM_VALIDATION_FAILED', 'IAM_BAD_REQUEST'], 'An invalid body, or a `path` the proxy would refuse to interpret.'),
@@ -118,9 +112,9 @@ export const authorizationRoutes: ReadonlyArray<RouteDeclaration<AuthorizationCo
         ...BODY_FAILURES,
       },
     },
-    handler: (deps) => async (ctx) => {
+    handler: (deps, request) => async (ctx) => {
       const caller = callerOf(ctx);
-      const body = deps.assertDiagnosticsBody(ctx.request.body);
+      const body = request.read(ctx);
       let subject = { principal: caller.record.principal, clientType: caller.record.clientType };
       const policy = deps.policy();
       // Charged to the caller, whoever the subject: explaining as another user spends the administrator's budget.
@@ -157,11 +151,12 @@ export const authorizationRoutes: ReadonlyArray<RouteDeclaration<AuthorizationCo
       }
       ctx.body = decisionView(decision, audience);
     },
-  },
+   }),
   {
     method: 'get',
     path: '/iam/authorization/decisions/{decisionId}',
     access: 'session',
+    permissions: [ADMIN_PERMISSIONS.auditRead],
     pathParameters: [{ name: 'decisionId', in: 'path', required: true, schema: { type: 'string', minLength: 1 } }],
     operation: {
       operationId: 'getDecision',
@@ -194,15 +189,5 @@ export const authorizationRoutes: ReadonlyArray<RouteDeclaration<AuthorizationCo
 
 /** Registers {@link authorizationRoutes}. */
 export function registerAuthorizationRoutes(router: Router, deps: AuthorizationRoutesDeps): void {
-  const ajv = createBodyValidator();
-  const validateCheck = ajv.compile<DiagnosticsBody>(DiagnosticsPermissionCheck);
-  const validateTarget = ajv.compile<DiagnosticsBody>(DiagnosticsRequestTarget);
-  const assertDiagnosticsBody = (body: unknown): DiagnosticsBody => {
-    if (typeof body === 'object' && body !== null && !Array.isArray(body)) {
-      if ('permissionCode' in body) return assertValid(validateCheck, body);
-      if ('method' in body || 'path' in body) return assertValid(validateTarget, body);
-    }
-    throw problems.validation([{ pointer: '/', message: 'must be an object with method and path (a request to explain) or with permissionCode (a permission check)' }]);
-  };
-  registerDeclaredRoutes(router, authorizationRoutes, { ...deps, assertDiagnosticsBody }, { requireSession: deps.requireSession, engine: deps.engine });
+  registerDeclaredRoutes(router, authorizationRoutes, deps, { requireSession: deps.requireSession, engine: deps.engine });
 }

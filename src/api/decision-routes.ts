@@ -1,5 +1,4 @@
 import type { RouterMiddleware } from '@koa/router';
-import type { ValidateFunction } from 'ajv/dist/2020';
 import type { Context } from 'koa';
 import type { AuditTrail } from '../audit/audit-trail';
 import { PROTECTED, type Caller, type CallerAccepts, type CallerStep } from '../auth/caller';
@@ -13,11 +12,10 @@ import type { GatewayMetrics } from '../observability/metrics';
 import type { CompiledPolicy } from '../policy/compiled-policy';
 import type { SessionService } from '../sessions/session-service';
 import { factsOf, stateOf } from './iam-context';
-import { BODY_FAILURES, NO_STORE, json, jsonBody, problem, ref, response } from './openapi-builders';
+import { BODY_FAILURES, NO_STORE, json, problem, ref, response } from './openapi-builders';
 import { decidePermission } from './require-session';
-import type { RouteDeclaration } from './route-declaration';
+import { route, type BodyReader, type RouteDeclaration } from './route-declaration';
 import { CheckRequest, PlanRequest, type CheckBody, type PlanBody } from './schemas/requests';
-import { assertValid, createBodyValidator } from './validate-body';
 
 /** The permission a caller needs to name another subject in the body (batch jobs, other services). */
 export const DECISIONS_CHECK_PERMISSION = 'iam.authorization.decisions:check';
@@ -57,10 +55,12 @@ const SUBJECT_FAILURES = {
  * itself ({@link credentialOf}), declared once (route-declaration.ts).
  */
 export const decisionRoutes: ReadonlyArray<RouteDeclaration<DecisionContext>> = [
-  {
+  route({
     method: 'post',
     path: '/iam/authorization/check',
     access: { guard: 'own', security: 'session' },
+    body: { schema: CheckRequest },
+    permissions: [DECISIONS_CHECK_PERMISSION],
     operation: {
       operationId: 'checkDecisions',
       summary: 'Decisions for the host: 1–100 checks, answered in order',
@@ -74,7 +74,6 @@ export const decisionRoutes: ReadonlyArray<RouteDeclaration<DecisionContext>> = 
         '`iam.authz.caller-resolutions.in-flight-per-caller` waiting at once per caller (the user behind the credential); a check beyond either answers ' +
         '`status` 429, `failedStep` `RESOLUTION_BUDGET_EXCEEDED`, without asking a resolver.',
       tags: ['authorization'],
-      requestBody: jsonBody(ref('CheckRequest')),
       responses: {
         '200': json('One result per check, in order.', ref('CheckResponse'), NO_STORE),
         '400': response('ValidationFailed'),
@@ -82,11 +81,13 @@ export const decisionRoutes: ReadonlyArray<RouteDeclaration<DecisionContext>> = 
       },
     },
     handler: checkDecisions,
-  },
-  {
+   }),
+  route({
     method: 'post',
     path: '/iam/authorization/plan',
     access: { guard: 'own', security: 'session' },
+    body: { schema: PlanRequest },
+    permissions: [DECISIONS_CHECK_PERMISSION],
     operation: {
       operationId: 'planResources',
       summary: 'Which resources of a type the subject reaches, to filter a list in the host\'s own query',
@@ -94,7 +95,6 @@ export const decisionRoutes: ReadonlyArray<RouteDeclaration<DecisionContext>> = 
         '`ALL` (an unscoped profile, or a `*` scope of the type covering the access), `NONE` (the permission not granted, no valid profile, or no covering scope), or `SOME` ' +
         'with the covering scopes\' `scopeRefId`s (a WRITE scope covers READ). Only scopes of `resourceType` count. The subject as for `/iam/authorization/check`. No resolver is asked.',
       tags: ['authorization'],
-      requestBody: jsonBody(ref('PlanRequest')),
       responses: {
         '200': json('The plan.', ref('PlanResponse'), NO_STORE),
         '400': response('ValidationFailed'),
@@ -102,26 +102,21 @@ export const decisionRoutes: ReadonlyArray<RouteDeclaration<DecisionContext>> = 
       },
     },
     handler: planResources,
-  },
+   }),
 ];
 
-/** The deps, with the request bodies' validators compiled once per registration. */
-export interface DecisionContext extends DecisionRoutesDeps {
-  validateCheck: ValidateFunction<CheckBody>;
-  validatePlan: ValidateFunction<PlanBody>;
-}
+/** The context of {@link decisionRoutes} (their bodies' validators are compiled by the router, from the declarations). */
+export type DecisionContext = DecisionRoutesDeps;
 
 /** The context of {@link decisionRoutes}. */
 export function decisionContext(deps: DecisionRoutesDeps): DecisionContext {
-  const ajv = createBodyValidator();
-  return { ...deps, validateCheck: ajv.compile<CheckBody>(CheckRequest), validatePlan: ajv.compile<PlanBody>(PlanRequest) };
+  return deps;
 }
 
-function checkDecisions(deps: DecisionContext): RouterMiddleware {
-  const { validateCheck } = deps;
+function checkDecisions(deps: DecisionContext, request: BodyReader<CheckBody>): RouterMiddleware {
   return async (ctx) => {
     const credential = await credentialOf(ctx, deps);
-    const body = assertValid(validateCheck, ctx.request.body);
+    const body = request.read(ctx);
     const { subject, sessionId } = await subjectOf(credential, body.subject, deps);
     const policy = deps.policy();
     // One engine per call: a resource two checks name is resolved once, and the call's resolutions are charged to the
@@ -165,11 +160,10 @@ function checkDecisions(deps: DecisionContext): RouterMiddleware {
   };
 }
 
-function planResources(deps: DecisionContext): RouterMiddleware {
-  const { validatePlan } = deps;
+function planResources(deps: DecisionContext, request: BodyReader<PlanBody>): RouterMiddleware {
   return async (ctx) => {
     const credential = await credentialOf(ctx, deps);
-    const body = assertValid(validatePlan, ctx.request.body);
+    const body = request.read(ctx);
     const { subject, sessionId } = await subjectOf(credential, body.subject, deps);
     // A plan never calls a resolver: it reads the profile's own scopes.
     const { plan } = await deps.engine.plan({ subject, permissionCode: body.permissionCode, resourceType: body.resourceType, access: body.access });

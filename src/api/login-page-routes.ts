@@ -8,10 +8,9 @@ import { prefersHtml } from '../http/problem-page';
 import { safeReturnTo } from '../http/return-to';
 import { sessionCookie } from '../http/session-cookie';
 import { factsOf, stateOf } from './iam-context';
-import { BODY_FAILURES, empty, formBody, header, html, problem, ref, response } from './openapi-builders';
-import type { RouteDeclaration } from './route-declaration';
-import { LoginForm, type LoginFormBody } from './schemas/requests';
-import { createBodyValidator } from './validate-body';
+import { BODY_FAILURES, empty, header, html, problem, response } from './openapi-builders';
+import { route, type RouteDeclaration } from './route-declaration';
+import { LoginForm } from './schemas/requests';
 
 export interface LoginPageDeps {
   login: LoginService;
@@ -66,17 +65,17 @@ export const loginPageRoutes: ReadonlyArray<RouteDeclaration<LoginPageDeps>> = [
       render(ctx, 200, { returnTo }, deps.branding);
     },
   },
-  {
+  route({
     method: 'post',
     path: '/iam/login',
     access: 'public',
+    body: { schema: LoginForm, media: 'application/x-www-form-urlencoded' },
     operation: {
       operationId: 'submitLoginPage',
       summary: 'Log a browser in: sets the session cookie',
       description:
         'Form-encoded `username`, `password`, `returnTo`; the session has the client type `WEB` (or the first configured one). A refusal shows the form again, with the error and the status the API login would give.',
       tags: ['auth'],
-      requestBody: formBody(ref('LoginForm')),
       responses: {
         '303': empty('Logged in: to `returnTo` (same-origin relative paths only, else `/`), with the session cookie.', {
           Location: header('Location'),
@@ -97,15 +96,14 @@ export const loginPageRoutes: ReadonlyArray<RouteDeclaration<LoginPageDeps>> = [
         '503': html('A store cannot be reached, or too many password checks are queued: the form again, saying so.'),
       },
     },
-    handler: (deps) => {
-      const validateForm = createBodyValidator().compile<LoginFormBody>(LoginForm);
+    handler: (deps, form) => {
       return async (ctx) => {
         // Login CSRF: another site must not sign the browser in to an account of its choosing.
         // The gateway's own origin by the proxy's rule (X-Forwarded-Host from a trusted proxy, else Host).
         const browser = { origin: ctx.get('origin') || null, fetchSite: ctx.get('sec-fetch-site') || null, host: stateOf(ctx).prepared.host };
         if (isCrossSiteRequest(browser, 'POST', false, deps.trustedOrigins)) throw problems.crossSiteCookie();
         const body: unknown = ctx.request.body;
-        if (!validateForm(body)) {
+        if (!form.accepts(body)) {
           const returnTo = safeReturnTo(isRecord(body) ? body.returnTo : undefined);
           if (!prefersHtml(ctx.get('accept'))) throw problems.validation([{ pointer: '/', message: 'username and password are required form fields' }]);
           render(ctx, 400, { returnTo, error: 'Enter a username and a password.' }, deps.branding);
@@ -124,7 +122,7 @@ export const loginPageRoutes: ReadonlyArray<RouteDeclaration<LoginPageDeps>> = [
         }
       };
     },
-  },
+   }),
 ];
 
 /**

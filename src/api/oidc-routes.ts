@@ -13,8 +13,9 @@ import { clearedLoginStateCookie, clearedSessionCookie, loginStateCookie, loginS
 import type { SessionService } from '../sessions/session-service';
 import { factsOf, stateOf } from './iam-context';
 import { redirect } from './login-page-routes';
-import { BODY_FAILURES, empty, formBody, header, pageOrProblem, problem, ref, response } from './openapi-builders';
-import type { RouteDeclaration } from './route-declaration';
+import { BODY_FAILURES, empty, header, pageOrProblem, problem, response } from './openapi-builders';
+import { route, type RouteDeclaration } from './route-declaration';
+import { LogoutTokenForm } from './schemas/requests';
 
 export interface OidcRoutesDeps {
   login: OidcLogin;
@@ -149,17 +150,17 @@ export const oidcRoutes: ReadonlyArray<RouteDeclaration<OidcRoutesDeps>> = [
       };
     },
   },
-  {
+  route({
     method: 'post',
     path: '/iam/auth/oidc/backchannel-logout',
     access: 'public',
+    body: { schema: LogoutTokenForm, media: 'application/x-www-form-urlencoded' },
     operation: {
       operationId: 'oidcBackchannelLogout',
       summary: 'OpenID Connect Back-Channel Logout: the provider ends sessions',
       description:
         "Form-encoded `logout_token` (OpenID Connect Back-Channel Logout 1.0). Verified: signature by the provider's JWKS with an allowed algorithm, `iss`, `aud` (the client id), `iat`, `events`, no `nonce`, `sid` or `sub`, `jti` used once. Every session of that provider session (`sid`), or of that user (`sub` alone), is revoked on every instance.",
       tags: ['oidc'],
-      requestBody: formBody(ref('LogoutTokenForm')),
       responses: {
         '200': empty('The sessions are revoked (or there were none).', { 'Cache-Control': header('NoStore') }),
         '400': problem(400, ['IAM_LOGOUT_TOKEN_INVALID'], 'The logout token is missing, or fails a check (signature, issuer, audience, age, events, nonce, replayed jti).'),
@@ -178,7 +179,7 @@ export const oidcRoutes: ReadonlyArray<RouteDeclaration<OidcRoutesDeps>> = [
       ctx.status = 200;
       ctx.body = '';
     },
-  },
+   }),
 ];
 
 /** Runs a browser endpoint: a problem becomes an HTML page for a browser, problem+json for anyone else. */

@@ -3,7 +3,7 @@
  * and RFC 9457 problem answers.
  */
 import { PROBLEM_CATALOG, type ProblemCode } from '../domain/problem';
-import type { JsonSchema, OperationObject, PathItemObject, ReferenceObject, ResponseObject, SecurityRequirement } from './openapi-types';
+import type { JsonSchema, PathItemObject, ReferenceObject, ResponseObject, SecurityRequirement } from './openapi-types';
 import { HTTP_METHODS } from './openapi-types';
 
 export const PROBLEM_MEDIA_TYPE = 'application/problem+json';
@@ -53,22 +53,11 @@ export function problem(status: number, codes: ProblemCode[], description: strin
   };
 }
 
-export const jsonBody = (schema: JsonSchema, description?: string, required = true): OperationObject['requestBody'] => ({
-  ...(description ? { description } : {}),
-  required,
-  content: { 'application/json': { schema } },
-});
-
 /** A failure of a browser endpoint: an HTML page when the client prefers `text/html`, else the problem. */
 export function pageOrProblem(status: number, codes: ProblemCode[], description: string, options: { headers?: ResponseObject['headers'] } = {}): ResponseObject {
   const asProblem = problem(status, codes, description, options);
   return { ...asProblem, content: { 'text/html': { schema: { type: 'string' } }, ...asProblem.content } };
 }
-
-export const formBody = (schema: JsonSchema): OperationObject['requestBody'] => ({
-  required: true,
-  content: { 'application/x-www-form-urlencoded': { schema } },
-});
 
 /** The answers every protected operation can give besides its own. */
 export const PROTECTED_FAILURES = {

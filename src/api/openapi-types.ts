@@ -74,6 +74,8 @@ export interface OperationObject {
   responses: Record<string, ResponseObject | ReferenceObject>;
   /** The `iam.admin.*` permission the caller's active profile must grant (docs/http-contract.md). */
   'x-permission'?: string;
+  /** Codes the handler decides itself beyond its access (a wider view, a subject named in the body). */
+  'x-permissions'?: string[];
 }
 /** A Security Requirement Object (§4.8.30): scheme name → the roles (non-OAuth schemes) the caller must hold. */
 export type SecurityRequirement = Record<string, string[]>;

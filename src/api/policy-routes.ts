@@ -8,13 +8,11 @@ import type { PolicyHolder } from '../policy/policy-holder';
 import type { CandidatePolicyHolder } from '../policy/candidate-holder';
 import type { CandidateDecisions } from '../gateway/candidate-decisions';
 import { OpenApiError, computeCoverage, parseOpenApiOperations } from '../policy-tools/policy-coverage';
-import type { ValidateFunction } from 'ajv/dist/2020';
 import { ADMIN_PERMISSIONS, adminOperation } from './admin-routes';
-import { BODY_FAILURES, NO_STORE, json, jsonBody, ref, response } from './openapi-builders';
-import { registerDeclaredRoutes, type RouteDeclaration } from './route-declaration';
+import { BODY_FAILURES, NO_STORE, json, ref, response } from './openapi-builders';
+import { registerDeclaredRoutes, route, type RouteDeclaration } from './route-declaration';
 import { PolicyCoverageRequest } from './schemas/requests';
 import type { CandidatePolicyView, PolicyCoverage, PolicyRoute, PolicyView } from './schemas/responses';
-import { assertValid, createBodyValidator } from './validate-body';
 
 export const POLICY_COVERAGE_PATH = '/iam/admin/policy/coverage' as const;
 /** A host's OpenAPI description can be large: the coverage check takes up to 4 MiB (other `/iam` bodies: `server.iam-body-limit`). */
@@ -28,9 +26,7 @@ export interface PolicyRoutesDeps {
   requireSession: Middleware;
 }
 
-interface PolicyContext extends Pick<PolicyRoutesDeps, 'holder' | 'candidate'> {
-  validateCoverage: ValidateFunction<Static<typeof PolicyCoverageRequest>>;
-}
+type PolicyContext = Pick<PolicyRoutesDeps, 'holder' | 'candidate'>;
 
 /**
  * `GET /iam/admin/policy` (the route table the proxy serves now, its hash and load time, the last failed reload with
@@ -53,18 +49,18 @@ export const policyRoutes: ReadonlyArray<RouteDeclaration<PolicyContext>> = [
       ctx.body = { ...policyView(holder.current, holder.lastError), candidate: candidateView(candidate) };
     },
   },
-  {
+  route({
     method: 'post',
     path: POLICY_COVERAGE_PATH,
     access: { permission: ADMIN_PERMISSIONS.policyRead },
+    body: { schema: PolicyCoverageRequest },
     operation: adminOperation({
       operationId: 'checkPolicyCoverage',
       summary: "Check a host OpenAPI document against the serving policy: operations no route declares, routes no operation uses",
-      requestBody: jsonBody(ref('PolicyCoverageRequest')),
       responses: { '200': json('The coverage report.', ref('PolicyCoverage'), NO_STORE), '400': response('ValidationFailed'), ...BODY_FAILURES },
     }),
-    handler: ({ holder, validateCoverage }) => (ctx) => {
-      const body = assertValid(validateCoverage, ctx.request.body);
+    handler: ({ holder }, request) => (ctx) => {
+      const body = request.read(ctx);
       let operations;
       try {
         operations = parseOpenApiOperations(body.document, body.basePath === undefined ? {} : { basePath: body.basePath });
@@ -81,13 +77,12 @@ export const policyRoutes: ReadonlyArray<RouteDeclaration<PolicyContext>> = [
       ctx.set('Cache-Control', 'no-store');
       ctx.body = answer;
     },
-  },
+   }),
 ];
 
 /** Registers {@link policyRoutes}. */
 export function registerPolicyRoutes(router: Router, deps: PolicyRoutesDeps): void {
-  const validateCoverage = createBodyValidator().compile<Static<typeof PolicyCoverageRequest>>(PolicyCoverageRequest);
-  registerDeclaredRoutes(router, policyRoutes, { holder: deps.holder, candidate: deps.candidate, validateCoverage }, { requireSession: deps.requireSession, engine: deps.engine });
+  registerDeclaredRoutes(router, policyRoutes, { holder: deps.holder, candidate: deps.candidate }, { requireSession: deps.requireSession, engine: deps.engine });
 }
 
 function policyView(policy: CompiledPolicy, lastError: PolicyHolder['lastError']): Omit<Static<typeof PolicyView>, 'candidate'> {

@@ -9,14 +9,19 @@
  */
 import type Router from '@koa/router';
 import type { RouterMiddleware } from '@koa/router';
-import type { Middleware } from 'koa';
+import type { Static, TSchema } from '@sinclair/typebox';
+import type { ValidateFunction } from 'ajv/dist/2020';
+import type { Context as KoaContext, Middleware } from 'koa';
 import type { DecisionEngine } from '../authz/decision-engine';
 import { parsePermissionCode } from '../domain/permission-code';
 import { withSpan } from '../observability/tracing';
 import { callerOf } from './iam-context';
-import { OPTIONAL_SESSION, PROBLEM_MEDIA_TYPE, PROTECTED_FAILURES, problem, sessionGranting } from './openapi-builders';
+import { problems } from '../domain/problem';
+import { OPTIONAL_SESSION, PROBLEM_MEDIA_TYPE, PROTECTED_FAILURES, problem, ref, sessionGranting } from './openapi-builders';
 import type { JsonSchema, OperationObject, PathItemObject, ResponseObject } from './openapi-types';
 import { requirePermission } from './require-session';
+import { componentSchemas } from './schemas/components';
+import { assertValid, createBodyValidator } from './validate-body';
 
 /**
  * Who may call a route. `{ permission }`: a session (bearer or cookie) whose active profile grants the code, else 403;
@@ -39,14 +44,43 @@ export interface OwnAccess {
 /** The methods a declared route may have (HEAD follows GET, as @koa/router does). */
 export type DeclaredMethod = 'get' | 'put' | 'post' | 'delete' | 'patch';
 
+/** What a declaration generates itself: its access (`security`, `x-permission`), its body and its handler's permissions. */
+type GeneratedFields = 'security' | 'x-permission' | 'x-permissions' | 'requestBody';
+
 /**
- * The operation as written in a declaration: everything but what its access generates. Setting `security` or
- * `x-permission` here is a type error (and refused when the document is built, for a declaration that gets past
+ * The operation as written in a declaration: everything but what its access, `body` and `permissions` generate.
+ * Setting one of those here is a type error (and refused when the document is built, for a declaration that gets past
  * the compiler).
  */
-export type DeclaredOperation = Omit<OperationObject, 'security' | 'x-permission'> & { readonly security?: never; readonly 'x-permission'?: never };
+export type DeclaredOperation = Omit<OperationObject, GeneratedFields> & { readonly [K in GeneratedFields]?: never };
 
-export interface RouteDeclaration<Context> {
+/**
+ * A route's request body: a component schema of `schemas/` (the document names it by its component, the router
+ * validates with it, the handler reads its `Static` type).
+ */
+export interface DeclaredBody<Schema extends TSchema, Context> {
+  readonly schema: Schema;
+  /** Default `application/json`; a form is parsed into an object of the same schema. */
+  readonly media?: 'application/json' | 'application/x-www-form-urlencoded';
+  readonly description?: string;
+  /** An optional body: without one the handler reads this value (validated like a sent one). */
+  readonly absent?: Static<Schema>;
+  /**
+   * The schema as this deployment configures it (the configured client types), stricter than the documented one
+   * and of the same type: the document is written for every deployment, the validator for this one.
+   */
+  readonly configured?: (context: Context) => TSchema;
+}
+
+/** The body a handler reads: validated by the validator the router compiled from the declaration. */
+export interface BodyReader<Body> {
+  /** The request's body, or 400 IAM_VALIDATION_FAILED naming every failing JSON pointer. */
+  read(ctx: KoaContext): Body;
+  /** Whether `value` is a valid body, without throwing (a page that answers a bad form with the form again). */
+  accepts(value: unknown): value is Body;
+}
+
+export interface RouteDeclaration<Context, Schema extends TSchema = TSchema> {
   readonly method: DeclaredMethod;
   /** The OpenAPI path (`/iam/admin/users/{userId}`); the router gets it without `/iam` and with `:userId`. */
   readonly path: `/iam/${string}`;
@@ -54,13 +88,78 @@ export interface RouteDeclaration<Context> {
   /** The path item's `parameters`; every declaration of one path gives the same ones (or none). */
   readonly pathParameters?: PathItemObject['parameters'];
   readonly operation: DeclaredOperation;
+  /** The request body: its `requestBody` and its validator are generated from it. */
+  readonly body?: DeclaredBody<Schema, Context>;
+  /**
+   * The permission codes the handler decides itself, beyond its access (an administrator's wider view, a subject
+   * named in the body): published as the operation's `x-permissions`.
+   */
+  readonly permissions?: readonly string[];
   /**
    * Only with an {@link OwnAccess}: the middleware that checks the caller before the handler (logout's session guard,
    * which also answers while the token store is down). Without it the handler does it.
    */
   readonly guard?: (context: Context) => Middleware;
-  /** Called once when the group is registered (never to build the document), with the group's context. */
-  readonly handler: (context: Context) => RouterMiddleware;
+  /**
+   * Called once when the group is registered (never to build the document), with the group's context and the reader
+   * of its declared body (typed by the declared schema: reading another type is a compile error).
+   */
+  readonly handler: (context: Context, body: BodyReader<Static<Schema>>) => RouterMiddleware;
+}
+
+/**
+ * A declaration with its body's type checked against its handler; what it returns goes in a route group's list (whose
+ * element type cannot carry each route's own body type).
+ */
+export function route<Context, Schema extends TSchema = TSchema>(declaration: RouteDeclaration<Context, Schema>): RouteDeclaration<Context> {
+  return declaration as unknown as RouteDeclaration<Context>;
+}
+
+/** The component name of a schema of `schemas/components.ts`, the one way the document refers to it. */
+const componentNames = new Map<TSchema, string>(Object.entries(componentSchemas).map(([name, schema]) => [schema, name]));
+export function componentNameOf(schema: TSchema, where: string): string {
+  const name = componentNames.get(schema);
+  if (name === undefined) throw new Error(`route ${where}: its body schema is not a component of schemas/components.ts`);
+  return name;
+}
+
+/**
+ * The validators of a `oneOf` of objects, one per form, each picked by a required property the body has: a mistake
+ * gets the errors of the form the client meant only, not both forms' plus "must match exactly one schema".
+ */
+function formsOf(schema: TSchema): Array<{ keys: string[]; validate: ValidateFunction }> | null {
+  const forms = (schema as { oneOf?: TSchema[] }).oneOf;
+  if (forms === undefined || !forms.every((form) => Array.isArray((form as { required?: unknown }).required))) return null;
+  const ajv = createBodyValidator();
+  return forms.map((form) => ({ keys: (form as unknown as { required: string[] }).required, validate: ajv.compile(form) }));
+}
+
+/** Compiles the declared body's validator (the configured schema when there is one) into the handler's reader. */
+export function bodyReaderOf<Context>(declaration: RouteDeclaration<Context>, context: Context): BodyReader<unknown> {
+  const where = `${declaration.method.toUpperCase()} ${declaration.path}`;
+  const declared = declaration.body;
+  if (declared === undefined) {
+    // A handler reading a body its route does not declare is a bug, not a client's mistake.
+    const none = (): never => {
+      throw new Error(`route ${where} declares no body`);
+    };
+    return { read: none, accepts: (value: unknown): value is unknown => none() || value === undefined };
+  }
+  const schema = declared.configured?.(context) ?? declared.schema;
+  const validate = createBodyValidator().compile(schema);
+  const forms = formsOf(schema);
+  const present = (body: unknown): unknown => (body === undefined && declared.absent !== undefined ? declared.absent : body);
+  return {
+    accepts: (value: unknown): value is unknown => validate(present(value)),
+    read: (ctx) => {
+      const body = present(ctx.request.body);
+      if (forms === null || validate(body)) return assertValid(validate, body);
+      const record = typeof body === 'object' && body !== null && !Array.isArray(body) ? body : {};
+      const form = forms.find(({ keys }) => keys.some((key) => key in record));
+      if (form !== undefined) return assertValid(form.validate, body);
+      throw problems.validation([{ pointer: '/', message: `must be an object of one of the forms ${forms.map(({ keys }) => `{${keys.join(', ')}}`).join(' or ')}` }]);
+    },
+  };
 }
 
 /**
@@ -113,7 +212,7 @@ export function registerDeclaredRoutes<Context>(router: Router, declarations: Re
       throw new Error(`route ${declaration.method.toUpperCase()} ${declaration.path}: only a route that checks its caller itself brings its own guard`);
     }
     const checks = guard === undefined ? guardsFor(access, declaration.method, guards) : [guard(context)];
-    const middleware = [...checks, declaration.handler(context)] as RouterMiddleware[];
+    const middleware = [...checks, declaration.handler(context, bodyReaderOf(declaration, context))] as RouterMiddleware[];
     router[declaration.method](routerPath(declaration.path), ...middleware);
   }
 }
@@ -130,12 +229,26 @@ const PERMISSION_DENIED: ResponseObject = (() => {
 })();
 
 /** The OpenAPI operation of a declaration: its own, with what its access generates. */
-export function operationOf(declaration: Pick<RouteDeclaration<unknown>, 'method' | 'path' | 'access' | 'operation'>): OperationObject {
-  const { operation, access } = declaration;
+export function operationOf(declaration: Pick<RouteDeclaration<never>, 'method' | 'path' | 'access' | 'operation' | 'body' | 'permissions'>): OperationObject {
+  const { access } = declaration;
   const where = `${declaration.method.toUpperCase()} ${declaration.path}`;
-  const written = operation as OperationObject;
-  // What the access generates is never written by hand: a second place for it is how the two drift apart.
+  const written = declaration.operation as OperationObject;
+  // What the declaration generates is never written by hand: a second place for it is how the two drift apart.
   if (written.security !== undefined || written['x-permission'] !== undefined) throw new Error(`route ${where}: security and x-permission come from its access, not from its operation`);
+  if (written.requestBody !== undefined || written['x-permissions'] !== undefined) throw new Error(`route ${where}: requestBody and x-permissions come from its body and permissions, not from its operation`);
+  const operation: OperationObject = { ...written };
+  const body = declaration.body;
+  if (body !== undefined) {
+    operation.requestBody = {
+      ...(body.description ? { description: body.description } : {}),
+      required: body.absent === undefined,
+      content: { [body.media ?? 'application/json']: { schema: ref(componentNameOf(body.schema, where)) } },
+    };
+  }
+  if (declaration.permissions !== undefined && declaration.permissions.length > 0) {
+    for (const code of declaration.permissions) if (parsePermissionCode(code) === null) throw new Error(`route ${where}: ${JSON.stringify(code)} is not a permission code`);
+    operation['x-permissions'] = [...declaration.permissions];
+  }
   if (access === 'public') return { ...operation, security: [] };
   if (typeof access === 'object' && 'guard' in access) {
     // A session it checks itself is documented as one the router checks; an optional one has no 401 of its own.

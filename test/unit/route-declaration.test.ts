@@ -9,7 +9,9 @@ import type { Layer } from '@koa/router';
 import type { Context, Middleware, Next } from 'koa';
 import { OPTIONAL_SESSION, sessionGranting } from '../../src/api/openapi-builders';
 import { DECLARED_ROUTES, HTTP_METHODS, openApiDocument, type OperationObject } from '../../src/api/openapi-document';
-import { declaredPaths, operationOf, permissionOf, registerDeclaredRoutes, routerPath, type RouteDeclaration } from '../../src/api/route-declaration';
+import { bodyReaderOf, componentNameOf, declaredPaths, operationOf, permissionOf, registerDeclaredRoutes, route, routerPath, type RouteDeclaration } from '../../src/api/route-declaration';
+import { TemplateInput, UserInput, type TemplateBody } from '../../src/api/schemas/requests';
+import { ProblemError } from '../../src/domain/problem';
 import { iamRouter } from '../support/iam-routes';
 
 /** Thrown by the recording engine: the guard asked for a permission (and the handler never runs). */
@@ -110,6 +112,29 @@ describe('declared /iam routes', () => {
     expect(outcome).toBe(permissionOf(declaration.access) ?? 'none');
   });
 
+  it('publishes each declared body, by its component, as the operation\'s requestBody, and nothing else has one', () => {
+    for (const { declaration, name } of declared) {
+      const served = openApiDocument.paths[declaration.path]![declaration.method]!;
+      if (declaration.body === undefined) {
+        expect([name, served.requestBody]).toEqual([name, undefined]);
+        continue;
+      }
+      const media = declaration.body.media ?? 'application/json';
+      expect([name, served.requestBody!.content[media]!.schema]).toEqual([name, { $ref: `#/components/schemas/${componentNameOf(declaration.body.schema, name)}` }]);
+      expect(openApiDocument.components.schemas![componentNameOf(declaration.body.schema, name)]).toBe(declaration.body.schema);
+    }
+  });
+
+  it('publishes the permissions a handler decides itself as x-permissions', () => {
+    const published = Object.fromEntries(declared.filter(({ declaration }) => declaration.permissions !== undefined).map(({ declaration, name }) => [name, openApiDocument.paths[declaration.path]![declaration.method]!['x-permissions']]));
+    expect(published).toEqual({
+      'POST /iam/authorization/check': ['iam.authorization.decisions:check'],
+      'POST /iam/authorization/plan': ['iam.authorization.decisions:check'],
+      'POST /iam/authorization/diagnostics': ['iam.admin.diagnostics:read'],
+      'GET /iam/authorization/decisions/{decisionId}': ['iam.admin.audit:read'],
+    });
+  });
+
   it('every x-permission in the served document comes from a declaration', () => {
     const published: string[] = [];
     for (const [path, item] of Object.entries(openApiDocument.paths)) {
@@ -162,6 +187,52 @@ describe('a route declaration', () => {
       },
     };
     expect(() => declaredPaths([secured])).toThrow(/security and x-permission come from its access/);
+  });
+
+  it('types its handler\'s body by its declared schema: reading another is a type error', () => {
+    const put = { ...base, method: 'put', access: { permission: 'iam.admin.things:write' } } as const;
+    route<unknown, typeof UserInput>({
+      ...put,
+      body: { schema: UserInput },
+      handler: (_context, request) => (ctx) => {
+        // @ts-expect-error -- the handler reads a UserInput body, not a template's
+        const body: TemplateBody = request.read(ctx);
+        return body;
+      },
+    });
+    route({
+      ...put,
+      body: { schema: TemplateInput },
+      handler: (_context, request) => (ctx) => {
+        const body: TemplateBody = request.read(ctx);
+        return body;
+      },
+    });
+  });
+
+  it('generates its requestBody and x-permissions, which its operation cannot write', () => {
+    const put = { ...base, method: 'put' as const, access: { permission: 'iam.admin.things:write' }, body: { schema: UserInput }, permissions: ['iam.admin.audit:read'] };
+    const operation = declaredPaths([put])['/iam/admin/things/{thingId}']!.put!;
+    expect(operation.requestBody).toEqual({ required: true, content: { 'application/json': { schema: { $ref: '#/components/schemas/UserInput' } } } });
+    expect(operation['x-permissions']).toEqual(['iam.admin.audit:read']);
+    // @ts-expect-error -- the request body comes from the declaration's body
+    expect(() => declaredPaths([{ ...put, operation: { ...put.operation, requestBody: operation.requestBody } }])).toThrow(/requestBody and x-permissions come from/);
+    expect(() => declaredPaths([{ ...put, permissions: ['not a code'] }])).toThrow(/not a permission code/);
+    expect(() => declaredPaths([{ ...put, body: { schema: { ...UserInput } } }])).toThrow(/not a component/);
+  });
+
+  it('validates the body its handler reads with the declared schema (400 IAM_VALIDATION_FAILED otherwise)', () => {
+    const reader = bodyReaderOf({ ...base, method: 'put', body: { schema: UserInput } } as RouteDeclaration<unknown>, undefined);
+    const read = (body: unknown) => reader.read({ request: { body } } as never);
+    expect(read({ enabled: true })).toEqual({ enabled: true });
+    let refused: unknown;
+    try {
+      read({ enabled: 'yes' });
+    } catch (error) {
+      refused = error;
+    }
+    expect(refused).toBeInstanceOf(ProblemError);
+    expect((refused as ProblemError).code).toBe('IAM_VALIDATION_FAILED');
   });
 
   it('cannot write the 403 of its permission, name a malformed code, or declare a route twice', () => {
