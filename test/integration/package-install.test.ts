@@ -110,9 +110,10 @@ it('#13: the tarball holds the build, the bin, the shipped configuration and exa
   built.push(...filesUnder('console'));
   const expected = [...fixed.filter((file) => file !== 'LICENSE' || packed.includes('LICENSE')), ...built].sort();
   expect(packed).toEqual(expected);
-  // About 510 files: the compiled src/ (.js and .d.ts) and migrations/, the console, and the nine above.
+  // About 600 files: the compiled src/ (.js and .d.ts) and migrations/, the console, and the nine above. The bound
+  // catches a folder packed by mistake (node_modules, a data directory: thousands of files), not a new module.
   expect(packed.length).toBe(expected.length);
-  expect(packed.length).toBeLessThan(600);
+  expect(packed.length).toBeLessThan(800);
   expect(packed.filter((file) => /^(dist\/)?(test|bench|examples|scripts|docs)\//.test(file))).toEqual([]);
   expect(packed.filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts'))).toEqual([]);
   for (const entry of [manifest.main, manifest.types, ...Object.values(manifest.bin), 'dist/src/cli/main.js']) expect(packed).toContain(entry);
