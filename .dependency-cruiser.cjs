@@ -13,7 +13,7 @@
  * only the migration list imports them. Nothing in src/ or migrations/ imports a folder that is not published.
  * Type-only imports count (`tsPreCompilationDeps`): a type is a dependency too.
  */
-const { TIERS, SAME_TIER, ADAPTER_MAY_IMPORT, COMPOSITION_ROOT, HOST_LIBRARY, ENTRY_POINTS, LIBRARIES, MIGRATIONS, UNSHIPPED, withTypes } = require('./architecture-rules.cjs');
+const { TIERS, SAME_TIER, NOT_BELOW, ADAPTER_MAY_IMPORT, COMPOSITION_ROOT, HOST_LIBRARY, ENTRY_POINTS, LIBRARIES, MIGRATIONS, UNSHIPPED, withTypes } = require('./architecture-rules.cjs');
 
 const escape = (path) => path.replace(/[.]/g, '\\.');
 const folders = (names) => `^src/(${names.map(escape).join('|')})/`;
@@ -33,8 +33,9 @@ const layerRules = TIERS.flatMap((tier, level) =>
     .map((folder) => {
       const above = TIERS.slice(0, level).flat();
       const sameTierNotAllowed = tier.filter((other) => other !== folder && !(SAME_TIER[folder] ?? []).includes(other));
-      const forbidden = [...above, ...sameTierNotAllowed];
-      const allowed = [...(SAME_TIER[folder] ?? []), ...TIERS.slice(level + 1).flat()];
+      const notBelow = NOT_BELOW[folder] ?? [];
+      const forbidden = [...above, ...sameTierNotAllowed, ...notBelow];
+      const allowed = [...(SAME_TIER[folder] ?? []), ...TIERS.slice(level + 1).flat()].filter((other) => !notBelow.includes(other));
       return forbidden.length === 0
         ? null
         : {

@@ -28,6 +28,15 @@ const SAME_TIER = {
   threads: ['domain'],
 };
 
+/**
+ * Folders of lower tiers a folder still may not import. config/ is the configuration's schema, loading and checks: it
+ * knows nothing of how a request is answered (the /iam app, the proxy, the policy tools), so a route's schema or a
+ * proxy detail can never become part of reading the configuration.
+ */
+const NOT_BELOW = {
+  config: ['api', 'gateway', 'policy-tools'],
+};
+
 /** adapters/ stand beside the tiers: they implement domain interfaces and import only these. */
 const ADAPTER_MAY_IMPORT = ['domain', 'observability', 'threads'];
 
@@ -188,6 +197,7 @@ function unplacedDependencies(dependencies, libraries = LIBRARIES) {
 module.exports = {
   TIERS,
   SAME_TIER,
+  NOT_BELOW,
   ADAPTER_MAY_IMPORT,
   COMPOSITION_ROOT,
   HOST_LIBRARY,

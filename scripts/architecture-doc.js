@@ -26,9 +26,12 @@ function ruleName(name, ruleNames) {
   return code(name);
 }
 
-/** "cli → workers → … → http, domain, observability, threads", in a code block. */
-function renderTiers({ TIERS }) {
-  return ['```', TIERS.map((tier) => tier.join(', ')).join('  →  '), '```', ''].join('\n');
+/** "cli → workers → … → http, domain, observability, threads", in a code block, then the lower folders a folder may not import. */
+function renderTiers({ TIERS, NOT_BELOW }) {
+  const exceptions = Object.entries(NOT_BELOW).map(
+    ([folder, refused]) => `\`${folder}/\` imports none of ${refused.map(shownFolder).join(', ')}, although they sit below it (\`layer-${folder}\`).`,
+  );
+  return ['```', TIERS.map((tier) => tier.join(', ')).join('  →  '), '```', '', ...(exceptions.length ? [...exceptions, ''] : [])].join('\n');
 }
 
 /** One row per library rule, then the rules about packages and folders that no row states. */

@@ -65,6 +65,8 @@ describe('#12 the layer rule (.dependency-cruiser.cjs)', () => {
         'only-the-composition-root-imports-adapters: src/index.ts → src/adapters/memory/memory-store.ts',
         // the composition root has tiers too: config/ below app/
         'layer-config: src/config/settings.ts → src/app/wiring.ts',
+        // ... and knows nothing of how a request is answered, although api/ is a lower tier (NOT_BELOW)
+        'layer-config: src/config/route-schema.ts → src/api/routes.ts',
         // and the configuration is read through config/index.ts only
         'config-through-its-index: src/cli/main.ts → src/config/settings.ts',
         // cycles, dead modules, devDependencies
