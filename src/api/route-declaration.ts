@@ -123,15 +123,42 @@ export function componentNameOf(schema: TSchema, where: string): string {
   return name;
 }
 
+/** One form of a `oneOf` body: its required properties, its `title` (what the client meant), its validator. */
+interface BodyForm {
+  keys: string[];
+  title: string | undefined;
+  validate: ValidateFunction;
+}
+
 /**
- * The validators of a `oneOf` of objects, one per form, each picked by a required property the body has: a mistake
- * gets the errors of the form the client meant only, not both forms' plus "must match exactly one schema".
+ * The validators of a `oneOf` of objects, one per form: a mistake gets the errors of the form the client meant only,
+ * not both forms' plus "must match exactly one schema".
  */
-function formsOf(schema: TSchema): Array<{ keys: string[]; validate: ValidateFunction }> | null {
+function formsOf(schema: TSchema): BodyForm[] | null {
   const forms = (schema as { oneOf?: TSchema[] }).oneOf;
   if (forms === undefined || !forms.every((form) => Array.isArray((form as { required?: unknown }).required))) return null;
   const ajv = createBodyValidator();
-  return forms.map((form) => ({ keys: (form as unknown as { required: string[] }).required, validate: ajv.compile(form) }));
+  return forms.map((form) => ({ keys: (form as unknown as { required: string[] }).required, title: (form as { title?: string }).title, validate: ajv.compile(form) }));
+}
+
+/**
+ * The form a body means: the one with the largest share of its required properties present (`{permissionCode, method}`
+ * is a permission check with a stray member, not a request missing its path); the first on a tie; none when the body
+ * has no required property of any form.
+ */
+function meantForm(forms: BodyForm[], record: object): BodyForm | undefined {
+  let meant: BodyForm | undefined;
+  let best = 0;
+  for (const form of forms) {
+    const share = form.keys.filter((key) => key in record).length / form.keys.length;
+    if (share > best) [meant, best] = [form, share];
+  }
+  return meant;
+}
+
+/** "must be an object with method and path (a request to explain) or with permissionCode (a permission check)". */
+function noFormMessage(forms: BodyForm[]): string {
+  return `must be an object ${forms.map(({ keys, title }) => `with ${keys.join(' and ')}${title === undefined ? '' : ` (${title})`}`).join(' or ')}`;
 }
 
 /** Compiles the declared body's validator (the configured schema when there is one) into the handler's reader. */
@@ -155,9 +182,9 @@ export function bodyReaderOf<Context>(declaration: RouteDeclaration<Context>, co
       const body = present(ctx.request.body);
       if (forms === null || validate(body)) return assertValid(validate, body);
       const record = typeof body === 'object' && body !== null && !Array.isArray(body) ? body : {};
-      const form = forms.find(({ keys }) => keys.some((key) => key in record));
+      const form = meantForm(forms, record);
       if (form !== undefined) return assertValid(form.validate, body);
-      throw problems.validation([{ pointer: '/', message: `must be an object of one of the forms ${forms.map(({ keys }) => `{${keys.join(', ')}}`).join(' or ')}` }]);
+      throw problems.validation([{ pointer: '/', message: noFormMessage(forms) }]);
     },
   };
 }

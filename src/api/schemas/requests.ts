@@ -48,7 +48,7 @@ export const DiagnosticsPermissionCheck = StrictObject(
     resourceId: Type.Optional(Type.String({ minLength: 1, maxLength: 200, description: 'Scope reference id.' })),
     scopeAccess: Type.Optional(Enum(ACCESS_MODES, { default: 'READ' })),
   },
-  { dependentRequired: { resourceType: ['resourceId'], resourceId: ['resourceType'], scopeAccess: ['resourceType'] } },
+  { title: 'a permission check', dependentRequired: { resourceType: ['resourceId'], resourceId: ['resourceType'], scopeAccess: ['resourceType'] } },
 );
 
 /** `POST /iam/authorization/diagnostics`, the request form: explain a host request exactly as the proxy would. */
@@ -57,11 +57,11 @@ export const DiagnosticsRequestTarget = StrictObject({
   path: Type.String({ minLength: 1, maxLength: 8192, description: 'Normalized as the proxy would (docs/http-contract.md); a refused path is a 400.' }),
   userId: Type.Optional(Identifier('Explain as this user (their default profile for `clientType`) instead of the caller; needs `iam.admin.diagnostics:read`.')),
   clientType: Type.Optional(Type.String({ minLength: 1, maxLength: 50, description: 'With `userId`: the client type whose default profile is used (default WEB).' })),
-});
+}, { title: 'a request to explain' });
 
 /** Either form (`oneOf`: they exclude each other, as both refuse unknown properties). */
 export const DiagnosticsRequest = Type.Unsafe<Static<typeof DiagnosticsRequestTarget> | Static<typeof DiagnosticsPermissionCheck>>({
-  description: 'A permission check (needs `iam.admin.diagnostics:read`), or `{method, path}` to explain a host request exactly as the proxy would (any session).',
+  description: 'A permission check, or `{method, path}` to explain a host request exactly as the proxy would; both for the caller\'s own principal (any session). Only `userId` (explain as another user) needs `iam.admin.diagnostics:read`.',
   oneOf: [DiagnosticsRequestTarget, DiagnosticsPermissionCheck],
 });
 export type DiagnosticsBody = Static<typeof DiagnosticsRequest>;
