@@ -12,8 +12,8 @@ import { AuditPage, AuthorizationVersion, Identity, Profile, RevokedCount, Sessi
 import { IDENTIFIER_PATTERN } from '../auth/identity-validation';
 import { IdentityInput, ProfileInput, profileInput, RevokeInput, ScopesInput, TemplateInput, UserInput } from './schemas/requests';
 import type { AdminActor, AdminService } from './admin-service';
-import { BODY_FAILURES, NO_STORE, empty, header, json, param, problem, ref, response } from './openapi-builders';
-import type { JsonSchema, OperationObject, ParameterObject, ResponseObject } from './openapi-types';
+import { BODY_FAILURES, NO_STORE, empty, header, param, problem, response } from './openapi-builders';
+import type { ParameterObject, ResponseObject } from './openapi-types';
 import { registerDeclaredRoutes, route, type DeclaredOperation, type RouteDeclaration } from './route-declaration';
 
 /** A path parameter naming an object: the identifier rule of the bodies. */

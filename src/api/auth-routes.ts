@@ -3,7 +3,7 @@ import type { LoginService } from '../auth/login-service';
 import type { SessionService } from '../sessions/session-service';
 import { clearedSessionCookie } from '../http/session-cookie';
 import { callerOf, factsOf } from './iam-context';
-import { BODY_FAILURES, empty, header, json, problem, ref, response } from './openapi-builders';
+import { BODY_FAILURES, empty, header, problem, response } from './openapi-builders';
 import { route, type RouteDeclaration } from './route-declaration';
 import { LoginRequest, loginRequest } from './schemas/requests';
 import { AuthenticationResult, Principal } from './schemas/responses';

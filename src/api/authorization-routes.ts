@@ -18,7 +18,7 @@ import { decidePermission } from './require-session';
 import { Type } from '@sinclair/typebox';
 import { DiagnosticsRequest } from './schemas/requests';
 import { AuthenticationResult, AvailableProfile, CookieSwitchResult, Decision } from './schemas/responses';
-import { BODY_FAILURES, header, json, param, problem, ref, response } from './openapi-builders';
+import { BODY_FAILURES, header, param, problem, response } from './openapi-builders';
 import { registerDeclaredRoutes, route, type RouteDeclaration } from './route-declaration';
 
 export interface AuthorizationRoutesDeps {

@@ -12,7 +12,7 @@ import type { GatewayMetrics } from '../observability/metrics';
 import type { CompiledPolicy } from '../policy/compiled-policy';
 import type { SessionService } from '../sessions/session-service';
 import { factsOf, stateOf } from './iam-context';
-import { BODY_FAILURES, NO_STORE, json, problem, ref, response } from './openapi-builders';
+import { BODY_FAILURES, NO_STORE, problem, response } from './openapi-builders';
 import { decidePermission } from './require-session';
 import { route, type BodyReader, type RouteDeclaration } from './route-declaration';
 import { CheckRequest, PlanRequest, type CheckBody, type PlanBody } from './schemas/requests';

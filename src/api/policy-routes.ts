@@ -9,7 +9,7 @@ import type { CandidatePolicyHolder } from '../policy/candidate-holder';
 import type { CandidateDecisions } from '../gateway/candidate-decisions';
 import { OpenApiError, computeCoverage, parseOpenApiOperations } from '../policy-tools/policy-coverage';
 import { ADMIN_PERMISSIONS, adminOperation } from './admin-routes';
-import { BODY_FAILURES, NO_STORE, json, ref, response } from './openapi-builders';
+import { BODY_FAILURES, NO_STORE, response } from './openapi-builders';
 import { registerDeclaredRoutes, route, type RouteDeclaration } from './route-declaration';
 import { PolicyCoverageRequest } from './schemas/requests';
 import { PolicyCoverage, PolicyView, type CandidatePolicyView, type PolicyRoute } from './schemas/responses';

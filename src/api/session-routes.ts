@@ -2,7 +2,7 @@ import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import type { SessionService } from '../sessions/session-service';
 import { callerOf, factsOf } from './iam-context';
-import { empty, json, param, problem, ref, response } from './openapi-builders';
+import { empty, param, problem, response } from './openapi-builders';
 import { registerDeclaredRoutes, route, type RouteDeclaration } from './route-declaration';
 import { sessionPageOf } from './session-query';
 import { Type } from '@sinclair/typebox';
