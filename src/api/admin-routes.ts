@@ -5,13 +5,15 @@ import type { GrantProvider } from '../authz/grant-provider';
 import { callerOf, factsOf } from './iam-context';
 import type { VersionPrecondition } from '../domain/admin-repository';
 import { ProblemError, problems } from '../domain/problem';
-import { parseAuditListQuery, parseUserListQuery } from './admin-query';
-import { parseSessionListQuery } from './session-query';
+import { Type } from '@sinclair/typebox';
+import { sessionPageOf } from './session-query';
+import { AuditListQuery, MAX_LIMIT, SessionListQuery, UserListQuery } from './schemas/queries';
+import { AuditPage, AuthorizationVersion, Identity, Profile, RevokedCount, Session, Template, User, UserPage } from './schemas/responses';
 import { IDENTIFIER_PATTERN } from '../auth/identity-validation';
 import { IdentityInput, ProfileInput, profileInput, RevokeInput, ScopesInput, TemplateInput, UserInput } from './schemas/requests';
 import type { AdminActor, AdminService } from './admin-service';
-import { BODY_FAILURES, NO_STORE, empty, header, json, param, problem, ref, response } from './openapi-builders';
-import type { JsonSchema, OperationObject, ParameterObject, ResponseObject } from './openapi-types';
+import { BODY_FAILURES, NO_STORE, empty, header, param, problem, response } from './openapi-builders';
+import type { ParameterObject, ResponseObject } from './openapi-types';
 import { registerDeclaredRoutes, route, type DeclaredOperation, type RouteDeclaration } from './route-declaration';
 
 /** A path parameter naming an object: the identifier rule of the bodies. */
@@ -54,9 +56,11 @@ interface AdminContext {
   clientTypes: readonly string[];
 }
 
-const upserted = (schema: JsonSchema, what: string, headers: ResponseObject['headers'] = {}): OperationObject['responses'] => ({
-  '200': json(`The ${what} existed and was updated (or was already so).`, schema, { ...NO_STORE, ...headers }),
-  '201': json(`The ${what} did not exist and was created.`, schema, { ...NO_STORE, ...headers }),
+/** The answers of an upsert: 200 updated, 201 created, the same body and its version as ETag. */
+const upserted = (what: string) => ({
+  description: `The ${what} existed and was updated (or was already so).`,
+  created: `The ${what} did not exist and was created.`,
+  headers: { ...NO_STORE, ETag: header('ETag') },
 });
 
 /** Every admin write: the path id and the body are checked (400) before anything is written. */
@@ -72,46 +76,48 @@ const identifierParameter = (name: string): ParameterObject => ({ name, in: 'pat
  * users and sessions).
  */
 export const adminRoutes: ReadonlyArray<RouteDeclaration<AdminContext>> = [
-  {
+  route({
     method: 'get',
     path: '/iam/admin/templates',
     access: { permission: ADMIN_PERMISSIONS.templatesRead },
+    response: { schema: Type.Array(Template), description: 'Template versions, by versionId.', headers: NO_STORE },
     operation: adminOperation({
       operationId: 'listTemplates',
       summary: 'List every permission template version',
-      responses: { '200': json('Template versions, by versionId.', { type: 'array', items: ref('Template') }, NO_STORE) },
+      responses: {},
     }),
     handler: ({ admin }) => async (ctx) => {
       respond(ctx, 200, await admin.listTemplates());
     },
-  },
-  {
+  }),
+  route({
     method: 'get',
     path: '/iam/admin/templates/{versionId}',
     access: { permission: ADMIN_PERMISSIONS.templatesRead },
     pathParameters: [identifierParameter('versionId')],
+    response: { schema: Template, description: 'The template version.', headers: { ...NO_STORE, ETag: header('ETag') } },
     operation: adminOperation({
       operationId: 'getTemplate',
       summary: 'Read one permission template version, with its version as ETag (send it back in If-Match)',
-      responses: { '200': json('The template version.', ref('Template'), { ...NO_STORE, ETag: header('ETag') }), '400': response('ValidationFailed'), '404': problem(404, ['IAM_NOT_FOUND'], 'No such template version.') },
+      responses: { '400': response('ValidationFailed'), '404': problem(404, ['IAM_NOT_FOUND'], 'No such template version.') },
     }),
     handler: ({ admin }) => async (ctx) => {
       respondVersioned(ctx, 200, await admin.getTemplate(pathId(ctx, 'versionId')));
     },
-  },
+  }),
   route({
     method: 'put',
     path: '/iam/admin/templates/{versionId}',
     access: { permission: ADMIN_PERMISSIONS.templatesWrite },
     pathParameters: [identifierParameter('versionId')],
     body: { schema: TemplateInput },
+    response: { schema: Template, ...upserted('template version') },
     operation: adminOperation({
       operationId: 'putTemplate',
       summary: 'Create or update a permission template version (optimistic locking with If-Match)',
       description: 'Changing the permissions raises the authorization version of every user with a profile on it.',
       parameters: [param('IfMatch'), param('IfNoneMatch')],
       responses: {
-        ...upserted(ref('Template'), 'template version', { ETag: header('ETag') }),
         ...ADMIN_WRITE_FAILURES,
         '409': conflict('If-Match names a version that is no longer current, or a concurrent write.'),
       },
@@ -123,52 +129,50 @@ export const adminRoutes: ReadonlyArray<RouteDeclaration<AdminContext>> = [
       respondVersioned(ctx, created ? 201 : 200, template);
     },
    }),
-  {
+  route({
     method: 'get',
     path: '/iam/admin/users',
     access: { permission: ADMIN_PERMISSIONS.usersRead },
+    query: UserListQuery,
+    response: { schema: UserPage, description: 'One page.', headers: NO_STORE },
     operation: adminOperation({
       operationId: 'listUsers',
       summary: 'List users, by userId',
-      parameters: [
-        param('Limit'),
-        param('Cursor'),
-        { name: 'q', in: 'query', description: 'Matches userId or displayName.', schema: { type: 'string', minLength: 1, maxLength: 200 } },
-        { name: 'domain', in: 'query', description: 'Only users with an identity in this domain.', schema: { type: 'string', minLength: 1, maxLength: 200 } },
-      ],
-      responses: { '200': json('One page.', ref('UserPage'), NO_STORE), '400': response('ValidationFailed') },
+      responses: { '400': response('ValidationFailed') },
     }),
-    handler: ({ admin }) => async (ctx) => {
-      respond(ctx, 200, await admin.listUsers(parseUserListQuery(ctx.query)));
+    handler: ({ admin }, _body, query) => async (ctx) => {
+      const { limit, cursor, q, domain } = query.read(ctx);
+      respond(ctx, 200, await admin.listUsers({ limit: pageLimit(limit), cursor: cursor ?? null, q: q ?? null, domain: domain ?? null }));
     },
-  },
-  {
+  }),
+  route({
     method: 'get',
     path: '/iam/admin/users/{userId}',
     access: { permission: ADMIN_PERMISSIONS.usersRead },
     pathParameters: [param('UserId')],
+    response: { schema: User, description: 'The user.', headers: { ...NO_STORE, ETag: header('ETag') } },
     operation: adminOperation({
       operationId: 'getUser',
       summary: 'One user, with its version as ETag (send it back in If-Match)',
-      responses: { '200': json('The user.', ref('User'), { ...NO_STORE, ETag: header('ETag') }), '404': unknownUser },
+      responses: { '404': unknownUser },
     }),
     handler: ({ admin }) => async (ctx) => {
       respondVersioned(ctx, 200, await admin.getUser(pathId(ctx, 'userId')));
     },
-  },
+  }),
   route({
     method: 'put',
     path: '/iam/admin/users/{userId}',
     access: { permission: ADMIN_PERMISSIONS.usersWrite },
     pathParameters: [param('UserId')],
     body: { schema: UserInput },
+    response: { schema: User, ...upserted('user') },
     operation: adminOperation({
       operationId: 'putUser',
       summary: 'Create or update a user (optimistic locking with If-Match)',
       description: 'Disabling a user ends every session of the user at once.',
       parameters: [param('IfMatch'), param('IfNoneMatch')],
       responses: {
-        ...upserted(ref('User'), 'user', { ETag: header('ETag') }),
         ...ADMIN_WRITE_FAILURES,
         '409': conflict('If-Match names a version that is no longer current, or a concurrent write.'),
       },
@@ -180,32 +184,33 @@ export const adminRoutes: ReadonlyArray<RouteDeclaration<AdminContext>> = [
       respondVersioned(ctx, created ? 201 : 200, user);
     },
    }),
-  {
+  route({
     method: 'get',
     path: '/iam/admin/users/{userId}/identities',
     access: { permission: ADMIN_PERMISSIONS.usersRead },
     pathParameters: [param('UserId')],
+    response: { schema: Type.Array(Identity), description: 'Identities, by identityId.', headers: NO_STORE },
     operation: adminOperation({
       operationId: 'listUserIdentities',
       summary: 'List a user\'s identities',
-      responses: { '200': json('Identities, by identityId.', { type: 'array', items: ref('Identity') }, NO_STORE), '400': response('ValidationFailed'), '404': unknownUser },
+      responses: { '400': response('ValidationFailed'), '404': unknownUser },
     }),
     handler: ({ admin }) => async (ctx) => {
       respond(ctx, 200, await admin.listIdentities(pathId(ctx, 'userId')));
     },
-  },
+  }),
   route({
     method: 'put',
     path: '/iam/admin/identities/{identityId}',
     access: { permission: ADMIN_PERMISSIONS.identitiesWrite },
     pathParameters: [identifierParameter('identityId')],
     body: { schema: IdentityInput },
+    response: { schema: Identity, ...upserted('identity') },
     operation: adminOperation({
       operationId: 'putIdentity',
       summary: 'Create or update an identity (optimistic locking with If-Match: the version is in the user\'s identity list)',
       parameters: [param('IfMatch'), param('IfNoneMatch')],
       responses: {
-        ...upserted(ref('Identity'), 'identity', { ETag: header('ETag') }),
         ...ADMIN_WRITE_FAILURES,
         '409': conflict('If-Match names a version that is no longer current, the identity belongs to another user (identities are never moved), or a concurrent write.'),
         '404': problem(404, ['IAM_NOT_FOUND'], 'The body names an unknown user.'),
@@ -218,30 +223,31 @@ export const adminRoutes: ReadonlyArray<RouteDeclaration<AdminContext>> = [
       respondVersioned(ctx, created ? 201 : 200, identity);
     },
    }),
-  {
+  route({
     method: 'get',
     path: '/iam/admin/users/{userId}/profiles',
     access: { permission: ADMIN_PERMISSIONS.profilesRead },
     pathParameters: [param('UserId')],
+    response: { schema: Type.Array(Profile), description: 'Profiles, by profileId (disabled and revoked ones too).', headers: NO_STORE },
     operation: adminOperation({
       operationId: 'listUserProfiles',
       summary: "List a user's profiles, every state",
-      responses: { '200': json('Profiles, by profileId (disabled and revoked ones too).', { type: 'array', items: ref('Profile') }, NO_STORE), '400': response('ValidationFailed'), '404': unknownUser },
+      responses: { '400': response('ValidationFailed'), '404': unknownUser },
     }),
     handler: ({ admin }) => async (ctx) => {
       respond(ctx, 200, await admin.listProfiles(pathId(ctx, 'userId')));
     },
-  },
-  {
+  }),
+  route({
     method: 'get',
     path: '/iam/admin/profiles/{profileId}',
     access: { permission: ADMIN_PERMISSIONS.profilesRead },
     pathParameters: [param('ProfileId')],
+    response: { schema: Profile, description: 'The profile.', headers: { ...NO_STORE, ETag: header('ETag') } },
     operation: adminOperation({
       operationId: 'getProfile',
       summary: 'Read one profile, with its version as ETag (send it back in If-Match)',
       responses: {
-        '200': json('The profile.', ref('Profile'), { ...NO_STORE, ETag: header('ETag') }),
         '400': response('ValidationFailed'),
         '404': problem(404, ['IAM_NOT_FOUND'], 'No such profile.'),
       },
@@ -249,20 +255,20 @@ export const adminRoutes: ReadonlyArray<RouteDeclaration<AdminContext>> = [
     handler: ({ admin }) => async (ctx) => {
       respondVersioned(ctx, 200, await admin.getProfile(pathId(ctx, 'profileId')));
     },
-  },
+  }),
   route({
     method: 'put',
     path: '/iam/admin/profiles/{profileId}',
     access: { permission: ADMIN_PERMISSIONS.profilesWrite },
     pathParameters: [param('ProfileId')],
     body: { schema: ProfileInput, configured: ({ clientTypes }) => profileInput(clientTypes) },
+    response: { schema: Profile, ...upserted('profile') },
     operation: adminOperation({
       operationId: 'putProfile',
       summary: 'Create or update a profile (optimistic locking with If-Match)',
       description: 'A disabled or revoked profile stops granting on the next request of every session using it.',
       parameters: [param('IfMatch'), param('IfNoneMatch')],
       responses: {
-        ...upserted(ref('Profile'), 'profile', { ETag: header('ETag') }),
         ...ADMIN_WRITE_FAILURES,
         '409': conflict('If-Match names a version that is no longer current, the profile belongs to another user, or a concurrent write.'),
         '422': problem(422, ['IAM_VALIDATION_FAILED'], 'A well-formed body naming an unknown user or template version (RFC 9110 §15.5.21).'),
@@ -281,12 +287,12 @@ export const adminRoutes: ReadonlyArray<RouteDeclaration<AdminContext>> = [
     access: { permission: ADMIN_PERMISSIONS.profilesWrite },
     pathParameters: [param('ProfileId')],
     body: { schema: ScopesInput },
+    response: { schema: Profile, description: 'The profile with its new scopes.', headers: { ...NO_STORE, ETag: header('ETag') } },
     operation: adminOperation({
       operationId: 'putProfileScopes',
       summary: 'Replace a profile\'s scopes',
       parameters: [param('IfMatch')],
       responses: {
-        '200': json('The profile with its new scopes.', ref('Profile'), { ...NO_STORE, ETag: header('ETag') }),
         ...ADMIN_WRITE_FAILURES,
         '404': problem(404, ['IAM_NOT_FOUND'], 'No such profile.'),
         '409': conflict('If-Match names a version that is no longer current, or a concurrent write.'),
@@ -299,20 +305,21 @@ export const adminRoutes: ReadonlyArray<RouteDeclaration<AdminContext>> = [
       respondVersioned(ctx, 200, await admin.replaceScopes(await actorOf(ctx), pathId(ctx, 'profileId'), body, precondition));
     },
    }),
-  {
+  route({
     method: 'post',
     path: '/iam/admin/users/{userId}/authorization-version',
     access: { permission: ADMIN_PERMISSIONS.usersWrite },
     pathParameters: [param('UserId')],
+    response: { schema: AuthorizationVersion, description: 'The new version.', headers: NO_STORE },
     operation: adminOperation({
       operationId: 'raiseAuthorizationVersion',
       summary: 'Raise a user\'s authorization version (live sessions pick up fresh permissions)',
-      responses: { '200': json('The new version.', ref('AuthorizationVersion'), NO_STORE), '400': response('ValidationFailed'), '404': unknownUser },
+      responses: { '400': response('ValidationFailed'), '404': unknownUser },
     }),
     handler: ({ admin, actorOf }) => async (ctx) => {
       respond(ctx, 200, await admin.raiseAuthorizationVersion(await actorOf(ctx), pathId(ctx, 'userId')));
     },
-  },
+  }),
   route({
     method: 'post',
     path: '/iam/admin/sessions/{sessionId}/revoke',
@@ -332,73 +339,68 @@ export const adminRoutes: ReadonlyArray<RouteDeclaration<AdminContext>> = [
       ctx.status = 204;
     },
    }),
-  {
+  route({
     method: 'get',
     path: '/iam/admin/users/{userId}/sessions',
     access: { permission: ADMIN_PERMISSIONS.sessionsRead },
     pathParameters: [param('UserId')],
+    query: SessionListQuery,
+    response: {
+      schema: Type.Array(Session),
+      description: 'One page of the sessions (`current` is always false here).',
+      headers: { ...NO_STORE, Link: { description: 'RFC 8288: the next page while more sessions follow.', schema: { type: 'string' } } },
+    },
     operation: adminOperation({
       operationId: 'listUserSessions',
       summary: "A user's sessions, every state, newest first",
-      parameters: [
-        { name: 'limit', in: 'query', description: 'Page size; default and cap 200.', schema: { type: 'integer', minimum: 1, default: 200 } },
-        { name: 'cursor', in: 'query', description: "From the previous page's `Link: <…>; rel=\"next\"` header.", schema: { type: 'string' } },
-      ],
       responses: {
-        '200': json('One page of the sessions (`current` is always false here).', { type: 'array', items: ref('Session') }, {
-          ...NO_STORE,
-          Link: { description: 'RFC 8288: the next page while more sessions follow.', schema: { type: 'string' } },
-        }),
         '400': response('ValidationFailed'),
         '404': unknownUser,
       },
     }),
-    handler: ({ admin }) => async (ctx) => {
+    handler: ({ admin }, _body, query) => async (ctx) => {
       const userId = pathId(ctx, 'userId');
-      const { limit, after } = parseSessionListQuery(ctx.query);
+      const { limit, after } = sessionPageOf(query.read(ctx));
       const page = await admin.listUserSessions(userId, limit, after);
       if (page.nextCursor !== null) ctx.set('Link', `</iam/admin/users/${encodeURIComponent(userId)}/sessions?limit=${limit}&cursor=${encodeURIComponent(page.nextCursor)}>; rel="next"`);
       respond(ctx, 200, page.items);
     },
-  },
+  }),
   route({
     method: 'post',
     path: '/iam/admin/users/{userId}/sessions/revoke',
     access: { permission: ADMIN_PERMISSIONS.sessionsRevoke },
     pathParameters: [param('UserId')],
     body: { schema: RevokeInput, description: 'Optional reason (default `revoked_by_admin`).', absent: {} },
+    response: { schema: RevokedCount, description: 'How many sessions ended.', headers: NO_STORE },
     operation: adminOperation({
       operationId: 'revokeUserSessions',
       summary: 'Revoke every session of a user',
       description:
         "Every token of the user issued before is refused for good, on every instance: the gateway's own (the user's session epoch is raised) and, with `iam.oidc.accept-access-tokens`, the identity provider's access tokens issued (`iat`) at or before the recorded instant (`sessionsRevokedAt` of the user), also those never presented before. While the database is down the sessions the token store lists end at once (200 with their count) and the record (session epoch raised, revocation instant, rows, audit rows) follows when the database is back, also across a restart; an unknown user is then not told apart (200, revoked 0).",
-      responses: { '200': json('How many sessions ended.', ref('RevokedCount'), NO_STORE), ...ADMIN_WRITE_FAILURES, '404': unknownUser },
+      responses: { ...ADMIN_WRITE_FAILURES, '404': unknownUser },
     }),
     handler: ({ admin, actorOf }, request) => async (ctx) => {
       const body = request.read(ctx);
       respond(ctx, 200, await admin.revokeUserSessions(await actorOf(ctx), pathId(ctx, 'userId'), body.reason));
     },
    }),
-  {
+  route({
     method: 'get',
     path: '/iam/admin/audit',
     access: { permission: ADMIN_PERMISSIONS.auditRead },
+    query: AuditListQuery,
+    response: { schema: AuditPage, description: 'One page.', headers: NO_STORE },
     operation: adminOperation({
       operationId: 'listAuditEvents',
       summary: 'Read the audit trail, newest first',
-      parameters: [
-        { name: 'userId', in: 'query', description: 'Acting user.', schema: { type: 'string', minLength: 1, maxLength: 200 } },
-        { name: 'action', in: 'query', description: 'e.g. authz.deny.', schema: { type: 'string', minLength: 1, maxLength: 200 } },
-        { name: 'since', in: 'query', description: 'ISO 8601 timestamp with a zone.', schema: { type: 'string', format: 'date-time' } },
-        param('Limit'),
-        param('Cursor'),
-      ],
-      responses: { '200': json('One page.', ref('AuditPage'), NO_STORE), '400': response('ValidationFailed') },
+      responses: { '400': response('ValidationFailed') },
     }),
-    handler: ({ admin }) => async (ctx) => {
-      respond(ctx, 200, await admin.listAudit(parseAuditListQuery(ctx.query)));
+    handler: ({ admin }, _body, query) => async (ctx) => {
+      const { limit, cursor, userId, action, since } = query.read(ctx);
+      respond(ctx, 200, await admin.listAudit({ limit: pageLimit(limit), cursor: cursor ?? null, userId: userId ?? null, action: action ?? null, since: since === undefined ? null : new Date(since) }));
     },
-  },
+  }),
 ];
 
 /** Registers {@link adminRoutes}: their guards from their permissions, their handlers with the admin context. */
@@ -422,7 +424,11 @@ function pathId(ctx: Context, name: string): string {
   return value;
 }
 
-function respond(ctx: Context, status: number, body: unknown): void {
+/** A page's size: the declared default when absent, capped at {@link MAX_LIMIT}. */
+const pageLimit = (limit: number | undefined): number => Math.min(limit ?? MAX_LIMIT, MAX_LIMIT);
+
+/** Sets the declared response (`ctx.body` is typed by the route's `response`: another shape does not compile). */
+function respond<Body>(ctx: Pick<Context, 'status' | 'set'> & { body: Body }, status: number, body: NoInfer<Body>): void {
   ctx.status = status;
   ctx.body = body;
   ctx.set('Cache-Control', 'no-store');
@@ -432,7 +438,7 @@ function respond(ctx: Context, status: number, body: unknown): void {
  * A writable object's version is its entity tag (RFC 9110 §8.8.3), for `If-Match` on the next write: every GET and
  * PUT of a template, user, identity or profile answers it.
  */
-function respondVersioned(ctx: Context, status: number, object: { version?: number }): void {
+function respondVersioned<Body>(ctx: Pick<Context, 'status' | 'set'> & { body: Body }, status: number, object: NoInfer<Body> & { version?: number }): void {
   respond(ctx, status, object);
   if (object.version !== undefined) ctx.set('ETag', `"${object.version}"`);
 }

@@ -3,9 +3,10 @@ import type { LoginService } from '../auth/login-service';
 import type { SessionService } from '../sessions/session-service';
 import { clearedSessionCookie } from '../http/session-cookie';
 import { callerOf, factsOf } from './iam-context';
-import { BODY_FAILURES, empty, header, json, problem, ref, response } from './openapi-builders';
+import { BODY_FAILURES, empty, header, problem, response } from './openapi-builders';
 import { route, type RouteDeclaration } from './route-declaration';
 import { LoginRequest, loginRequest } from './schemas/requests';
+import { AuthenticationResult, Principal } from './schemas/responses';
 
 export interface AuthRoutesDeps {
   login: LoginService;
@@ -24,13 +25,13 @@ export const authRoutes: ReadonlyArray<RouteDeclaration<AuthRoutesDeps>> = [
     path: '/iam/auth/login',
     access: 'public',
     body: { schema: LoginRequest, configured: ({ clientTypes }) => loginRequest(clientTypes) },
+    response: { schema: AuthenticationResult, description: 'Logged in.', headers: { 'Cache-Control': header('NoStore') } },
     operation: {
       operationId: 'login',
       summary: 'Log in and receive a bearer token',
       description: 'The active profile is the user\'s first enabled, non-revoked profile (lowest profileId) whose clientTypes include the clientType, or null.',
       tags: ['auth'],
       responses: {
-        '200': json('Logged in.', ref('AuthenticationResult'), { 'Cache-Control': header('NoStore') }),
         '400': response('ValidationFailed'),
         '401': problem(401, ['IAM_INVALID_CREDENTIALS'], 'Wrong username or password, or a disabled user or identity.', {
           headers: { 'WWW-Authenticate': header('WwwAuthenticate') },
@@ -74,18 +75,19 @@ export const authRoutes: ReadonlyArray<RouteDeclaration<AuthRoutesDeps>> = [
       ctx.status = 204;
     },
   },
-  {
+  route({
     method: 'get',
     path: '/iam/auth/me',
     access: 'session',
+    response: { schema: Principal, description: 'The principal.' },
     operation: {
       operationId: 'getCurrentPrincipal',
       summary: 'The principal of the current token',
       tags: ['auth'],
-      responses: { '200': json('The principal.', ref('Principal')) },
+      responses: {},
     },
     handler: () => (ctx) => {
       ctx.body = callerOf(ctx).record.principal;
     },
-  },
+  }),
 ];

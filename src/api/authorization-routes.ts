@@ -15,8 +15,10 @@ import { callerOf, factsOf, stateOf } from './iam-context';
 import { sessionCookie } from '../http/session-cookie';
 import type { IamPrincipal } from '../domain/principal';
 import { decidePermission } from './require-session';
+import { Type } from '@sinclair/typebox';
 import { DiagnosticsRequest } from './schemas/requests';
-import { BODY_FAILURES, header, json, param, problem, ref, response } from './openapi-builders';
+import { AuthenticationResult, AvailableProfile, CookieSwitchResult, Decision } from './schemas/responses';
+import { BODY_FAILURES, header, param, problem, response } from './openapi-builders';
 import { registerDeclaredRoutes, route, type RouteDeclaration } from './route-declaration';
 
 export interface AuthorizationRoutesDeps {
@@ -42,30 +44,28 @@ type AuthorizationContext = AuthorizationRoutesDeps;
  * is all they need (diagnostics and decisions show more to a caller holding an admin permission, asked inside).
  */
 export const authorizationRoutes: ReadonlyArray<RouteDeclaration<AuthorizationContext>> = [
-  {
+  route({
     method: 'get',
     path: '/iam/authorization/profiles',
     access: 'session',
+    response: { schema: Type.Array(AvailableProfile), description: 'Available profiles.' },
     operation: {
       operationId: 'listProfiles',
       summary: 'The caller\'s enabled, non-revoked profiles with their scopes',
       tags: ['authorization'],
       responses: {
-        '200': json('Available profiles.', {
-          type: 'array',
-          items: { allOf: [ref('Profile'), { type: 'object', properties: { enabled: { const: true }, revoked: { const: false } } }] },
-        }),
       },
     },
     handler: ({ login }) => async (ctx) => {
       ctx.body = await login.availableProfiles(callerOf(ctx).record.principal.userId);
     },
-  },
-  {
+  }),
+  route({
     method: 'post',
     path: '/iam/authorization/profiles/{profileId}/switch',
     access: 'session',
     pathParameters: [param('ProfileId')],
+    response: { schema: Type.Union([AuthenticationResult, CookieSwitchResult]), description: 'A new session under that profile.', headers: { 'Cache-Control': header('NoStore') } },
     operation: {
       operationId: 'switchProfile',
       summary: 'Issue a new token acting under another of the caller\'s profiles',
@@ -73,7 +73,6 @@ export const authorizationRoutes: ReadonlyArray<RouteDeclaration<AuthorizationCo
         'The original token keeps its own profile, unchanged. Called with the session cookie (a browser), the new session goes into the cookie (`Set-Cookie`) and the body carries no `accessToken`: a page script never sees a token.',
       tags: ['authorization'],
       responses: {
-        '200': json('A new session under that profile.', { oneOf: [ref('AuthenticationResult'), ref('CookieSwitchResult')] }, { 'Cache-Control': header('NoStore') }),
         '404': problem(404, ['IAM_PROFILE_NOT_FOUND'], 'Unknown, another user\'s, disabled or revoked.'),
       },
     },
@@ -89,13 +88,14 @@ export const authorizationRoutes: ReadonlyArray<RouteDeclaration<AuthorizationCo
       }
       ctx.body = result;
     },
-  },
+  }),
   route({
     method: 'post',
     path: '/iam/authorization/diagnostics',
     access: 'session',
     body: { schema: DiagnosticsRequest },
     permissions: [ADMIN_PERMISSIONS.diagnosticsRead],
+    response: { schema: Decision, description: 'The decision (allowed or not).' },
     operation: {
       operationId: 'diagnose',
       summary: 'Explain a decision with the real engine',
@@ -106,7 +106,6 @@ export const authorizationRoutes: ReadonlyArray<RouteDeclaration<AuthorizationCo
         '(no resolver oracle). `userId` (explain as another user) needs `iam.admin.diagnostics:read`.',
       tags: ['authorization'],
       responses: {
-        '200': json('The decision (allowed or not).', ref('Decision')),
         '400': problem(400, ['IAM_VALIDATION_FAILED', 'IAM_BAD_REQUEST'], 'An invalid body, or a `path` the proxy would refuse to interpret.'),
         '403': response('AccessDenied'),
         ...BODY_FAILURES,
@@ -152,19 +151,19 @@ export const authorizationRoutes: ReadonlyArray<RouteDeclaration<AuthorizationCo
       ctx.body = decisionView(decision, audience);
     },
    }),
-  {
+  route({
     method: 'get',
     path: '/iam/authorization/decisions/{decisionId}',
     access: 'session',
     permissions: [ADMIN_PERMISSIONS.auditRead],
     pathParameters: [{ name: 'decisionId', in: 'path', required: true, schema: { type: 'string', minLength: 1 } }],
+    response: { schema: Decision, description: 'The decision as it was made.' },
     operation: {
       operationId: 'getDecision',
       summary: 'The decision behind a denial',
       description: 'Visible to the user it concerns, and to callers granted `iam.admin.audit:read`.',
       tags: ['authorization'],
       responses: {
-        '200': json('The decision as it was made.', ref('Decision')),
         '404': problem(404, ['IAM_DECISION_NOT_FOUND'], 'Unknown, or not visible to the caller.'),
       },
     },
@@ -184,7 +183,7 @@ export const authorizationRoutes: ReadonlyArray<RouteDeclaration<AuthorizationCo
       const traceId = event?.details?.traceId;
       ctx.body = typeof traceId === 'string' ? { ...shown, traceId } : shown;
     },
-  },
+  }),
 ];
 
 /** Registers {@link authorizationRoutes}. */

@@ -12,10 +12,11 @@ import type { GatewayMetrics } from '../observability/metrics';
 import type { CompiledPolicy } from '../policy/compiled-policy';
 import type { SessionService } from '../sessions/session-service';
 import { factsOf, stateOf } from './iam-context';
-import { BODY_FAILURES, NO_STORE, json, problem, ref, response } from './openapi-builders';
+import { BODY_FAILURES, NO_STORE, problem, response } from './openapi-builders';
 import { decidePermission } from './require-session';
 import { route, type BodyReader, type RouteDeclaration } from './route-declaration';
 import { CheckRequest, PlanRequest, type CheckBody, type PlanBody } from './schemas/requests';
+import { CheckResponse, PlanResponse } from './schemas/responses';
 
 /** The permission a caller needs to name another subject in the body (batch jobs, other services). */
 export const DECISIONS_CHECK_PERMISSION = 'iam.authorization.decisions:check';
@@ -61,6 +62,7 @@ export const decisionRoutes: ReadonlyArray<RouteDeclaration<DecisionContext>> = 
     access: { guard: 'own', security: 'session' },
     body: { schema: CheckRequest },
     permissions: [DECISIONS_CHECK_PERMISSION],
+    response: { schema: CheckResponse, description: 'One result per check, in order.', headers: NO_STORE },
     operation: {
       operationId: 'checkDecisions',
       summary: 'Decisions for the host: 1–100 checks, answered in order',
@@ -75,7 +77,6 @@ export const decisionRoutes: ReadonlyArray<RouteDeclaration<DecisionContext>> = 
         '`status` 429, `failedStep` `RESOLUTION_BUDGET_EXCEEDED`, without asking a resolver.',
       tags: ['authorization'],
       responses: {
-        '200': json('One result per check, in order.', ref('CheckResponse'), NO_STORE),
         '400': response('ValidationFailed'),
         ...SUBJECT_FAILURES,
       },
@@ -88,6 +89,7 @@ export const decisionRoutes: ReadonlyArray<RouteDeclaration<DecisionContext>> = 
     access: { guard: 'own', security: 'session' },
     body: { schema: PlanRequest },
     permissions: [DECISIONS_CHECK_PERMISSION],
+    response: { schema: PlanResponse, description: 'The plan.', headers: NO_STORE },
     operation: {
       operationId: 'planResources',
       summary: 'Which resources of a type the subject reaches, to filter a list in the host\'s own query',
@@ -96,7 +98,6 @@ export const decisionRoutes: ReadonlyArray<RouteDeclaration<DecisionContext>> = 
         'with the covering scopes\' `scopeRefId`s (a WRITE scope covers READ). Only scopes of `resourceType` count. The subject as for `/iam/authorization/check`. No resolver is asked.',
       tags: ['authorization'],
       responses: {
-        '200': json('The plan.', ref('PlanResponse'), NO_STORE),
         '400': response('ValidationFailed'),
         ...SUBJECT_FAILURES,
       },

@@ -4,7 +4,7 @@
  * the document cannot disagree. `npm run docs:endpoints` rewrites the table; a unit test keeps it current.
  */
 import { openApiDocument } from './openapi-document';
-import { HTTP_METHODS, type JsonSchema, type OperationObject, type ReferenceObject, type ResponseObject } from './openapi-types';
+import { HTTP_METHODS, type JsonSchema, type OperationObject, type ParameterObject, type ReferenceObject, type ResponseObject } from './openapi-types';
 import { OPTIONAL_SESSION, PROBLEM_MEDIA_TYPE } from './openapi-builders';
 
 /** Markers around the generated table; `npm run docs:endpoints` rewrites what is between them. */
@@ -51,6 +51,14 @@ function answersOf(operation: OperationObject): string {
     .join('; ');
 }
 
+/** The query parameters of an operation (generated from its declared `query`), each with its default; `-` without. */
+function queryOf(operation: OperationObject): string {
+  const names = (operation.parameters ?? [])
+    .filter((parameter): parameter is ParameterObject => !('$ref' in parameter) && parameter.in === 'query')
+    .map(({ name, schema }) => (schema.default === undefined ? `\`${name}\`` : `\`${name}\` (default ${JSON.stringify(schema.default)})`));
+  return names.length === 0 ? '-' : names.join(', ');
+}
+
 /** One row per declared route, in the document's order. Ends with a newline. */
 export function renderEndpointsReference(): string {
   const rows: string[] = [];
@@ -58,8 +66,8 @@ export function renderEndpointsReference(): string {
     for (const method of HTTP_METHODS) {
       const operation = item[method];
       if (operation === undefined) continue;
-      rows.push(`| ${method.toUpperCase()} | \`${path}\` | ${cell(operation.summary)} | ${cell(callerOf(operation))} | ${cell(answersOf(operation))} |`);
+      rows.push(`| ${method.toUpperCase()} | \`${path}\` | ${cell(operation.summary)} | ${cell(queryOf(operation))} | ${cell(callerOf(operation))} | ${cell(answersOf(operation))} |`);
     }
   }
-  return ['| method | path | what | who may call it | answers (status and problem codes) |', '|---|---|---|---|---|', ...rows, ''].join('\n');
+  return ['| method | path | what | query parameters | who may call it | answers (status and problem codes) |', '|---|---|---|---|---|---|', ...rows, ''].join('\n');
 }

@@ -1,5 +1,5 @@
 import type Router from '@koa/router';
-import type { JsonWebKey } from 'node:crypto';
+import type { PublicJwk } from '../gateway/assertion-signer';
 import type { AuditTrail } from '../audit/audit-trail';
 import { PROTECTED, type CallerAccepts, type CallerStep } from '../auth/caller';
 import type { LoginService } from '../auth/login-service';
@@ -44,7 +44,7 @@ export interface IamRoutesDeps {
   candidate?: PolicyRoutesDeps['candidate'];
   audit: AuditTrail;
   /** The public keys of `/iam/.well-known/jwks.json`. */
-  jwks: () => JsonWebKey[];
+  jwks: () => PublicJwk[];
   /** `iam.session-cookie.*`: which cookie logout clears, and the origins trusted besides the gateway's own. */
   sessionCookie: { secure: boolean; trustedOrigins: ReadonlySet<string> };
   /** `iam.client-types`. */

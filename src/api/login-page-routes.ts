@@ -11,6 +11,7 @@ import { factsOf, stateOf } from './iam-context';
 import { BODY_FAILURES, empty, header, html, problem, response } from './openapi-builders';
 import { route, type RouteDeclaration } from './route-declaration';
 import { LoginForm } from './schemas/requests';
+import { ReturnToQuery } from './schemas/queries';
 
 export interface LoginPageDeps {
   login: LoginService;
@@ -38,33 +39,31 @@ const FORM_ERRORS: Record<string, string> = {
  * public, each declared once (route-declaration.ts).
  */
 export const loginPageRoutes: ReadonlyArray<RouteDeclaration<LoginPageDeps>> = [
-  {
+  route({
     method: 'get',
     path: '/iam/login',
     access: 'public',
+    query: ReturnToQuery,
     operation: {
       operationId: 'showLoginPage',
       summary: 'The browser login form',
       description:
         'An HTML form posting to `POST /iam/login`. With `iam.authenticator.type: oidc` the browser is sent to `/iam/auth/oidc/login` instead (302).',
       tags: ['auth'],
-      parameters: [
-        { name: 'returnTo', in: 'query', description: 'A same-origin relative path to go back to after the login; anything else becomes `/`.', schema: { type: 'string' } },
-      ],
       responses: {
         '200': html('The login form.'),
         '302': empty('To the OpenID Connect login (authenticator `oidc`).', { Location: header('Location') }),
       },
     },
-    handler: (deps) => (ctx) => {
-      const returnTo = safeReturnTo(ctx.query.returnTo);
+    handler: (deps, _body, query) => (ctx) => {
+      const returnTo = safeReturnTo(query.read(ctx).returnTo);
       if (deps.oidcLoginPath !== null) {
         redirect(ctx, 302, `${deps.oidcLoginPath}?returnTo=${encodeURIComponent(returnTo)}`);
         return;
       }
       render(ctx, 200, { returnTo }, deps.branding);
     },
-  },
+  }),
   route({
     method: 'post',
     path: '/iam/login',

@@ -1,6 +1,6 @@
-import type { JsonWebKey } from 'node:crypto';
-import { json, ref } from './openapi-builders';
-import type { RouteDeclaration } from './route-declaration';
+import type { PublicJwk } from '../gateway/assertion-signer';
+import { route, type RouteDeclaration } from './route-declaration';
+import { JwkSet, OpenApi } from './schemas/responses';
 
 export interface MetaRoutesDeps {
   /**
@@ -9,7 +9,7 @@ export interface MetaRoutesDeps {
    */
   openApiJson: string;
   /** The public keys of `/iam/.well-known/jwks.json`. */
-  jwks: () => JsonWebKey[];
+  jwks: () => PublicJwk[];
 }
 
 /**
@@ -22,11 +22,12 @@ export const metaRoutes: ReadonlyArray<RouteDeclaration<MetaRoutesDeps>> = [
     method: 'get',
     path: '/iam/openapi.json',
     access: 'public',
+    response: { schema: OpenApi, description: 'OpenAPI 3.1.' },
     operation: {
       operationId: 'getOpenApiDocument',
       summary: 'This OpenAPI description',
       tags: ['meta'],
-      responses: { '200': json('OpenAPI 3.1.', ref('OpenApi')) },
+      responses: {},
     },
     handler: ({ openApiJson }) => (ctx) => {
       ctx.type = 'application/json';
@@ -35,20 +36,21 @@ export const metaRoutes: ReadonlyArray<RouteDeclaration<MetaRoutesDeps>> = [
       ctx.body = openApiJson;
     },
   },
-  {
+  route({
     method: 'get',
     path: '/iam/.well-known/jwks.json',
     access: 'public',
+    response: { schema: JwkSet, description: 'JWK set (RFC 7517 §5).' },
     operation: {
       operationId: 'getJwks',
       summary: 'Public keys of the X-IAM-Assertion signatures',
       description: 'Present even when `iam.forward.assertion` is off (then `keys` is empty), so hosts can configure verification ahead.',
       tags: ['meta'],
-      responses: { '200': json('JWK set (RFC 7517 §5).', ref('JwkSet')) },
+      responses: {},
     },
     handler: ({ jwks }) => (ctx) => {
       ctx.body = { keys: jwks() };
       ctx.set('Cache-Control', 'public, max-age=300');
     },
-  },
+  }),
 ];

@@ -16,6 +16,7 @@ import { redirect } from './login-page-routes';
 import { BODY_FAILURES, empty, header, pageOrProblem, problem, response } from './openapi-builders';
 import { route, type RouteDeclaration } from './route-declaration';
 import { LogoutTokenForm } from './schemas/requests';
+import { ReturnToQuery } from './schemas/queries';
 
 export interface OidcRoutesDeps {
   login: OidcLogin;
@@ -49,17 +50,17 @@ export const OIDC_BACKCHANNEL_PATH = '/iam/auth/oidc/backchannel-logout';
  * The browser endpoints answer a failure with a small HTML page when the client prefers HTML, else with the problem.
  */
 export const oidcRoutes: ReadonlyArray<RouteDeclaration<OidcRoutesDeps>> = [
-  {
+  route({
     method: 'get',
     path: '/iam/auth/oidc/login',
     access: 'public',
+    query: ReturnToQuery,
     operation: {
       operationId: 'startOidcLogin',
       summary: 'Sign in at the OpenID Provider (authenticator `oidc`)',
       description:
         'Redirects the browser to the provider (authorization code flow with PKCE, `state` and `nonce`), with a sealed `__Host-iam-oidc` cookie binding the callback to this browser for 10 minutes.',
       tags: ['oidc'],
-      parameters: [{ name: 'returnTo', in: 'query', description: 'A same-origin relative path to come back to; anything else becomes `/`.', schema: { type: 'string' } }],
       responses: {
         '302': empty("To the provider's authorization endpoint.", { Location: header('Location'), 'Set-Cookie': header('LoginStateCookie') }),
         '500': response('InternalError'),
@@ -67,17 +68,17 @@ export const oidcRoutes: ReadonlyArray<RouteDeclaration<OidcRoutesDeps>> = [
         '504': pageOrProblem(504, ['IAM_IDP_TIMEOUT'], 'The provider did not answer within `iam.oidc.timeout`.'),
       },
     },
-    handler: (deps) => {
+    handler: (deps, _body, query) => {
       const secure = deps.secureCookie;
       return async (ctx) => {
         await forBrowser(ctx, deps.branding, async () => {
-          const { location, stateCookie } = await deps.login.begin(safeReturnTo(ctx.query.returnTo));
+          const { location, stateCookie } = await deps.login.begin(safeReturnTo(query.read(ctx).returnTo));
           ctx.set('Set-Cookie', loginStateCookie(secure, stateCookie, LOGIN_STATE_TTL_MS / 1000));
           redirect(ctx, 302, location);
         });
       };
     },
-  },
+  }),
   {
     method: 'get',
     path: '/iam/auth/oidc/callback',

@@ -12,9 +12,15 @@ export const header = (name: string): ReferenceObject => ({ $ref: `#/components/
 export const response = (name: string): ReferenceObject => ({ $ref: `#/components/responses/${name}` });
 export const param = (name: string): ReferenceObject => ({ $ref: `#/components/parameters/${name}` });
 
-/** A JSON success answer. */
-export function json(description: string, schema: JsonSchema, headers: ResponseObject['headers'] = {}): ResponseObject {
-  return { description, headers: { 'X-Request-Id': header('RequestId'), ...headers }, content: { 'application/json': { schema } } };
+declare const JSON_BODY: unique symbol;
+/** A JSON answer (built by {@link json}): a route's success one comes from its declared `response`, never from this. */
+export type JsonResponseObject = ResponseObject & { readonly [JSON_BODY]: true };
+/** Any answer but a {@link JsonResponseObject}. */
+export type WithoutJsonBody = { readonly [JSON_BODY]?: never };
+
+/** A JSON answer. */
+export function json(description: string, schema: JsonSchema, headers: ResponseObject['headers'] = {}): JsonResponseObject {
+  return { description, headers: { 'X-Request-Id': header('RequestId'), ...headers }, content: { 'application/json': { schema } } } as unknown as JsonResponseObject;
 }
 
 /** An HTML page the gateway writes itself (the login form): never cached, a strict Content-Security-Policy. */

@@ -106,8 +106,6 @@ const components: OpenApiDocument['components'] = {
     ETag: { description: "The object's version as a strong entity tag (RFC 9110 §8.8.3); send it back in If-Match.", required: true, schema: { type: 'string', pattern: '^"[0-9]+"$' } },
   },
   parameters: {
-    Limit: { name: 'limit', in: 'query', description: 'Page size; larger values are capped at 200.', schema: { type: 'integer', minimum: 1, default: 50 } },
-    Cursor: { name: 'cursor', in: 'query', description: 'The `nextCursor` of the previous page (opaque); another value is a 400.', schema: { type: 'string', minLength: 1 } },
     UserId: { name: 'userId', in: 'path', required: true, schema: { type: 'string', pattern: IDENTIFIER_PATTERN } },
     ProfileId: { name: 'profileId', in: 'path', required: true, schema: { type: 'string', minLength: 1 } },
     SessionId: { name: 'sessionId', in: 'path', required: true, schema: { type: 'string', minLength: 1 } },

@@ -9,10 +9,10 @@ import type { CandidatePolicyHolder } from '../policy/candidate-holder';
 import type { CandidateDecisions } from '../gateway/candidate-decisions';
 import { OpenApiError, computeCoverage, parseOpenApiOperations } from '../policy-tools/policy-coverage';
 import { ADMIN_PERMISSIONS, adminOperation } from './admin-routes';
-import { BODY_FAILURES, NO_STORE, json, ref, response } from './openapi-builders';
+import { BODY_FAILURES, NO_STORE, response } from './openapi-builders';
 import { registerDeclaredRoutes, route, type RouteDeclaration } from './route-declaration';
 import { PolicyCoverageRequest } from './schemas/requests';
-import type { CandidatePolicyView, PolicyCoverage, PolicyRoute, PolicyView } from './schemas/responses';
+import { PolicyCoverage, PolicyView, type CandidatePolicyView, type PolicyRoute } from './schemas/responses';
 
 export const POLICY_COVERAGE_PATH = '/iam/admin/policy/coverage' as const;
 /** A host's OpenAPI description can be large: the coverage check takes up to 4 MiB (other `/iam` bodies: `server.iam-body-limit`). */
@@ -35,29 +35,31 @@ type PolicyContext = Pick<PolicyRoutesDeps, 'holder' | 'candidate'>;
  * (route-declaration.ts). The console's Policy page is built on them.
  */
 export const policyRoutes: ReadonlyArray<RouteDeclaration<PolicyContext>> = [
-  {
+  route({
     method: 'get',
     path: '/iam/admin/policy',
     access: { permission: ADMIN_PERMISSIONS.policyRead },
+    response: { schema: PolicyView, description: 'The serving policy.', headers: NO_STORE },
     operation: adminOperation({
       operationId: 'getPolicy',
       summary: 'The policy the proxy serves now: routes with file:line, hash, load time, the last failed reload',
-      responses: { '200': json('The serving policy.', ref('PolicyView'), NO_STORE) },
+      responses: {},
     }),
     handler: ({ holder, candidate }) => (ctx) => {
       ctx.set('Cache-Control', 'no-store');
       ctx.body = { ...policyView(holder.current, holder.lastError), candidate: candidateView(candidate) };
     },
-  },
+  }),
   route({
     method: 'post',
     path: POLICY_COVERAGE_PATH,
     access: { permission: ADMIN_PERMISSIONS.policyRead },
     body: { schema: PolicyCoverageRequest },
+    response: { schema: PolicyCoverage, description: 'The coverage report.', headers: NO_STORE },
     operation: adminOperation({
       operationId: 'checkPolicyCoverage',
       summary: "Check a host OpenAPI document against the serving policy: operations no route declares, routes no operation uses",
-      responses: { '200': json('The coverage report.', ref('PolicyCoverage'), NO_STORE), '400': response('ValidationFailed'), ...BODY_FAILURES },
+      responses: { '400': response('ValidationFailed'), ...BODY_FAILURES },
     }),
     handler: ({ holder }, request) => (ctx) => {
       const body = request.read(ctx);

@@ -9,16 +9,17 @@
  */
 import type Router from '@koa/router';
 import type { RouterMiddleware } from '@koa/router';
-import type { Static, TSchema } from '@sinclair/typebox';
+import type { Static, TObject, TSchema } from '@sinclair/typebox';
 import type { ValidateFunction } from 'ajv/dist/2020';
-import type { Context as KoaContext, Middleware } from 'koa';
+import type { DefaultContext, DefaultState, Context as KoaContext, Middleware } from 'koa';
 import type { DecisionEngine } from '../authz/decision-engine';
 import { parsePermissionCode } from '../domain/permission-code';
 import { withSpan } from '../observability/tracing';
 import { callerOf } from './iam-context';
 import { problems } from '../domain/problem';
-import { OPTIONAL_SESSION, PROBLEM_MEDIA_TYPE, PROTECTED_FAILURES, problem, ref, sessionGranting } from './openapi-builders';
-import type { JsonSchema, OperationObject, PathItemObject, ResponseObject } from './openapi-types';
+import { OPTIONAL_SESSION, PROBLEM_MEDIA_TYPE, PROTECTED_FAILURES, json, problem, ref, sessionGranting, type WithoutJsonBody } from './openapi-builders';
+import type { JsonSchema, OperationObject, ParameterObject, PathItemObject, ReferenceObject, ResponseObject } from './openapi-types';
+import { queryReaderOf, queryParametersOf, type QueryReader } from './validate-query';
 import { requirePermission } from './require-session';
 import { componentSchemas } from './schemas/components';
 import { assertValid, createBodyValidator } from './validate-body';
@@ -47,12 +48,39 @@ export type DeclaredMethod = 'get' | 'put' | 'post' | 'delete' | 'patch';
 /** What a declaration generates itself: its access (`security`, `x-permission`), its body and its handler's permissions. */
 type GeneratedFields = 'security' | 'x-permission' | 'x-permissions' | 'requestBody';
 
+/** A parameter an operation still writes itself: a header (`If-Match`); query parameters come from its `query`. */
+export type WrittenParameter = ReferenceObject | (ParameterObject & { readonly in: 'header' | 'path' });
+
+/** A success answer an operation still writes itself: without a JSON body (a page, an empty answer); a JSON one comes from its `response`. */
+export type WrittenSuccess = ReferenceObject | (ResponseObject & WithoutJsonBody & { readonly content?: Partial<Record<'application/json', never>> & Record<string, { schema: JsonSchema }> });
+
 /**
- * The operation as written in a declaration: everything but what its access, `body` and `permissions` generate.
- * Setting one of those here is a type error (and refused when the document is built, for a declaration that gets past
- * the compiler).
+ * The operation as written in a declaration: everything but what its access, `body`, `permissions`, `query` and
+ * `response` generate. Setting one of those here is a type error (and refused when the document is built, for a
+ * declaration that gets past the compiler).
  */
-export type DeclaredOperation = Omit<OperationObject, GeneratedFields> & { readonly [K in GeneratedFields]?: never };
+export type DeclaredOperation = Omit<OperationObject, GeneratedFields | 'parameters' | 'responses'> & { readonly [K in GeneratedFields]?: never } & {
+  readonly parameters?: WrittenParameter[];
+  readonly responses: Record<string, ResponseObject | ReferenceObject> & { readonly '200'?: WrittenSuccess; readonly '201'?: WrittenSuccess };
+};
+
+/**
+ * What a handler may put in `ctx.body` for a declared response: what `JSON.stringify` turns into the schema's
+ * `Static` type (a `Date` becomes its ISO string), so a handler answering another shape does not compile.
+ */
+export type Sendable<T> = T extends string ? T | (string extends T ? Date : never) : T extends ReadonlyArray<infer U> ? ReadonlyArray<Sendable<U>> : T extends object ? { readonly [K in keyof T]: Sendable<T[K]> } : T;
+
+/**
+ * A route's JSON success answer: a component schema of `schemas/` (or a `Type.Array` of one, or a `Type.Union` of
+ * several). The document's 200 (and 201) are generated from it, and the handler's `ctx.body` is typed by it.
+ */
+export interface DeclaredResponse<Schema extends TSchema> {
+  readonly schema: Schema;
+  readonly description: string;
+  readonly headers?: ResponseObject['headers'];
+  /** The route also answers 201 with the same body (an upsert that created): the 201's description. */
+  readonly created?: string;
+}
 
 /**
  * A route's request body: a component schema of `schemas/` (the document names it by its component, the router
@@ -80,7 +108,7 @@ export interface BodyReader<Body> {
   accepts(value: unknown): value is Body;
 }
 
-export interface RouteDeclaration<Context, Schema extends TSchema = TSchema> {
+export interface RouteDeclaration<Context, Schema extends TSchema = TSchema, Response extends TSchema = TSchema, Query extends TObject = TObject> {
   readonly method: DeclaredMethod;
   /** The OpenAPI path (`/iam/admin/users/{userId}`); the router gets it without `/iam` and with `:userId`. */
   readonly path: `/iam/${string}`;
@@ -90,6 +118,13 @@ export interface RouteDeclaration<Context, Schema extends TSchema = TSchema> {
   readonly operation: DeclaredOperation;
   /** The request body: its `requestBody` and its validator are generated from it. */
   readonly body?: DeclaredBody<Schema, Context>;
+  /**
+   * The query parameters (an object schema of `schemas/queries.ts`, each property a string or an integer): the
+   * operation's `parameters` (in: query) and the router's check of the query are generated from it.
+   */
+  readonly query?: Query;
+  /** The JSON success answer: the operation's 200 (and 201) and the type of the handler's `ctx.body`. */
+  readonly response?: DeclaredResponse<Response>;
   /**
    * The permission codes the handler decides itself, beyond its access (an administrator's wider view, a subject
    * named in the body): published as the operation's `x-permissions`.
@@ -101,17 +136,20 @@ export interface RouteDeclaration<Context, Schema extends TSchema = TSchema> {
    */
   readonly guard?: (context: Context) => Middleware;
   /**
-   * Called once when the group is registered (never to build the document), with the group's context and the reader
-   * of its declared body (typed by the declared schema: reading another type is a compile error).
+   * Called once when the group is registered (never to build the document), with the group's context and the readers
+   * of its declared body and query (typed by the declared schemas: reading another type is a compile error); the
+   * middleware's `ctx.body` is typed by the declared response.
    */
-  readonly handler: (context: Context, body: BodyReader<Static<Schema>>) => RouterMiddleware;
+  readonly handler: (context: Context, body: BodyReader<Static<Schema>>, query: QueryReader<Static<Query>>) => RouterMiddleware<DefaultState, DefaultContext, Sendable<Static<Response>>>;
 }
 
 /**
- * A declaration with its body's type checked against its handler; what it returns goes in a route group's list (whose
- * element type cannot carry each route's own body type).
+ * A declaration with its body, query and response types checked against its handler; what it returns goes in a route
+ * group's list (whose element type cannot carry each route's own types).
  */
-export function route<Context, Schema extends TSchema = TSchema>(declaration: RouteDeclaration<Context, Schema>): RouteDeclaration<Context> {
+export function route<Context, Schema extends TSchema = TSchema, Response extends TSchema = TSchema, Query extends TObject = TObject>(
+  declaration: RouteDeclaration<Context, Schema, Response, Query>,
+): RouteDeclaration<Context> {
   return declaration as unknown as RouteDeclaration<Context>;
 }
 
@@ -121,6 +159,16 @@ export function componentNameOf(schema: TSchema, where: string): string {
   const name = componentNames.get(schema);
   if (name === undefined) throw new Error(`route ${where}: its body schema is not a component of schemas/components.ts`);
   return name;
+}
+
+/** The document's schema of a declared response: a component's `$ref`, an array of one, or a union of them. */
+export function responseSchemaOf(schema: TSchema, where: string): JsonSchema {
+  const name = componentNames.get(schema);
+  if (name !== undefined) return ref(name);
+  const { items, anyOf } = schema as { items?: TSchema; anyOf?: TSchema[] };
+  if ((schema as { type?: unknown }).type === 'array' && items !== undefined) return { type: 'array', items: ref(componentNameOf(items, where)) };
+  if (anyOf !== undefined) return { anyOf: anyOf.map((member) => ref(componentNameOf(member, where))) };
+  throw new Error(`route ${where}: its response is not a component of schemas/components.ts, an array of one or a union of them`);
 }
 
 /** One form of a `oneOf` body: its required properties, its `title` (what the client meant), its validator. */
@@ -239,7 +287,7 @@ export function registerDeclaredRoutes<Context>(router: Router, declarations: Re
       throw new Error(`route ${declaration.method.toUpperCase()} ${declaration.path}: only a route that checks its caller itself brings its own guard`);
     }
     const checks = guard === undefined ? guardsFor(access, declaration.method, guards) : [guard(context)];
-    const middleware = [...checks, declaration.handler(context, bodyReaderOf(declaration, context))] as RouterMiddleware[];
+    const middleware = [...checks, declaration.handler(context, bodyReaderOf(declaration, context), queryReaderOf(declaration.query, declaration.path))] as RouterMiddleware[];
     router[declaration.method](routerPath(declaration.path), ...middleware);
   }
 }
@@ -256,14 +304,27 @@ const PERMISSION_DENIED: ResponseObject = (() => {
 })();
 
 /** The OpenAPI operation of a declaration: its own, with what its access generates. */
-export function operationOf(declaration: Pick<RouteDeclaration<never>, 'method' | 'path' | 'access' | 'operation' | 'body' | 'permissions'>): OperationObject {
+export function operationOf(declaration: Pick<RouteDeclaration<never>, 'method' | 'path' | 'access' | 'operation' | 'body' | 'permissions' | 'query' | 'response'>): OperationObject {
   const { access } = declaration;
   const where = `${declaration.method.toUpperCase()} ${declaration.path}`;
   const written = declaration.operation as OperationObject;
   // What the declaration generates is never written by hand: a second place for it is how the two drift apart.
   if (written.security !== undefined || written['x-permission'] !== undefined) throw new Error(`route ${where}: security and x-permission come from its access, not from its operation`);
   if (written.requestBody !== undefined || written['x-permissions'] !== undefined) throw new Error(`route ${where}: requestBody and x-permissions come from its body and permissions, not from its operation`);
+  if (written.parameters?.some((parameter) => 'in' in parameter && parameter.in === 'query')) throw new Error(`route ${where}: query parameters come from its query, not from its operation`);
+  for (const status of ['200', '201']) {
+    const success = written.responses[status];
+    if (success !== undefined && !('$ref' in success) && success.content?.['application/json'] !== undefined) throw new Error(`route ${where}: a JSON ${status} comes from its response, not from its operation`);
+  }
   const operation: OperationObject = { ...written };
+  if (declaration.query !== undefined) operation.parameters = [...(written.parameters ?? []), ...queryParametersOf(declaration.query)];
+  const answer = declaration.response;
+  if (answer !== undefined) {
+    const schema = responseSchemaOf(answer.schema, where);
+    const generated: OperationObject['responses'] = { '200': json(answer.description, schema, answer.headers) };
+    if (answer.created !== undefined) generated['201'] = json(answer.created, schema, answer.headers);
+    operation.responses = { ...generated, ...written.responses };
+  }
   const body = declaration.body;
   if (body !== undefined) {
     operation.requestBody = {

@@ -1,34 +1,17 @@
-import type { ParsedUrlQuery } from 'node:querystring';
-import { MAX_LIMIT } from './admin-query';
+import type { Static } from '@sinclair/typebox';
 import { problems } from '../domain/problem';
 import { decodeSessionCursor, type SessionPageKey } from '../sessions/session-cursor';
+import { MAX_LIMIT, type SessionListQuery } from './schemas/queries';
 
 /**
- * `GET /iam/sessions?limit=&cursor=`: `limit` defaults to (and is capped at) 200, `cursor` comes from the
- * previous page's `Link: <…>; rel="next"` header; anything else is 400 IAM_VALIDATION_FAILED naming each bad
- * parameter. The body is always the plain list of sessions.
+ * `GET /iam/sessions?limit=&cursor=` (and an administrator's list of a user's sessions), after the router checked the
+ * declared query: `limit` capped at 200, `cursor` from the previous page's `Link: <…>; rel="next"` header, one of this
+ * list or 400 IAM_VALIDATION_FAILED. The body is always the plain list of sessions.
  */
-export function parseSessionListQuery(query: ParsedUrlQuery): { limit: number; after: SessionPageKey | null } {
-  const errors: Array<{ pointer: string; message: string }> = [];
-  for (const name of Object.keys(query)) if (name !== 'limit' && name !== 'cursor') errors.push({ pointer: `/${name}`, message: 'is not an allowed parameter' });
-  const single = (name: string): string | null => {
-    const value = query[name];
-    if (value === undefined) return null;
-    if (Array.isArray(value)) {
-      errors.push({ pointer: `/${name}`, message: 'must be given once' });
-      return null;
-    }
-    return value;
-  };
-  let limit = MAX_LIMIT;
-  const limitText = single('limit');
-  if (limitText !== null) {
-    if (/^[0-9]{1,6}$/.test(limitText) && Number(limitText) >= 1) limit = Math.min(Number(limitText), MAX_LIMIT);
-    else errors.push({ pointer: '/limit', message: 'must be a whole number of at least 1' });
-  }
-  const cursorText = single('cursor');
-  const after = cursorText === null || cursorText.length > 200 ? null : decodeSessionCursor(cursorText);
-  if (cursorText !== null && after === null) errors.push({ pointer: '/cursor', message: 'is not a cursor of this list' });
-  if (errors.length > 0) throw problems.validation(errors, 'The query is not valid.');
+export function sessionPageOf(query: Static<typeof SessionListQuery>): { limit: number; after: SessionPageKey | null } {
+  const limit = Math.min(query.limit ?? MAX_LIMIT, MAX_LIMIT);
+  const cursor = query.cursor;
+  const after = cursor === undefined || cursor.length > 200 ? null : decodeSessionCursor(cursor);
+  if (cursor !== undefined && after === null) throw problems.validation([{ pointer: '/cursor', message: 'is not a cursor of this list' }], 'The query is not valid.');
   return { limit, after };
 }

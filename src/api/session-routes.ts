@@ -2,9 +2,12 @@ import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import type { SessionService } from '../sessions/session-service';
 import { callerOf, factsOf } from './iam-context';
-import { empty, json, param, problem, ref, response } from './openapi-builders';
-import { registerDeclaredRoutes, type RouteDeclaration } from './route-declaration';
-import { parseSessionListQuery } from './session-query';
+import { empty, param, problem, response } from './openapi-builders';
+import { registerDeclaredRoutes, route, type RouteDeclaration } from './route-declaration';
+import { sessionPageOf } from './session-query';
+import { Type } from '@sinclair/typebox';
+import { SessionListQuery } from './schemas/queries';
+import { Session } from './schemas/responses';
 
 interface SessionContext {
   sessions: SessionService;
@@ -15,34 +18,33 @@ interface SessionContext {
  * route declared once (route-declaration.ts): a session is all they need.
  */
 export const sessionRoutes: ReadonlyArray<RouteDeclaration<SessionContext>> = [
-  {
+  route({
     method: 'get',
     path: '/iam/sessions',
     access: 'session',
+    query: SessionListQuery,
+    response: {
+      schema: Type.Array(Session),
+      description: 'The sessions of the caller\'s user (one page); a `Link` header with `rel="next"` names the next page.',
+      headers: { Link: { description: 'RFC 8288: `</iam/sessions?limit=…&cursor=…>; rel="next"` while more sessions follow.', schema: { type: 'string' } } },
+    },
     operation: {
       operationId: 'listSessions',
       summary: 'The caller\'s sessions, every state, newest first',
       tags: ['sessions'],
-      parameters: [
-        { name: 'limit', in: 'query', description: 'Page size; default and cap 200.', schema: { type: 'integer', minimum: 1, default: 200 } },
-        { name: 'cursor', in: 'query', description: 'From the previous page\'s `Link: <…>; rel="next"` header.', schema: { type: 'string' } },
-      ],
       responses: {
-        '200': json('The sessions of the caller\'s user (one page); a `Link` header with `rel="next"` names the next page.', { type: 'array', items: ref('Session') }, {
-          Link: { description: 'RFC 8288: `</iam/sessions?limit=…&cursor=…>; rel="next"` while more sessions follow.', schema: { type: 'string' } },
-        }),
         '400': response('ValidationFailed'),
       },
     },
-    handler: ({ sessions }) => async (ctx) => {
-      const { limit, after } = parseSessionListQuery(ctx.query);
+    handler: ({ sessions }, _body, query) => async (ctx) => {
+      const { limit, after } = sessionPageOf(query.read(ctx));
       const caller = callerOf(ctx);
       const page = await sessions.list(caller.record.principal.userId, caller.record.sessionId, limit, after);
       // The body stays the plain list of sessions; the next page is linked (RFC 8288), as GitHub's API does.
       if (page.nextCursor !== null) ctx.set('Link', `</iam/sessions?limit=${limit}&cursor=${encodeURIComponent(page.nextCursor)}>; rel="next"`);
       ctx.body = page.items;
     },
-  },
+  }),
   {
     method: 'post',
     path: '/iam/sessions/{sessionId}/revoke',

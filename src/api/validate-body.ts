@@ -1,4 +1,4 @@
-import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
+import Ajv2020, { type Options, type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { problems } from '../domain/problem';
 import { pointerErrors } from '../domain/schema-errors';
@@ -7,8 +7,8 @@ import { pointerErrors } from '../domain/schema-errors';
  * One ajv instance for /iam request bodies (the schemas of src/api/schemas/requests.ts): JSON Schema 2020-12,
  * the OpenAPI 3.1 dialect; all errors, no coercion, unknown properties rejected by the schemas.
  */
-export function createBodyValidator(): Ajv2020 {
-  const ajv = new Ajv2020({ allErrors: true, strict: true });
+export function createBodyValidator(options: Pick<Options, 'useDefaults'> = {}): Ajv2020 {
+  const ajv = new Ajv2020({ allErrors: true, strict: true, ...options });
   addFormats(ajv);
   return ajv;
 }

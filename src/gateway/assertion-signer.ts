@@ -14,7 +14,7 @@ export interface AssertionOptions {
 }
 
 /** A public key in the JWK set at `/iam/.well-known/jwks.json` (RFC 7517, RFC 8037 for OKP/Ed25519). */
-export type PublicJwk = JsonWebKey & { kid: string; alg: 'EdDSA'; use: 'sig' };
+export type PublicJwk = JsonWebKey & { kty: 'OKP'; kid: string; alg: 'EdDSA'; use: 'sig' };
 
 /**
  * Signs the optional `X-IAM-Assertion` (docs/http-contract.md): a short-lived EdDSA JWT (RFC 7519) stating what the
@@ -34,7 +34,8 @@ export class AssertionSigner {
     const publicJwk = this.publicKey.export({ format: 'jwk' });
     // RFC 7638 thumbprint as the key id: stable for the same key on every instance.
     const kid = createHash('sha256').update(JSON.stringify({ crv: publicJwk.crv, kty: publicJwk.kty, x: publicJwk.x })).digest('base64url');
-    this.jwk = { ...publicJwk, kid, alg: 'EdDSA', use: 'sig' };
+    // Ed25519 is an OKP key (RFC 8037): the exported `kty` already says so, its type does not.
+    this.jwk = { ...publicJwk, kty: 'OKP', kid, alg: 'EdDSA', use: 'sig' };
     this.encodedHeader = base64url(JSON.stringify({ alg: 'EdDSA', typ: 'JWT', kid }));
   }
 

@@ -9,7 +9,13 @@ import type { Layer } from '@koa/router';
 import type { Context, Middleware, Next } from 'koa';
 import { OPTIONAL_SESSION, sessionGranting } from '../../src/api/openapi-builders';
 import { DECLARED_ROUTES, HTTP_METHODS, openApiDocument, type OperationObject } from '../../src/api/openapi-document';
-import { bodyReaderOf, componentNameOf, declaredPaths, operationOf, permissionOf, registerDeclaredRoutes, route, routerPath, type RouteDeclaration } from '../../src/api/route-declaration';
+import { bodyReaderOf, componentNameOf, declaredPaths, operationOf, permissionOf, registerDeclaredRoutes, responseSchemaOf, route, routerPath, type RouteDeclaration } from '../../src/api/route-declaration';
+import { Type, type Static } from '@sinclair/typebox';
+import { json } from '../../src/api/openapi-builders';
+import type { ResponseObject } from '../../src/api/openapi-types';
+import { AuditListQuery, ReturnToQuery, SessionListQuery, UserListQuery } from '../../src/api/schemas/queries';
+import { RevokedCount, Session } from '../../src/api/schemas/responses';
+import { queryReaderOf } from '../../src/api/validate-query';
 import { TemplateInput, UserInput, type TemplateBody } from '../../src/api/schemas/requests';
 import { ProblemError } from '../../src/domain/problem';
 import { iamRouter } from '../support/iam-routes';
@@ -233,6 +239,102 @@ describe('a route declaration', () => {
     }
     expect(refused).toBeInstanceOf(ProblemError);
     expect((refused as ProblemError).code).toBe('IAM_VALIDATION_FAILED');
+  });
+
+  it('types its handler\'s ctx.body by its declared response: answering another shape is a type error', () => {
+    route({
+      ...base,
+      response: { schema: Type.Array(Session), description: 'Sessions.' },
+      handler: () => (ctx) => {
+        // @ts-expect-error -- the declared response is a list of sessions, not a page of users
+        ctx.body = { items: [], nextCursor: null };
+      },
+    });
+    route({
+      ...base,
+      response: { schema: RevokedCount, description: 'How many.' },
+      handler: () => (ctx) => {
+        // @ts-expect-error -- `revoked` is a number in the declared response
+        ctx.body = { revoked: 'three' };
+      },
+    });
+    route({
+      ...base,
+      response: { schema: RevokedCount, description: 'How many.' },
+      handler: () => (ctx) => {
+        ctx.body = { revoked: 3 };
+      },
+    });
+  });
+
+  it('generates its query parameters and JSON success answer, which its operation cannot write', () => {
+    const listed = { ...base, query: SessionListQuery, response: { schema: Type.Array(Session), description: 'Sessions.', created: 'Made.' } };
+    const operation = declaredPaths([listed])['/iam/admin/things/{thingId}']!.get!;
+    expect(operation.parameters).toEqual([
+      { name: 'limit', in: 'query', description: expect.any(String), schema: { type: 'integer', minimum: 1, default: 200 } },
+      { name: 'cursor', in: 'query', description: expect.any(String), schema: { type: 'string' } },
+    ]);
+    expect((operation.responses['200'] as ResponseObject).content).toEqual({ 'application/json': { schema: { type: 'array', items: { $ref: '#/components/schemas/Session' } } } });
+    expect((operation.responses['201'] as ResponseObject).description).toBe('Made.');
+    const limit = { name: 'limit', in: 'query' as const, schema: { type: 'integer' } };
+    // @ts-expect-error -- a query parameter comes from the declaration's query
+    expect(() => declaredPaths([{ ...base, operation: { ...base.operation, parameters: [limit] } }])).toThrow(/query parameters come from its query/);
+    // @ts-expect-error -- a JSON success answer comes from the declaration's response
+    expect(() => declaredPaths([{ ...base, operation: { ...base.operation, responses: { '200': json('Mine.', { type: 'object' }) } } }])).toThrow(/JSON 200 comes from its response/);
+    const literal = { description: 'Mine.', content: { 'application/json': { schema: { type: 'object' } } } };
+    // @ts-expect-error -- written out by hand too
+    expect(() => declaredPaths([{ ...base, operation: { ...base.operation, responses: { '201': literal } } }])).toThrow(/JSON 201 comes from its response/);
+    expect(() => declaredPaths([{ ...base, response: { schema: Type.Object({ a: Type.String() }), description: 'x' } }])).toThrow(/not a component/);
+  });
+
+  it('checks the declared query before its handler reads it (400 IAM_VALIDATION_FAILED naming each bad parameter)', () => {
+    const reader = queryReaderOf<Static<typeof UserListQuery>>(UserListQuery, 'GET /iam/admin/users');
+    const read = (query: Record<string, string | string[]>) => reader.read({ query } as never);
+    const refusal = (query: Record<string, string | string[]>): { code: string; pointers: string[] } => {
+      try {
+        read(query);
+      } catch (error) {
+        const problem = error as ProblemError;
+        return { code: problem.code, pointers: (problem.extensions?.errors as Array<{ pointer: string }>).map(({ pointer }) => pointer) };
+      }
+      throw new Error('accepted');
+    };
+    expect(read({})).toEqual({ limit: 50 });
+    expect(read({ limit: '7', q: 'bob' })).toEqual({ limit: 7, q: 'bob' });
+    for (const limit of ['0', 'abc', '-1', '1e3', ' 5', '']) expect(refusal({ limit })).toEqual({ code: 'IAM_VALIDATION_FAILED', pointers: ['/limit'] });
+    expect(refusal({ q: ['a', 'b'] })).toEqual({ code: 'IAM_VALIDATION_FAILED', pointers: ['/q'] });
+    expect(refusal({ sort: 'name', limit: '0' })).toEqual({ code: 'IAM_VALIDATION_FAILED', pointers: ['/sort', '/limit'] });
+    expect(refusal({ q: 'x'.repeat(201) })).toEqual({ code: 'IAM_VALIDATION_FAILED', pointers: ['/q'] });
+    expect(refusal({ q: 'a\u0000b' })).toEqual({ code: 'IAM_VALIDATION_FAILED', pointers: ['/q'] });
+    const audit = queryReaderOf<Static<typeof AuditListQuery>>(AuditListQuery, 'GET /iam/admin/audit');
+    expect(() => audit.read({ query: { since: 'yesterday' } } as never)).toThrow(ProblemError);
+    expect(audit.read({ query: { since: '2026-01-31T12:00:00Z' } } as never)).toEqual({ since: '2026-01-31T12:00:00Z', limit: 50 });
+  });
+
+  it('never refuses the open query of a browser page: an unknown, repeated or bad parameter reads as absent', () => {
+    const reader = queryReaderOf<Static<typeof ReturnToQuery>>(ReturnToQuery, 'GET /iam/login');
+    expect(reader.read({ query: { returnTo: '/x', other: '1' } } as never)).toEqual({ returnTo: '/x' });
+    expect(reader.read({ query: { returnTo: ['/a', '/b'] } } as never)).toEqual({});
+  });
+
+  it('every declared response is the success answer of its operation in the served document, by its component', () => {
+    const withResponse = DECLARED_ROUTES.filter((declaration) => declaration.response !== undefined);
+    expect(withResponse.length).toBeGreaterThanOrEqual(25);
+    for (const declaration of withResponse) {
+      const served = openApiDocument.paths[declaration.path]![declaration.method]!;
+      const success = served.responses['200'] as ResponseObject;
+      expect({ route: `${declaration.method} ${declaration.path}`, schema: success.content?.['application/json']?.schema }).toEqual({
+        route: `${declaration.method} ${declaration.path}`,
+        schema: responseSchemaOf(declaration.response!.schema, declaration.path),
+      });
+      expect(JSON.stringify(success.content)).toContain('#/components/schemas/');
+    }
+    // Every JSON success answer of the document comes from a declared response.
+    for (const declaration of DECLARED_ROUTES) {
+      const served = openApiDocument.paths[declaration.path]![declaration.method]!;
+      const json200 = (served.responses['200'] as ResponseObject | undefined)?.content?.['application/json'];
+      expect({ route: `${declaration.method} ${declaration.path}`, declared: json200 === undefined || declaration.response !== undefined }).toEqual({ route: `${declaration.method} ${declaration.path}`, declared: true });
+    }
   });
 
   it('cannot write the 403 of its permission, name a malformed code, or declare a route twice', () => {

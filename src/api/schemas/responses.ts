@@ -3,7 +3,7 @@
  * check the gateway's real answers against them (test/e2e/openapi.test.ts), and test/unit/api-schema-types.test.ts
  * checks at compile time that what the handlers return has their `Static` type.
  */
-import { Type } from '@sinclair/typebox';
+import { Type, type Static } from '@sinclair/typebox';
 import { FAILED_STEP_CODES, PASSED_STEP_CODES } from '../../authz/decision';
 import { ESCALATION_RULE } from '../../domain/admin-repository';
 import { PROBLEM_CATALOG, type ProblemCode } from '../../domain/problem';
@@ -100,6 +100,11 @@ export const Profile = StrictObject({
   unscoped: Type.Boolean({ description: 'True: the permissions apply to every resource (no scopes). False: only to what `scopes` cover; none = no resource.' }),
   scopes: Type.Array(Ref<typeof Scope>('Scope'), { description: "What a scoped profile's permissions apply to; empty on a scoped profile = no resource." }),
   version: Type.Integer({ minimum: 0, description: "Raised on every change; the admin API's ETag." }),
+});
+
+/** A profile the caller can switch to: enabled and not revoked (GET /iam/authorization/profiles). */
+export const AvailableProfile = Type.Unsafe<Static<typeof Profile>>({
+  allOf: [{ $ref: '#/components/schemas/Profile' }, { type: 'object', properties: { enabled: { const: true }, revoked: { const: false } } }],
 });
 
 export const DecisionStep = StrictObject(
