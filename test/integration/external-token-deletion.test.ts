@@ -71,34 +71,33 @@ describeIfRedisServer('#11.34 token deletions made outside the gateway reach eve
     return tokens;
   }
 
-  /** Polls until `token` is refused on `gateway`; resolves the time it took from `sinceMs`. */
-  async function refusedAfter(gateway: RunningGateway, token: string, sinceMs: number, boundMs: number): Promise<number> {
-    for (;;) {
-      const status = await projects(gateway, token);
-      const elapsed = Date.now() - sinceMs;
-      if (status === 401) return elapsed;
-      expect(status).toBe(200);
-      if (elapsed > boundMs) throw new Error(`a deleted token still works after ${elapsed} ms`);
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+  /** Waits until every token is refused on every instance; until then a token is served (200), never failed another way. */
+  async function refusedEverywhere(tokens: string[]): Promise<void> {
+    const seen = new Set<number>();
+    await until(
+      'the deleted tokens refused on every instance',
+      async () => {
+        const statuses = await Promise.all([a, b].flatMap((gateway) => tokens.map((token) => projects(gateway, token))));
+        for (const status of statuses) seen.add(status);
+        return statuses.every((status) => status === 401) || null;
+      },
+      { within: FLUSH_BOUND_MS, every: 50 },
+    );
+    expect([...seen].filter((status) => status !== 200 && status !== 401)).toEqual([]);
   }
 
   it('#11.34: after a FLUSHALL, cached tokens stop working on every instance within the revalidation bound', async () => {
     const tokens = await warmSessions();
-    const flushedAt = Date.now();
     await redis.admin.flushall();
-    for (const gateway of [a, b]) {
-      for (const token of tokens) expect(await refusedAfter(gateway, token, flushedAt, FLUSH_BOUND_MS)).toBeLessThanOrEqual(FLUSH_BOUND_MS);
-    }
+    await refusedEverywhere(tokens);
   }, FLUSH_BOUND_MS + 30_000);
 
   it('#11.34: a token deleted by hand (DEL) stops working on every instance within the revalidation bound', async () => {
     const [alice] = await warmSessions();
     const keys = await redis.admin.keys(`${prefix}:token:*`);
     expect(keys.length).toBeGreaterThan(0);
-    const deletedAt = Date.now();
     await redis.admin.del(...keys);
-    for (const gateway of [a, b]) expect(await refusedAfter(gateway, alice!, deletedAt, FLUSH_BOUND_MS)).toBeLessThanOrEqual(FLUSH_BOUND_MS);
+    await refusedEverywhere([alice!]);
   }, FLUSH_BOUND_MS + 30_000);
 
   it('#11.34: `iam-gateway tokens purge` empties the session cache of every instance at once', async () => {

@@ -47,6 +47,18 @@ async function channelReported(gateway: RunningGateway, state: 'up' | 'down'): P
 const ANSWERED_NOT_HUNG_MS = 10_000;
 
 /**
+ * "Back, not hung": after the link to Redis is restored the gateway reconnects by itself (backoff capped at 2 s) and
+ * serves again; far above that and a loaded machine's latency, it only turns "never recovers" into a failure.
+ */
+const RECOVERED_NOT_HUNG_MS = 20_000;
+
+/**
+ * "Distrusted, not trusted forever": 5x the 2 s window after which a silently partitioned gateway stops serving its
+ * cache. Room for a loaded machine; it only turns a cache that is never distrusted into a failure.
+ */
+const DISTRUSTED_NOT_HUNG_MS = 5 * 2000;
+
+/**
  * "Refused to start, not hung": the token store's connect timeout (5 s, not configurable) runs out before a start
  * gives up; 5x that excludes a start that retries forever or serves without its store.
  */
@@ -144,7 +156,8 @@ if (!REDIS_URL) {
         expect(Number(answer.headers.get('retry-after'))).toBeGreaterThan(0);
         expect(answer.elapsedMs).toBeLessThan(ANSWERED_NOT_HUNG_MS);
       }
-      // Again a little later, while reconnect attempts are being refused.
+      // Again a little later, while reconnect attempts are being refused (scenario pacing: the same answers are
+      // expected after the first reconnect attempts failed, so there is no effect to poll for).
       await new Promise((resolve) => setTimeout(resolve, 300));
       for (const token of [alice.accessToken, bob.accessToken]) {
         const answer = await timed(api, { headers: bearer(token) });
@@ -176,20 +189,17 @@ if (!REDIS_URL) {
       expect(notReady.elapsedMs).toBeLessThan(ANSWERED_NOT_HUNG_MS);
 
       await relay.restore();
-      const restoredAt = Date.now();
 
-      // No restart: the same token works again within a few seconds.
-      let recovered: Answer | null = null;
-      while (Date.now() - restoredAt < 20_000) {
-        const answer = await timed(api, { headers: bearer(alice.accessToken) });
-        if (answer.status === 200) {
-          recovered = answer;
-          break;
-        }
-        expect(answer.status).toBe(503);
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-      expect(recovered).not.toBeNull();
+      // No restart: the same token works again, and until then it is refused with 503 (never another answer).
+      const recovered = await until(
+        "alice's token answered again",
+        async () => {
+          const answer = await timed(api, { headers: bearer(alice.accessToken) });
+          return answer.status === 503 ? null : answer;
+        },
+        { within: RECOVERED_NOT_HUNG_MS, every: 100 },
+      );
+      expect(recovered.status).toBe(200);
 
       // Events may have been missed during the outage: once the channel is back (and the cache trusted
       // again), Bob's token, deleted from the store, is refused instead of served from the stale cache.
@@ -197,24 +207,17 @@ if (!REDIS_URL) {
       const bobAfter = await timed(api, { headers: bearer(bob.accessToken) });
       expect(bobAfter.status).toBe(401);
 
-      let ready = 0;
-      while (Date.now() - restoredAt < 20_000) {
-        ready = (await timed(`${gateway.managementUrl}/health/ready`)).status;
-        if (ready === 200) break;
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-      expect(ready).toBe(200);
+      await until('ready again', async () => (await timed(`${gateway.managementUrl}/health/ready`)).status === 200, { within: RECOVERED_NOT_HUNG_MS, every: 100 });
       expect((await login(gateway.url, 'alice')).accessToken).toMatch(/^iamt_/);
     }
 
-    it('under a silent partition (no reset, packets dropped): cold requests fail instead of hanging, the warm cache stops being trusted (2 s by design; asserted under 5 s)', async () => {
+    it('under a silent partition (no reset, packets dropped): cold requests fail instead of hanging, the warm cache stops being trusted (2 s by design)', async () => {
       const api = `${gateway.url}/api/projects`;
       const warm = await login(gateway.url, 'bob');
       const cold = await login(gateway.url, 'bob');
       expect((await timed(api, { headers: bearer(warm.accessToken) })).status).toBe(200);
       await channelReported(gateway, 'up');
       relay.freeze();
-      const frozenAt = Date.now();
       try {
         // Not cached: the store read times out (command timeout), never hangs.
         const coldAnswer = await timed(api, { headers: bearer(cold.accessToken) });
@@ -223,27 +226,26 @@ if (!REDIS_URL) {
         expect(coldAnswer.elapsedMs).toBeLessThan(ANSWERED_NOT_HUNG_MS);
         // Cached: nothing tells the gateway the channel is gone, so it must find out itself (heartbeat) and
         // stop trusting the cache; any revocation published meanwhile is missed, so the window is bounded.
-        let lastWarm200 = 0;
-        // The window is the subscriber's ping interval (1 s) plus the command timeout (1 s): 2 s by design. The loop runs
-        // well past it, so a gateway that never stops trusting the cache fails; the bound leaves a loaded machine room.
-        while (Date.now() - frozenAt < 9000) {
-          const answer = await timed(api, { headers: bearer(warm.accessToken) });
-          if (answer.status === 200) lastWarm200 = Date.now() - frozenAt;
-          else expect(answer.status).toBe(503);
-          expect(answer.elapsedMs).toBeLessThan(ANSWERED_NOT_HUNG_MS);
-          await new Promise((resolve) => setTimeout(resolve, 50));
-        }
-        expect(lastWarm200).toBeLessThan(5000);
+        // The window is the subscriber's ping interval (1 s) plus the command timeout (1 s): 2 s by design; how long
+        // it really takes is the bench's business. Until then the cache answers (200, not hung).
+        const distrusted = await until(
+          'the warm cache no longer trusted',
+          async () => {
+            const answer = await timed(api, { headers: bearer(warm.accessToken) });
+            return answer.status === 200 && answer.elapsedMs < ANSWERED_NOT_HUNG_MS ? null : answer;
+          },
+          { within: DISTRUSTED_NOT_HUNG_MS, every: 50 },
+        );
+        expect(distrusted.status).toBe(503);
+        expect(distrusted.elapsedMs).toBeLessThan(ANSWERED_NOT_HUNG_MS);
+        // And it stays so while the partition lasts: not one refusal by chance between two cached answers.
+        const again = await timed(api, { headers: bearer(warm.accessToken) });
+        expect(again.status).toBe(503);
+        expect(again.elapsedMs).toBeLessThan(ANSWERED_NOT_HUNG_MS);
       } finally {
         await relay.restore();
       }
-      const restoredAt = Date.now();
-      let status = 0;
-      while (status !== 200 && Date.now() - restoredAt < 20_000) {
-        status = (await timed(api, { headers: bearer(warm.accessToken) })).status;
-        if (status !== 200) await new Promise((resolve) => setTimeout(resolve, 100));
-      }
-      expect(status).toBe(200);
+      await until('the warm token served again', async () => (await timed(api, { headers: bearer(warm.accessToken) })).status === 200, { within: RECOVERED_NOT_HUNG_MS, every: 100 });
     }, 60_000);
 
     // The token write of a login, broken before it reaches Redis, or after Redis ran it but before the reply.
@@ -267,16 +269,18 @@ if (!REDIS_URL) {
       expect(answer.status).toBe(503);
       expect(problemCode(answer)).toBe('IAM_STORE_UNAVAILABLE');
       expect(answer.elapsedMs).toBeLessThan(ANSWERED_NOT_HUNG_MS);
-      const restoredAt = Date.now();
-      while (Date.now() - restoredAt < 20_000) {
-        const retry = await fetch(`${gateway.url}/iam/auth/login`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ username: 'alice', password: 'alice-password', clientType: 'WEB' }),
-        });
-        if (retry.status === 200) break;
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
+      await until(
+        'a retried login succeeds',
+        async () => {
+          const retry = await fetch(`${gateway.url}/iam/auth/login`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ username: 'alice', password: 'alice-password', clientType: 'WEB' }),
+          });
+          return retry.status === 200;
+        },
+        { within: RECOVERED_NOT_HUNG_MS, every: 100 },
+      );
       const tokens = await gateway.services!.store.listUserTokens('u-alice');
       const rows = (await db.repository.listSessions('u-alice')).filter((row) => row.createdAt >= since);
       // The failed login's row exists (it is written first) and says the session never became usable.
@@ -306,13 +310,15 @@ if (!REDIS_URL) {
       await direct.publish(`${prefix}:events`, JSON.stringify({ type: 'session-ended', sessionId: other.sessionId, tokenHash, userId: 'u-bob', reason: 'test' }));
       expect((await timed(api, { headers: bearer(other.accessToken) })).status).toBe(503);
       await relay.restore();
-      const restoredAt = Date.now();
       await channelReported(gateway, 'up');
-      let status = 503;
-      while (status === 503 && Date.now() - restoredAt < 20_000) {
-        status = (await timed(api, { headers: bearer(other.accessToken) })).status;
-        if (status === 503) await new Promise((resolve) => setTimeout(resolve, 100));
-      }
+      const status = await until(
+        'the token answered again',
+        async () => {
+          const answer = (await timed(api, { headers: bearer(other.accessToken) })).status;
+          return answer === 503 ? null : answer;
+        },
+        { within: RECOVERED_NOT_HUNG_MS, every: 100 },
+      );
       expect(status).toBe(401);
     }, 60_000);
   });
