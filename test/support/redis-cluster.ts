@@ -164,13 +164,17 @@ export async function startRedisCluster(options: RedisClusterOptions = {}): Prom
     // The first `primaryCount` addresses become the primaries; redis-cli gives each the next ones as replicas.
     await run(REDIS_CLI, ['--cluster', 'create', ...servers.map((server) => `127.0.0.1:${server.port}`), '--cluster-replicas', String(replicasPerPrimary), '--cluster-yes'], 30_000);
     await waitUntil(
-      'cluster formed (cluster_state:ok on every node, replicas in sync)',
+      'cluster formed (cluster_state:ok on every node, replicas in sync and known to every node)',
       async () => {
         for (const server of servers) {
           const fields = parseInfo(String(await command(server.port, 'CLUSTER', 'INFO')));
           if (fields.cluster_state !== 'ok' || fields.cluster_known_nodes !== String(total) || fields.cluster_slots_ok !== '16384') return false;
           const replication = parseInfo(String(await command(server.port, 'INFO', 'replication')));
           if (replication.role === 'slave' && replication.master_link_status !== 'up') return false;
+          // Gossip, not the replication link, tells the other nodes which primary a replica follows: until it has,
+          // a node's slot map shows a primary without its replica.
+          const ranges = parseNodes(String(await command(server.port, 'CLUSTER', 'NODES')));
+          if (ranges.some((range) => range.replicas.length !== replicasPerPrimary)) return false;
         }
         return true;
       },
