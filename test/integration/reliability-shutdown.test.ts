@@ -18,6 +18,7 @@ import { ensureBuilt, startGatewayProcess, type GatewayProcess } from '../suppor
 import { login } from '../support/gateway';
 import { startRecordingUpstream, type RecordedRequest, type RecordingUpstream } from '../support/recording-upstream';
 import { relayedUrl, startTcpRelay, targetOf, type TcpRelay } from '../support/tcp-relay';
+import { RawConnection } from '../support/raw-connection';
 import { until } from '../support/wait';
 
 const POLICY = `
@@ -93,64 +94,6 @@ async function idleKeepAliveConnection(port: number): Promise<{ socket: Socket; 
   });
   expect(received).toMatch(/^HTTP\/1\.1 200 /);
   return { socket, closed };
-}
-
-/**
- * A raw keep-alive connection (node:net) that has made one request and reads answers one by one; `ending` says
- * how it ended: 'closed' after a FIN, 'reset' after an error (ECONNRESET, EPIPE).
- */
-class RawConnection {
-  private data = '';
-  private readonly waiters: Array<() => void> = [];
-  ending: 'open' | 'closed' | 'reset' = 'open';
-  readonly closed: Promise<void>;
-
-  private constructor(readonly socket: Socket) {
-    socket.on('data', (chunk: Buffer) => {
-      this.data += chunk.toString('latin1');
-      for (const wake of this.waiters.splice(0)) wake();
-    });
-    socket.on('error', () => (this.ending = 'reset'));
-    this.closed = new Promise((resolve) =>
-      socket.once('close', () => {
-        if (this.ending === 'open') this.ending = 'closed';
-        for (const wake of this.waiters.splice(0)) wake();
-        resolve();
-      }),
-    );
-  }
-
-  static async open(port: number): Promise<RawConnection> {
-    const connection = new RawConnection(connect(port, '127.0.0.1'));
-    connection.send('GET', '/health');
-    const first = await connection.response();
-    expect(first?.head).toMatch(/^HTTP\/1\.1 200 /);
-    expect(first?.head.toLowerCase()).toContain('connection: keep-alive');
-    return connection;
-  }
-
-  send(method: string, target: string): void {
-    const body = method === 'POST' ? '{}' : '';
-    this.socket.write(`${method} ${target} HTTP/1.1\r\nHost: gateway\r\n${body ? `content-type: application/json\r\ncontent-length: ${body.length}\r\n` : ''}\r\n${body}`);
-  }
-
-  /** The next whole answer (head and body), or null when the connection ended first. */
-  async response(): Promise<{ head: string; body: string } | null> {
-    for (;;) {
-      const end = this.data.indexOf('\r\n\r\n');
-      if (end >= 0) {
-        const head = this.data.slice(0, end);
-        const length = Number(/content-length: *(\d+)/i.exec(head)?.[1] ?? 0);
-        if (this.data.length >= end + 4 + length) {
-          const body = this.data.slice(end + 4, end + 4 + length);
-          this.data = this.data.slice(end + 4 + length);
-          return { head, body };
-        }
-      }
-      if (this.ending !== 'open') return null;
-      await new Promise<void>((resolve) => this.waiters.push(resolve));
-    }
-  }
 }
 
 /** Tries to open a new TCP connection: 'refused' or 'accepted'. */
@@ -291,7 +234,7 @@ describe('SIGTERM to a gateway process', () => {
         await new Promise((resolve) => setTimeout(resolve, i < 30 ? i : 30 + (i - 30) * 7));
         const answers: string[] = [];
         for (let n = 0; n < 50; n++) {
-          connection.send(i % 3 === 0 ? 'POST' : 'GET', `/health?c=${i}&n=${n}`);
+          connection.send(`/health?c=${i}&n=${n}`, i % 3 === 0 ? 'POST' : 'GET');
           const answer = await connection.response();
           if (answer === null) return { i, answers, ending: connection.ending, hungUp: true };
           answers.push(answer.head.split('\r\n')[0]!);

@@ -28,8 +28,21 @@ export class RawConnection {
     );
   }
 
-  send(target: string): void {
-    this.socket.write(`GET ${target} HTTP/1.1\r\nHost: gw.test\r\n\r\n`);
+  /** Sends one request; a POST carries an empty JSON object. */
+  send(target: string, method: 'GET' | 'POST' = 'GET'): void {
+    const body = method === 'POST' ? '{}' : '';
+    this.socket.write(`${method} ${target} HTTP/1.1\r\nHost: gw.test\r\n${body ? `content-type: application/json\r\ncontent-length: ${body.length}\r\n` : ''}\r\n${body}`);
+  }
+
+  /** A connection that has made one request (`GET /health`) and been answered 200 with keep-alive. */
+  static async open(port: number): Promise<RawConnection> {
+    const connection = new RawConnection(port);
+    connection.send('/health');
+    const first = await connection.response();
+    if (!first || !/^HTTP\/1\.1 200 /.test(first.head) || !/^connection: keep-alive$/im.test(first.head)) {
+      throw new Error(`expected a 200 keep-alive answer to GET /health, got ${first?.head ?? 'the connection closed'}`);
+    }
+    return connection;
   }
 
   /** The next complete response (head and body), or null when the connection ended first. */
