@@ -55,7 +55,7 @@ const SUBJECT_FAILURES = {
  * caller holding `iam.authorization.decisions:check`, the `subject` the body names: each route checks its credential
  * itself ({@link credentialOf}), declared once (route-declaration.ts).
  */
-export const decisionRoutes: ReadonlyArray<RouteDeclaration<DecisionContext>> = [
+export const decisionRoutes: ReadonlyArray<RouteDeclaration<DecisionRoutesDeps>> = [
   route({
     method: 'post',
     path: '/iam/authorization/check',
@@ -106,15 +106,7 @@ export const decisionRoutes: ReadonlyArray<RouteDeclaration<DecisionContext>> = 
    }),
 ];
 
-/** The context of {@link decisionRoutes} (their bodies' validators are compiled by the router, from the declarations). */
-export type DecisionContext = DecisionRoutesDeps;
-
-/** The context of {@link decisionRoutes}. */
-export function decisionContext(deps: DecisionRoutesDeps): DecisionContext {
-  return deps;
-}
-
-function checkDecisions(deps: DecisionContext, request: BodyReader<CheckBody>): RouterMiddleware {
+function checkDecisions(deps: DecisionRoutesDeps, request: BodyReader<CheckBody>): RouterMiddleware {
   return async (ctx) => {
     const credential = await credentialOf(ctx, deps);
     const body = request.read(ctx);
@@ -161,7 +153,7 @@ function checkDecisions(deps: DecisionContext, request: BodyReader<CheckBody>): 
   };
 }
 
-function planResources(deps: DecisionContext, request: BodyReader<PlanBody>): RouterMiddleware {
+function planResources(deps: DecisionRoutesDeps, request: BodyReader<PlanBody>): RouterMiddleware {
   return async (ctx) => {
     const credential = await credentialOf(ctx, deps);
     const body = request.read(ctx);

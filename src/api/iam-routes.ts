@@ -17,7 +17,7 @@ import { registerAuthorizationRoutes } from './authorization-routes';
 import type { PageBranding } from '../http/page-layout';
 import { loginPageRoutes } from './login-page-routes';
 import { consoleContext, consoleRoutes, type ConsoleFiles } from './console-routes';
-import { decisionContext, decisionRoutes, type DecisionRoutesDeps } from './decision-routes';
+import { decisionRoutes, type DecisionRoutesDeps } from './decision-routes';
 import { forwardAuthRoutes } from './forward-auth-route';
 import { metaRoutes } from './meta-routes';
 import { oidcRoutes, type OidcRoutesDeps } from './oidc-routes';
@@ -117,7 +117,7 @@ export function registerIamRoutes(router: Router, deps: IamRoutesDeps): void {
   });
   // Answered before the /iam app (GET and HEAD); declared for its other methods (forward-auth-route.ts).
   registerDeclaredRoutes(router, forwardAuthRoutes, undefined);
-  registerDeclaredRoutes(router, decisionRoutes, decisionContext({
+  registerDeclaredRoutes(router, decisionRoutes, {
     engine,
     resolutions: deps.resolutions,
     policy: () => holder.current,
@@ -128,7 +128,7 @@ export function registerIamRoutes(router: Router, deps: IamRoutesDeps): void {
     audit,
     metrics: deps.metrics,
     trustedOrigins: deps.sessionCookie.trustedOrigins,
-  }));
+  });
   registerAdminRoutes(router, { admin, engine, grants: deps.grants, requireSession: sessionGuard, clientTypes: deps.clientTypes });
   registerPolicyRoutes(router, { holder, candidate: deps.candidate ?? null, engine, requireSession: sessionGuard });
   if (deps.console) {
