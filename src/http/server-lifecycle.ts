@@ -126,20 +126,3 @@ export function timeoutSweepInterval(...timeoutsMs: number[]): number {
   if (enabled.length === 0) return 1000;
   return Math.min(1000, Math.max(100, Math.floor(Math.min(...enabled) / 4)));
 }
-
-/**
- * Resolves true when `work` settles within `ms`, false otherwise (it keeps running; its outcome is
- * ignored). Shutdown uses it so that an unreachable database or token store cannot hold a stop forever.
- */
-export async function settlesWithin(work: Promise<unknown>, ms: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const expired = new Promise<false>((resolve) => {
-    timer = setTimeout(() => resolve(false), ms);
-    timer.unref();
-  });
-  try {
-    return await Promise.race([work.then(() => true, () => true), expired]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
