@@ -228,7 +228,8 @@ export function bodyReaderOf<Context>(declaration: RouteDeclaration<Context>, co
     accepts: (value: unknown): value is unknown => validate(present(value)),
     read: (ctx) => {
       const body = present(ctx.request.body);
-      if (forms === null || validate(body)) return assertValid(validate, body);
+      if (forms === null) return assertValid(validate, body);
+      if (validate(body)) return body;
       const record = typeof body === 'object' && body !== null && !Array.isArray(body) ? body : {};
       const form = meantForm(forms, record);
       if (form !== undefined) return assertValid(form.validate, body);

@@ -75,8 +75,11 @@ export function queryReaderOf<Query>(query: TObject | undefined, where: string):
           if (schema === undefined || typeof value !== 'string' || !isStorableText(value)) continue;
           values[name] = schema.type === 'integer' && /^[0-9]{1,15}$/.test(value) ? Number(value) : value;
         }
-        if (!validate(values)) for (const error of validate.errors ?? []) delete values[error.instancePath.slice(1)];
-        validate(values);
+        if (!validate(values)) {
+          // A value it refuses is left out (a page's parameter never fails its page); the rest take their defaults.
+          for (const error of validate.errors ?? []) delete values[error.instancePath.slice(1)];
+          validate(values);
+        }
         return values as Query;
       },
     };
