@@ -7,21 +7,21 @@
  * RESOLUTION_BUDGET_EXCEEDED without a resolver request, and iam_caller_resolutions_refused_total counts it.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type ServerResponse, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RunningGateway } from '../../src/app/start-gateway';
 import { createTestDatabase } from '../support/database';
 import { bearer, login, startTestGateway } from '../support/gateway';
 import { recordedHeader, startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
+import { answerScope, startResolverHost, type ResolverHost } from '../support/resolver-host';
 import { metricDelta, metricValue } from '../support/scrape';
 import { until } from '../support/wait';
 
 let dir: string;
 let upstream: RecordingUpstream;
 let gateway: RunningGateway;
-let resolver: Server;
+let resolver: ResolverHost;
 /** Every id the resolver host was asked for, and the answers it holds back. */
 const asked: string[] = [];
 const held: ServerResponse[] = [];
@@ -31,20 +31,16 @@ function releaseHeld(): void {
   for (const res of held.splice(0)) answer(res);
 }
 function answer(res: ServerResponse): void {
-  if (res.destroyed) return;
-  res.writeHead(200, { 'content-type': 'application/json' });
-  res.end(JSON.stringify({ scopes: [{ type: 'PROJECT', id: '1' }] }));
+  if (!res.destroyed) answerScope(res, 'PROJECT', '1');
 }
 
 beforeAll(async () => {
   await (await createTestDatabase()).close();
-  resolver = createServer((req, res) => {
-    const id = decodeURIComponent((req.url ?? '').split('/').pop() ?? '');
+  resolver = await startResolverHost((id, res) => {
     asked.push(id);
     if (id.startsWith('slow-')) held.push(res);
     else answer(res);
   });
-  await new Promise<void>((resolve) => resolver.listen(0, '127.0.0.1', resolve));
   dir = mkdtempSync(join(tmpdir(), 'iam-caller-resolutions-'));
   mkdirSync(join(dir, 'policies'));
   // A long resolver timeout: the held answers must outlast the test's own steps, never time out under it.
@@ -54,7 +50,7 @@ beforeAll(async () => {
 default: deny
 resources:
   TASK:
-    resolver: { url: "http://127.0.0.1:${(resolver.address() as AddressInfo).port}/tasks/{id}", timeout: 20s }
+    resolver: { url: "${resolver.origin}/tasks/{id}", timeout: 20s }
 routes:
   - { path: /api/projects, methods: [GET], permission: project:list }
   - { path: /api/tasks/:taskId, methods: [GET], permission: task:read, resource: { type: TASK, id: taskId, access: READ } }
@@ -72,7 +68,7 @@ afterAll(async () => {
   releaseHeld();
   await gateway?.close();
   await upstream?.close();
-  await new Promise((resolve) => resolver?.close(resolve));
+  await resolver?.close();
   rmSync(dir, { recursive: true, force: true });
 });
 beforeEach(() => {

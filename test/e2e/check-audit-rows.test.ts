@@ -6,31 +6,28 @@
  * refused before anything is decided writes nothing.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RunningGateway } from '../../src/app/start-gateway';
 import { createTestDatabase, type TestDatabase } from '../support/database';
 import { bearer, login, startTestGateway } from '../support/gateway';
 import { startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
+import { answerScope, startResolverHost, type ResolverHost } from '../support/resolver-host';
 
 let dir: string;
 let db: TestDatabase;
 let upstream: RecordingUpstream;
-let resolver: Server;
+let resolver: ResolverHost;
 let gateway: RunningGateway;
 
 beforeAll(async () => {
   db = await createTestDatabase();
   // Task 5 is in project 1, task 404 does not exist, task 502 fails.
-  resolver = createServer((req, res) => {
-    const id = (req.url ?? '').split('/').pop();
+  resolver = await startResolverHost((id, res) => {
     if (id === '404') res.writeHead(404).end();
     else if (id === '502') res.writeHead(500).end();
-    else res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ scopes: [{ type: 'PROJECT', id: '1' }] }));
+    else answerScope(res, 'PROJECT', '1');
   });
-  await new Promise<void>((resolve) => resolver.listen(0, '127.0.0.1', resolve));
   dir = mkdtempSync(join(tmpdir(), 'iam-check-audit-'));
   writeFileSync(
     join(dir, 'routes.yaml'),
@@ -38,7 +35,7 @@ beforeAll(async () => {
 default: deny
 resources:
   TASK:
-    resolver: { url: "http://127.0.0.1:${(resolver.address() as AddressInfo).port}/tasks/{id}" }
+    resolver: { url: "${resolver.origin}/tasks/{id}" }
 routes:
   - { path: /api/projects/:projectId, methods: [GET], permission: project:read, resource: { type: PROJECT, id: projectId, access: READ } }
   - { path: /api/tasks/:taskId, methods: [GET], permission: task:read, resource: { type: TASK, id: taskId, access: READ } }
@@ -52,7 +49,7 @@ routes:
 afterAll(async () => {
   await gateway?.close();
   await upstream?.close();
-  await new Promise((resolve) => resolver?.close(resolve));
+  await resolver?.close();
   await db?.close();
   rmSync(dir, { recursive: true, force: true });
 });

@@ -5,8 +5,6 @@
  * a call, revocation taking effect at once, and the host library (`iam-gateway/host`) against the same gateway.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { RunningGateway } from '../../src/app/start-gateway';
@@ -14,27 +12,23 @@ import { createHostAuthorization, HostAuthorizationError } from '../../src/host'
 import { createTestDatabase } from '../support/database';
 import { bearer, login, startTestGateway } from '../support/gateway';
 import { recordedHeader, startRecordingUpstream, type RecordingUpstream } from '../support/recording-upstream';
+import { answerScope, startResolverHost, type ResolverHost } from '../support/resolver-host';
 
 let dir: string;
 let upstream: RecordingUpstream;
 let gateway: RunningGateway;
-let resolver: Server;
+let resolver: ResolverHost;
 /** The resolver host: task 5 is in project 1, task 6 in project 2, task 404 does not exist, task 502 fails. */
 const resolved: string[] = [];
 
 beforeAll(async () => {
   await (await createTestDatabase()).close();
-  resolver = createServer((req, res) => {
+  resolver = await startResolverHost((id, res, req) => {
     resolved.push(req.url ?? '');
-    const id = (req.url ?? '').split('/').pop();
     if (id === '404') res.writeHead(404).end();
     else if (id === '502') res.writeHead(500).end();
-    else {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ scopes: [{ type: 'PROJECT', id: id === '5' ? '1' : '2' }] }));
-    }
+    else answerScope(res, 'PROJECT', id === '5' ? '1' : '2');
   });
-  await new Promise<void>((resolve) => resolver.listen(0, '127.0.0.1', resolve));
   dir = mkdtempSync(join(tmpdir(), 'iam-host-decisions-'));
   mkdirSync(join(dir, 'policies'));
   writeFileSync(
@@ -43,7 +37,7 @@ beforeAll(async () => {
 default: deny
 resources:
   TASK:
-    resolver: { url: "http://127.0.0.1:${(resolver.address() as AddressInfo).port}/tasks/{id}" }
+    resolver: { url: "${resolver.origin}/tasks/{id}" }
 routes:
   - { path: /api/projects, methods: [GET], permission: project:list }
   - { path: /api/projects/:projectId, methods: [GET], permission: project:read, resource: { type: PROJECT, id: projectId, access: READ } }
@@ -67,7 +61,7 @@ routes:
 afterAll(async () => {
   await gateway?.close();
   await upstream?.close();
-  await new Promise((resolve) => resolver?.close(resolve));
+  await resolver?.close();
   rmSync(dir, { recursive: true, force: true });
 });
 beforeEach(() => {
