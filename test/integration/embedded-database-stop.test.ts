@@ -4,15 +4,11 @@
  * sends on the closed IPC channel (an uncaught ERR_IPC_CHANNEL_CLOSED on the gateway's stderr, which the child
  * shares).
  */
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ROOT } from '../support/gateway';
-import { ensureBuilt } from '../support/gateway-process';
+import { ensureBuilt, spawnGatewayProcess } from '../support/gateway-process';
 import { until } from '../support/wait';
-
-const BIN = join(ROOT, 'bin', 'iam-gateway.js');
 
 beforeAll(() => {
   ensureBuilt();
@@ -36,24 +32,13 @@ const isRunning = (pid: number): boolean => {
 describe('the embedded database process when its gateway is killed during the start', () => {
   it('finishes its start, exits, and prints no uncaught ERR_IPC_CHANNEL_CLOSED', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'iam-embedded-stop-'));
-    const gateway = spawn(process.execPath, [BIN, 'serve'], {
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: {
-        PATH: process.env.PATH ?? '',
-        HOME: process.env.HOME ?? '',
-        PORT: '0',
-        MANAGEMENT_PORT: '0',
-        SERVER_HOST: '127.0.0.1',
-        UPSTREAM_URL: 'http://127.0.0.1:9',
-        DATABASE_URL: '',
-        DATABASE_EMBEDDED_DIR: dataDir,
-        REDIS_URL: '',
-        IAM_AUDIT_SPOOL_DIR: join(dataDir, 'spool'),
-        IAM_AUTHENTICATOR_TYPE: 'users-file',
-        IAM_AUTHENTICATOR_PATH: 'config/users.example.yaml',
-        LOG_LEVEL: 'info',
-      },
+    // The embedded database whatever this run uses: the test is about its process.
+    const gateway = spawnGatewayProcess('http://127.0.0.1:9', {
+      DATABASE_URL: '',
+      DATABASE_POOL_SIZE: '1',
+      DATABASE_EMBEDDED_DIR: dataDir,
+      REDIS_URL: '',
+      IAM_AUDIT_SPOOL_DIR: join(dataDir, 'spool'),
     });
     let stderr = '';
     gateway.stderr!.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));

@@ -61,14 +61,11 @@ export function ensureBuilt(): 'fresh' | 'built' {
 }
 
 /**
- * Spawns a gateway process on OS-assigned ports against the test run's database and token store, and
- * resolves once it logged that it listens. `env` overrides any configuration key (e.g.
- * `{ SERVER_SHUTDOWN_TIMEOUT: '2s' }`); `args` follow `serve` (e.g. `['--workers', '2']`). With `processGroup` the
- * process leads a process group of its own (with its workers), so a test can signal the group as a terminal's
- * Ctrl-C or systemd's KillMode=control-group does: `process.kill(-gateway.pid, 'SIGTERM')`.
+ * The `serve` process {@link startGatewayProcess} waits for, spawned with the same environment (the test run's
+ * database and token store, the example users; `env` overrides any key), for a test that must act before it listens.
  */
-export async function startGatewayProcess(upstreamUrl: string, env: Record<string, string> = {}, args: string[] = [], options: { processGroup?: boolean } = {}): Promise<GatewayProcess> {
-  const child = spawn(process.execPath, [BIN, 'serve', ...args], {
+export function spawnGatewayProcess(upstreamUrl: string, env: Record<string, string> = {}, args: string[] = [], options: { processGroup?: boolean } = {}): ChildProcess {
+  return spawn(process.execPath, [BIN, 'serve', ...args], {
     cwd: ROOT,
     detached: options.processGroup === true,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -96,6 +93,17 @@ export async function startGatewayProcess(upstreamUrl: string, env: Record<strin
       ...env,
     },
   });
+}
+
+/**
+ * Spawns a gateway process on OS-assigned ports against the test run's database and token store, and
+ * resolves once it logged that it listens. `env` overrides any configuration key (e.g.
+ * `{ SERVER_SHUTDOWN_TIMEOUT: '2s' }`); `args` follow `serve` (e.g. `['--workers', '2']`). With `processGroup` the
+ * process leads a process group of its own (with its workers), so a test can signal the group as a terminal's
+ * Ctrl-C or systemd's KillMode=control-group does: `process.kill(-gateway.pid, 'SIGTERM')`.
+ */
+export async function startGatewayProcess(upstreamUrl: string, env: Record<string, string> = {}, args: string[] = [], options: { processGroup?: boolean } = {}): Promise<GatewayProcess> {
+  const child = spawnGatewayProcess(upstreamUrl, env, args, options);
   let stdout = '';
   let stderr = '';
   const logs: Array<Record<string, unknown>> = [];
