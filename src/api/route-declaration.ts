@@ -7,6 +7,7 @@
  * The operation is static data (the document is built without any dependency: it is served and tested as is);
  * the handler is a factory, called once per registration with the route group's context.
  */
+import { Stream } from 'node:stream';
 import type Router from '@koa/router';
 import type { RouterMiddleware } from '@koa/router';
 import type { Static, TObject, TSchema } from '@sinclair/typebox';
@@ -22,6 +23,7 @@ import type { JsonSchema, OperationObject, ParameterObject, PathItemObject, Refe
 import { queryReaderOf, queryParametersOf, type QueryReader } from './validate-query';
 import { requirePermission } from './require-session';
 import { componentSchemas } from './schemas/components';
+import { compileResponseSerializer } from './response-serializer';
 import { assertValid, createBodyValidator } from './validate-body';
 
 /**
@@ -278,6 +280,23 @@ export function guardsFor(access: RouteAccess, method: DeclaredMethod, guards: R
 }
 
 /**
+ * The handler of a declaration with a `response`, its JSON success answer (200 or 201) written from the declared
+ * schema (response-serializer.ts): a property the schema does not declare is not sent. Anything else it answers (a
+ * problem, a 304, a page, a stream) is left as it is.
+ */
+function serializedBy(declaration: Pick<RouteDeclaration<never>, 'method' | 'path' | 'response'>, handler: RouterMiddleware): RouterMiddleware {
+  const serialize = compileResponseSerializer(declaration.response!.schema, `${declaration.method.toUpperCase()} ${declaration.path}`);
+  return async (ctx, next) => {
+    await handler(ctx, next);
+    const body: unknown = ctx.body;
+    if ((ctx.status !== 200 && ctx.status !== 201) || body === null || typeof body !== 'object' || Buffer.isBuffer(body) || body instanceof Stream) return;
+    const type = ctx.response.get('Content-Type');
+    ctx.body = serialize(body);
+    ctx.set('Content-Type', type === '' ? 'application/json; charset=utf-8' : type);
+  };
+}
+
+/**
  * Registers each declaration on `router` (mounted under `/iam`), its guard generated from its access (or, for an
  * {@link OwnAccess}, the declaration's own `guard` if it has one).
  */
@@ -288,7 +307,8 @@ export function registerDeclaredRoutes<Context>(router: Router, declarations: Re
       throw new Error(`route ${declaration.method.toUpperCase()} ${declaration.path}: only a route that checks its caller itself brings its own guard`);
     }
     const checks = guard === undefined ? guardsFor(access, declaration.method, guards) : [guard(context)];
-    const middleware = [...checks, declaration.handler(context, bodyReaderOf(declaration, context), queryReaderOf(declaration.query, declaration.path))] as RouterMiddleware[];
+    const handler = declaration.handler(context, bodyReaderOf(declaration, context), queryReaderOf(declaration.query, declaration.path)) as RouterMiddleware;
+    const middleware = [...checks, declaration.response === undefined ? handler : serializedBy(declaration, handler)] as RouterMiddleware[];
     router[declaration.method](routerPath(declaration.path), ...middleware);
   }
 }
