@@ -33,6 +33,17 @@ export const UNFILTERED_BODY_HEADERS: ReadonlySet<string> = new Set(['etag', 'co
  */
 export const UNFILTERABLE_REQUEST_HEADERS: ReadonlySet<string> = new Set(['accept-encoding', 'range', 'if-range', 'if-none-match', 'if-modified-since', 'if-match', 'if-unmodified-since']);
 
+/** The host's request headers of a filtered request: {@link UNFILTERABLE_REQUEST_HEADERS} out, `Accept-Encoding: identity` in. */
+export function filteredRequestHeaders(headers: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let index = 0; index < headers.length; index += 2) {
+    if (UNFILTERABLE_REQUEST_HEADERS.has(headers[index]!.toLowerCase())) continue;
+    out.push(headers[index]!, headers[index + 1]!);
+  }
+  out.push('accept-encoding', 'identity');
+  return out;
+}
+
 /** Whether an answer with this status is filtered: a 2xx with a body. Any other passes as the host sent it. */
 export function isFilteredStatus(status: number): boolean {
   return status >= 200 && status < 300 && status !== 204 && status !== 205;

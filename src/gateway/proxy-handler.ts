@@ -18,6 +18,7 @@ import type { AccessLog } from '../observability/access-log';
 import { endSpan, type RequestSpan, type RequestTracer } from '../observability/tracing';
 import { SpanKind, type Span } from '@opentelemetry/api';
 import type { UpstreamForwarder } from './upstream-forwarder';
+import { filteredRequestHeaders } from './list-filter';
 import type { WebSocketForwarder } from './websocket-forwarder';
 
 export interface ProxyHandlerDeps {
@@ -162,6 +163,7 @@ export class ProxyHandler {
     bytes: number | null,
     refused = false,
     candidate: CandidateDivergence | null = null,
+    filtered: { kept: number; removed: number } | null = null,
   ): void {
     const durationMs = performance.now() - exchange.started;
     const log = this.deps.accessLog;
@@ -186,6 +188,7 @@ export class ProxyHandler {
         upstreamMs: upstreamMs === null ? null : Math.round(upstreamMs * 1000) / 1000,
         bytes,
         ...(candidate === null ? {} : { candidate: candidate.candidate }),
+        ...(filtered === null ? {} : { filtered }),
       });
     }
     exchange.trace?.end(status);
@@ -270,7 +273,11 @@ export class ProxyHandler {
   private forward(req: IncomingMessage, res: ServerResponse, request: PreparedRequest, outcome: Extract<Authorization, { allowed: true }>, exchange: Exchange): void {
     const started = performance.now();
     const route = outcome.decision?.route?.pattern;
+    const filter = outcome.filter ?? null;
     let headers = this.upstreamHeaders(req, request, outcome);
+    // A filtered list is asked for whole and uncompressed (gateway/list-filter.ts); a HEAD is asked as GET, so its
+    // headers are those of the filtered GET.
+    if (filter !== null) headers = filteredRequestHeaders(headers);
     // With tracing on, the host continues the trace under the gateway's forward span (the client's traceparent is
     // replaced, its trace id kept); with it off, the client's own headers pass untouched.
     const forwardSpan = exchange.trace === null ? null : exchange.trace.child('forward', { 'server.address': 'upstream' }, SpanKind.CLIENT);
@@ -280,6 +287,7 @@ export class ProxyHandler {
     let statusCode = 0;
     let upstreamMs: number | null = null;
     let failed = false;
+    let filtered: { kept: number; removed: number } | null = null;
     const candidate = outcome.candidate ?? null;
     const watched = exchange.logAllowed || exchange.trace !== null || outcome.decision?.shadowed === true || candidate !== null;
     if (watched) {
@@ -289,14 +297,18 @@ export class ProxyHandler {
           endSpan(forwardSpan);
         }
         const length = Number(res.getHeader('content-length'));
-        this.completed(request, exchange, route, res.statusCode || statusCode, outcome.decision, upstreamMs, Number.isFinite(length) && res.writableFinished ? length : null, failed, candidate);
+        this.completed(request, exchange, route, res.statusCode || statusCode, outcome.decision, upstreamMs, Number.isFinite(length) && res.writableFinished ? length : null, failed, candidate, filtered);
       });
     }
     this.deps.forwarder.forward(req, res, {
-      method: request.method,
+      method: filter !== null && request.method === 'HEAD' ? 'GET' : request.method,
       path: request.path + request.search,
       headers,
       requestId: request.requestId,
+      filter,
+      onFiltered: (counts) => {
+        filtered = counts;
+      },
       onResponse: (status) => {
         statusCode = status;
         upstreamMs = performance.now() - started;
