@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import type { ProblemError } from '../domain/problem';
+import { ProblemError } from '../domain/problem';
 import type { Logger } from '../observability/logger';
 import { ProxyRequestMetrics, type GatewayMetrics } from '../observability/metrics';
 import type { PreparedRequest } from '../http/prepare-request';
@@ -240,6 +240,14 @@ export class ProxyHandler {
       return;
     }
     if (!handshake.open) return;
+    // A tunnel would carry the host's answer unread: a list filtered for this caller is never tunnelled (fail closed).
+    if (outcome.filter) {
+      const problem = new ProblemError('IAM_FILTER_FAILED', 'This list is filtered by the gateway for you: it cannot be opened as a WebSocket.');
+      this.deps.metrics.requests.inc({ outcome: 'refused' });
+      handshake.refuse(problem);
+      this.completed(request, { started, trace: null, authorize: null, logAllowed: false }, outcome.decision?.route?.pattern, problem.status, outcome.decision, null, null, true, outcome.candidate);
+      return;
+    }
     this.deps.metrics.requests.inc({ outcome: 'forwarded' });
     const record = outcome.session?.record;
     const session = outcome.session && record ? { tokenHash: outcome.session.tokenHash, userId: record.principal.userId, expiresAtMs: Date.parse(record.expiresAt) } : null;
