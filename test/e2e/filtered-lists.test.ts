@@ -7,7 +7,9 @@
  * 502 IAM_FILTER_FAILED, never the unfiltered body.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
+import { connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -234,6 +236,37 @@ describe('an unscoped user, and one without the permission', () => {
     const answer = await get('/tasks', operator);
     expect(answer.status).toBe(403);
     expect(await answer.json()).toMatchObject({ code: 'IAM_ACCESS_DENIED', step: 'PERMISSION_DENIED' });
+  });
+});
+
+describe('paths that cannot filter refuse instead', () => {
+  it('a forward-auth check of a filtered route answers 200 for a plan of ALL only', async () => {
+    const check = (token: string) => fetch(`${gateway.url}/iam/authorization/forward-auth`, { headers: { ...bearer(token), 'X-Forwarded-Method': 'GET', 'X-Forwarded-Uri': '/projects' } });
+    const scoped = await check(alice);
+    expect(scoped.status).toBe(502);
+    expect(await scoped.json()).toMatchObject({ code: 'IAM_FILTER_FAILED' });
+    expect((await check(bob)).status).toBe(200);
+  });
+
+  it('a WebSocket handshake on a filtered route is refused', async () => {
+    const status = await new Promise<number>((resolve, reject) => {
+      const socket = connect(gateway.port, '127.0.0.1');
+      let data = '';
+      socket.on('connect', () =>
+        socket.write(
+          ['GET /projects HTTP/1.1', 'Host: gw.test', 'Upgrade: websocket', 'Connection: Upgrade', `Sec-WebSocket-Key: ${randomBytes(16).toString('base64')}`, 'Sec-WebSocket-Version: 13', `Authorization: Bearer ${alice}`, '', ''].join('\r\n'),
+        ),
+      );
+      socket.on('data', (chunk: Buffer) => {
+        data += chunk.toString('latin1');
+        if (data.includes('\r\n')) {
+          socket.destroy();
+          resolve(Number(/^HTTP\/1\.1 (\d{3})/.exec(data)?.[1] ?? 0));
+        }
+      });
+      socket.on('error', reject);
+    });
+    expect(status).toBe(502);
   });
 });
 
