@@ -88,6 +88,12 @@ export interface PlanInput {
  */
 export type ResourcePlan = { kind: 'ALL' } | { kind: 'NONE' } | { kind: 'SOME'; ids: string[] };
 
+/** A plan with the decision of its permission (the steps up to PERMISSION_GRANTED, or the one that failed). */
+export interface PlannedResources {
+  decision: AuthorizationDecision;
+  plan: ResourcePlan;
+}
+
 export interface DecisionEngineDeps {
   grants: {
     getGrant(principal: IamPrincipal): Promise<CompiledGrant | null>;
@@ -296,20 +302,25 @@ export class DecisionEngine {
    * scope covers READ), `NONE` when the permission or the profile fails, or no scope covers. Scopes of other types
    * do not count: a resource whose scope is its parent's (a task in a project) is planned as the parent's type.
    */
-  async plan(input: PlanInput): Promise<{ decision: AuthorizationDecision; plan: ResourcePlan }> {
+  async plan(input: PlanInput): Promise<PlannedResources> {
+    return this.planFast(input);
+  }
+
+  /**
+   * {@link plan} without a promise when the grant is cached: the proxy plans every request of a filtered list route
+   * (gateway/request-authorizer.ts), and its warm path takes no promise.
+   */
+  planFast(input: PlanInput): PlannedResources | Promise<PlannedResources> {
     const maybe = this.decideFast({ subject: input.subject, permissionCode: input.permissionCode, resource: null, resources: {} });
-    const decision = maybe instanceof Promise ? await maybe : maybe;
+    if (maybe instanceof Promise) return maybe.then((decision) => this.planWith(input, decision));
+    return this.planWith(input, maybe);
+  }
+
+  private planWith(input: PlanInput, decision: AuthorizationDecision): PlannedResources | Promise<PlannedResources> {
     if (!decision.allowed) return { decision, plan: { kind: 'NONE' } };
-    const grant = this.grants.peek?.(input.subject.principal) ?? (await this.grants.getGrant(input.subject.principal));
-    if (grant === null) return { decision, plan: { kind: 'NONE' } };
-    if (!grant.scoped) return { decision, plan: { kind: 'ALL' } };
-    const ids = new Set<string>();
-    for (const scope of grant.scopes) {
-      if (scope.scopeType !== input.resourceType || (input.access === 'WRITE' && scope.accessMode !== 'WRITE')) continue;
-      if (scope.scopeRefId === '*') return { decision, plan: { kind: 'ALL' } };
-      ids.add(scope.scopeRefId);
-    }
-    return { decision, plan: ids.size === 0 ? { kind: 'NONE' } : { kind: 'SOME', ids: [...ids].sort() } };
+    const cached = this.grants.peek?.(input.subject.principal);
+    if (cached !== undefined) return { decision, plan: planOf(input, cached) };
+    return this.grants.getGrant(input.subject.principal).then((grant) => ({ decision, plan: planOf(input, grant) }));
   }
 
   /** {@link decide} without a promise when the grant is cached and no resolver has to be asked. */
@@ -477,6 +488,19 @@ export class DecisionEngine {
         return fail(decision, 'ROUTE_NOT_DECLARED', `no policy route declares ${input.method} ${input.path} and the default is deny`, ACCESS_DENIED);
     }
   }
+}
+
+/** The scopes of `grant` that cover `input`'s type and access, as a plan (see {@link DecisionEngine.plan}). */
+function planOf(input: PlanInput, grant: CompiledGrant | null): ResourcePlan {
+  if (grant === null) return { kind: 'NONE' };
+  if (!grant.scoped) return { kind: 'ALL' };
+  const ids = new Set<string>();
+  for (const scope of grant.scopes) {
+    if (scope.scopeType !== input.resourceType || (input.access === 'WRITE' && scope.accessMode !== 'WRITE')) continue;
+    if (scope.scopeRefId === '*') return { kind: 'ALL' };
+    ids.add(scope.scopeRefId);
+  }
+  return ids.size === 0 ? { kind: 'NONE' } : { kind: 'SOME', ids: [...ids].sort() };
 }
 
 /**

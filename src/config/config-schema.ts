@@ -310,6 +310,7 @@ const schema = section({
     connections: integer(128, 1, 65536, 'keep-alive connection pool size to the host'),
     'websocket-idle-timeout': duration('5m', 'a WebSocket tunnel with no bytes either way for this long is closed', true),
     'websocket-recheck-interval': duration('30s', "an open WebSocket tunnel's session and permission are checked again at least this often", true),
+    'filter-max-bytes': byteSize('8mb', "the largest host answer a route with a `filter` reads to filter it; a larger one is 502 `IAM_FILTER_FAILED`, never sent unfiltered"),
   }),
   database: section({
     url: nullableText('PostgreSQL URL; null = embedded PGlite', 'postgres-url'),

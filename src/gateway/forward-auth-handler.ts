@@ -121,6 +121,12 @@ export class ForwardAuthHandler {
       this.refuse(res, request, outcome.problem, original.path);
       return;
     }
+    // A list the gateway filters (policy `filter`) for this caller: the proxy in front would pass the host's whole
+    // answer, which forward-auth never sees. Only a caller whose plan is ALL gets a 200 (fail closed).
+    if (outcome.filter) {
+      this.refuse(res, request, new ProblemError('IAM_FILTER_FAILED', 'This list is filtered by the gateway for you: it can only be asked through the gateway, not a forward-auth check.'), original.path);
+      return;
+    }
     let headers: string[];
     try {
       headers = ['X-Request-Id', request.requestId];

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import type { ProblemError } from '../domain/problem';
+import { ProblemError } from '../domain/problem';
 import type { Logger } from '../observability/logger';
 import { ProxyRequestMetrics, type GatewayMetrics } from '../observability/metrics';
 import type { PreparedRequest } from '../http/prepare-request';
@@ -18,6 +18,7 @@ import type { AccessLog } from '../observability/access-log';
 import { endSpan, type RequestSpan, type RequestTracer } from '../observability/tracing';
 import { SpanKind, type Span } from '@opentelemetry/api';
 import type { UpstreamForwarder } from './upstream-forwarder';
+import { filteredRequestHeaders } from './list-filter';
 import type { WebSocketForwarder } from './websocket-forwarder';
 
 export interface ProxyHandlerDeps {
@@ -162,6 +163,7 @@ export class ProxyHandler {
     bytes: number | null,
     refused = false,
     candidate: CandidateDivergence | null = null,
+    filtered: { kept: number; removed: number } | null = null,
   ): void {
     const durationMs = performance.now() - exchange.started;
     const log = this.deps.accessLog;
@@ -186,6 +188,7 @@ export class ProxyHandler {
         upstreamMs: upstreamMs === null ? null : Math.round(upstreamMs * 1000) / 1000,
         bytes,
         ...(candidate === null ? {} : { candidate: candidate.candidate }),
+        ...(filtered === null ? {} : { filtered }),
       });
     }
     exchange.trace?.end(status);
@@ -237,6 +240,14 @@ export class ProxyHandler {
       return;
     }
     if (!handshake.open) return;
+    // A tunnel would carry the host's answer unread: a list filtered for this caller is never tunnelled (fail closed).
+    if (outcome.filter) {
+      const problem = new ProblemError('IAM_FILTER_FAILED', 'This list is filtered by the gateway for you: it cannot be opened as a WebSocket.');
+      this.deps.metrics.requests.inc({ outcome: 'refused' });
+      handshake.refuse(problem);
+      this.completed(request, { started, trace: null, authorize: null, logAllowed: false }, outcome.decision?.route?.pattern, problem.status, outcome.decision, null, null, true, outcome.candidate);
+      return;
+    }
     this.deps.metrics.requests.inc({ outcome: 'forwarded' });
     const record = outcome.session?.record;
     const session = outcome.session && record ? { tokenHash: outcome.session.tokenHash, userId: record.principal.userId, expiresAtMs: Date.parse(record.expiresAt) } : null;
@@ -270,7 +281,11 @@ export class ProxyHandler {
   private forward(req: IncomingMessage, res: ServerResponse, request: PreparedRequest, outcome: Extract<Authorization, { allowed: true }>, exchange: Exchange): void {
     const started = performance.now();
     const route = outcome.decision?.route?.pattern;
+    const filter = outcome.filter ?? null;
     let headers = this.upstreamHeaders(req, request, outcome);
+    // A filtered list is asked for whole and uncompressed (gateway/list-filter.ts); a HEAD is asked as GET, so its
+    // headers are those of the filtered GET.
+    if (filter !== null) headers = filteredRequestHeaders(headers);
     // With tracing on, the host continues the trace under the gateway's forward span (the client's traceparent is
     // replaced, its trace id kept); with it off, the client's own headers pass untouched.
     const forwardSpan = exchange.trace === null ? null : exchange.trace.child('forward', { 'server.address': 'upstream' }, SpanKind.CLIENT);
@@ -280,6 +295,7 @@ export class ProxyHandler {
     let statusCode = 0;
     let upstreamMs: number | null = null;
     let failed = false;
+    let filtered: { kept: number; removed: number } | null = null;
     const candidate = outcome.candidate ?? null;
     const watched = exchange.logAllowed || exchange.trace !== null || outcome.decision?.shadowed === true || candidate !== null;
     if (watched) {
@@ -289,14 +305,18 @@ export class ProxyHandler {
           endSpan(forwardSpan);
         }
         const length = Number(res.getHeader('content-length'));
-        this.completed(request, exchange, route, res.statusCode || statusCode, outcome.decision, upstreamMs, Number.isFinite(length) && res.writableFinished ? length : null, failed, candidate);
+        this.completed(request, exchange, route, res.statusCode || statusCode, outcome.decision, upstreamMs, Number.isFinite(length) && res.writableFinished ? length : null, failed, candidate, filtered);
       });
     }
     this.deps.forwarder.forward(req, res, {
-      method: request.method,
+      method: filter !== null && request.method === 'HEAD' ? 'GET' : request.method,
       path: request.path + request.search,
       headers,
       requestId: request.requestId,
+      filter,
+      onFiltered: (counts) => {
+        filtered = counts;
+      },
       onResponse: (status) => {
         statusCode = status;
         upstreamMs = performance.now() - started;

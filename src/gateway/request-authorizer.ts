@@ -15,13 +15,14 @@ import { authenticationRequired, PROTECTED, type CallerAccepts, type CallerStep 
 import { activeTraceId } from '../observability/tracing';
 import type { PreparedRequest } from '../http/prepare-request';
 import type { CandidateDecisions, CandidateDivergence } from './candidate-decisions';
+import { listFilterPlan, type ListFilterPlan } from './list-filter';
 
 export interface RequestAuthorizerDeps {
   /** The policy snapshot to use for a new request (hot reload swaps what this returns). */
   policy: () => CompiledPolicy;
   /** The request's credential to its session (auth/caller.ts): gateway tokens, and provider JWTs when accepted. */
   callers: Pick<CallerStep, 'sessionOf'>;
-  engine: Pick<DecisionEngine, 'decideRequestFast'>;
+  engine: Pick<DecisionEngine, 'decideRequestFast' | 'planFast'>;
   audit: Pick<AuditTrail, 'record' | 'recordUnauthenticated'>;
   metrics: GatewayMetrics;
   logger: Logger;
@@ -51,6 +52,11 @@ export type Authorization =
       identity: Array<readonly [string, string]> | null;
       /** The candidate policy decided otherwise (never enforced: for the access log). */
       candidate?: CandidateDivergence | null;
+      /**
+       * The route's list filter with the ids the caller's plan keeps (policy `filter`); absent or null when the answer
+       * goes to the client as the host sent it (no filter, or a plan of `ALL`).
+       */
+      filter?: ListFilterPlan | null;
     }
   | {
       allowed: false;
@@ -157,7 +163,7 @@ export class RequestAuthorizer {
     bearerSent: boolean,
     policy: CompiledPolicy,
     match: RouteMatch | null,
-  ): Authorization {
+  ): Authorization | Promise<Authorization> {
     const candidates = this.deps.candidate;
     // Decided again by the candidate policy with what this decision loaded; never changes the outcome.
     const candidate =
@@ -181,7 +187,20 @@ export class RequestAuthorizer {
     // A shadow denial is counted as shadow_deny above, not as an allow.
     const identity = this.identityOf(request, decision, session, match?.route.audience ?? null);
     if (!decision.shadowed) this.allowed.inc();
-    return { allowed: true, decision, session, bearerSent, identity, candidate };
+    const filter = match?.route.filter;
+    if (filter === undefined) return { allowed: true, decision, session, bearerSent, identity, candidate };
+    // The compiler allows a filter only with a permission (so a session): anything else keeps nothing.
+    if (session === null || decision.permissionCode === null) return { allowed: true, decision, session, bearerSent, identity, candidate, filter: listFilterPlan(filter, { kind: 'NONE' }) };
+    // A filtered list: which ids of the filter's type the caller reaches with the route's permission.
+    const planned = this.deps.engine.planFast({
+      subject: { principal: session.record.principal, clientType: session.record.clientType },
+      permissionCode: decision.permissionCode,
+      resourceType: filter.type,
+      access: filter.access,
+    });
+    const allowed = (plan: Parameters<typeof listFilterPlan>[1]): Authorization => ({ allowed: true, decision, session, bearerSent, identity, candidate, filter: listFilterPlan(filter, plan) });
+    if (planned instanceof Promise) return planned.then((later) => allowed(later.plan), (error: unknown) => this.failure(error, request, match?.route.pattern));
+    return allowed(planned.plan);
   }
 
   private failure(error: unknown, request: PreparedRequest, route: string | undefined): Authorization {

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Pool, type Dispatcher } from 'undici';
 import { ProblemError } from '../domain/problem';
+import { BoundedBody, filterList, isFilteredStatus, unfilterableAnswer, UNFILTERED_BODY_HEADERS, type ListFilterPlan } from './list-filter';
 
 export interface ForwarderOptions {
   url: string;
@@ -10,7 +11,12 @@ export interface ForwarderOptions {
   bodyTimeoutMs: number;
   /** Drop the host's `Access-Control-*` response headers: the gateway answers CORS itself (iam.cors.enabled). */
   stripCorsHeaders?: boolean;
+  /** `upstream.filter-max-bytes`: the largest answer a filtered list route reads (default 8 MiB); 502 above. */
+  filterMaxBytes?: number;
 }
+
+/** The default of `upstream.filter-max-bytes` where no configuration gives one (the transparent proxy filters nothing). */
+const DEFAULT_FILTER_MAX_BYTES = 8 * 1024 * 1024;
 
 export interface ForwardRequest {
   method: string;
@@ -24,6 +30,14 @@ export interface ForwardRequest {
   onResponse?: (statusCode: number) => void;
   /** Called when the exchange fails before a response started: the caller answers with the problem. */
   onProblem: (problem: ProblemError) => void;
+  /**
+   * The list filter of a filtered route's request (gateway/list-filter.ts): a 2xx answer is read whole (at most
+   * `filterMaxBytes`), filtered and sent with its own `Content-Length`, or refused with 502 `IAM_FILTER_FAILED`, never
+   * sent unfiltered. Absent: the answer streams as the host sends it.
+   */
+  filter?: ListFilterPlan | null;
+  /** With `filter`: what the filter kept and removed, called just before the filtered answer is sent. */
+  onFiltered?: (counts: { kept: number; removed: number }) => void;
 }
 
 /** RFC 9110 §7.6.1: connection-specific response headers a proxy must not forward. */
@@ -56,9 +70,35 @@ export class UpstreamForwarder {
     const hasBody = req.headers['content-length'] !== undefined ? req.headers['content-length'] !== '0' : req.headers['transfer-encoding'] !== undefined;
     const stripCors = this.options.stripCorsHeaders === true;
     const stallLimitMs = this.options.bodyTimeoutMs;
+    const filter = request.filter ?? null;
+    const filterMaxBytes = this.options.filterMaxBytes ?? DEFAULT_FILTER_MAX_BYTES;
     let controller: Dispatcher.DispatchController | null = null;
     let done = false;
     let stall: NodeJS.Timeout | null = null;
+    /** A filtered answer being read: its status line and headers wait for the whole body. */
+    let pending: { statusCode: number; statusMessage: string; headers: Record<string, string | string[] | undefined>; body: BoundedBody } | null = null;
+    // The answer cannot be filtered: the exchange ends here and the client gets the problem, never the host's body.
+    const refuseUnfilterable = (ctrl: Dispatcher.DispatchController | null, reason: string): void => {
+      if (done) return;
+      done = true;
+      pending = null;
+      ctrl?.abort(new Error(reason));
+      request.onProblem(filterProblem(reason));
+    };
+    const responseHeaders = (headers: Record<string, string | string[] | undefined>, filtered: boolean): Array<string | string[]> => {
+      // Flat [name, value, ...] as writeHead takes it; set-cookie stays one name with an array value.
+      const out: Array<string | string[]> = [];
+      const connectionTokens = headerTokens(headers.connection);
+      for (const name in headers) {
+        const value = headers[name];
+        if (value === undefined || HOP_BY_HOP_RESPONSE.has(name) || connectionTokens?.has(name) || name === 'x-request-id') continue;
+        if (stripCors && name.startsWith('access-control-')) continue;
+        if (filtered && UNFILTERED_BODY_HEADERS.has(name)) continue;
+        out.push(name, value);
+      }
+      out.push('x-request-id', request.requestId);
+      return out;
+    };
     // Ends the exchange at whatever stage it is: waiting for a pooled connection (aborted as soon as undici
     // hands it one, before a byte is written), sending, or streaming the answer. Never waits on `res` again.
     const abort = (reason: string): void => {
@@ -76,21 +116,21 @@ export class UpstreamForwarder {
       },
       onResponseStart(ctrl, statusCode, headers, statusMessage) {
         if (done) return ctrl.abort(new Error('client went away'));
-        request.onResponse?.(statusCode);
-        // Flat [name, value, ...] as writeHead takes it; set-cookie stays one name with an array value.
-        const out: Array<string | string[]> = [];
-        const connectionTokens = headerTokens(headers.connection);
-        for (const name in headers) {
-          const value = headers[name];
-          if (value === undefined || HOP_BY_HOP_RESPONSE.has(name) || connectionTokens?.has(name) || name === 'x-request-id') continue;
-          if (stripCors && name.startsWith('access-control-')) continue;
-          out.push(name, value);
+        if (filter !== null && isFilteredStatus(statusCode)) {
+          const reason = unfilterableAnswer({ contentType: single(headers['content-type']), contentEncoding: joined(headers['content-encoding']), contentLength: single(headers['content-length']) }, filterMaxBytes);
+          if (reason !== null) return refuseUnfilterable(ctrl, reason);
+          pending = { statusCode, statusMessage: statusMessage ?? '', headers, body: new BoundedBody(filterMaxBytes) };
+          return;
         }
-        out.push('x-request-id', request.requestId);
-        res.writeHead(statusCode, statusMessage || undefined, out as string[]);
+        request.onResponse?.(statusCode);
+        res.writeHead(statusCode, statusMessage || undefined, responseHeaders(headers, false) as string[]);
       },
       onResponseData(ctrl, chunk) {
         if (done) return ctrl.abort(new Error('client went away'));
+        if (pending !== null) {
+          if (!pending.body.add(chunk)) refuseUnfilterable(ctrl, `the answer is larger than upstream.filter-max-bytes (${filterMaxBytes} bytes)`);
+          return;
+        }
         // Back-pressure: pause the host's body until the client has drained (listener only when needed).
         // undici's body timeout does not run while paused: a client that stops reading gets body-timeout
         // to drain, then the exchange is cut and the pooled connection freed.
@@ -106,6 +146,20 @@ export class UpstreamForwarder {
       },
       onResponseEnd() {
         if (done) return;
+        if (pending !== null) {
+          const answer = pending;
+          const outcome = filterList(answer.body.body(), filter!);
+          if (!outcome.ok) return refuseUnfilterable(null, outcome.reason);
+          done = true;
+          request.onResponse?.(answer.statusCode);
+          request.onFiltered?.({ kept: outcome.kept, removed: outcome.removed });
+          const out = responseHeaders(answer.headers, true);
+          out.push('content-length', String(outcome.body.length));
+          res.writeHead(answer.statusCode, answer.statusMessage || undefined, out as string[]);
+          // A HEAD (asked of the host as GET) gets the headers only: Node sends no body for it.
+          res.end(outcome.body);
+          return;
+        }
         done = true;
         res.end();
       },
@@ -136,6 +190,21 @@ export class UpstreamForwarder {
   async destroy(): Promise<void> {
     await this.pool.destroy();
   }
+}
+
+/** A header's one value; undefined when absent or repeated (a repeated Content-Type names no one type). */
+function single(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? (value.length === 1 ? value[0] : undefined) : value;
+}
+
+/** A list header's values as one (`gzip, br`). */
+function joined(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value.join(', ') : value;
+}
+
+/** The client's answer when a filtered route's answer cannot be filtered; the reason goes to the log only. */
+function filterProblem(reason: string): ProblemError {
+  return new ProblemError('IAM_FILTER_FAILED', "The host's answer to this list could not be filtered for you, so it is not sent.", { cause: new Error(reason) });
 }
 
 function headerTokens(value: string | string[] | undefined): Set<string> | null {

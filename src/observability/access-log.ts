@@ -31,6 +31,8 @@ export interface AccessEntry {
   upstreamMs: number | null;
   /** Response body bytes written to the client, when known. */
   bytes: number | null;
+  /** Only on a request whose list the gateway filtered (policy `filter`): the elements kept and removed. */
+  filtered?: { kept: number; removed: number };
   /**
    * Only on a request the candidate policy (`iam.policy.candidate-dir`) decided otherwise: its decision (`unknown` when
    * it needed a grant or a resolution the live decision did not load), its failed step and its route pattern.

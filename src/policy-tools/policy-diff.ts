@@ -23,7 +23,7 @@ export type Check =
   | { kind: 'open'; why: 'public' | 'default allow' }
   | { kind: 'shadow'; permission: string | null }
   | { kind: 'session'; profile: 'required' | 'optional' }
-  | { kind: 'permission'; permission: string; profile: 'required' | 'optional'; resource: CheckedResource | null }
+  | { kind: 'permission'; permission: string; profile: 'required' | 'optional'; resource: CheckedResource | null; filter: CheckedFilter | null }
   | { kind: 'deny'; why: 'default deny' | 'method refused' };
 
 /** A route's resource as a decision sees it: which path segment holds the id (not the parameter's name). */
@@ -33,6 +33,15 @@ export interface CheckedResource {
   segment: number;
   access: 'READ' | 'WRITE';
   resolve: 'optional' | 'required';
+}
+
+/** A route's list filter (policy `filter`): which elements of the host's answer a caller sees. */
+export interface CheckedFilter {
+  type: string;
+  access: 'READ' | 'WRITE';
+  /** The pointers as written: another pointer reads another member (another list, another id). */
+  id: string;
+  items: string;
 }
 
 /** One side of a change: the deciding route (or `default`) and its checks. */
@@ -191,10 +200,12 @@ export function checkOf(route: CompiledRoute): Check {
   const profile = route.profile === 'optional' ? 'optional' : 'required';
   if (route.permission === null) return { kind: 'session', profile };
   const resource = route.resource;
+  const filter = route.filter;
   return {
     kind: 'permission',
     permission: route.permission,
     profile,
+    filter: filter === undefined ? null : { type: filter.type, access: filter.access, id: filter.id, items: filter.items },
     resource:
       resource === null
         ? null
@@ -225,6 +236,7 @@ export function compareChecks(old: Check, now: Check): { classification: Classif
     if (old.permission !== now.permission) found.push({ difference: `permission ${old.permission} → ${now.permission}`, classification: 'wider' });
     compareProfile(old.profile, now.profile, found);
     compareResource(old.resource, now.resource, found);
+    compareFilter(old.filter, now.filter, found);
   }
   if (found.length === 0) return { classification: 'neutral', differences: [] };
   const classification = found.reduce<Classification>((widest, entry) => (RANK[entry.classification] > RANK[widest] ? entry.classification : widest), 'neutral');
@@ -255,6 +267,28 @@ function compareResource(old: CheckedResource | null, now: CheckedResource | nul
   if (old.resolve !== now.resolve) found.push({ difference: `resolve ${old.resolve} → ${now.resolve}`, classification: now.resolve === 'optional' ? 'wider' : 'narrower' });
 }
 
+function compareFilter(old: CheckedFilter | null, now: CheckedFilter | null, found: Array<{ difference: string; classification: Classification }>): void {
+  if (old === null && now === null) return;
+  if (old === null) {
+    found.push({ difference: `list filter added (${describeFilter(now!)})`, classification: 'narrower' });
+    return;
+  }
+  if (now === null) {
+    found.push({ difference: `list filter dropped (was ${describeFilter(old)})`, classification: 'wider' });
+    return;
+  }
+  // Another type or another pointer: other scopes, or other members, decide which elements are seen.
+  if (old.type !== now.type || old.id !== now.id || old.items !== now.items) {
+    found.push({ difference: `list filter ${describeFilter(old)} → ${describeFilter(now)}`, classification: 'wider' });
+    return;
+  }
+  if (old.access !== now.access) found.push({ difference: `list filter access ${old.access} → ${now.access}`, classification: now.access === 'READ' ? 'wider' : 'narrower' });
+}
+
+function describeFilter(filter: CheckedFilter): string {
+  return `${filter.type} ${filter.access} by ${filter.id === '' ? '(the element)' : filter.id}${filter.items === '' ? '' : ` in ${filter.items}`}`;
+}
+
 function describeResource(resource: CheckedResource): string {
   return `${resource.type} ${resource.access}${resource.resolve === 'required' ? ', resolve required' : ''}`;
 }
@@ -269,7 +303,7 @@ export function describeCheck(check: Check): string {
     case 'session':
       return check.profile === 'optional' ? 'any session' : 'any session with an active profile';
     case 'permission':
-      return `${check.permission}${check.resource ? ` on ${describeResource(check.resource)}` : ''}${check.profile === 'optional' ? ', profile optional' : ''}`;
+      return `${check.permission}${check.resource ? ` on ${describeResource(check.resource)}` : ''}${check.filter ? `, list filtered to ${describeFilter(check.filter)}` : ''}${check.profile === 'optional' ? ', profile optional' : ''}`;
     case 'deny':
       return check.why;
   }

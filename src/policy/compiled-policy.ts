@@ -21,6 +21,21 @@ export interface RouteResource {
   resolve: 'optional' | 'required';
 }
 
+/**
+ * A `GET` route's list filter (policy `filter`): the host's answer holds an array whose elements the caller sees only
+ * when the decision engine's plan for `type`/`access` (with the route's permission) covers the element's id.
+ */
+export interface RouteFilter {
+  type: string;
+  access: AccessMode;
+  /** The element's id pointer as written (`/id`), and its reference tokens. */
+  id: string;
+  idTokens: readonly string[];
+  /** The array's pointer as written (`""`: the answer itself), and its reference tokens. */
+  items: string;
+  itemsTokens: readonly string[];
+}
+
 /** One effective route after group defaults are applied. */
 export interface CompiledRoute {
   /** Stable id: `file:line`. */
@@ -33,6 +48,8 @@ export interface CompiledRoute {
   public: boolean;
   permission: string | null;
   resource: RouteResource | null;
+  /** Present on a `GET` route whose answer the gateway filters (policy `filter`). */
+  filter?: RouteFilter;
   /** `shadow`: decide and log, but let the request through. */
   mode: 'enforce' | 'shadow';
   /**

@@ -6,8 +6,10 @@ import type {
   PolicyIssue,
   PolicyLoadResult,
   ResourceResolverConfig,
+  RouteFilter,
   SourceLocation,
 } from './compiled-policy';
+import { parseJsonPointer } from './json-pointer';
 import type { ParsedPolicyFile } from './policy-parser';
 import type { PolicyRouteEntry, PolicyRouteResource } from './policy-schema';
 import { buildRouteTree, type Leaf } from './route-conflicts';
@@ -138,6 +140,8 @@ export function compilePolicy(files: readonly ParsedPolicyFile[], context: Compi
           audience: entry.audience ?? inherited.audience,
         };
         if (entry.routes != null) {
+          // A filter names the shape of one host answer: it belongs to the route that answers it, never to a group.
+          if (entry.filter != null) error('filter-on-group', `a group (an entry with "routes") must not have "filter"; put it on the GET route whose answer is the list`, at([...entryPath, 'filter']));
           if (entry.methods != null) error('group-methods', `a group (an entry with "routes") must not have "methods"; put them on its routes`, at([...entryPath, 'methods']));
           if (entry.routes.length === 0) warn('empty-group', `group ${parsedPattern.pattern} has no routes`, source);
           flatten(entry.routes, own, [...entryPath, 'routes'], depth + 1);
@@ -212,6 +216,33 @@ function buildLeaf(
     const access: AccessMode = resource.value.access ?? (methods.every((method) => READ_METHODS.has(method)) ? 'READ' : 'WRITE');
     compiledResource = Object.freeze({ type: resource.value.type, idParam: resource.value.id, access, resolve: resource.value.resolve ?? 'optional' });
   }
+  let filter: RouteFilter | undefined;
+  if (entry.filter != null) {
+    const declared = entry.filter;
+    // The filter plans with the route's permission: without one (or on a public route) there is nothing to plan with.
+    if (isPublic || effective.permission === null) {
+      report.error('filter-without-permission', `route ${pattern} has a filter but no permission (own or from its group): the filter plans with the route's permission`, source);
+      return null;
+    }
+    if (entry.methods == null || !entry.methods.includes('GET') || entry.methods.some((method) => method !== 'GET' && method !== 'HEAD')) {
+      report.error('filter-method', `route ${pattern} has a filter: only a GET route (methods: [GET], HEAD follows GET) may have one`, source);
+      return null;
+    }
+    // A shadow route lets every request through unchanged; a filter would enforce what the mode promises not to.
+    if (effective.mode === 'shadow') {
+      report.error('filter-shadow', `route ${pattern} has a filter and mode shadow: a shadow route enforces nothing, its answer cannot be filtered`, source);
+      return null;
+    }
+    const items = declared.items ?? '';
+    filter = Object.freeze({
+      type: declared.type,
+      access: declared.access ?? 'READ',
+      id: declared.id,
+      idTokens: Object.freeze(parseJsonPointer(declared.id) ?? []),
+      items,
+      itemsTokens: Object.freeze(parseJsonPointer(items) ?? []),
+    });
+  }
   const route: CompiledRoute = Object.freeze({
     id,
     source: Object.freeze({ ...source }),
@@ -220,6 +251,7 @@ function buildLeaf(
     public: isPublic,
     permission: isPublic ? null : effective.permission,
     resource: compiledResource,
+    ...(filter === undefined ? {} : { filter }),
     mode: effective.mode,
     // A permission is checked against the active profile's grant, so `profile: optional` applies only without one.
     ...(effective.profile === 'optional' && !effective.isPublic && effective.permission === null ? { profile: 'optional' as const } : {}),
@@ -235,6 +267,8 @@ function buildLeaf(
     route.profile ?? 'required',
     // Not a decision, but two routes for the same requests must not disagree on which host receives them.
     route.audience ?? null,
+    // Nor on which elements of the answer the caller sees.
+    filter === undefined ? null : [filter.type, filter.access, filter.id, filter.items],
   ]);
   return { route, segments, shape, outcome };
 }

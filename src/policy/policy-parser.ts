@@ -314,7 +314,9 @@ function schemaIssue(file: string, error: ErrorObject, lineOf: ParsedPolicyFile[
     case 'pattern':
       message = path[path.length - 1] === 'permission'
         ? `${where}: not a permission code "<resource>:<action>" (resource and action [A-Za-z0-9_.-]+, action may be "*", or "*:*")`
-        : `${where}: must match ${String(error.params.pattern)}`;
+        : path[path.length - 2] === 'filter' && (path[path.length - 1] === 'id' || path[path.length - 1] === 'items')
+          ? `${where}: not a JSON Pointer (RFC 6901): "" or "/"-prefixed tokens such as "/id" or "/data", "~" written "~0" and "/" inside a token "~1"`
+          : `${where}: must match ${String(error.params.pattern)}`;
       line = lineOf(path);
       break;
     case 'propertyNames':

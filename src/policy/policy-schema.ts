@@ -1,4 +1,5 @@
 import Ajv, { type JSONSchemaType, type ValidateFunction } from 'ajv';
+import { JSON_POINTER_PATTERN } from './json-pointer';
 
 /**
  * JSON Schema of one policy file (docs/policy-format.md) and the TypeScript types checked against it.
@@ -21,6 +22,21 @@ export interface PolicyRouteResource {
   resolve?: 'optional' | 'required';
 }
 
+/**
+ * `filter` block of a `GET` route (docs/policy-format.md): the host's answer is a list the gateway filters to the
+ * elements the caller may see, asking the decision engine's plan for `type` with the route's permission.
+ */
+export interface PolicyRouteFilter {
+  /** The resource type planned, e.g. `PROJECT` (a task list is filtered by its `projectId` as `PROJECT`). */
+  type: string;
+  /** JSON Pointer (RFC 6901) to an element's id, relative to the element: `/id`, `/projectId`. */
+  id: string;
+  /** JSON Pointer to the array in the host's answer; `""` (default): the answer is the array. */
+  items?: string;
+  /** Default `READ`. */
+  access?: 'READ' | 'WRITE';
+}
+
 /** One entry of `routes`: a leaf route, or a group when it has `routes`. */
 export interface PolicyRouteEntry {
   path: string;
@@ -28,6 +44,8 @@ export interface PolicyRouteEntry {
   permission?: string;
   public?: boolean;
   resource?: PolicyRouteResource;
+  /** Only on a route whose methods are `GET` (and `HEAD`), with a permission; never inherited by a group's routes. */
+  filter?: PolicyRouteFilter;
   mode?: 'enforce' | 'shadow';
   /**
    * `required` (default): a route without a permission still needs a valid active profile for the
@@ -88,6 +106,18 @@ const routeResourceSchema: JSONSchemaType<PolicyRouteResource> = {
   },
 };
 
+const routeFilterSchema: JSONSchemaType<PolicyRouteFilter> = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['type', 'id'],
+  properties: {
+    type: { type: 'string', pattern: RESOURCE_TYPE_PATTERN },
+    id: { type: 'string', maxLength: 1024, pattern: JSON_POINTER_PATTERN },
+    items: { type: 'string', maxLength: 1024, pattern: JSON_POINTER_PATTERN, nullable: true },
+    access: { type: 'string', enum: ['READ', 'WRITE'], nullable: true },
+  },
+};
+
 const routeEntrySchema: JSONSchemaType<PolicyRouteEntry> = {
   type: 'object',
   additionalProperties: false,
@@ -104,6 +134,7 @@ const routeEntrySchema: JSONSchemaType<PolicyRouteEntry> = {
     permission: { type: 'string', pattern: PERMISSION_PATTERN, nullable: true },
     public: { type: 'boolean', nullable: true },
     resource: { ...routeResourceSchema, nullable: true },
+    filter: { ...routeFilterSchema, nullable: true },
     mode: { type: 'string', enum: ['enforce', 'shadow'], nullable: true },
     profile: { type: 'string', enum: ['required', 'optional'], nullable: true },
     description: { type: 'string', nullable: true },

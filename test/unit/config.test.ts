@@ -61,6 +61,7 @@ describe('loadConfig defaults', () => {
         connections: 128,
         websocketIdleTimeoutMs: 300_000,
         websocketRecheckIntervalMs: 30_000,
+        filterMaxBytes: 8 * 1024 * 1024,
       },
       database: { url: null, embeddedDir: path.join(repoRoot, '.data/pglite'), poolSize: 10, connectTimeoutMs: 3000, queryTimeoutMs: 5000, idleTimeoutMs: 30_000 },
       redis: { url: null, waitReplicas: 1, waitTimeoutMs: 500 },

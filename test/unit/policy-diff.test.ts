@@ -21,6 +21,7 @@ const summary = (before: string, after: string, beforeHead?: string, afterHead?:
   return { wider: diff.wider, changes: diff.changes.map((change) => `${change.classification} ${change.method} ${change.pattern}`) };
 };
 const PROJECT = '  - { path: /api/projects/:id, methods: [GET], permission: project:read, resource: { type: PROJECT, id: id, access: READ } }\n';
+const LIST = '  - { path: /api/projects, methods: [GET], permission: project:list }\n';
 
 describe('policy diff: changes where a wrong answer is a hole', () => {
   const cases: Array<[string, string, string, Classification, string?, string?]> = [
@@ -40,6 +41,13 @@ describe('policy diff: changes where a wrong answer is a hole', () => {
     ['READ tightened to WRITE', PROJECT, PROJECT.replace('READ', 'WRITE'), 'narrower'],
     ['a public route made protected', '  - { path: /health, methods: [GET], public: true }\n', '  - { path: /health, methods: [GET], permission: health:read }\n', 'narrower'],
     ['shadow → enforce', PROJECT.replace('READ }', 'READ }, mode: shadow'), PROJECT, 'narrower'],
+    ['list filter dropped', LIST.replace(' }\n', ', filter: { type: PROJECT, id: /id } }\n'), LIST, 'wider'],
+    ['list filter added', LIST, LIST.replace(' }\n', ', filter: { type: PROJECT, id: /id } }\n'), 'narrower'],
+    ['list filter by another id pointer', LIST.replace(' }\n', ', filter: { type: PROJECT, id: /projectId } }\n'), LIST.replace(' }\n', ', filter: { type: PROJECT, id: /ownerId } }\n'), 'wider'],
+    ['list filter of another type', LIST.replace(' }\n', ', filter: { type: PROJECT, id: /id } }\n'), LIST.replace(' }\n', ', filter: { type: TEAM, id: /id } }\n'), 'wider'],
+    ['list filter on another array', LIST.replace(' }\n', ', filter: { type: PROJECT, id: /id, items: /data } }\n'), LIST.replace(' }\n', ', filter: { type: PROJECT, id: /id } }\n'), 'wider'],
+    ['list filter WRITE loosened to READ', LIST.replace(' }\n', ', filter: { type: PROJECT, id: /id, access: WRITE } }\n'), LIST.replace(' }\n', ', filter: { type: PROJECT, id: /id } }\n'), 'wider'],
+    ['list filter READ tightened to WRITE', LIST.replace(' }\n', ', filter: { type: PROJECT, id: /id } }\n'), LIST.replace(' }\n', ', filter: { type: PROJECT, id: /id, access: WRITE } }\n'), 'narrower'],
   ];
   it.each(cases)('%s', (_name, before, after, expected) => {
     const result = summary(before, after);

@@ -31,7 +31,10 @@ function authorizer(signAssertion: ((decision: AuthorizationDecision, session: V
   const subject = new RequestAuthorizer({
     policy: () => POLICY,
     callers: { sessionOf: () => SESSION },
-    engine: { decideRequestFast: (input) => (input.subject === null ? { ...decision(true), userId: null, profileId: null } : decision(true)) as AuthorizationDecision },
+    engine: {
+      decideRequestFast: (input) => (input.subject === null ? { ...decision(true), userId: null, profileId: null } : decision(true)) as AuthorizationDecision,
+      planFast: () => ({ decision: decision(true), plan: { kind: 'ALL' } }),
+    },
     audit: { record: () => undefined, recordUnauthenticated: () => undefined },
     metrics: createMetrics({ collectDefaults: false }),
     logger,

@@ -30,6 +30,7 @@ export const PROBLEM_CATALOG = {
   IAM_UPSTREAM_UNAVAILABLE: { status: 502, title: 'Upstream unavailable' },
   IAM_AUTHENTICATOR_UNAVAILABLE: { status: 502, title: 'Authenticator unavailable' },
   IAM_IDP_UNAVAILABLE: { status: 502, title: 'Identity provider unavailable' },
+  IAM_FILTER_FAILED: { status: 502, title: 'List could not be filtered' },
   IAM_STORE_UNAVAILABLE: { status: 503, title: 'Token store unavailable' },
   IAM_DATABASE_UNAVAILABLE: { status: 503, title: 'Database unavailable' },
   IAM_BUSY: { status: 503, title: 'Too busy' },
