@@ -22,6 +22,9 @@
  *   (exactly, through `<resource>:*`, or `*:*`), so nobody can pass it. Only when templates are given.
  * - `path-syntax` (warning): a static segment written like another router's parameter (`{id}`, `<id>`):
  *   it is matched literally; parameters are `:id`.
+ * - `unfiltered-list` (warning): a `GET` route whose last segment is not a parameter (a list, `/projects`), with neither
+ *   `resource` nor `filter`, whose path is the parent of a route checking a resource of type T (`/projects/:id`):
+ *   "lists T without filtering: a scoped profile sees every T". The 403 on `/projects/2` is undone by the list.
  * - `refused-method` (warning): methods a pattern does not list that are refused rather than decided by a
  *   weaker broader route (see policy-lint-methods.ts).
  * - from the loader: errors `conflict`, `case-duplicate`, `match-mismatch`, `default-mismatch`, `public-conflict`;
@@ -107,6 +110,10 @@ export function lintPolicy(policy: CompiledPolicy, options: PolicyLintOptions = 
 
   issues.push(...refusedMethods(policy));
 
+  for (const { route, types } of unfilteredLists(policy)) {
+    for (const type of types) warn('unfiltered-list', `GET ${route.pattern} lists ${type} without filtering: a scoped profile sees every ${type} (set filter: {type: ${type}, id: /id} on it, or a resource)`, route);
+  }
+
   if (options.templates) {
     const origin = options.templatesOrigin ? ` in ${options.templatesOrigin}` : '';
     const count = options.templates.length;
@@ -191,6 +198,38 @@ function hiddenBy(policy: CompiledPolicy, route: CompiledRoute, segments: readon
   const shape = shapeOf(route, policy.caseSensitive);
   const others = [...winners.values()];
   return others.every((other) => shapeOf(other, policy.caseSensitive) === shape) ? null : others;
+}
+
+/**
+ * The `GET` routes that list a resource type without a scope check (see `unfiltered-list` in the file comment), each
+ * with the types its child routes check, in first-seen order.
+ */
+function unfilteredLists(policy: CompiledPolicy): Array<{ route: CompiledRoute; types: string[] }> {
+  const fold = (value: string): string => (policy.caseSensitive ? value : foldAsciiCase(value));
+  const keyOf = (segments: readonly PatternSegment[]): string | null =>
+    segments.every((segment) => segment.kind !== 'wildcard') ? segments.map((segment) => (segment.kind === 'static' ? `s:${fold(segment.value)}` : 'p')).join('/') : null;
+  // Each parent path (as a shape key) → the resource types of the routes one parameter below it.
+  const childTypes = new Map<string, Set<string>>();
+  for (const route of policy.routes) {
+    if (route.resource === null) continue;
+    const segments = segmentsOf(route);
+    segments.forEach((segment, index) => {
+      if (segment.kind !== 'param' || index === 0) return;
+      const parent = keyOf(segments.slice(0, index));
+      if (parent !== null) (childTypes.get(parent) ?? childTypes.set(parent, new Set()).get(parent)!).add(route.resource!.type);
+    });
+  }
+  const lists: Array<{ route: CompiledRoute; types: string[] }> = [];
+  for (const route of policy.routes) {
+    if (route.resource !== null || route.filter !== undefined) continue;
+    if (!route.methods.includes('GET') && !route.methods.includes('*')) continue;
+    const segments = segmentsOf(route);
+    if (segments.length === 0 || segments.at(-1)!.kind !== 'static') continue;
+    const key = keyOf(segments);
+    const types = key === null ? undefined : childTypes.get(key);
+    if (types !== undefined) lists.push({ route, types: [...types] });
+  }
+  return lists;
 }
 
 /** 0 lets every request through (public, shadow mode), 1 needs a session, 2 needs a permission. */

@@ -184,6 +184,33 @@ routes:
     expect(isGranted('c:*', [{ permissions: ['c:read'] }])).toBe(false);
   });
 
+  it('unfiltered-list: a GET list without resource or filter whose child routes check a resource type', () => {
+    const policy = compile(`version: 1
+routes:
+  - { path: /projects, methods: [GET], permission: app.projects:read }
+  - { path: /projects/:id, methods: [GET], permission: app.projects:read, resource: { type: PROJECT, id: id } }
+  - { path: /Tasks, methods: [GET, POST], permission: app.tasks:read }
+  - { path: /tasks/:taskId/comments, methods: [GET], permission: app.tasks:read, resource: { type: TASK, id: taskId } }
+  - { path: /filtered, methods: [GET], permission: app.projects:read, filter: { type: PROJECT, id: /id } }
+  - { path: /filtered/:id, methods: [GET], permission: app.projects:read, resource: { type: PROJECT, id: id } }
+  - { path: /written, methods: [POST], permission: app.projects:write }
+  - { path: /written/:id, methods: [POST], permission: app.projects:write, resource: { type: PROJECT, id: id, access: WRITE } }
+  - { path: /alone, methods: [GET], permission: app.projects:read }
+`);
+    const issues = lintPolicy(policy).filter((issue) => issue.kind === 'unfiltered-list');
+    expect(kinds(issues)).toEqual(['unfiltered-list 3', 'unfiltered-list 5']);
+    expect(issues[0]!.message).toBe('GET /projects lists PROJECT without filtering: a scoped profile sees every PROJECT (set filter: {type: PROJECT, id: /id} on it, or a resource)');
+    expect(issues[1]!.message).toContain('GET /Tasks lists TASK without filtering: a scoped profile sees every TASK');
+    // A case-sensitive policy compares /Tasks and /tasks as different paths.
+    const sensitive = compile(`version: 1
+match: { case-sensitive: true }
+routes:
+  - { path: /Tasks, methods: [GET], permission: app.tasks:read }
+  - { path: /tasks/:taskId, methods: [GET], permission: app.tasks:read, resource: { type: TASK, id: taskId } }
+`);
+    expect(lintPolicy(sensitive).filter((issue) => issue.kind === 'unfiltered-list')).toEqual([]);
+  });
+
   it('path parameters allowed by configuration make `;` segments reachable', () => {
     const policy = compile(`version: 1
 routes:
