@@ -363,6 +363,7 @@ async function main(argv) {
   if (argv.includes('--ab')) return require('./lib/ab-pairs').main(argv.filter((arg) => arg !== '--ab'));
   if (argv.includes('--policy-tools')) return require('./policy-tools').main(argv.filter((arg) => arg !== '--policy-tools'));
   if (argv.includes('--host-decisions')) return require('./host-decisions').main(argv.filter((arg) => arg !== '--host-decisions'));
+  if (argv.includes('--filter')) return require('./filter').main(argv.filter((arg) => arg !== '--filter'));
   const options = parseArgs(argv);
   // --pin before anything starts (the forward-auth scenario included): the runner moves to the load CPUs, children
   // are placed by role (lib/pin.js).
