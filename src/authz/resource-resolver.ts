@@ -1,11 +1,12 @@
 /**
  * Asks the host which scopes a resource belongs to (docs/policy-format.md): `GET` the resolver URL with the
- * resource id; 200 `{scopes?: [{type, id}]}` (none → the resource itself), 404 → not found, anything else
+ * resource id; 200 `{scopes?: [{type, id}]}` (none → the resource itself) or, for a resolver that reads the host's
+ * own representation (`self`, `scopes` pointers), any JSON the mapping can read; 404 → not found, anything else
  * → unavailable. Answers never throw: the decision engine turns them into steps.
  */
 import { Agent, request } from 'undici';
 import type { GatewayMetrics } from '../observability/metrics';
-import type { ResourceResolverConfig } from '../policy/compiled-policy';
+import type { ResolverAnswerMapping, ResourceResolverConfig } from '../policy/compiled-policy';
 import { decodeResourceId, resolverUrl } from './resource-url';
 
 export type ScopeRef = { type: string; id: string };
@@ -30,6 +31,71 @@ function parseScopes(text: string, type: string, id: string): ScopeRef[] | null 
   } catch {
     return null;
   }
+  return scopesOfDocument(body, type, id);
+}
+
+/**
+ * The scope refs of a 200 answer (`text`) for resource `type`/`id` (`id` decoded), read as `answer` says: the resolver
+ * document `{scopes}` when undefined, else the host's own representation (`self`, or JSON Pointers). A string when
+ * the answer cannot be read that way: why, without any value of the answer (reasons reach diagnostics). Every such
+ * answer fails closed (502), as a resolver that is down does.
+ */
+export function scopesOfAnswer(text: string, answer: ResolverAnswerMapping | undefined, type: string, id: string): ScopeRef[] | string {
+  if (answer === undefined) return parseScopes(text, type, id) ?? 'a malformed body';
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    return 'a body that is not JSON';
+  }
+  if (answer.kind === 'self') return [{ type, id }];
+  const refs: ScopeRef[] = [];
+  for (const scope of answer.scopes) {
+    const value = pointAt(body, scope.tokens);
+    if (value === undefined) return `no value at ${JSON.stringify(scope.pointer)}`;
+    for (const item of Array.isArray(value) ? value : [value]) {
+      const scopeId = scopeIdOf(item);
+      if (scopeId === null) return `a value at ${JSON.stringify(scope.pointer)} that is not a string or an integer`;
+      refs.push({ type: scope.type, id: scopeId });
+    }
+  }
+  return refs;
+}
+
+/** RFC 6901 evaluation: the value `tokens` reach in `document`, or undefined when one of them names nothing. */
+function pointAt(document: unknown, tokens: readonly string[]): unknown {
+  let value = document;
+  for (const token of tokens) {
+    if (Array.isArray(value)) {
+      // An index is `0` or a number without a leading zero; `-` (past the end) names nothing.
+      if (!/^(?:0|[1-9][0-9]*)$/.test(token)) return undefined;
+      const index = Number(token);
+      if (index >= value.length) return undefined;
+      value = value[index];
+    } else if (value !== null && typeof value === 'object') {
+      // Own members only: `__proto__` or `constructor` is a member when the answer has one, never a prototype's.
+      if (!Object.prototype.hasOwnProperty.call(value, token)) return undefined;
+      value = (value as Record<string, unknown>)[token];
+    } else {
+      return undefined;
+    }
+  }
+  return value;
+}
+
+/**
+ * A scope id from a value of the host's answer: a string as it is, an integer as its decimal string (`1` and `"1"`
+ * name the same scope). Null for anything else, and for an integer JSON cannot carry exactly (beyond 2^53 two ids
+ * would read as one): fail closed.
+ */
+function scopeIdOf(value: unknown): string | null {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' && Number.isSafeInteger(value) && !Object.is(value, -0)) return String(value);
+  return null;
+}
+
+/** The `{scopes?: [{type, id}]}` resolver document's scope refs; null when it is not one. */
+function scopesOfDocument(body: unknown, type: string, id: string): ScopeRef[] | null {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) return null;
   const scopes = (body as { scopes?: unknown }).scopes;
   if (scopes === undefined || scopes === null) return [{ type, id }];
@@ -114,9 +180,9 @@ export class ResourceResolverClient {
       if (this.metrics) this.metricsOf(type).requests.not_found.inc();
       return { kind: 'not-found' };
     }
-    if (!this.metrics) return (await this.ask(url, config.timeoutMs, type, id))[0];
+    if (!this.metrics) return (await this.ask(url, config, type, id))[0];
     const started = process.hrtime.bigint();
-    const [result, outcome] = await this.ask(url, config.timeoutMs, type, id);
+    const [result, outcome] = await this.ask(url, config, type, id);
     const children = this.metricsOf(type);
     children.duration.observe(Number(process.hrtime.bigint() - started) / 1e9);
     children.requests[outcome].inc();
@@ -142,7 +208,8 @@ export class ResourceResolverClient {
   }
 
   /** One resolver request; the answer and how it ended. */
-  private async ask(url: string, timeoutMs: number, type: string, id: string): Promise<[ResolveResult, ResolverOutcome]> {
+  private async ask(url: string, config: ResourceResolverConfig, type: string, id: string): Promise<[ResolveResult, ResolverOutcome]> {
+    const { timeoutMs, answer } = config;
     const decodedId = decodeResourceId(id);
     let response: Awaited<ReturnType<typeof request>>;
     try {
@@ -178,8 +245,8 @@ export class ResourceResolverClient {
       await release(body);
       return [{ kind: 'unavailable', reason: `resolver for ${type} answered more than ${MAX_BODY_BYTES} bytes` }, 'error'];
     }
-    const scopeRefs = parseScopes(text, type, decodedId);
-    if (scopeRefs === null) return [{ kind: 'unavailable', reason: `resolver for ${type} answered a malformed body` }, 'error'];
+    const scopeRefs = scopesOfAnswer(text, answer, type, decodedId);
+    if (typeof scopeRefs === 'string') return [{ kind: 'unavailable', reason: `resolver for ${type} answered ${scopeRefs}` }, 'error'];
     return [{ kind: 'found', scopeRefs }, 'ok'];
   }
 
