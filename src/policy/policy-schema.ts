@@ -191,7 +191,7 @@ const authoredSchema: JSONSchemaType<PolicyFileDocument> = {
               },
             },
             // Two meanings of one answer: refused (policy-parser.ts names the keys).
-            not: { required: ['self', 'scopes'] },
+            not: { type: 'object', required: ['self', 'scopes'], properties: { self: {}, scopes: {} } },
           },
         },
       },
