@@ -6,10 +6,11 @@
  */
 import { Agent, request } from 'undici';
 import type { GatewayMetrics } from '../observability/metrics';
-import type { ResolverAnswerMapping, ResourceResolverConfig } from '../policy/compiled-policy';
+import type { ResourceResolverConfig } from '../policy/compiled-policy';
+import { scopesOfAnswer, type ScopeRef } from './answer-scopes';
 import { decodeResourceId, resolverUrl } from './resource-url';
 
-export type ScopeRef = { type: string; id: string };
+export type { ScopeRef } from './answer-scopes';
 
 export type ResolveResult =
   | { kind: 'found'; scopeRefs: ScopeRef[] }
@@ -22,95 +23,6 @@ export type ResolveResult =
 const MAX_BODY_BYTES = 256 * 1024;
 
 const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT']);
-
-/** Parses a 200 body; null when it is not `{scopes?: [{type: string, id: string|number}]}`. */
-function parseScopes(text: string, type: string, id: string): ScopeRef[] | null {
-  let body: unknown;
-  try {
-    body = text.length === 0 ? {} : JSON.parse(text);
-  } catch {
-    return null;
-  }
-  return scopesOfDocument(body, type, id);
-}
-
-/**
- * The scope refs of a 200 answer (`text`) for resource `type`/`id` (`id` decoded), read as `answer` says: the resolver
- * document `{scopes}` when undefined, else the host's own representation (`self`, or JSON Pointers). A string when
- * the answer cannot be read that way: why, without any value of the answer (reasons reach diagnostics). Every such
- * answer fails closed (502), as a resolver that is down does.
- */
-export function scopesOfAnswer(text: string, answer: ResolverAnswerMapping | undefined, type: string, id: string): ScopeRef[] | string {
-  if (answer === undefined) return parseScopes(text, type, id) ?? 'a malformed body';
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    return 'a body that is not JSON';
-  }
-  if (answer.kind === 'self') return [{ type, id }];
-  const refs: ScopeRef[] = [];
-  for (const scope of answer.scopes) {
-    const value = pointAt(body, scope.tokens);
-    if (value === undefined) return `no value at ${JSON.stringify(scope.pointer)}`;
-    for (const item of Array.isArray(value) ? value : [value]) {
-      const scopeId = scopeIdOf(item);
-      if (scopeId === null) return `a value at ${JSON.stringify(scope.pointer)} that is not a string or an integer`;
-      refs.push({ type: scope.type, id: scopeId });
-    }
-  }
-  return refs;
-}
-
-/** RFC 6901 evaluation: the value `tokens` reach in `document`, or undefined when one of them names nothing. */
-function pointAt(document: unknown, tokens: readonly string[]): unknown {
-  let value = document;
-  for (const token of tokens) {
-    if (Array.isArray(value)) {
-      // An index is `0` or a number without a leading zero; `-` (past the end) names nothing.
-      if (!/^(?:0|[1-9][0-9]*)$/.test(token)) return undefined;
-      const index = Number(token);
-      if (index >= value.length) return undefined;
-      value = value[index];
-    } else if (value !== null && typeof value === 'object') {
-      // Own members only: `__proto__` or `constructor` is a member when the answer has one, never a prototype's.
-      if (!Object.prototype.hasOwnProperty.call(value, token)) return undefined;
-      value = (value as Record<string, unknown>)[token];
-    } else {
-      return undefined;
-    }
-  }
-  return value;
-}
-
-/**
- * A scope id from a value of the host's answer: a string as it is, an integer as its decimal string (`1` and `"1"`
- * name the same scope). Null for anything else, and for an integer JSON cannot carry exactly (beyond 2^53 two ids
- * would read as one): fail closed.
- */
-function scopeIdOf(value: unknown): string | null {
-  if (typeof value === 'string') return value;
-  if (typeof value === 'number' && Number.isSafeInteger(value) && !Object.is(value, -0)) return String(value);
-  return null;
-}
-
-/** The `{scopes?: [{type, id}]}` resolver document's scope refs; null when it is not one. */
-function scopesOfDocument(body: unknown, type: string, id: string): ScopeRef[] | null {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) return null;
-  const scopes = (body as { scopes?: unknown }).scopes;
-  if (scopes === undefined || scopes === null) return [{ type, id }];
-  if (!Array.isArray(scopes)) return null;
-  if (scopes.length === 0) return [{ type, id }];
-  const refs: ScopeRef[] = [];
-  for (const entry of scopes) {
-    if (entry === null || typeof entry !== 'object') return null;
-    const { type: refType, id: refId } = entry as { type?: unknown; id?: unknown };
-    if (typeof refType !== 'string' || refType.length === 0) return null;
-    if (typeof refId !== 'string' && typeof refId !== 'number') return null;
-    refs.push({ type: refType, id: String(refId) });
-  }
-  return refs;
-}
 
 function isTimeout(error: unknown): boolean {
   const err = error as { name?: string; code?: string } | null;

@@ -5,7 +5,8 @@
  */
 import { DecisionEngine } from '../../src/authz/decision-engine';
 import { GrantProvider } from '../../src/authz/grant-provider';
-import { scopesOfAnswer, type ResolveResult } from '../../src/authz/resource-resolver';
+import { scopesOfAnswer } from '../../src/authz/answer-scopes';
+import type { ResolveResult } from '../../src/authz/resource-resolver';
 import type { ProfileRecord, TemplateRecord, UserRecord } from '../../src/domain/records';
 import type { CompiledPolicy, ResolverAnswerMapping } from '../../src/policy/compiled-policy';
 import { compilePolicyFiles } from '../../src/policy/load-policy-directory';
