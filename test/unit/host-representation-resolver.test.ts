@@ -11,6 +11,7 @@ import type { ProfileRecord, TemplateRecord, UserRecord } from '../../src/domain
 import type { CompiledPolicy, ResolverAnswerMapping } from '../../src/policy/compiled-policy';
 import { compilePolicyFiles } from '../../src/policy/load-policy-directory';
 import { sameResolution } from '../../src/policy/resolver-answer';
+import { replayOne, replayResolvers, type RecordedDecision } from '../../src/policy-tools/policy-replay';
 
 const load = (resources: string) => compilePolicyFiles([{ file: 'p.yaml', text: `version: 1\nresources:\n${resources}` }]);
 
@@ -165,33 +166,36 @@ describe('the policy schema for self and scopes', () => {
   });
 });
 
+/** Grants of u1's profile p-1: task:read on PROJECT 1. */
+function grantsOfReader(): GrantProvider {
+  const user: UserRecord = { userId: 'u1', displayName: null, enabled: true, authorizationVersion: 1, createdAt: new Date(0), updatedAt: new Date(0), version: 1 };
+  const profile: ProfileRecord = {
+    profileId: 'p-1',
+    userId: 'u1',
+    profileName: 'reader',
+    templateVersionId: 't-1',
+    clientTypes: ['WEB'],
+    enabled: true,
+    revoked: false,
+    unscoped: false,
+    scopes: [{ scopeType: 'PROJECT', scopeRefId: '1', accessMode: 'READ' }],
+    version: 1,
+  };
+  const template: TemplateRecord = { versionId: 't-1', name: 'reader', description: null, permissions: ['task:read'], version: 1 };
+  return new GrantProvider({ repository: { getUser: async () => user, getProfile: async () => profile, getTemplate: async () => template }, maxEntries: 10, trustCache: () => true });
+}
+
+/** A policy with GET /tasks/:id resolved by `resolver`. */
+const tasksPolicy = (resolver: string): CompiledPolicy =>
+  compiled(`  TASK: { resolver: ${resolver} }\nroutes:\n  - { path: /tasks/:id, methods: [GET], permission: task:read, resource: { type: TASK, id: id } }\n`);
+const BY_PROJECT = '{ url: "/tasks/{id}", scopes: [{ type: PROJECT, id: /projectId }] }';
+const subject = { principal: { userId: 'u1', identityId: 'i1', identityDomain: 'example.com', activeProfileId: 'p-1', authorizationVersion: 1 }, clientType: 'WEB' };
+
 describe('a decision on a mapped answer', () => {
-  /** A reader of PROJECT 1 deciding GET /tasks/:id, the resolver answering `result`. */
+  /** A reader of PROJECT 1 deciding GET /tasks/3, the resolver answering `result`. */
   async function decide(result: ResolveResult) {
-    const user: UserRecord = { userId: 'u1', displayName: null, enabled: true, authorizationVersion: 1, createdAt: new Date(0), updatedAt: new Date(0), version: 1 };
-    const profile: ProfileRecord = {
-      profileId: 'p-1',
-      userId: 'u1',
-      profileName: 'reader',
-      templateVersionId: 't-1',
-      clientTypes: ['WEB'],
-      enabled: true,
-      revoked: false,
-      unscoped: false,
-      scopes: [{ scopeType: 'PROJECT', scopeRefId: '1', accessMode: 'READ' }],
-      version: 1,
-    };
-    const template: TemplateRecord = { versionId: 't-1', name: 'reader', description: null, permissions: ['task:read'], version: 1 };
-    const grants = new GrantProvider({ repository: { getUser: async () => user, getProfile: async () => profile, getTemplate: async () => template }, maxEntries: 10, trustCache: () => true });
-    const engine = new DecisionEngine({ grants, resolvers: { resolve: async () => result } });
-    const policy = compilePolicyFiles([
-      {
-        file: 'p.yaml',
-        text: 'version: 1\nresources:\n  TASK: { resolver: { url: "/tasks/{id}", scopes: [{ type: PROJECT, id: /projectId }] } }\nroutes:\n  - { path: /tasks/:id, methods: [GET], permission: task:read, resource: { type: TASK, id: id } }\n',
-      },
-    ]).policy!;
-    const subject = { principal: { userId: 'u1', identityId: 'i1', identityDomain: 'example.com', activeProfileId: 'p-1', authorizationVersion: 1 }, clientType: 'WEB' };
-    return engine.decideRequest({ method: 'GET', path: '/tasks/3', policy, subject });
+    const engine = new DecisionEngine({ grants: grantsOfReader(), resolvers: { resolve: async () => result } });
+    return engine.decideRequest({ method: 'GET', path: '/tasks/3', policy: tasksPolicy(BY_PROJECT), subject });
   }
 
   it('an answer the mapping cannot read is 502 RESOURCE_RESOLUTION_UNAVAILABLE; 404 is not found; a mapped scope decides', async () => {
@@ -203,5 +207,23 @@ describe('a decision on a mapped answer', () => {
     expect(await decide({ kind: 'found', scopeRefs: inProject })).toMatchObject({ allowed: true });
     const elsewhere = scopesOfAnswer('{"projectId":2}', pointers(['PROJECT', '/projectId']), 'TASK', '3') as Array<{ type: string; id: string }>;
     expect(await decide({ kind: 'found', scopeRefs: elsewhere })).toMatchObject({ allowed: false, failedStep: 'SCOPE_DENIED' });
+  });
+});
+
+describe('policy replay reuses a recorded resolution only for the same reading of the answer', () => {
+  const record: RecordedDecision = { method: 'GET', path: '/tasks/3', route: '/tasks/:id', verdict: 'allow', step: null, userId: 'u1', profileId: 'p-1', clientType: 'WEB', origin: 'access-log:1' };
+  const replay = (live: string, now: string) => replayOne(record, tasksPolicy(now), tasksPolicy(live), new DecisionEngine({ grants: grantsOfReader(), resolvers: replayResolvers }));
+
+  it('the same URL and pointers: the recorded outcome stands', async () => {
+    expect(await replay(BY_PROJECT, BY_PROJECT.replace('{ type', '{  type'))).toMatchObject({ verdict: 'allow', reused: true });
+  });
+
+  it.each([
+    ['another pointer', BY_PROJECT.replace('/projectId', '/ownerId')],
+    ['self', '{ url: "/tasks/{id}", self: true }'],
+    ['the {scopes} document', '{ url: "/tasks/{id}" }'],
+    ['another URL', BY_PROJECT.replace('/tasks/', '/v2/tasks/')],
+  ])('%s: the request needs a resolver, the recorded outcome is not reused', async (_name, now) => {
+    expect(await replay(BY_PROJECT, now)).toEqual({ verdict: 'needs-resolver', route: '/tasks/:id' });
   });
 });
