@@ -1,14 +1,16 @@
 /**
  * Asks the host which scopes a resource belongs to (docs/policy-format.md): `GET` the resolver URL with the
- * resource id; 200 `{scopes?: [{type, id}]}` (none → the resource itself), 404 → not found, anything else
+ * resource id; 200 `{scopes?: [{type, id}]}` (none → the resource itself) or, for a resolver that reads the host's
+ * own representation (`self`, `scopes` pointers), any JSON the mapping can read; 404 → not found, anything else
  * → unavailable. Answers never throw: the decision engine turns them into steps.
  */
 import { Agent, request } from 'undici';
 import type { GatewayMetrics } from '../observability/metrics';
 import type { ResourceResolverConfig } from '../policy/compiled-policy';
+import { scopesOfAnswer, type ScopeRef } from './answer-scopes';
 import { decodeResourceId, resolverUrl } from './resource-url';
 
-export type ScopeRef = { type: string; id: string };
+export type { ScopeRef } from './answer-scopes';
 
 export type ResolveResult =
   | { kind: 'found'; scopeRefs: ScopeRef[] }
@@ -21,30 +23,6 @@ export type ResolveResult =
 const MAX_BODY_BYTES = 256 * 1024;
 
 const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT']);
-
-/** Parses a 200 body; null when it is not `{scopes?: [{type: string, id: string|number}]}`. */
-function parseScopes(text: string, type: string, id: string): ScopeRef[] | null {
-  let body: unknown;
-  try {
-    body = text.length === 0 ? {} : JSON.parse(text);
-  } catch {
-    return null;
-  }
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) return null;
-  const scopes = (body as { scopes?: unknown }).scopes;
-  if (scopes === undefined || scopes === null) return [{ type, id }];
-  if (!Array.isArray(scopes)) return null;
-  if (scopes.length === 0) return [{ type, id }];
-  const refs: ScopeRef[] = [];
-  for (const entry of scopes) {
-    if (entry === null || typeof entry !== 'object') return null;
-    const { type: refType, id: refId } = entry as { type?: unknown; id?: unknown };
-    if (typeof refType !== 'string' || refType.length === 0) return null;
-    if (typeof refId !== 'string' && typeof refId !== 'number') return null;
-    refs.push({ type: refType, id: String(refId) });
-  }
-  return refs;
-}
 
 function isTimeout(error: unknown): boolean {
   const err = error as { name?: string; code?: string } | null;
@@ -114,9 +92,9 @@ export class ResourceResolverClient {
       if (this.metrics) this.metricsOf(type).requests.not_found.inc();
       return { kind: 'not-found' };
     }
-    if (!this.metrics) return (await this.ask(url, config.timeoutMs, type, id))[0];
+    if (!this.metrics) return (await this.ask(url, config, type, id))[0];
     const started = process.hrtime.bigint();
-    const [result, outcome] = await this.ask(url, config.timeoutMs, type, id);
+    const [result, outcome] = await this.ask(url, config, type, id);
     const children = this.metricsOf(type);
     children.duration.observe(Number(process.hrtime.bigint() - started) / 1e9);
     children.requests[outcome].inc();
@@ -142,7 +120,8 @@ export class ResourceResolverClient {
   }
 
   /** One resolver request; the answer and how it ended. */
-  private async ask(url: string, timeoutMs: number, type: string, id: string): Promise<[ResolveResult, ResolverOutcome]> {
+  private async ask(url: string, config: ResourceResolverConfig, type: string, id: string): Promise<[ResolveResult, ResolverOutcome]> {
+    const { timeoutMs, answer } = config;
     const decodedId = decodeResourceId(id);
     let response: Awaited<ReturnType<typeof request>>;
     try {
@@ -178,8 +157,8 @@ export class ResourceResolverClient {
       await release(body);
       return [{ kind: 'unavailable', reason: `resolver for ${type} answered more than ${MAX_BODY_BYTES} bytes` }, 'error'];
     }
-    const scopeRefs = parseScopes(text, type, decodedId);
-    if (scopeRefs === null) return [{ kind: 'unavailable', reason: `resolver for ${type} answered a malformed body` }, 'error'];
+    const scopeRefs = scopesOfAnswer(text, answer, type, decodedId);
+    if (typeof scopeRefs === 'string') return [{ kind: 'unavailable', reason: `resolver for ${type} answered ${scopeRefs}` }, 'error'];
     return [{ kind: 'found', scopeRefs }, 'ok'];
   }
 

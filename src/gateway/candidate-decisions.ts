@@ -18,6 +18,7 @@ import type { GatewayMetrics } from '../observability/metrics';
 import { scrubText } from '../observability/redaction';
 import type { CandidatePolicyHolder } from '../policy/candidate-holder';
 import type { CompiledPolicy, ResourceResolverConfig } from '../policy/compiled-policy';
+import { sameResolution } from '../policy/resolver-answer';
 
 /** The candidate's decision for a request: `unknown` when it could not decide without a call of its own. */
 export type CandidateVerdict = 'allow' | 'deny' | 'unknown';
@@ -201,9 +202,9 @@ export class CandidateDecisions {
 function recordedResolution(live: LiveDecided, type: string, id: string, resolver: ResourceResolverConfig): ResolveResult | undefined {
   const resource = live.decision.resource;
   if (!resource || resource.type !== type || resource.id !== id) return undefined;
-  // Resolved by the live policy's resolver for the type, at the same URL: otherwise the answer could differ.
+  // Resolved by the live policy's resolver for the type, at the same URL, its answer read the same way: otherwise the scopes could differ.
   const liveResolver = live.policy.resources[type]?.resolver ?? null;
-  if (liveResolver === null || liveResolver.url !== resolver.url) return undefined;
+  if (liveResolver === null || !sameResolution(liveResolver, resolver)) return undefined;
   if (resource.scopeRefs !== undefined) return { kind: 'found', scopeRefs: resource.scopeRefs };
   const failed = live.decision.failedStep;
   if (failed === 'RESOURCE_NOT_FOUND') return { kind: 'not-found' };

@@ -5,7 +5,7 @@
  */
 import type { ResourcePlan } from '../authz/decision-engine';
 import type { RouteFilter } from '../policy/compiled-policy';
-import { resolveJsonPointer } from '../policy/json-pointer';
+import { jsonIdOf, resolveJsonPointer } from '../domain/json-pointer';
 
 /** What an allowed request of a filtered route carries to the forwarder: the route's filter and the ids it keeps. */
 export interface ListFilterPlan {
@@ -103,13 +103,8 @@ export class BoundedBody {
   }
 }
 
-/** An element's id as the plan's ids are written: a string, or an integer as its decimal string; null for anything else. */
-export function elementId(value: unknown): string | null {
-  if (typeof value === 'string') return value;
-  // Only integers JSON numbers keep exactly: a larger one was rounded while parsing, and could equal another id.
-  if (typeof value === 'number' && Number.isSafeInteger(value)) return String(value);
-  return null;
-}
+/** An element's id as the plan's ids are written (domain/json-pointer.ts): null for a value that names no id. */
+export const elementId = jsonIdOf;
 
 export type FilterOutcome = { ok: true; body: Buffer; kept: number; removed: number } | { ok: false; reason: string };
 

@@ -4,7 +4,7 @@
  * route pattern's stand-ins and their spellings, in every method class, plus paths no route takes at every depth;
  * request-classes.ts) is matched in both tables with the real matcher; what decides it in each — a route, a method
  * refusal, or `default` — is reduced to the checks it makes, and the two are compared. Whatever decides a request
- * (every route key, `default`, `match.case-sensitive`, the resolvers) reaches the comparison that way or through the
+ * (every route key, `default`, `match.case-sensitive`, the resolvers and how their answers are read) reaches the comparison that way or through the
  * resolver changes; a property test holds "no change" to `policy explain`. So moving a route between files, reordering
  * or reformatting is no change, and a route that now falls through to a broader route is judged by what that route
  * checks.
@@ -14,6 +14,7 @@
  * permission code replaced by another), it is `wider`: the holders of the new code gain.
  */
 import type { CompiledPolicy, CompiledRoute, ResourceResolverConfig } from '../policy/compiled-policy';
+import { describeResolverAnswer, sameResolution } from '../policy/resolver-answer';
 import { methodClasses, segmentSpellings, segmentsOf, spelledRequests, type SpelledRequest } from './request-classes';
 
 export type Classification = 'wider' | 'narrower' | 'neutral';
@@ -309,16 +310,22 @@ export function describeCheck(check: Check): string {
   }
 }
 
-/** Resolver changes: which scopes a resource's id stands for (someone may get in: wider), or only its timeout (neutral). */
+/**
+ * Resolver changes: which scopes a resource's id stands for — another URL, or its answer read another way (`self`,
+ * `scopes` pointers, the `{scopes}` document) — (someone may get in: wider), or only its timeout (neutral).
+ */
 function diffResources(before: CompiledPolicy['resources'], after: CompiledPolicy['resources']): ResourceChange[] {
   const changes: ResourceChange[] = [];
   const url = (resolver: ResourceResolverConfig | null): string | null => resolver?.url ?? null;
+  const shown = (resolver: ResourceResolverConfig): string => (resolver.answer === undefined ? resolver.url : `${resolver.url}, ${describeResolverAnswer(resolver.answer)}`);
   for (const type of [...new Set([...Object.keys(before), ...Object.keys(after)])].sort()) {
     const old = before[type]?.resolver ?? null;
     const now = after[type]?.resolver ?? null;
     if (url(old) !== url(now)) {
-      const difference = old === null ? `resolver added (${url(now)})` : now === null ? `resolver removed (was ${url(old)})` : `resolver ${url(old)} → ${url(now)}`;
+      const difference = old === null ? `resolver added (${shown(now!)})` : now === null ? `resolver removed (was ${shown(old)})` : `resolver ${shown(old)} → ${shown(now)}`;
       changes.push({ type, classification: 'wider', difference });
+    } else if (old !== null && now !== null && !sameResolution(old, now)) {
+      changes.push({ type, classification: 'wider', difference: `resolver answer read as ${describeResolverAnswer(old.answer)} → ${describeResolverAnswer(now.answer)}` });
     } else if (old !== null && now !== null && old.timeoutMs !== now.timeoutMs) {
       changes.push({ type, classification: 'neutral', difference: `resolver timeout ${old.timeoutMs} ms → ${now.timeoutMs} ms` });
     }

@@ -9,6 +9,7 @@ import { isIamPath } from '../http/prepare-request';
 import { normalizeRequestTarget } from '../http/normalize-target';
 import type { CompiledPolicy, CompiledRoute, DefaultAction, MethodRefusal, ResourceResolverConfig, RouteMatch } from '../policy/compiled-policy';
 import { POLICY_METHODS } from '../policy/policy-schema';
+import { describeResolverAnswer } from '../policy/resolver-answer';
 
 /** Everything `policy explain` reports about one request. */
 export interface RequestExplanation {
@@ -105,12 +106,23 @@ export function formatExplanation(explanation: RequestExplanation): string[] {
     const resolver = explanation.resolver;
     const url = resolver ? resolverUrl(resolver.url, match.params[resource.idParam] ?? '') : null;
     if (resolver && url === null) add('resolver', `none: ${JSON.stringify(id)} cannot be a resource id in a URL, requests answer 404 IAM_RESOURCE_NOT_FOUND`);
-    else if (resolver) add('resolver', `GET ${url}${url!.startsWith('/') ? ' on upstream.url' : ''} (timeout ${resolver.timeoutMs} ms; 404 → 404 IAM_RESOURCE_NOT_FOUND)`);
+    else if (resolver) {
+      add('resolver', `GET ${url}${url!.startsWith('/') ? ' on upstream.url' : ''} (timeout ${resolver.timeoutMs} ms; 404 → 404 IAM_RESOURCE_NOT_FOUND)`);
+      add('scopes', describeAnswer(resolver, resource.type, id));
+    }
     else if (resource.resolve === 'required') add('resolver', `none for ${resource.type}: requests answer 500 IAM_RESOURCE_RESOLUTION_UNAVAILABLE`);
     else add('resolver', `none for ${resource.type}: ${resource.type} ${id} is checked as its own scope`);
   }
   add('needs', describeNeeds(explanation, route));
   return lines;
+}
+
+/** How the resolver's 200 answer becomes the resource's scopes, and what fails closed. */
+function describeAnswer(resolver: ResourceResolverConfig, type: string, id: string): string {
+  const answer = resolver.answer;
+  if (answer === undefined) return 'read from the answer {"scopes": [{type, id}, …]} (none: the resource itself); another answer → 502';
+  if (answer.kind === 'self') return `${type} ${id} itself, on any JSON 200 (self); an answer that is not JSON → 502`;
+  return `${describeResolverAnswer(answer)} in the host's own answer (an array: one scope per element); a missing value, or one not a string or an integer → 502`;
 }
 
 function describeNeeds(explanation: RequestExplanation, route: CompiledRoute): string {

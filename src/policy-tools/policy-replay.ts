@@ -5,11 +5,12 @@
  *
  * No resolver is ever called. Where the new decision needs a resource's scopes from a resolver, the recorded
  * outcome is reused when the route that made the recorded decision (the live policy's) checked the same resource
- * the same way and the recorded decision got that far; otherwise the line is counted as needing a resolver. Input is
+ * the same way, with the same resolver (its URL, and its answer read the same way), and the recorded decision got that far; otherwise the line is counted as needing a resolver. Input is
  * streamed line by line, and what is kept is bounded (counts, at most {@link MAX_EXAMPLES} examples per route, at
  * most {@link MAX_USERS} users), so a gigabyte of log replays in bounded memory.
  */
 import type { CompiledPolicy, CompiledRoute } from '../policy/compiled-policy';
+import { sameResolution } from '../policy/resolver-answer';
 import type { AuthorizationDecision } from '../authz/decision';
 import type { DecisionEngine } from '../authz/decision-engine';
 import { terminalText } from '../observability/terminal-text';
@@ -113,7 +114,7 @@ export async function replayOne(record: RecordedDecision, policy: CompiledPolicy
     // The recorded outcome of the resource and scope steps stands only for the same check, reached then too.
     const then = live?.match(record.method, record.path)?.route ?? null;
     const reachedThen = record.verdict === 'allow' || (record.step !== null && RESOURCE_STEPS.has(record.step));
-    if (match !== null && then !== null && then.pattern === record.route && reachedThen && sameResourceCheck(then, match.route)) {
+    if (match !== null && then !== null && then.pattern === record.route && reachedThen && sameResourceCheck(then, match.route) && sameResolver(live!, policy, match.route)) {
       return { verdict: record.verdict, step: record.step, route, reused: true };
     }
     return { verdict: 'needs-resolver', route };
@@ -128,6 +129,14 @@ function sameResourceCheck(a: CompiledRoute, b: CompiledRoute): boolean {
   if (a.resource === null || b.resource === null) return false;
   const segmentOf = (route: CompiledRoute): number => segmentsOf(route).findIndex((segment) => segment.kind === 'param' && segment.name === route.resource!.idParam);
   return a.resource.type === b.resource.type && a.resource.access === b.resource.access && segmentOf(a) === segmentOf(b);
+}
+
+/** Whether the route's resource type is resolved the same way in both policies (same URL, its answer read the same way). */
+function sameResolver(live: CompiledPolicy, policy: CompiledPolicy, route: CompiledRoute): boolean {
+  const type = route.resource!.type;
+  const then = live.resources[type]?.resolver ?? null;
+  const now = policy.resources[type]?.resolver ?? null;
+  return then !== null && now !== null && sameResolution(then, now);
 }
 
 export const MAX_EXAMPLES = 20;

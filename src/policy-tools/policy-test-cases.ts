@@ -30,8 +30,11 @@ export interface UserPrincipal {
   clientType?: string;
 }
 
-/** Resolver answers: type → id → scope refs, an HTTP status (404 = not found), or `down`. */
-export type ResolverAnswers = Record<string, Record<string, Array<{ type: string; id: string | number }> | number | 'down'>>;
+/**
+ * Resolver answers: type → id → scope refs, an HTTP status (404 = not found), `down`, or `{body}`: the 200 answer's
+ * JSON, read as the policy's resolver reads it (its `self` or `scopes` pointers, else the `{scopes}` document).
+ */
+export type ResolverAnswers = Record<string, Record<string, Array<{ type: string; id: string | number }> | number | 'down' | { body: unknown }>>;
 
 /** One case of a `tests/*.yaml` file. */
 export interface PolicyTestCase {
@@ -87,6 +90,7 @@ const caseSchema = {
             },
             { type: 'integer', minimum: 100, maximum: 599 },
             { const: 'down' },
+            { type: 'object', additionalProperties: false, required: ['body'], properties: { body: {} } },
           ],
         },
       },
@@ -220,7 +224,7 @@ function schemaIssue(
   }
   if (error.keyword === 'required') return issue(`${shown}: missing required key "${String(error.params.missingProperty)}"`, lineOf(path));
   if (path.includes('resolvers') && path.length === base.length + 3) {
-    return issue(`${shown}: must be a list of {type, id}, an HTTP status (404 = not found) or "down"`, lineOf(path));
+    return issue(`${shown}: must be a list of {type, id}, an HTTP status (404 = not found), "down" or {body: <the host's 200 answer>}`, lineOf(path));
   }
   if (path[path.length - 1] === 'expect') return issue(`${shown}: must be allow, deny, a step code (${STEP_CODES.join(', ')}) or an HTTP status`, lineOf(path));
   return issue(`${shown}: ${error.message ?? 'is invalid'}`, lineOf(path));

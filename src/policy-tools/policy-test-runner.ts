@@ -9,11 +9,12 @@ import type { IamPrincipal } from '../domain/principal';
 import { compileGrant, type CompiledGrant } from '../authz/ability-compiler';
 import type { AuthorizationDecision } from '../authz/decision';
 import { DecisionEngine, type DecisionSubject } from '../authz/decision-engine';
+import { scopesOfAnswer } from '../authz/answer-scopes';
 import type { ResolveResult } from '../authz/resource-resolver';
 import { decodeResourceId } from '../authz/resource-url';
 import { normalizeRequestTarget } from '../http/normalize-target';
 import type { ProvisioningDocument } from '../domain/records';
-import type { CompiledPolicy, PolicyIssue } from '../policy/compiled-policy';
+import type { CompiledPolicy, PolicyIssue, ResourceResolverConfig } from '../policy/compiled-policy';
 import { parsePolicyTestCases, readPolicyTestFiles, type PolicyTestCase, type ResolverAnswers } from './policy-test-cases';
 
 export type { PermissionsPrincipal, PolicyTestCase, ResolverAnswers, UserPrincipal } from './policy-test-cases';
@@ -129,7 +130,7 @@ async function runCase(
   }
   const engine = new DecisionEngine({
     grants: { getGrant: async (principal) => (setup.grant !== null && principal.activeProfileId === setup.grant.profileId ? setup.grant : null) },
-    resolvers: { resolve: async (_config, type, id) => resolverAnswer(testCase.resolvers, type, id) },
+    resolvers: { resolve: async (config, type, id) => resolverAnswer(testCase.resolvers, config, type, id) },
   });
   const decision = await engine.decideRequest({ method: testCase.request.method.toUpperCase(), path: target.path, policy: options.policy, subject: setup.subject });
   const status = decision.allowed ? 200 : decision.status;
@@ -154,14 +155,21 @@ function describeDecision(decision: AuthorizationDecision | null): string {
   return `; ${route}; steps [${steps.join(', ')}]`;
 }
 
-/** The stub resolver: the case's answer, or, when the case gives none, the resource as its own scope. */
-function resolverAnswer(answers: ResolverAnswers | undefined, type: string, id: string): ResolveResult {
+/**
+ * The stub resolver: the case's answer, or, when the case gives none, the resource as its own scope. A `{body}` answer
+ * is read as the gateway reads the host's 200 answer, through the policy's resolver (`self`, `scopes` pointers).
+ */
+function resolverAnswer(answers: ResolverAnswers | undefined, config: ResourceResolverConfig, type: string, id: string): ResolveResult {
   const decodedId = decodeResourceId(id);
   const answer = answers?.[type]?.[decodedId];
   if (answer === undefined) return { kind: 'found', scopeRefs: [{ type, id: decodedId }] };
   if (answer === 'down') return { kind: 'unavailable', reason: `resolver for ${type} unreachable (test case)` };
   if (typeof answer === 'number') {
     return answer === 404 ? { kind: 'not-found' } : { kind: 'unavailable', reason: `resolver for ${type} answered HTTP ${answer}` };
+  }
+  if (!Array.isArray(answer)) {
+    const scopeRefs = scopesOfAnswer(JSON.stringify(answer.body), config.answer, type, decodedId);
+    return typeof scopeRefs === 'string' ? { kind: 'unavailable', reason: `resolver for ${type} answered ${scopeRefs}` } : { kind: 'found', scopeRefs };
   }
   return { kind: 'found', scopeRefs: answer.map((ref) => ({ type: ref.type, id: String(ref.id) })) };
 }

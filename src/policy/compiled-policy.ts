@@ -86,7 +86,28 @@ export interface ResourceResolverConfig {
   /** URL template with `{id}`, e.g. `http://127.0.0.1:3000/internal/resources/projects/{id}`. */
   url: string;
   timeoutMs: number;
+  /**
+   * How a 200 answer becomes scope refs when the resolver reads the host's own representation (policy `self` or
+   * `scopes`); absent: the answer is the resolver document `{scopes: [{type, id}]}`.
+   */
+  answer?: ResolverAnswerMapping;
 }
+
+/** One `resolver.scopes` entry: a scope type and where its id is in the host's answer. */
+export interface ScopePointer {
+  /** Scope type, e.g. `PROJECT`. */
+  type: string;
+  /** The JSON Pointer (RFC 6901) as written, e.g. `/projectId`; `""` is the whole answer. */
+  pointer: string;
+  /** Its reference tokens, unescaped (`~1` → `/`, `~0` → `~`): `["projectId"]`. */
+  tokens: readonly string[];
+}
+
+/**
+ * A resolver that reads the host's own representation: `self` (any JSON 200 names the resource itself) or
+ * `scopes` (each pointer's value, or each element of an array value, is the id of a scope of its type).
+ */
+export type ResolverAnswerMapping = { kind: 'self' } | { kind: 'pointers'; scopes: readonly ScopePointer[] };
 
 export interface CompiledPolicy {
   /** sha256 over the sorted file names and contents: changes exactly when the policy does. */

@@ -5,13 +5,14 @@ import type {
   DefaultAction,
   PolicyIssue,
   PolicyLoadResult,
+  ResolverAnswerMapping,
   ResourceResolverConfig,
   RouteFilter,
   SourceLocation,
 } from './compiled-policy';
-import { parseJsonPointer } from './json-pointer';
+import { parseJsonPointer } from '../domain/json-pointer';
 import type { ParsedPolicyFile } from './policy-parser';
-import type { PolicyRouteEntry, PolicyRouteResource } from './policy-schema';
+import type { PolicyResolverDeclaration, PolicyRouteEntry, PolicyRouteResource } from './policy-schema';
 import { buildRouteTree, type Leaf } from './route-conflicts';
 import { parseRoutePattern, type PatternSegment } from './route-tree';
 
@@ -25,6 +26,17 @@ export interface CompileContext {
   upstreamUrl?: string | null;
   /** Each file's size as read (CompiledPolicy.fileBytes). */
   fileBytes?: Readonly<Record<string, number>>;
+}
+
+/**
+ * How the resolver's 200 answer becomes scope refs: `self`, or pointers into the host's own representation; undefined
+ * for the resolver document `{scopes}`. The schema refuses `self` beside `scopes`.
+ */
+function resolverAnswer(resolver: PolicyResolverDeclaration): ResolverAnswerMapping | undefined {
+  if (resolver.self === true) return Object.freeze({ kind: 'self' });
+  if (resolver.scopes === undefined) return undefined;
+  const scopes = resolver.scopes.map(({ type, id }) => Object.freeze({ type, pointer: id, tokens: Object.freeze(parseJsonPointer(id) ?? []) }));
+  return Object.freeze({ kind: 'pointers', scopes: Object.freeze(scopes) });
 }
 
 /** `..` or `.` as a path segment: a resolver path must name the endpoint as it is, not climb out of it. */
@@ -103,9 +115,10 @@ export function compilePolicy(files: readonly ParsedPolicyFile[], context: Compi
         if (DOT_SEGMENT.test(url.split('?')[0]!)) error('resolver-url', `resource type ${type}: the resolver path ${url} has a "." or ".." segment`, source);
         if (context.upstreamUrl) url = `${context.upstreamUrl.replace(/\/+$/, '')}${url}`;
       }
+      const answer = resolver ? resolverAnswer(resolver) : undefined;
       resources.set(type, {
         source,
-        resolver: resolver ? { url, timeoutMs: parseTimeout(resolver.timeout, context.defaultResolverTimeoutMs) } : null,
+        resolver: resolver ? { url, timeoutMs: parseTimeout(resolver.timeout, context.defaultResolverTimeoutMs), ...(answer ? { answer } : {}) } : null,
       });
     }
 

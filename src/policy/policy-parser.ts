@@ -3,7 +3,7 @@ import { constructFromEvents, CORE_SCHEMA, EVENT_ID, getScalarValue, parseEvents
 import { CST, isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, Parser, type Document, type Node } from 'yaml';
 import { displayPath, pointerSegments } from '../domain/schema-errors';
 import type { PolicyIssue } from './compiled-policy';
-import { policyFileValidator, type PolicyFileDocument } from './policy-schema';
+import { PATTERN_MEANINGS, policyFileValidator, type PolicyFileDocument } from './policy-schema';
 
 /** One policy file after parsing and schema validation, with a way back to its lines. */
 export interface ParsedPolicyFile {
@@ -311,14 +311,19 @@ function schemaIssue(file: string, error: ErrorObject, lineOf: ParsedPolicyFile[
       message = `${where}: must be ${JSON.stringify(error.params.allowedValue)}`;
       line = lineOf(path);
       break;
-    case 'pattern':
-      message = path[path.length - 1] === 'permission'
-        ? `${where}: not a permission code "<resource>:<action>" (resource and action [A-Za-z0-9_.-]+, action may be "*", or "*:*")`
-        : path[path.length - 2] === 'filter' && (path[path.length - 1] === 'id' || path[path.length - 1] === 'items')
-          ? `${where}: not a JSON Pointer (RFC 6901): "" or "/"-prefixed tokens such as "/id" or "/data", "~" written "~0" and "/" inside a token "~1"`
-          : `${where}: must match ${String(error.params.pattern)}`;
+    case 'pattern': {
+      const pattern = String(error.params.pattern);
+      message = `${where}: ${PATTERN_MEANINGS[pattern] ?? `must match ${pattern}`}`;
       line = lineOf(path);
       break;
+    }
+    case 'not': {
+      // `not: {required: [a, b]}`: keys that exclude each other.
+      const keys = (error.schema as { required?: unknown } | undefined)?.required;
+      message = Array.isArray(keys) ? `${where}: ${keys.map((key) => `"${String(key)}"`).join(' and ')} exclude each other: keep one` : `${where}: ${error.message ?? 'is invalid'}`;
+      line = lineOf(Array.isArray(keys) ? [...path, String(keys[keys.length - 1])] : path);
+      break;
+    }
     case 'propertyNames':
       message = `${where}: invalid key "${String(error.params.propertyName)}"`;
       line = lineOf([...path, String(error.params.propertyName)]);

@@ -1,5 +1,5 @@
 import Ajv, { type JSONSchemaType, type ValidateFunction } from 'ajv';
-import { JSON_POINTER_PATTERN } from './json-pointer';
+import { JSON_POINTER_PATTERN } from '../domain/json-pointer';
 
 /**
  * JSON Schema of one policy file (docs/policy-format.md) and the TypeScript types checked against it.
@@ -61,12 +61,24 @@ export interface PolicyRouteEntry {
   routes?: PolicyRouteEntry[];
 }
 
+/** One entry of `resources.<TYPE>.resolver.scopes`. */
+export interface PolicyScopePointer {
+  /** Scope type (like a resource type). */
+  type: string;
+  /** JSON Pointer (RFC 6901) into the host's answer: `""` or `/a/b`, `~0` for `~` and `~1` for `/`. */
+  id: string;
+}
+
 /** `resources.<TYPE>.resolver`. */
 export interface PolicyResolverDeclaration {
   /** `http(s)` URL template containing `{id}`. */
   url: string;
   /** `"2s"`, `"500ms"` or a number of milliseconds. */
   timeout?: string | number;
+  /** `true`: the host's own representation; a JSON 200 means the resource is its own scope. Excludes `scopes`. */
+  self?: boolean;
+  /** The host's own representation, mapped to scopes with JSON Pointers. Excludes `self`. */
+  scopes?: PolicyScopePointer[];
 }
 
 /** `resources.<TYPE>`. */
@@ -93,6 +105,12 @@ export interface PolicyFileDocument {
 const PERMISSION_PATTERN = '^(?:[A-Za-z0-9_.-]+:(?:[A-Za-z0-9_.-]+|\\*)|\\*:\\*)$';
 const RESOURCE_TYPE_PATTERN = '^[A-Za-z0-9_.-]+$';
 const PARAM_NAME_PATTERN = '^[A-Za-z_][A-Za-z0-9_]*$';
+
+/** What a pattern of this schema means, in words, for the error a value that does not match it gets. */
+export const PATTERN_MEANINGS: Readonly<Record<string, string>> = {
+  [PERMISSION_PATTERN]: 'not a permission code "<resource>:<action>" (resource and action [A-Za-z0-9_.-]+, action may be "*", or "*:*")',
+  [JSON_POINTER_PATTERN]: 'not a JSON Pointer: "" (the whole answer) or "/key/0/key", with "~0" for "~" and "~1" for "/"',
+};
 
 const routeResourceSchema: JSONSchemaType<PolicyRouteResource> = {
   type: 'object',
@@ -184,7 +202,25 @@ const authoredSchema: JSONSchemaType<PolicyFileDocument> = {
                 pattern: '^[1-9][0-9]*(?:ms|s)$',
                 minimum: 1,
               },
+              // The host's own representation: the resource itself (`self`), or scopes read with JSON Pointers.
+              self: { type: 'boolean', enum: [true], nullable: true },
+              scopes: {
+                type: 'array',
+                nullable: true,
+                minItems: 1,
+                items: {
+                  type: 'object',
+                  additionalProperties: false,
+                  required: ['type', 'id'],
+                  properties: {
+                    type: { type: 'string', pattern: RESOURCE_TYPE_PATTERN },
+                    id: { type: 'string', maxLength: 1024, pattern: JSON_POINTER_PATTERN },
+                  },
+                },
+              },
             },
+            // Two meanings of one answer: refused (policy-parser.ts names the keys).
+            not: { type: 'object', required: ['self', 'scopes'], properties: { self: {}, scopes: {} } },
           },
         },
       },
@@ -216,7 +252,8 @@ let cachedValidator: ValidateFunction<PolicyFileDocument> | undefined;
  */
 export function policyFileValidator(): ValidateFunction<PolicyFileDocument> {
   if (cachedValidator === undefined) {
-    const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true });
+    // `verbose`: an error carries its schema, so a refused combination (`not: {required}`) names its keys.
+    const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true, verbose: true });
     cachedValidator = ajv.compile(policyFileSchema);
   }
   return cachedValidator;

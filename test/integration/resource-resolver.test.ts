@@ -163,6 +163,64 @@ describe('ResourceResolverClient (real HTTP)', () => {
   });
 });
 
+describe("ResourceResolverClient reading the host's own representation (real HTTP)", () => {
+  let host: Awaited<ReturnType<typeof startHost>>;
+  let client: ResourceResolverClient;
+
+  beforeAll(async () => {
+    host = await startHost((req, res) => {
+      const id = decodeURIComponent((req.url ?? '').split('/').pop() ?? '');
+      if (id === '3') return json(res, 200, { id: 3, projectId: 2, title: 'Dock' });
+      if (id === 'many') return json(res, 200, { id: 'many', projectIds: [1, '2'] });
+      if (id === 'orphan') return json(res, 200, { id: 'orphan', projectId: null });
+      if (id === 'page') return void (res.writeHead(200, { 'content-type': 'text/html' }), res.end('<html>sign in</html>'));
+      if (id === 'broken') return json(res, 500, { projectId: 1 });
+      if (id === 'moved') return void (res.writeHead(302, { location: '/elsewhere' }), res.end());
+      return json(res, 404, {});
+    });
+    client = new ResourceResolverClient();
+  });
+
+  afterAll(async () => {
+    await client.close();
+    await new Promise((resolve) => host.server.close(resolve));
+  });
+
+  const byProject = () => compilePolicyFiles([{ file: 'p.yaml', text: `version: 1\nresources:\n  TASK: { resolver: { url: "${host.base}/tasks/{id}", scopes: [{ type: PROJECT, id: /projectId }, { type: PROJECT, id: /projectIds }] } }\n` }]);
+  const self = () => compilePolicyFiles([{ file: 'p.yaml', text: `version: 1\nresources:\n  PROJECT: { resolver: { url: "${host.base}/tasks/{id}", self: true } }\n` }]);
+  const pointers = () => byProject().policy!.resources.TASK!.resolver!;
+  const itself = () => self().policy!.resources.PROJECT!.resolver!;
+  const onlyProjectId = () => ({ ...pointers(), answer: { kind: 'pointers' as const, scopes: [{ type: 'PROJECT', pointer: '/projectId', tokens: ['projectId'] }] } });
+
+  it('maps the answer with its pointers; self names the resource', async () => {
+    expect(await client.resolve(onlyProjectId(), 'TASK', '3')).toEqual({ kind: 'found', scopeRefs: [{ type: 'PROJECT', id: '2' }] });
+    expect(await client.resolve(itself(), 'PROJECT', '3')).toEqual({ kind: 'found', scopeRefs: [{ type: 'PROJECT', id: '3' }] });
+    expect(await client.resolve({ ...onlyProjectId(), answer: { kind: 'pointers', scopes: [{ type: 'PROJECT', pointer: '/projectIds', tokens: ['projectIds'] }] } }, 'TASK', 'many')).toEqual({
+      kind: 'found',
+      scopeRefs: [
+        { type: 'PROJECT', id: '1' },
+        { type: 'PROJECT', id: '2' },
+      ],
+    });
+  });
+
+  it('404 is not found, with pointers and with self', async () => {
+    expect(await client.resolve(pointers(), 'TASK', '99')).toEqual({ kind: 'not-found' });
+    expect(await client.resolve(itself(), 'PROJECT', '99')).toEqual({ kind: 'not-found' });
+  });
+
+  it('a missing pointer, a null value, a page that is not JSON, a 500 or a redirect are unavailable (502), without a value of the answer', async () => {
+    // Task 3 has projectId but no projectIds: the second entry names nothing.
+    expect(await client.resolve(pointers(), 'TASK', '3')).toEqual({ kind: 'unavailable', reason: 'resolver for TASK answered no value at "/projectIds"' });
+    expect(await client.resolve(onlyProjectId(), 'TASK', 'orphan')).toEqual({ kind: 'unavailable', reason: 'resolver for TASK answered a value at "/projectId" that is not a string or an integer' });
+    for (const resolver of [onlyProjectId(), itself()]) {
+      expect(await client.resolve(resolver, 'TASK', 'page')).toEqual({ kind: 'unavailable', reason: 'resolver for TASK answered a body that is not JSON' });
+      expect(await client.resolve(resolver, 'TASK', 'broken')).toEqual({ kind: 'unavailable', reason: 'resolver for TASK answered HTTP 500' });
+      expect(await client.resolve(resolver, 'TASK', 'moved')).toEqual({ kind: 'unavailable', reason: 'resolver for TASK answered HTTP 302' });
+    }
+  });
+});
+
 describe('#11.13 resolverUrl', () => {
   it.each([
     ['http://h/r/{id}', '..', null],

@@ -158,6 +158,21 @@ routes:
     expect(t.calls.resolver).toBe(2);
   });
 
+  it("does not reuse the live resolution when the candidate reads the same resolver's answer another way (scopes pointers, self)", async () => {
+    for (const mapping of ['scopes: [{ type: PROJECT, id: /projectId }]', 'self: true']) {
+      const t = setup(`version: 1
+resources: { PROJECT: { resolver: { url: "http://127.0.0.1:9/resolve/{id}", ${mapping} } } }
+routes:
+  - { path: /api/projects/:projectId, methods: [GET], permission: "project:read", resource: { type: PROJECT, id: projectId, access: READ } }
+`);
+      const answered = await t.request('GET', '/api/projects/p1');
+      expect(answered.decision.allowed).toBe(true);
+      // The live answer was read as a {scopes} document; the candidate's reading of it is not known: unknown, no call.
+      expect(answered.divergence).toEqual({ live: 'allow', candidate: { decision: 'unknown', step: null, route: '/api/projects/:projectId' } });
+      expect(t.calls.resolver).toBe(1);
+    }
+  });
+
   it('is unknown when it needs a resolution the live decision did not make, or a grant that is not cached', async () => {
     const t = setup(`version: 1
 ${RESOLVER}

@@ -5,7 +5,7 @@
  */
 import type { RouteFilter } from '../../src/policy/compiled-policy';
 import { compilePolicyFiles } from '../../src/policy/load-policy-directory';
-import { parseJsonPointer, resolveJsonPointer } from '../../src/policy/json-pointer';
+import { parseJsonPointer, resolveJsonPointer } from '../../src/domain/json-pointer';
 import { BoundedBody, elementId, filterList, isFilteredStatus, listFilterPlan, unfilterableAnswer, type ListFilterPlan } from '../../src/gateway/list-filter';
 
 function routeFilter(id: string, items = ''): RouteFilter {

@@ -68,6 +68,23 @@ describe('policy diff: changes where a wrong answer is a hole', () => {
     expect(diff('default: deny', res('http://h/p/{id}'))[0]?.classification).toBe('wider');
     expect(diff(res('http://h/p/{id}', ', timeout: 1s'), res('http://h/p/{id}', ', timeout: 2s'))[0]).toMatchObject({ classification: 'neutral' });
   });
+
+  it("a resolver reading the host's own answer another way is wider: changed scopes pointers, self, or the {scopes} document", () => {
+    const res = (mapping: string) => `resources:\n  TASK:\n    resolver: { url: "/tasks/{id}"${mapping} }\ndefault: deny`;
+    const diff = (a: string, b: string) => diffPolicies(compile({ 'p.yaml': doc(PROJECT, a) }), compile({ 'p.yaml': doc(PROJECT, b) }));
+    const byProject = ', scopes: [{ type: PROJECT, id: /projectId }]';
+    const changed = diff(res(byProject), res(', scopes: [{ type: PROJECT, id: /ownerId }]'));
+    expect(changed.resources).toEqual([{ type: 'TASK', classification: 'wider', difference: 'resolver answer read as PROJECT from "/projectId" → PROJECT from "/ownerId"' }]);
+    expect(changed.wider).toBe(true);
+    // Another scope type, one more entry, self, or back to the {scopes} document: each changes which scopes decide.
+    expect(diff(res(byProject), res(', scopes: [{ type: TEAM, id: /projectId }]')).resources[0]?.classification).toBe('wider');
+    expect(diff(res(byProject), res(`${byProject.slice(0, -1)}, { type: TEAM, id: /teamId }]`)).resources[0]?.classification).toBe('wider');
+    expect(diff(res(byProject), res(', self: true')).resources[0]?.difference).toBe('resolver answer read as PROJECT from "/projectId" → self');
+    expect(diff(res(''), res(byProject)).resources[0]?.difference).toBe('resolver answer read as {scopes} document → PROJECT from "/projectId"');
+    expect(diff(res(byProject), res(byProject.replace('{ type', '{   type'))).resources).toEqual([]);
+    // Added with a mapping, the report says how it reads.
+    expect(diff('default: deny', res(byProject)).resources[0]?.difference).toBe('resolver added (/tasks/{id}, PROJECT from "/projectId")');
+  });
 });
 
 describe('policy diff: what is no change', () => {

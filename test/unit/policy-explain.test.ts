@@ -95,9 +95,28 @@ describe('formatExplanation', () => {
       'permission  task:read',
       'resource    TASK "a b" (from :taskId), access READ, resolve optional',
       'resolver    GET /internal/resources/tasks/a%20b on upstream.url (timeout 2000 ms; 404 → 404 IAM_RESOURCE_NOT_FOUND)',
+      'scopes      read from the answer {"scopes": [{type, id}, …]} (none: the resource itself); another answer → 502',
       'needs       a valid session (401), then an active profile for the client type, then permission task:read (403 PERMISSION_DENIED), ' +
         'then a scope covering the scopes the resolver answers for TASK a b for READ (403 SCOPE_DENIED; unscoped profiles pass)',
     ]);
+  });
+
+  it("a resolver that reads the host's own representation says how: pointers, or self", () => {
+    const result = compilePolicyFiles([
+      {
+        file: 'p.yaml',
+        text:
+          'version: 1\nresources:\n  TASK: { resolver: { url: "/tasks/{id}", scopes: [{ type: PROJECT, id: /projectId }, { type: TEAM, id: "/a~1b/~0c" }] } }\n' +
+          '  PROJECT: { resolver: { url: "/projects/{id}", self: true } }\nroutes:\n' +
+          '  - { path: /tasks/:id, methods: [GET], permission: task:read, resource: { type: TASK, id: id } }\n' +
+          '  - { path: /projects/:id, methods: [GET], permission: project:read, resource: { type: PROJECT, id: id } }\n',
+      },
+    ]);
+    const policy = result.policy!;
+    expect(formatExplanation(explainRequest(policy, 'GET', '/tasks/3'))).toContain(
+      'scopes      PROJECT from "/projectId", TEAM from "/a~1b/~0c" in the host\'s own answer (an array: one scope per element); a missing value, or one not a string or an integer → 502',
+    );
+    expect(formatExplanation(explainRequest(policy, 'GET', '/projects/2'))).toContain('scopes      PROJECT 2 itself, on any JSON 200 (self); an answer that is not JSON → 502');
   });
 
   it('a public route answering HEAD through GET', () => {

@@ -168,6 +168,47 @@ describe('runPolicyTests', () => {
     expect(report.passed).toBe(6);
   });
 
+  it("reads a {body} answer through the policy's resolver: scopes pointers, self, and what fails closed", async () => {
+    const routes = `version: 1
+resources:
+  TASK: { resolver: { url: "/tasks/{id}", scopes: [{ type: PROJECT, id: /projectId }] } }
+  PROJECT: { resolver: { url: "/projects/{id}", self: true } }
+  DOC: { resolver: { url: "/docs/{id}" } }
+routes:
+  - { path: /tasks/:id, methods: [GET], permission: task:read, resource: { type: TASK, id: id } }
+  - { path: /projects/:id, methods: [GET], permission: task:read, resource: { type: PROJECT, id: id } }
+  - { path: /docs/:id, methods: [GET], permission: task:read, resource: { type: DOC, id: id } }
+`;
+    const principal = `{ permissions: [task:read], scopes: [{ scopeType: PROJECT, scopeRefId: "1", accessMode: READ }] }`;
+    const report = await run(
+      `cases:
+  - { name: in project 1, request: { method: GET, path: /tasks/1 }, principal: ${principal}, resolvers: { TASK: { "1": { body: { id: 1, projectId: 1 } } } }, expect: allow }
+  - { name: in project 2, request: { method: GET, path: /tasks/3 }, principal: ${principal}, resolvers: { TASK: { "3": { body: { id: 3, projectId: 2 } } } }, expect: SCOPE_DENIED }
+  - { name: no project, request: { method: GET, path: /tasks/5 }, principal: ${principal}, resolvers: { TASK: { "5": { body: { id: 5, projectId: null } } } }, expect: 502 }
+  - { name: self, request: { method: GET, path: /projects/1 }, principal: ${principal}, resolvers: { PROJECT: { "1": { body: { id: 1, name: Apollo } } } }, expect: allow }
+  - { name: scopes document, request: { method: GET, path: /docs/9 }, principal: ${principal}, resolvers: { DOC: { "9": { body: { scopes: [{ type: PROJECT, id: 1 }] } } } }, expect: allow }
+  - { name: a pointer the policy does not have, request: { method: GET, path: /tasks/1 }, principal: ${principal}, resolvers: { TASK: { "1": { body: { id: 1, project: 1 } } } }, expect: allow }
+`,
+      { routes },
+    );
+    expect(report.results.map((r) => [r.name, r.passed])).toEqual([
+      ['in project 1', true],
+      ['in project 2', true],
+      ['no project', true],
+      ['self', true],
+      ['scopes document', true],
+      ['a pointer the policy does not have', false],
+    ]);
+    expect(report.results[5].actual).toBe('deny RESOURCE_RESOLUTION_UNAVAILABLE (502)');
+  });
+
+  it('refuses a resolver answer that is neither a list, a status, down nor {body}', async () => {
+    const report = await run(`cases:
+  - { name: bad, request: { method: GET, path: /api/projects/5 }, principal: null, resolvers: { PROJECT: { "5": { bdy: 1 } } }, expect: allow }
+`);
+    expect(formatPolicyTestReport(report)[0]).toMatch(/cases\[0\]\.resolvers\.PROJECT\[5\]: must be a list of \{type, id\}, an HTTP status \(404 = not found\), "down" or \{body: <the host's 200 answer>\}/);
+  });
+
   it('normalizes the path like the proxy: a refused target is a 400 deny', async () => {
     const report = await run(`cases:
   - { name: refused, request: { method: GET, path: "/api/projects/1;x" }, principal: null, expect: 400 }

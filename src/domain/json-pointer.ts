@@ -1,6 +1,7 @@
 /**
- * JSON Pointers (RFC 6901) as a policy's `filter` writes them: `""` is the whole value, `/data` a member, `/0` an
- * array element; `~1` stands for `/` and `~0` for `~` inside a token.
+ * JSON Pointers (RFC 6901) as a policy writes them — a list `filter`'s `id` and `items`, a resolver's `scopes` ids:
+ * `""` is the whole value, `/data` a member, `/0` an array element; `~1` stands for `/` and `~0` for `~` inside a
+ * token. And the one rule for reading an id out of a host's JSON answer ({@link jsonIdOf}).
  */
 
 /** A pointer's syntax (RFC 6901 §3): empty, or `/`-prefixed tokens where `~` is only ever `~0` or `~1`. */
@@ -38,4 +39,15 @@ export function resolveJsonPointer(value: unknown, tokens: readonly string[]): u
     } else return undefined;
   }
   return current;
+}
+
+/**
+ * An id read from a host's JSON answer: a string as it is, an integer as its decimal string (`1` and `"1"` name the
+ * same resource). Null for anything else — and for an integer JSON cannot carry exactly (beyond ±(2^53 − 1) two ids
+ * would read as one) or `-0` — so whoever reads it fails closed.
+ */
+export function jsonIdOf(value: unknown): string | null {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' && Number.isSafeInteger(value) && !Object.is(value, -0)) return String(value);
+  return null;
 }
