@@ -171,6 +171,20 @@ async function showCheck(result, { permission, resourceType, resourceId, access,
   }
 }
 
+/** A route's list filter: which elements of the host's answer a caller sees. */
+function filterView(filter) {
+  return h(
+    'span',
+    null,
+    filter.items === '' ? 'the answer' : ['the array at ', h('code', null, filter.items)],
+    ' keeps the elements whose ',
+    h('code', null, filter.id),
+    ' is a ',
+    h('code', null, filter.type),
+    ` the profile covers (${filter.access}); a profile covering every ${filter.type} gets the answer untouched`,
+  );
+}
+
 /** One decision: verdict, route (file:line, mode), permission, profile, the ordered steps, the resource. */
 export function decisionView(decision, request) {
   const route = decision.route ?? null;
@@ -208,6 +222,7 @@ export function decisionView(decision, request) {
           : 'no route matched',
       ],
       ['Mode', route ? (route.mode === 'shadow' ? badge('shadow (reports, does not enforce)', 'warn') : 'enforce') : null],
+      ['List filter', route && route.filter ? filterView(route.filter) : null],
       ['Permission', route && route.public ? 'public (no permission)' : decision.permissionCode ? h('code', null, decision.permissionCode) : 'none'],
       ['User', decision.userId ? h('code', null, decision.userId) : null],
       ['Profile', decision.profileId ? h('code', null, decision.profileId) : 'none'],

@@ -198,6 +198,8 @@ function routeView(route: CompiledRoute): DecisionRoute {
   let view = routeViews.get(route);
   if (!view) {
     view = { id: route.id, pattern: route.pattern, file: route.source.file, line: route.source.line, mode: route.mode, public: route.public };
+    const filter = route.filter;
+    if (filter !== undefined) view.filter = { type: filter.type, id: filter.id, items: filter.items, access: filter.access };
     routeViews.set(route, view);
   }
   return view;

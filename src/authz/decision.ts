@@ -30,6 +30,8 @@ export interface DecisionRoute {
   line: number;
   mode: 'enforce' | 'shadow';
   public: boolean;
+  /** The route's list filter (policy `filter`): what of the host's answer a caller whose plan is not `ALL` sees. */
+  filter?: { type: string; id: string; items: string; access: 'READ' | 'WRITE' };
 }
 
 /** The resource a decision was about, with the scope refs it resolved to (when resolution ran). */

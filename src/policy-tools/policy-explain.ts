@@ -113,8 +113,15 @@ export function formatExplanation(explanation: RequestExplanation): string[] {
     else if (resource.resolve === 'required') add('resolver', `none for ${resource.type}: requests answer 500 IAM_RESOURCE_RESOLUTION_UNAVAILABLE`);
     else add('resolver', `none for ${resource.type}: ${resource.type} ${id} is checked as its own scope`);
   }
+  if (route.filter !== undefined) add('filter', describeFilter(route.filter));
   add('needs', describeNeeds(explanation, route));
   return lines;
+}
+
+/** A route's list filter in words: what of the host's answer a caller sees. */
+export function describeFilter(filter: { type: string; id: string; items: string; access: string }): string {
+  const list = filter.items === '' ? 'the answer (a JSON array)' : `the array at ${JSON.stringify(filter.items)}`;
+  return `${list} keeps the elements whose ${JSON.stringify(filter.id)} is a ${filter.type} the caller's profile covers for ${filter.access}; a profile covering every ${filter.type} gets the answer untouched; an answer that cannot be filtered is 502 IAM_FILTER_FAILED`;
 }
 
 /** How the resolver's 200 answer becomes the resource's scopes, and what fails closed. */

@@ -283,6 +283,15 @@ describeInBrowser('the console in Chromium', () => {
     await expectSoundPage(page, 'Me');
   });
 
+  it("Explain: a filtered list shows its filter: which elements of the host's answer the user sees", async () => {
+    const { page } = await newPage();
+    await signIn(page, 'admin', '/iam/console/explain?method=GET&path=%2Fapi%2Fprojects&userId=u-alice');
+    await shows(page.locator('.verdict'), 'Allowed');
+    const shown = await mainText(page);
+    expect(shown).toContain('List filter');
+    expect(shown).toMatch(/the array at \/projects keeps the elements whose \/id is a PROJECT the profile covers \(READ\)/);
+  });
+
   it("Access: the admin moves alice's editor profile from project 1 to project 2, and her next request is allowed", async () => {
     const alice = await login(gw(), 'alice', 'alice-password', 'API');
     expect(await status('/api/projects/2', alice.accessToken)).toBe(403);

@@ -101,6 +101,15 @@ describe('formatExplanation', () => {
     ]);
   });
 
+  it('a filtered list says which elements a caller sees', () => {
+    const lines = formatExplanation(explainRequest(example, 'GET', '/api/projects'));
+    expect(lines).toContain(
+      'filter      the array at "/projects" keeps the elements whose "/id" is a PROJECT the caller\'s profile covers for READ; ' +
+        'a profile covering every PROJECT gets the answer untouched; an answer that cannot be filtered is 502 IAM_FILTER_FAILED',
+    );
+    expect(formatExplanation(explainRequest(example, 'POST', '/api/projects')).some((line) => line.startsWith('filter'))).toBe(false);
+  });
+
   it("a resolver that reads the host's own representation says how: pointers, or self", () => {
     const result = compilePolicyFiles([
       {

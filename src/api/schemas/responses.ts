@@ -123,6 +123,17 @@ export const DecisionRoute = StrictObject({
   line: Type.Integer({ minimum: 1 }),
   mode: Enum(['enforce', 'shadow'] as const),
   public: Type.Boolean(),
+  filter: Type.Optional(
+    StrictObject(
+      {
+        type: Type.String({ minLength: 1 }),
+        id: Type.String({ description: "JSON Pointer to an element's id, relative to the element." }),
+        items: Type.String({ description: 'JSON Pointer to the list in the host\'s answer; "" is the answer itself.' }),
+        access: Enum(['READ', 'WRITE'] as const),
+      },
+      { description: "The route's list filter: a caller whose plan for `type` is not ALL gets only the elements whose id it covers." },
+    ),
+  ),
 });
 
 export const DecisionResource = StrictObject({
