@@ -105,7 +105,7 @@ describe('docs/policy-changes.md as written', () => {
     // Promotion left the live directory as the candidate.
     for (const file of readdirSync(join(work, 'candidate')).filter((name) => name.endsWith('.yaml'))) expect(readFileSync(join(work, 'policies', file), 'utf8')).toBe(readFileSync(join(work, 'candidate', file), 'utf8'));
     expect(readdirSync(join(work, 'policies')).filter((file) => file.startsWith('.'))).toEqual([]);
-  });
+  }, 240_000);
 
   it('its configuration example names real keys', () => {
     const yamlBlock = /```yaml\n([\s\S]*?)```/.exec(GUIDE)![1]!;
@@ -167,5 +167,5 @@ describe('the GitHub Actions workflow (examples/ci/github-actions-policy.yml)', 
     rmSync(join(work, 'policies', 'broken.yaml'));
     // The script is POSIX sh, not bash-only.
     expect(() => execFileSync('sh', ['-n', join(ROOT, 'examples', 'ci', 'policy-gate.sh')])).not.toThrow();
-  });
+  }, 240_000);
 });
