@@ -42,7 +42,11 @@ class Shell {
   async run(block: string, index: number): Promise<string | null> {
     const marker = `@@ block ${index} done @@`;
     this.child.stdin.write(`${block}\necho '${marker}'\n`);
-    await until(`block ${index} to finish`, () => this.output.includes(`${marker}\n`) || this.exitCode !== null, { within: 90_000 });
+    try {
+      await until(`block ${index} to finish`, () => this.output.includes(`${marker}\n`) || this.exitCode !== null, { within: 90_000 });
+    } catch {
+      return null; // still running: the walk stops here, `failure()` shows how far it got
+    }
     const end = this.output.indexOf(`${marker}\n`);
     if (end < 0) return null;
     const shown = this.output.slice(this.taken, end);
@@ -54,10 +58,15 @@ class Shell {
     return { code: this.exitCode, output: this.output.slice(this.taken).slice(-3000) };
   }
 
+  /** Ends the shell: `exit` when it waits for input, a kill when a block still runs (one that hangs). */
   async close(): Promise<void> {
-    if (this.exitCode === null) {
-      this.child.stdin.end('exit 0\n');
+    if (this.exitCode !== null) return;
+    this.child.stdin.end('exit 0\n');
+    try {
       await until('the guide shell to exit', () => this.exitCode !== null);
+    } catch {
+      this.child.kill('SIGKILL');
+      await until('the guide shell to exit once killed', () => this.exitCode !== null);
     }
   }
 }

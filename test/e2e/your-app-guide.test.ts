@@ -11,8 +11,9 @@ import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { ROOT } from '../support/gateway';
-import { alive, descendants, endGuideRun, type GuideRun, guideGatewayPid, guidePath, guideSection, prepareGuideRun, shBlocks } from '../support/guide-workspace';
+import { descendants, endGuideRun, type GuideRun, guideGatewayPid, guidePath, guideSection, prepareGuideRun, shBlocks } from '../support/guide-workspace';
 import { installedPackage, manifest } from '../support/installed-package';
+import { hasExited } from '../support/processes';
 import { until } from '../support/wait';
 
 const GUIDE = readFileSync(join(ROOT, 'docs', 'your-app.md'), 'utf8');
@@ -36,9 +37,9 @@ function run(script: string): Promise<{ code: number; output: string }> {
 
 const gatewayPid = (): number | null => guideGatewayPid(work);
 
-/** The script each process of the tree under (and including) `pid` runs: the real path of its first argument that is a file. */
-function programsOf(pid: number): string[] {
-  return [pid, ...descendants(pid)].flatMap((each) => {
+/** The script each of `pids` runs: the real path of its first argument that is a file. */
+function programsOf(pids: number[]): string[] {
+  return pids.flatMap((each) => {
     try {
       const argv = readFileSync(`/proc/${each}/cmdline`, 'utf8').split('\0');
       const script = argv.slice(1).find((arg) => arg.startsWith('/') && existsSync(arg));
@@ -75,13 +76,17 @@ describe('docs/your-app.md as written', () => {
     const blocks = shBlocks(GUIDE).slice(install.length).map((block) => block.replaceAll('http://127.0.0.1:3000', host.url).replaceAll('http://127.0.0.1:8080', `http://127.0.0.1:${port}`));
     expect(blocks).toHaveLength(5);
     const outcomes = [];
+    let running: number[] = [];
     let servedBy: string[] = [];
     for (const block of blocks) {
       const outcome = await run(block);
       outcomes.push(outcome);
       if (outcome.code !== 0) break;
-      // While it runs (after the walk, before the stop): the program the gateway's processes run.
-      if (outcomes.length === 4) servedBy = programsOf(gatewayPid()!);
+      // While it runs (after the walk, before the stop): the gateway's processes and the program they run.
+      if (outcomes.length === 4) {
+        running = [gatewayPid()!, ...descendants(gatewayPid()!)];
+        servedBy = programsOf(running);
+      }
     }
     const log = existsSync(join(work, 'gateway.log')) ? readFileSync(join(work, 'gateway.log'), 'utf8') : '';
     // Every block exits 0 (the walk stops at the first that does not, showing its output and the gateway's log).
@@ -94,11 +99,10 @@ describe('docs/your-app.md as written', () => {
     expect(statuses).toEqual([401, 200, 403]);
     expect(outcomes[3]!.output).toContain('PERMISSION_DENIED');
     expect(outcomes[3]!.output).toContain('"userId":"u-carol"');
-    // The gateway that answered ran the installed package's bin (through npx, as its child), not this checkout's.
-    expect(servedBy).toContain(realpathSync(join(work, 'node_modules', manifest.name, manifest.bin['iam-gateway']!)));
+    // The gateway that answered (the PID the guide kept) ran the installed package's bin, not this checkout's.
+    expect(servedBy[0]).toBe(realpathSync(join(work, 'node_modules', manifest.name, manifest.bin['iam-gateway']!)));
     expect(servedBy.filter((program) => program.startsWith(`${ROOT}/`))).toEqual([]);
-    // The last block stopped the gateway.
-    const pid = gatewayPid()!;
-    await until('the gateway to exit after the guide stops it', () => !alive(pid));
-  }, 120_000);
+    // The last block stopped the gateway: it and every process it started are gone (none left orphaned).
+    await until('the gateway and its processes to exit after the guide stops it', () => running.every((pid) => hasExited(pid)));
+  }, 240_000);
 });

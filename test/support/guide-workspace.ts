@@ -5,11 +5,11 @@
  * `npx --no-install iam-gateway …` runs the real installed binary, and the gateway a guide started in the
  * background (its `gateway.pid`).
  */
-import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { startHost, type RunningHost } from '../../examples/host/server';
 import { freePort } from './front-proxy';
 import { appFolder, pathWithoutCheckoutBins } from './installed-package';
-import { join } from 'node:path';
 
 /** The body of every ```sh block of a guide, in order. */
 export const shBlocks = (guide: string): string[] => [...guide.matchAll(/```sh\n([\s\S]*?)```/g)].map((match) => match[1]!);
@@ -85,14 +85,30 @@ export async function prepareGuideRun(prefix: string): Promise<GuideRun> {
   return { work, host: await startHost(0), port: await freePort() };
 }
 
+/** The processes whose working directory is `dir` or below it (what a guide started there), from /proc. */
+export function processesIn(dir: string): number[] {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry) && Number(entry) !== process.pid)
+    .filter((entry) => {
+      try {
+        const cwd = readlinkSync(`/proc/${entry}/cwd`).replace(/ \(deleted\)$/, '');
+        return cwd === dir || cwd.startsWith(`${dir}/`);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
 /**
- * Stops what a guide left running (its gateway by PID, and what that process started: `npx` runs the gateway as
- * its child, if a block failed before the guide stopped it) and cleans up.
+ * Stops what a guide left running if a block failed before the guide stopped it (its gateway by PID, what that
+ * process started, and any other process still working in the guide's folder), and cleans up.
  */
 export async function endGuideRun(run: Partial<GuideRun>): Promise<void> {
-  const pid = run.work ? guideGatewayPid(run.work) : null;
-  if (pid !== null) {
-    for (const stray of [pid, ...descendants(pid)].filter(alive)) process.kill(stray, 'SIGKILL');
+  if (run.work) {
+    const pid = guideGatewayPid(run.work);
+    const strays = [...(pid === null ? [] : [pid, ...descendants(pid)]), ...processesIn(run.work)];
+    for (const stray of new Set(strays)) if (alive(stray)) process.kill(stray, 'SIGKILL');
   }
   await run.host?.close();
   if (run.work) rmSync(run.work, { recursive: true, force: true });
