@@ -8,8 +8,8 @@
  * free ports here instead of 3000 and 8080).
  */
 import { spawn } from 'node:child_process';
-import { existsSync, readFileSync, realpathSync } from 'node:fs';
-import { basename, join } from 'node:path';
+import { existsSync, readFileSync, readlinkSync, realpathSync, statSync } from 'node:fs';
+import { basename, join, resolve } from 'node:path';
 import { ROOT } from '../support/gateway';
 import { descendants, endGuideRun, type GuideRun, guideGatewayPid, guidePath, guideSection, prepareGuideRun, shBlocks } from '../support/guide-workspace';
 import { installedPackage, manifest } from '../support/installed-package';
@@ -37,12 +37,13 @@ function run(script: string): Promise<{ code: number; output: string }> {
 
 const gatewayPid = (): number | null => guideGatewayPid(work);
 
-/** The script each of `pids` runs: the real path of its first argument that is a file. */
+/** The script each of `pids` runs: the real path of its first argument that is a file (relative to its working directory). */
 function programsOf(pids: number[]): string[] {
   return pids.flatMap((each) => {
     try {
       const argv = readFileSync(`/proc/${each}/cmdline`, 'utf8').split('\0');
-      const script = argv.slice(1).find((arg) => arg.startsWith('/') && existsSync(arg));
+      const cwd = readlinkSync(`/proc/${each}/cwd`);
+      const script = argv.slice(1).map((arg) => resolve(cwd, arg)).find((path) => existsSync(path) && statSync(path).isFile());
       return script ? [realpathSync(script)] : [];
     } catch {
       return [];
