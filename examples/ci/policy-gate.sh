@@ -15,7 +15,7 @@ set -u
 label="${WIDENS_LABEL:-widens-access}"
 
 status=0
-npx iam-gateway policy diff "$BASE_DIR" "$HEAD_DIR" || status=$?
+npx --no-install iam-gateway policy diff "$BASE_DIR" "$HEAD_DIR" || status=$?
 
 case "$status" in
   0)

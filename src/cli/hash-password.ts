@@ -6,8 +6,8 @@ const USAGE = `usage: iam-gateway hash-password [PASSWORD]
 
 Prints an argon2id hash of PASSWORD for a users file (iam.authenticator.type: users-file).
 Without PASSWORD it reads one line from standard input, which keeps the password out of the shell history:
-  printf '%s' 'secret' | npx iam-gateway hash-password
-A password that starts with "-" goes after "--":  npx iam-gateway hash-password -- '-secret'`;
+  printf '%s' 'secret' | npx --no-install iam-gateway hash-password
+A password that starts with "-" goes after "--":  npx --no-install iam-gateway hash-password -- '-secret'`;
 
 /** `iam-gateway hash-password [PASSWORD]`. */
 export const hashPasswordCommand: CliCommand = {

@@ -24,7 +24,8 @@ const USAGE = `usage: iam-gateway <command> [options]
   hash-password [PASSWORD]    print an argon2id hash for a users file (reads stdin when no argument)
   version                     print the version (also --version, -v)
 
-\`iam-gateway <command> --help\` shows a command's options.
+\`iam-gateway <command> --help\` shows a command's options. In a project that installed the package, run it as
+\`npx --no-install iam-gateway <command>\` (without --no-install, npx may fetch another package of that name).
 Configuration: IAM_CONFIG (default config/default.yaml) plus environment overrides; see docs/configuration.md.`;
 
 /**

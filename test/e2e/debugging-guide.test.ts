@@ -1,7 +1,8 @@
 /**
  * docs/debugging-a-denial.md, run as written: every `sh` block in order, in one bash shell (the guide says to run them
- * so: later blocks use the variables of earlier ones) in an empty directory, with this checkout's CLI as
- * `npx iam-gateway` and the example host (examples/host) as the app. The gateway the guide starts is a real
+ * so: later blocks use the variables of earlier ones) in a fresh folder holding the package as your-app.md's step 0
+ * installs it (this checkout's tarball, packed and installed once per test run: test/support/installed-package.ts),
+ * so `npx --no-install iam-gateway` runs its real binary; the example host (examples/host) is the app. The gateway the guide starts is a real
  * `iam-gateway serve` process on the embedded database; the only changes to the text are the two addresses (free
  * ports here instead of 3000 and 8080).
  */
@@ -10,7 +11,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ROOT } from '../support/gateway';
 import { until } from '../support/wait';
-import { alive, endGuideRun, type GuideRun, guideGatewayPid, prepareGuideRun } from '../support/guide-workspace';
+import { alive, endGuideRun, type GuideRun, guideGatewayPid, guidePath, prepareGuideRun } from '../support/guide-workspace';
 
 const GUIDE = readFileSync(join(ROOT, 'docs', 'debugging-a-denial.md'), 'utf8');
 
@@ -41,7 +42,11 @@ class Shell {
   async run(block: string, index: number): Promise<string | null> {
     const marker = `@@ block ${index} done @@`;
     this.child.stdin.write(`${block}\necho '${marker}'\n`);
-    await until(`block ${index} to finish`, () => this.output.includes(`${marker}\n`) || this.exitCode !== null, { within: 90_000 });
+    try {
+      await until(`block ${index} to finish`, () => this.output.includes(`${marker}\n`) || this.exitCode !== null, { within: 90_000 });
+    } catch {
+      return null; // still running: the walk stops here, `failure()` shows how far it got
+    }
     const end = this.output.indexOf(`${marker}\n`);
     if (end < 0) return null;
     const shown = this.output.slice(this.taken, end);
@@ -53,10 +58,15 @@ class Shell {
     return { code: this.exitCode, output: this.output.slice(this.taken).slice(-3000) };
   }
 
+  /** Ends the shell: `exit` when it waits for input, a kill when a block still runs (one that hangs). */
   async close(): Promise<void> {
-    if (this.exitCode === null) {
-      this.child.stdin.end('exit 0\n');
+    if (this.exitCode !== null) return;
+    this.child.stdin.end('exit 0\n');
+    try {
       await until('the guide shell to exit', () => this.exitCode !== null);
+    } catch {
+      this.child.kill('SIGKILL');
+      await until('the guide shell to exit once killed', () => this.exitCode !== null);
     }
   }
 }
@@ -73,8 +83,8 @@ const failedStep = (decision: Record<string, unknown>): string | undefined =>
   (decision.steps as Array<{ code: string; passed: boolean }>).find((step) => !step.passed)?.code;
 
 beforeAll(async () => {
-  ({ work, host, port } = await prepareGuideRun('iam-debugging-'));
-}, 60_000);
+  ({ work, host, port } = await prepareGuideRun('debugging-'));
+}, 600_000);
 
 // Stopped by the guide's last block; by its PID here if a block failed before.
 afterAll(() => endGuideRun({ work, host }));
@@ -84,7 +94,7 @@ describe('docs/debugging-a-denial.md as written', () => {
     const blocks = [...GUIDE.matchAll(/```sh\n([\s\S]*?)```/g)].map((match) => match[1]!.replaceAll('http://127.0.0.1:3000', host.url).replaceAll('http://127.0.0.1:8080', `http://127.0.0.1:${port}`));
     expect(blocks).toHaveLength(10);
     // A fresh shell: no DATABASE_URL or REDIS_URL (the guide runs on the embedded defaults), the gateway's ports free.
-    const shell = new Shell(work, { PATH: `${join(work, '.bin')}:${process.env.PATH ?? ''}`, HOME: process.env.HOME ?? '', PORT: String(port), MANAGEMENT_PORT: '0' });
+    const shell = new Shell(work, { PATH: guidePath(), HOME: process.env.HOME ?? '', PORT: String(port), MANAGEMENT_PORT: '0' });
     const outputs: string[] = [];
     try {
       for (const [index, block] of blocks.entries()) {

@@ -1,26 +1,22 @@
 /**
  * docs/kubernetes.md: the "Prepare" part runs as written (every sh block, in order, in a copy of deploy/ and policies/,
- * with this checkout's CLI as `npx iam-gateway` and the real kubectl and openssl), and what it makes is what the
+ * in a folder holding the package as your-app.md's step 0 installs it: this checkout's tarball, packed and installed
+ * once per test run by test/support/installed-package.ts, so `npx --no-install iam-gateway` runs its real binary; and
+ * the real kubectl and openssl), and what it makes is what the
  * manifests read: every Secret name and key a Deployment or Job references, the ConfigMap the pods mount, the key file
  * IAM_FORWARD_ASSERTION_KEY_FILE names. The "Deploy" and "Day two" parts talk to a cluster, which this machine has
  * not: every manifest they apply exists, every object they name is one the manifests define.
  */
 import { spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { notRun } from '../support/env';
 import { ROOT } from '../support/gateway';
-import { ensureBuilt } from '../support/gateway-process';
-import { installCliShim, shBlocks } from '../support/guide-workspace';
+import { guidePath, guideSection, installedAppFolder, shBlocks } from '../support/guide-workspace';
 
 const GUIDE = readFileSync(join(ROOT, 'docs', 'kubernetes.md'), 'utf8');
-const section = (heading: string): string => {
-  const start = GUIDE.indexOf(`\n## ${heading}`);
-  const end = GUIDE.indexOf('\n## ', start + 1);
-  return GUIDE.slice(start, end < 0 ? undefined : end);
-};
+const section = (heading: string): string => guideSection(GUIDE, heading);
 
 const has = (binary: string): boolean => spawnSync('sh', ['-c', `command -v ${binary}`]).status === 0;
 const runnable = (has('kubectl') && has('openssl')) || process.env.CI !== undefined;
@@ -61,12 +57,11 @@ afterAll(() => {
 });
 
 describe('docs/kubernetes.md', () => {
-  itRuns('the Prepare part runs as written and makes the Secrets, the key and the ConfigMap the manifests read', () => {
-    ensureBuilt();
-    work = mkdtempSync(join(tmpdir(), 'iam-k8s-guide-'));
+  itRuns('the Prepare part runs as written and makes the Secrets, the key and the ConfigMap the manifests read', async () => {
+    work = await installedAppFolder('kubernetes-');
     cpSync(join(ROOT, 'deploy'), join(work, 'deploy'), { recursive: true });
     cpSync(join(ROOT, 'policies'), join(work, 'policies'), { recursive: true });
-    const path = installCliShim(work);
+    const path = guidePath();
 
     const blocks = shBlocks(section('1. Prepare'));
     expect(blocks).toHaveLength(3);
@@ -106,7 +101,7 @@ describe('docs/kubernetes.md', () => {
     const policyFiles = readdirSync(join(ROOT, 'policies')).filter((name) => name.endsWith('.yaml'));
     expect(Object.keys(configMap.data ?? {}).sort()).toEqual(policyFiles.sort());
     for (const name of policyFiles) expect(configMap.data![name]).toBe(readFileSync(join(ROOT, 'policies', name), 'utf8'));
-  }, 120_000);
+  }, 600_000);
 
   it('the cluster steps apply manifests that exist and name objects the manifests define', () => {
     const clusterSteps = shBlocks(section('2. Deploy')).join('\n') + section('3. Day two');

@@ -1,12 +1,13 @@
 /**
  * docs/policy-changes.md, run as written: every `sh` block of the guide in order, in a directory holding the live
  * `policies/`, a change in `pr-policies/` that opens the admin area to project readers (wider), and `yesterday.log`,
- * an access log a real gateway wrote in this test; `npx iam-gateway` is this checkout's CLI. Then the GitHub Actions
+ * an access log a real gateway wrote in this test, and the package as your-app.md's step 0 installs it (this
+ * checkout's tarball, packed and installed once per test run: test/support/installed-package.ts), so
+ * `npx --no-install iam-gateway` runs its real binary. Then the GitHub Actions
  * workflow's gate step as the workflow runs it (its env, the script copied to ci/), with and without the label.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DestinationStream } from 'pino';
 import { parse as parseYaml } from 'yaml';
@@ -15,8 +16,7 @@ import { listConfigKeys } from '../../src/config';
 import { createTestDatabase } from '../support/database';
 import { testDatabaseKind, testDatabaseUrl } from '../support/env';
 import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
-import { ensureBuilt } from '../support/gateway-process';
-import { installCliShim, shBlocks } from '../support/guide-workspace';
+import { guidePath, installedAppFolder, shBlocks } from '../support/guide-workspace';
 
 const GUIDE = readFileSync(join(ROOT, 'docs', 'policy-changes.md'), 'utf8');
 const WORKFLOW = join(ROOT, 'examples', 'ci', 'github-actions-policy.yml');
@@ -27,14 +27,14 @@ let work: string;
 let host: RunningHost;
 
 /**
- * Runs `script` with bash in the work directory, this checkout's CLI as `npx iam-gateway`. Asynchronously: with the
+ * Runs `script` with bash in the work directory, where `npx --no-install iam-gateway` finds the installed package. Asynchronously: with the
  * embedded database, its server may live in this very process (a run in band), which a blocking spawn would stall.
  */
 function run(script: string, env: Record<string, string> = {}): Promise<{ code: number; output: string }> {
   const child = spawn('bash', ['-e', '-c', script], {
     cwd: work,
     env: {
-      PATH: `${join(work, '.bin')}:${process.env.PATH ?? ''}`,
+      PATH: guidePath(),
       HOME: process.env.HOME ?? '',
       DATABASE_URL: testDatabaseUrl(),
       // The embedded PGlite of the test run serializes sessions: one connection.
@@ -51,9 +51,8 @@ function run(script: string, env: Record<string, string> = {}): Promise<{ code: 
 }
 
 beforeAll(async () => {
-  ensureBuilt();
   await (await createTestDatabase()).close();
-  work = mkdtempSync(join(tmpdir(), 'iam-guide-'));
+  work = await installedAppFolder('policy-changes-');
   cpSync(join(ROOT, 'policies'), join(work, 'policies'), { recursive: true });
   cpSync(join(ROOT, 'policies'), join(work, 'pr-policies'), { recursive: true });
   const example = join(work, 'pr-policies', 'example.yaml');
@@ -64,7 +63,6 @@ beforeAll(async () => {
   cpSync(join(work, 'pr-policies'), join(work, 'candidate'), { recursive: true });
   mkdirSync(join(work, 'examples'));
   cpSync(join(ROOT, 'examples', 'ci'), join(work, 'examples', 'ci'), { recursive: true });
-  installCliShim(work);
 
   // Yesterday's traffic: the example users through a gateway serving the live policy, its access log kept.
   let log = '';
@@ -83,7 +81,7 @@ beforeAll(async () => {
     await gateway.close();
   }
   writeFileSync(join(work, 'yesterday.log'), log);
-}, 60_000);
+}, 600_000);
 
 afterAll(async () => {
   await host?.close();
@@ -107,7 +105,7 @@ describe('docs/policy-changes.md as written', () => {
     // Promotion left the live directory as the candidate.
     for (const file of readdirSync(join(work, 'candidate')).filter((name) => name.endsWith('.yaml'))) expect(readFileSync(join(work, 'policies', file), 'utf8')).toBe(readFileSync(join(work, 'candidate', file), 'utf8'));
     expect(readdirSync(join(work, 'policies')).filter((file) => file.startsWith('.'))).toEqual([]);
-  });
+  }, 240_000);
 
   it('its configuration example names real keys', () => {
     const yamlBlock = /```yaml\n([\s\S]*?)```/.exec(GUIDE)![1]!;
@@ -169,5 +167,5 @@ describe('the GitHub Actions workflow (examples/ci/github-actions-policy.yml)', 
     rmSync(join(work, 'policies', 'broken.yaml'));
     // The script is POSIX sh, not bash-only.
     expect(() => execFileSync('sh', ['-n', join(ROOT, 'examples', 'ci', 'policy-gate.sh')])).not.toThrow();
-  });
+  }, 240_000);
 });

@@ -1,55 +1,20 @@
 /**
- * The package as its users get it: `npm pack`, the tarball installed into a scratch project, then
+ * The package as its users get it: `npm pack`, the tarball installed into an empty folder, then
  * `require('iam-gateway')`, the engine opened against the test database from the installed files,
- * `npx iam-gateway` run from the installed bin, and a TypeScript file importing the package compiled with the
- * repository's tsc against the installed declarations. The tarball holds the build, the runtime files and
+ * `npx --no-install iam-gateway` run from the installed bin, and a TypeScript file importing the package compiled
+ * with the repository's tsc against the installed declarations. The tarball holds the build, the runtime files and
  * the examples a deployment starts from; no tests, benchmarks or TypeScript sources.
  *
- * The install is offline: `npm ci` (the repository's, or CI's) leaves every dependency's tarball in the npm
- * cache, but not the registry metadata a version range needs, so the scratch project gets a lockfile made of
- * the repository's own (its production entries: the versions the tests ran with) and installs with
- * `npm ci --offline`, which needs the cached tarballs only.
+ * The pack and the (offline) install are test/support/installed-package.ts's, made once per test run and shared with
+ * the guide tests; this file works in an app folder of its own holding that install.
  */
-import { execFile } from 'node:child_process';
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { promisify } from 'node:util';
 import { testDatabaseUrl } from '../support/env';
-import { ensureBuilt } from '../support/gateway-process';
 import { ROOT } from '../support/gateway';
+import { appFolder, childEnv, installedPackage, manifest, sh } from '../support/installed-package';
 
-const run = promisify(execFile);
 const TSC = join(ROOT, 'node_modules', '.bin', 'tsc');
-
-interface PackageJson {
-  name: string;
-  version: string;
-  main: string;
-  types: string;
-  bin: Record<string, string>;
-  files: string[];
-  license: string;
-  engines: Record<string, string>;
-  dependencies: Record<string, string>;
-}
-const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as PackageJson;
-
-/** The environment of an npm or node child: the npm_* variables of an enclosing `npm test` would configure it. */
-function childEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
-  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.toLowerCase().startsWith('npm_')));
-  return { ...env, NODE_OPTIONS: '', ...extra };
-}
-
-async function sh(file: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = childEnv()): Promise<string> {
-  try {
-    const { stdout } = await run(file, args, { cwd, env, timeout: 120_000, maxBuffer: 32 * 1024 * 1024 });
-    return stdout;
-  } catch (error) {
-    const failure = error as { stdout?: string; stderr?: string; message: string };
-    throw new Error(`${file} ${args.join(' ')} failed in ${cwd}: ${failure.message}\n${failure.stdout ?? ''}\n${failure.stderr ?? ''}`);
-  }
-}
 
 /** Every file under `dir` (relative to ROOT). */
 function filesUnder(dir: string): string[] {
@@ -58,50 +23,18 @@ function filesUnder(dir: string): string[] {
   );
 }
 
-let work: string;
 let project: string;
 let packed: string[];
 
 beforeAll(async () => {
-  ensureBuilt();
-  work = mkdtempSync(join(tmpdir(), 'iam-package-'));
-  // --ignore-scripts: `prepare` would rebuild dist while other test files may be running processes from it;
-  // ensureBuilt() made it current.
-  const listing = JSON.parse(await sh('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], ROOT)) as Array<{ filename: string; files: Array<{ path: string }> }>;
-  packed = listing[0]!.files.map((file) => file.path).sort();
-  const tarball = listing[0]!.filename;
-
-  project = join(work, 'project');
-  mkdirSync(project);
-  const dependency = `file:../${tarball}`;
-  writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'scratch-host', version: '1.0.0', private: true, dependencies: { 'iam-gateway': dependency } }, null, 2));
-  const repositoryLock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean; link?: boolean }> };
-  const packages: Record<string, unknown> = {
-    '': { name: 'scratch-host', version: '1.0.0', dependencies: { 'iam-gateway': dependency } },
-    'node_modules/iam-gateway': {
-      version: manifest.version,
-      resolved: dependency,
-      license: manifest.license,
-      dependencies: manifest.dependencies,
-      bin: manifest.bin,
-      engines: manifest.engines,
-    },
-  };
-  for (const [path, entry] of Object.entries(repositoryLock.packages)) {
-    if (path !== '' && path.startsWith('node_modules/') && !entry.dev && !entry.link) packages[path] = entry;
-  }
-  writeFileSync(join(project, 'package-lock.json'), JSON.stringify({ name: 'scratch-host', version: '1.0.0', lockfileVersion: 3, requires: true, packages }, null, 2));
-  await sh('npm', ['ci', '--offline', '--no-audit', '--no-fund'], project);
+  packed = (await installedPackage()).files;
+  project = await appFolder('package-install-');
   // What a deployment starts from: the shipped configuration and example policy, copied into the project.
   mkdirSync(join(project, 'config'));
   mkdirSync(join(project, 'policies'));
   cpSync(join(project, 'node_modules/iam-gateway/config/default.yaml'), join(project, 'config/default.yaml'));
   cpSync(join(project, 'node_modules/iam-gateway/policies/example.yaml'), join(project, 'policies/example.yaml'));
-}, 300_000);
-
-afterAll(() => {
-  if (work) rmSync(work, { recursive: true, force: true });
-});
+}, 600_000);
 
 it('#13: the tarball holds the build, the bin, the shipped configuration and examples; no tests, benchmarks or sources', () => {
   const fixed = ['LICENSE', 'README.md', 'package.json', 'bin/iam-gateway.js', 'host.mjs', 'config/default.yaml', 'config/provision.example.yaml', 'config/users.example.yaml', 'policies/example.yaml'];
@@ -121,7 +54,6 @@ it('#13: the tarball holds the build, the bin, the shipped configuration and exa
 
 it('#13: require("iam-gateway") from the installed package exposes the API and runs the engine on the test database', async () => {
   const script = `
-    const path = require('node:path');
     const gateway = require('iam-gateway');
     const types = Object.fromEntries(['decide', 'require', 'openAuthorizationEngine', 'startGateway', 'loadConfig', 'compilePolicyFiles', 'ProblemError'].map((name) => [name, typeof gateway[name]]));
     (async () => {
@@ -133,7 +65,7 @@ it('#13: require("iam-gateway") from the installed package exposes the API and r
         const decision = await gateway.decide(engine.engine, input);
         const refused = await gateway.require(engine.engine, input).then(() => null, (error) => ({ problem: error instanceof gateway.ProblemError, code: error.code, status: error.status }));
         const route = await engine.engine.decideRequest({ method: 'GET', path: '/api/projects', policy: engine.policy, subject: null });
-        console.log(JSON.stringify({ from: path.relative(process.cwd(), require.resolve('iam-gateway')), types, allowed: decision.allowed, step: decision.failedStep, refused, route: route.status }));
+        console.log(JSON.stringify({ from: require.resolve('iam-gateway'), types, allowed: decision.allowed, step: decision.failedStep, refused, route: route.status }));
       } finally {
         await engine.close();
       }
@@ -141,7 +73,7 @@ it('#13: require("iam-gateway") from the installed package exposes the API and r
   const output = await sh(process.execPath, ['-e', script], project, childEnv({ DATABASE_URL: testDatabaseUrl(), DATABASE_POOL_SIZE: '1', REDIS_URL: '' }));
   const result = JSON.parse(output.trim().split('\n').pop()!) as Record<string, unknown>;
   expect(result).toEqual({
-    from: join('node_modules', 'iam-gateway', 'dist', 'src', 'index.js'),
+    from: realpathSync(join(project, 'node_modules', 'iam-gateway', 'dist', 'src', 'index.js')),
     types: { decide: 'function', require: 'function', openAuthorizationEngine: 'function', startGateway: 'function', loadConfig: 'function', compilePolicyFiles: 'function', ProblemError: 'function' },
     allowed: false,
     step: 'NO_ACTIVE_PROFILE',
@@ -172,7 +104,7 @@ export const client = createHostAuthorization({ gatewayUrl: 'http://gateway', is
   await sh(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '--noEmit', '--strict', '--module', 'nodenext', '--moduleResolution', 'nodenext', '--target', 'es2022', '--types', 'node', '--typeRoots', join(ROOT, 'node_modules', '@types'), 'host-typed.ts'], project);
 }, 120_000);
 
-it('#13: `npx iam-gateway` runs the installed bin: --version, --help, migrate status on the test database, policy check', async () => {
+it('#13: `npx --no-install iam-gateway` runs the installed bin: --version, --help, migrate status on the test database, policy check', async () => {
   expect(await sh('npx', ['--no-install', 'iam-gateway', '--version'], project)).toBe(`${manifest.version}\n`);
   expect(await sh('npx', ['--no-install', 'iam-gateway', '--help'], project)).toMatch(/^usage: iam-gateway <command>/);
   const status = await sh('npx', ['--no-install', 'iam-gateway', 'migrate', 'status'], project, childEnv({ DATABASE_URL: testDatabaseUrl(), DATABASE_POOL_SIZE: '1', REDIS_URL: '' }));

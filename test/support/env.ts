@@ -1,3 +1,6 @@
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
 /** This jest worker's own database (global-setup.ts makes one per worker); '' outside the integration project. */
 export const testDatabaseUrl = (): string => {
   const urls = JSON.parse(process.env.IAM_TEST_DATABASE_URLS ?? '[]') as string[];
@@ -16,6 +19,16 @@ export const uniquePrefix = (name: string): string => `${testRunPrefix()}${name}
 
 /** What every store key of this test run starts with: `test-<run id>-`. */
 export const testRunPrefix = (): string => `test-${process.env.IAM_TEST_RUN_ID ?? 'run'}-`;
+
+/**
+ * This test run's temporary directory (`<tmp>/iam-gateway-test-<run id>`): what is made once per run and shared by
+ * its test files (installed-package.ts). The global teardown removes it.
+ */
+export function runTempDir(): string {
+  const id = process.env.IAM_TEST_RUN_ID;
+  if (!id) throw new Error("IAM_TEST_RUN_ID is not set: the integration project's global setup (test/support/global-setup.ts) sets it");
+  return join(tmpdir(), `iam-gateway-test-${id}`);
+}
 
 /**
  * Says, in one line and without a stack frame (unlike console.log under jest), that some tests of a file do not

@@ -1,12 +1,15 @@
+import { rmSync } from 'node:fs';
 import { createOrm } from '../../src/adapters/postgres/orm';
-import { testRunPrefix } from './env';
+import { runTempDir, testRunPrefix } from './env';
 import { removeKeysStartingWith } from './run-keys';
 
 /**
  * Stops the embedded databases, drops the per-worker PostgreSQL databases global-setup.ts made, and removes
- * every Redis key this run wrote (they all start with test-<run id>-: env.ts uniquePrefix).
+ * every Redis key this run wrote (they all start with test-<run id>-: env.ts uniquePrefix), and the run's temporary
+ * directory (the packed and installed package: installed-package.ts).
  */
 export default async function globalTeardown(): Promise<void> {
+  if (process.env.IAM_TEST_RUN_ID) rmSync(runTempDir(), { recursive: true, force: true });
   await Promise.all((globalThis.__IAM_EMBEDDED_DBS__ ?? []).map((database) => database.stop()));
   if (process.env.REDIS_URL && process.env.IAM_TEST_RUN_ID) await removeKeysStartingWith(process.env.REDIS_URL, testRunPrefix());
   const extra = globalThis.__IAM_EXTRA_DATABASES__;

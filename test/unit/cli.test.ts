@@ -1,9 +1,9 @@
 /**
  * The `iam-gateway` command line itself: `--version`, every command's `--help` (exit 0, its options named),
- * usage errors (exit 2 with the usage), and the README, docs and config/default.yaml showing the CLI as
- * `npx iam-gateway …`.
+ * usage errors (exit 2 with the usage), and the docs, examples, configuration comments and usage texts showing the
+ * CLI as the installed binary, `npx --no-install iam-gateway …`, never an unscoped `npx` of it.
  * What the commands do is tested with their subjects (provision-cli, tokens-purge, migrations, audit-trail,
- * policy-*); the installed package's `npx iam-gateway --version` in package-install.test.ts.
+ * policy-*); the installed package's `npx --no-install iam-gateway --version` in package-install.test.ts.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -94,20 +94,68 @@ describe('an unknown option or argument is a usage error: exit 2, the message an
   });
 });
 
-it('the README, docs and config/default.yaml show the CLI as `npx iam-gateway …`', () => {
-  const files = ['README.md', 'config/default.yaml', ...readdirSync(join(ROOT, 'docs')).filter((name) => name.endsWith('.md')).map((name) => join('docs', name))];
-  const commands = 'serve|migrate|policy|provision|tokens|audit|hash-password|version|--version|--help';
-  const offenders: string[] = [];
-  let shown = 0;
-  for (const file of files) {
-    readFileSync(join(ROOT, file), 'utf8')
-      .split('\n')
-      .forEach((line, index) => {
-        if (line.includes('.test.ts ›')) return; // cites a test by its title
-        shown += [...line.matchAll(new RegExp(`npx iam-gateway (${commands})\\b`, 'g'))].length;
-        if (/node bin\/iam-gateway\.js/.test(line) || new RegExp(`(?<!npx )\\biam-gateway (${commands})(?![\\w-])`).test(line)) offenders.push(`${file}:${index + 1}: ${line.trim()}`);
-      });
+/**
+ * Where an unscoped `npx iam-gateway` is: each `npx` (or `npm exec`, `npm x`) whose command is `iam-gateway` without
+ * `--no-install` before it. The package is in no registry: such an npx, run where the package is not installed,
+ * downloads and runs whatever package of that name a registry holds.
+ */
+function unscopedNpx(text: string): string[] {
+  const found: string[] = [];
+  for (const match of text.matchAll(/\b(?:npx|npm\s+(?:exec|x))((?:\s+-[^\s`'"]*)*)\s+(?:--\s+)?iam-gateway\b/g)) {
+    if (!/(?:^|\s)--no-install\b/.test(match[1]!) || /(?:^|\s)(?:-y|--yes)\b/.test(match[1]!)) found.push(match[0].replace(/\s+/g, ' '));
   }
-  expect(offenders).toEqual([]);
-  expect(shown).toBeGreaterThan(10);
+  return found;
+}
+
+/** The text files of the repository a user reads or runs (no dependencies, builds or tests), relative to ROOT. */
+function userFacingFiles(dir = ''): string[] {
+  const skipped = new Set(['node_modules', 'dist', '.git', 'test', 'coverage', '.data', 'package-lock.json']);
+  return readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((entry) => {
+    const path = dir ? join(dir, entry.name) : entry.name;
+    if (skipped.has(entry.name) || entry.isSymbolicLink()) return [];
+    if (entry.isDirectory()) return userFacingFiles(path);
+    return /\.(md|ya?ml|ts|js|mjs|cjs|sh|json|html|txt|py|toml|conf)$|^(Dockerfile|Caddyfile)$|^[^.]+$/.test(entry.name) ? [path] : [];
+  });
+}
+
+describe('the CLI as the docs and usage texts show it: the installed binary, never an unscoped `npx iam-gateway`', () => {
+  it('finds the unscoped forms and lets the installed ones through', () => {
+    expect(unscopedNpx('run `npx iam-gateway serve`')).toEqual(['npx iam-gateway']);
+    expect(unscopedNpx('npx -y iam-gateway policy check; npx --yes --no-install iam-gateway')).toEqual(['npx -y iam-gateway', 'npx --yes --no-install iam-gateway']);
+    expect(unscopedNpx('`zcat access.log.gz | npx\niam-gateway policy replay`')).toEqual(['npx iam-gateway']);
+    expect(unscopedNpx('npm exec iam-gateway -- serve; npm x -- iam-gateway')).toEqual(['npm exec iam-gateway', 'npm x -- iam-gateway']);
+    expect(unscopedNpx('npx --no-install iam-gateway serve\nnode_modules/.bin/iam-gateway serve\nnpm exec --no-install iam-gateway')).toEqual([]);
+    expect(unscopedNpx('npx redocly lint; npm install ./iam-gateway-0.1.0.tgz')).toEqual([]);
+  });
+
+  it('no doc, example, deployment file, configuration comment or CLI usage text has one', async () => {
+    const files = userFacingFiles();
+    // The places the task names are among those read.
+    for (const file of ['README.md', 'docs/your-app.md', 'docs/cli.md', 'config/default.yaml', 'examples/ci/policy-gate.sh', 'deploy/README.md', 'src/cli/main.ts', 'src/cli/hash-password.ts']) expect(files).toContain(file);
+    const offenders = files.flatMap((file) => unscopedNpx(readFileSync(join(ROOT, file), 'utf8')).map((found) => `${file}: ${found}`));
+    expect(offenders).toEqual([]);
+    // What the CLI prints: the main usage and every command's.
+    const printed = [(await runCli(['--help'])).out];
+    for (const command of [['serve'], ['migrate'], ['policy'], ['provision'], ['tokens', 'purge'], ['audit', 'purge'], ['hash-password'], ['oidc', 'test-claims']]) printed.push((await runCli([...command, '--help'])).out);
+    expect(printed.flatMap(unscopedNpx)).toEqual([]);
+    expect(printed[0]).toContain('npx --no-install iam-gateway');
+  });
+
+  it('the README, docs and config/default.yaml show each command as the installed binary: `npx --no-install iam-gateway …`', () => {
+    const files = ['README.md', 'config/default.yaml', ...readdirSync(join(ROOT, 'docs')).filter((name) => name.endsWith('.md')).map((name) => join('docs', name))];
+    const commands = 'serve|migrate|policy|provision|tokens|audit|hash-password|oidc|version|--version|--help';
+    const offenders: string[] = [];
+    let shown = 0;
+    for (const file of files) {
+      readFileSync(join(ROOT, file), 'utf8')
+        .split('\n')
+        .forEach((line, index) => {
+          if (line.includes('.test.ts ›')) return; // cites a test by its title
+          shown += [...line.matchAll(new RegExp(`npx --no-install iam-gateway (${commands})\\b`, 'g'))].length;
+          if (/node bin\/iam-gateway\.js/.test(line) || new RegExp(`(?<!npx --no-install |node_modules/\\.bin/)\\biam-gateway (${commands})(?![\\w-])`).test(line)) offenders.push(`${file}:${index + 1}: ${line.trim()}`);
+        });
+    }
+    expect(offenders).toEqual([]);
+    expect(shown).toBeGreaterThan(10);
+  });
 });

@@ -1,11 +1,13 @@
 /**
- * The deployment files (Dockerfile, deploy/kubernetes/, LICENSE) say what the gateway actually reads: checked here,
+ * The deployment files (Dockerfile, deploy/kubernetes/, LICENSE, the release workflow) say what the gateway actually reads: checked here,
  * where no Docker daemon or cluster is available, against the configuration schema (`listConfigKeys()`) and the
  * configuration loader itself. Every deploy file the documentation mentions exists, and each Kubernetes file is
  * described in deploy/README.md.
  */
+import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import { listConfigKeys, loadConfig, parseDuration } from '../../src/config';
@@ -303,5 +305,79 @@ describe('the documentation names only deploy files that exist', () => {
         .map((name) => `${source}: ${name}`),
     );
     expect(missing).toEqual([]);
+  });
+});
+
+describe('the release workflow (.github/workflows/release.yml)', () => {
+  interface Step {
+    id?: string;
+    name?: string;
+    uses?: string;
+    run?: string;
+    with?: Record<string, unknown>;
+  }
+  const workflow = parse(readFileSync(join(ROOT, '.github', 'workflows', 'release.yml'), 'utf8')) as {
+    on: { push: { tags: string[] } };
+    permissions: Record<string, string>;
+    jobs: Record<string, { steps: Step[] }>;
+  };
+  const steps = Object.values(workflow.jobs).flatMap((job) => job.steps);
+  const version = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+  const index = (predicate: (step: Step) => boolean): number => steps.findIndex(predicate);
+  const withId = (id: string): Step => steps.find((step) => step.id === id)!;
+
+  /** A `run:` step as the runner runs it (bash -e), in a scratch GITHUB_OUTPUT; its exit code and outputs. */
+  function runStep(step: Step, env: Record<string, string>): { code: number | null; outputs: Record<string, string> } {
+    const dir = mkdtempSync(join(tmpdir(), 'iam-release-step-'));
+    try {
+      const output = join(dir, 'output');
+      writeFileSync(output, '');
+      const result = spawnSync('bash', ['-e', '-c', step.run!], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', GITHUB_OUTPUT: output, ...env }, encoding: 'utf8' });
+      const outputs = Object.fromEntries(readFileSync(output, 'utf8').split('\n').filter(Boolean).map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]));
+      return { code: result.status, outputs };
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+
+  it('runs on a v* tag, with the permissions to release and to push a package, and nothing more', () => {
+    expect(workflow.on).toEqual({ push: { tags: ['v*'] } });
+    expect(workflow.permissions).toEqual({ contents: 'write', packages: 'write' });
+  });
+
+  it('checks out, sets up Node 20, npm ci, builds, packs, then attaches the tarball to the release', () => {
+    const order = [
+      index((step) => step.uses === 'actions/checkout@v4'),
+      index((step) => step.uses === 'actions/setup-node@v4' && step.with?.['node-version'] === 20),
+      index((step) => step.run === 'npm ci'),
+      index((step) => step.run === 'npm run build'),
+      index((step) => step.id === 'pack' && /\bnpm pack\b/.test(step.run ?? '')),
+      index((step) => step.uses === 'softprops/action-gh-release@v2'),
+    ];
+    expect(order.every((at) => at >= 0)).toBe(true);
+    expect([...order].sort((a, b) => a - b)).toEqual(order);
+    expect(steps[order[5]!]!.with).toEqual({ files: '${{ steps.pack.outputs.tarball }}' });
+  });
+
+  it('releases only a tag that names the package version, and records the version', () => {
+    const check = withId('version');
+    expect(index((step) => step === check)).toBeLessThan(index((step) => step.uses === 'softprops/action-gh-release@v2'));
+    expect(runStep(check, { GITHUB_REF_NAME: `v${version}` })).toEqual({ code: 0, outputs: { version } });
+    expect(runStep(check, { GITHUB_REF_NAME: 'v999.0.0' }).code).not.toBe(0);
+    expect(runStep(check, { GITHUB_REF_NAME: version }).code).not.toBe(0);
+  }, 60_000);
+
+  it('builds the image from the Dockerfile and pushes it to ghcr.io as <owner>/<repository>:<version>, in lower case', () => {
+    expect(existsSync(join(ROOT, 'Dockerfile'))).toBe(true);
+    const login = steps.find((step) => step.uses === 'docker/login-action@v3')!;
+    expect(login.with).toMatchObject({ registry: 'ghcr.io', password: '${{ secrets.GITHUB_TOKEN }}' });
+    expect(runStep(withId('image'), { GITHUB_REPOSITORY: 'Acme-Corp/IAM-Gateway' }).outputs).toEqual({ name: 'ghcr.io/acme-corp/iam-gateway' });
+    const push = steps.find((step) => step.uses === 'docker/build-push-action@v6')!;
+    expect(push.with).toEqual({ context: '.', push: true, tags: '${{ steps.image.outputs.name }}:${{ steps.version.outputs.version }}' });
+    expect(index((step) => step === login)).toBeLessThan(index((step) => step === push));
+  });
+
+  it('puts no ${{ }} expression into a shell script (the values reach run steps through the environment)', () => {
+    for (const step of steps.filter((each) => each.run !== undefined)) expect(step.run).not.toContain('${{');
   });
 });

@@ -110,7 +110,7 @@ describe('policy diff: what is no change', () => {
   });
 });
 
-describe('npx iam-gateway policy diff OLD_DIR NEW_DIR', () => {
+describe('iam-gateway policy diff OLD_DIR NEW_DIR', () => {
   let root: string;
   beforeAll(() => {
     root = mkdtempSync(join(tmpdir(), 'iam-diff-'));

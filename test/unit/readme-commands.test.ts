@@ -1,6 +1,6 @@
 /**
- * The README and the docs cannot drift from the CLI: every `npx iam-gateway …` line they show names a command that
- * exists, and every option it shows is one that command's `--help` lists. (The walkthrough's curl commands run
+ * The README and the docs cannot drift from the CLI: every `npx --no-install iam-gateway …` line they show names a
+ * command that exists, and every option it shows is one that command's `--help` lists. (The walkthrough's curl commands run
  * against the demo in test/integration/default-config.test.ts.)
  */
 import { readdirSync, readFileSync } from 'node:fs';
@@ -12,8 +12,8 @@ const README = ['README.md', 'CONTRIBUTING.md', ...readdirSync(join(ROOT, 'docs'
   .map((file) => readFileSync(join(ROOT, file), 'utf8'))
   .join('\n');
 
-/** `npx iam-gateway policy check [DIR] [--provision FILE]  # …` → words before the comment. */
-const shown = [...README.matchAll(/^npx iam-gateway ([^#\n]*)/gm)].map((match) => match[1]!.trim());
+/** `npx --no-install iam-gateway policy check [DIR] [--provision FILE]  # …` → words before the comment. */
+const shown = [...README.matchAll(/^npx --no-install iam-gateway ([^#\n]*)/gm)].map((match) => match[1]!.trim());
 
 /** The command words: up to the first placeholder, option or alternative (`migrate up|down|status` → migrate). */
 function commandOf(line: string): string[] {
@@ -29,7 +29,7 @@ it('shows the CLI in the README (the check below has something to check)', () =>
   expect(shown.length).toBeGreaterThanOrEqual(12);
 });
 
-it.each(shown.filter((line) => !line.startsWith('-')).map((line) => [line]))('README: npx iam-gateway %s — the command exists and --help lists each option shown', async (line) => {
+it.each(shown.filter((line) => !line.startsWith('-')).map((line) => [line]))('README: npx --no-install iam-gateway %s — the command exists and --help lists each option shown', async (line) => {
   const command = commandOf(line);
   const help = await runCli([...command, '--help']);
   expect({ line, code: help.code, err: help.err }).toEqual({ line, code: 0, err: '' });
@@ -39,7 +39,7 @@ it.each(shown.filter((line) => !line.startsWith('-')).map((line) => [line]))('RE
   }
 });
 
-it('README: npx iam-gateway --version and --help work as shown', async () => {
+it('README: npx --no-install iam-gateway --version and --help work as shown', async () => {
   for (const line of shown.filter((entry) => entry.startsWith('-'))) {
     const flag = line.split(/\s+/)[0]!;
     expect({ line, code: (await runCli([flag])).code }).toEqual({ line, code: 0 });
