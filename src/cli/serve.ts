@@ -1,17 +1,22 @@
+import * as path from 'node:path';
 import { loadConfig, type GatewayConfig } from '../config';
 import { startGateway } from '../app/start-gateway';
-import { runPrimary } from '../workers/primary';
+import { runPrimary, type ServeHooks } from '../workers/primary';
 import { isGatewayWorker, runWorker } from '../workers/worker';
 import { parseWorkersOption, resolveWorkerCount } from '../workers/worker-count';
 import { parseCommandLine, UsageError, type CliCommand } from './command-line';
+import { claimPidFile } from './pid-file';
 
-const USAGE = `usage: iam-gateway serve [--workers N|auto]
+const USAGE = `usage: iam-gateway serve [--workers N|auto] [--pid-file FILE]
 
 Starts the gateway: the proxy and /iam on PORT (server.port), /health/live, /health/ready and /metrics on
 MANAGEMENT_PORT (server.management-port). SIGTERM or SIGINT stops it; in-flight requests get
 server.shutdown-timeout to finish. A failed start closes what it opened and exits 1.
 
 Options:
+  --pid-file FILE   once listening, write this process's pid to FILE (with --workers: the primary's); a clean
+                    stop removes it. Stop the gateway with \`kill $(cat FILE)\`. A FILE naming a gateway that
+                    still runs refuses the start (exit 2); one naming a process that is gone is overwritten.
   --workers N|auto  processes serving the proxy port (default server.workers / SERVER_WORKERS, 1); auto = one
                     per available core. Above 1 a primary process forks them (node:cluster: they share the
                     port), serves the management port for all of them and restarts one that dies; it needs
@@ -23,14 +28,23 @@ The configuration comes from IAM_CONFIG (default config/default.yaml) and the en
 export const serveCommand: CliCommand = {
   usage: USAGE,
   async run(args) {
-    const { values } = parseCommandLine(args, USAGE, { workers: { type: 'string' } }, 0);
+    const { values } = parseCommandLine(args, USAGE, { workers: { type: 'string' }, 'pid-file': { type: 'string' } }, 0);
     // A worker forked by a primary (same command line): the primary sends it the configuration.
     if (isGatewayWorker()) return runWorker();
     const flag = values.workers === undefined ? undefined : parseWorkersOption(values.workers);
     if (flag === null) throw new UsageError(`--workers: "${values.workers}" is not auto or a whole number from 1 to 1024`, USAGE);
+    if (values['pid-file'] === '') throw new UsageError('--pid-file: the file name is empty', USAGE);
+    // Checked before anything is opened: a second gateway started by mistake fails here, not on the port or the data lock.
+    const pidFile = values['pid-file'] === undefined ? null : claimPidFile(path.resolve(values['pid-file']));
     const config = loadConfig();
     const workers = resolveWorkerCount(flag, config);
-    const code = await exitOnFailedStart(() => (workers.count > 1 ? runPrimary(config, workers) : serveOneProcess(config)));
+    const hooks: ServeHooks = { onListening: () => pidFile?.write() };
+    let code: number;
+    try {
+      code = await exitOnFailedStart(() => (workers.count > 1 ? runPrimary(config, workers, hooks) : serveOneProcess(config, hooks)));
+    } finally {
+      pidFile?.remove();
+    }
     // close() gives up on a database or token store that does not answer, but its hung socket would keep the
     // process alive: exit anyway once everything that can finish has (the timer itself holds nothing open).
     setTimeout(() => process.exit(), 500).unref();
@@ -39,8 +53,9 @@ export const serveCommand: CliCommand = {
 };
 
 /** One process serves both ports until SIGTERM or SIGINT. */
-async function serveOneProcess(config: GatewayConfig): Promise<number> {
+async function serveOneProcess(config: GatewayConfig, hooks: ServeHooks): Promise<number> {
   const gateway = await startGateway(config);
+  hooks.onListening?.();
   await new Promise<void>((resolve) => {
     const stop = (signal: string): void => {
       gateway.logger.info({ signal }, 'stopping');

@@ -62,7 +62,7 @@ interface Slot {
  * forwards SIGHUP, and on SIGTERM or SIGINT stops every worker gracefully and exits 0. Resolves the exit code;
  * throws when the start fails (nothing left running).
  */
-export async function runPrimary(config: GatewayConfig, workers: WorkerCount): Promise<number> {
+export async function runPrimary(config: GatewayConfig, workers: WorkerCount, hooks: ServeHooks = {}): Promise<number> {
   const refusal = workerRefusal(config, workers);
   if (refusal !== null) throw new Error(refusal);
   const logger = createLogger(config.log.level).child({ worker: 0 });
@@ -82,11 +82,18 @@ export async function runPrimary(config: GatewayConfig, workers: WorkerCount): P
   });
   try {
     await primary.start();
+    if (signalled === null) hooks.onListening?.();
   } catch (error) {
     if (signalled === null) throw error;
   }
   await stopped;
   return 0;
+}
+
+/** What `serve` does around a start that listens (the pid file of `--pid-file`). */
+export interface ServeHooks {
+  /** Called once every worker listens (not for a start that was stopped first). */
+  onListening?: () => void;
 }
 
 /**

@@ -44,7 +44,10 @@ describe('docs/your-app.md as written', () => {
     const blocks = [...GUIDE.matchAll(/```sh\n([\s\S]*?)```/g)].map((match) => match[1]!.replaceAll('http://127.0.0.1:3000', host.url).replaceAll('http://127.0.0.1:8080', `http://127.0.0.1:${port}`));
     expect(blocks).toHaveLength(5);
     const outcomes = [];
-    for (const block of blocks) {
+    let pid: number | null = null;
+    for (const [index, block] of blocks.entries()) {
+      // The gateway's pid file (serve --pid-file), read before the last block stops it and the file goes.
+      if (index === blocks.length - 1) pid = gatewayPid();
       const outcome = await run(block);
       outcomes.push(outcome);
       if (outcome.code !== 0) break;
@@ -60,8 +63,9 @@ describe('docs/your-app.md as written', () => {
     expect(statuses).toEqual([401, 200, 403]);
     expect(outcomes[3]!.output).toContain('PERMISSION_DENIED');
     expect(outcomes[3]!.output).toContain('"userId":"u-carol"');
-    // The last block stopped the gateway.
-    const pid = gatewayPid()!;
-    await until('the gateway to exit after the guide stops it', () => !alive(pid));
+    // The last block stopped the gateway (by the pid it wrote), which removed its pid file.
+    expect(pid).toEqual(expect.any(Number));
+    await until('the gateway to exit after the guide stops it', () => !alive(pid!));
+    expect(gatewayPid()).toBeNull();
   }, 120_000);
 });
