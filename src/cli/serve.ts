@@ -27,7 +27,7 @@ The configuration comes from IAM_CONFIG (default config/default.yaml) and the en
 /** `iam-gateway serve`. */
 export const serveCommand: CliCommand = {
   usage: USAGE,
-  async run(args) {
+  async run(args, { stderr }) {
     const { values } = parseCommandLine(args, USAGE, { workers: { type: 'string' }, 'pid-file': { type: 'string' } }, 0);
     // A worker forked by a primary (same command line): the primary sends it the configuration.
     if (isGatewayWorker()) return runWorker();
@@ -38,7 +38,8 @@ export const serveCommand: CliCommand = {
     const pidFile = values['pid-file'] === undefined ? null : claimPidFile(path.resolve(values['pid-file']));
     const config = loadConfig();
     const workers = resolveWorkerCount(flag, config);
-    const hooks: ServeHooks = { onListening: () => pidFile?.write() };
+    // What a first start spends seconds on (creating the embedded database, the migrations) is shown as it happens.
+    const hooks: ServeHooks = { onListening: () => pidFile?.write(), progress: (line) => stderr.write(`${line}\n`) };
     let code: number;
     try {
       code = await exitOnFailedStart(() => (workers.count > 1 ? runPrimary(config, workers, hooks) : serveOneProcess(config, hooks)));
@@ -54,7 +55,7 @@ export const serveCommand: CliCommand = {
 
 /** One process serves both ports until SIGTERM or SIGINT. */
 async function serveOneProcess(config: GatewayConfig, hooks: ServeHooks): Promise<number> {
-  const gateway = await startGateway(config);
+  const gateway = await startGateway(config, hooks.progress ? { progress: hooks.progress } : {});
   hooks.onListening?.();
   await new Promise<void>((resolve) => {
     const stop = (signal: string): void => {

@@ -67,7 +67,7 @@ export async function runPrimary(config: GatewayConfig, workers: WorkerCount, ho
   if (refusal !== null) throw new Error(refusal);
   const logger = createLogger(config.log.level).child({ worker: 0 });
   for (const warning of config.warnings) logger.warn({}, warning);
-  if (config.iam.enabled) await prepareOnce(config, logger);
+  if (config.iam.enabled) await prepareOnce(config, logger, hooks.progress ?? null);
   const primary = new Primary(config, workers.count, logger);
   // Taken before the workers are forked: a stop during the start stops the workers that started, gracefully.
   let signalled: string | null = null;
@@ -94,6 +94,8 @@ export async function runPrimary(config: GatewayConfig, workers: WorkerCount, ho
 export interface ServeHooks {
   /** Called once every worker listens (not for a start that was stopped first). */
   onListening?: () => void;
+  /** Where the start's progress lines go (a new database, its migrations). */
+  progress?: (line: string) => void;
 }
 
 /**
@@ -101,13 +103,13 @@ export interface ServeHooks {
  * migrations (concurrent `migrate up` runs would race on the same DDL) and the start-time provisioning file.
  * The workers then find the schema current and skip the provisioning file.
  */
-async function prepareOnce(config: GatewayConfig, logger: Logger): Promise<void> {
+async function prepareOnce(config: GatewayConfig, logger: Logger, progress: ((line: string) => void) | null): Promise<void> {
   const files = preflight(config);
   try {
     await loadPolicyOrFail(config, logger, { warnings: false });
     const cleanups = new CleanupStack(logger);
     try {
-      const database = await openGatewayDatabase(config, logger, cleanups, files.provisioning);
+      const database = await openGatewayDatabase(config, logger, cleanups, files.provisioning, progress);
       // Endings an earlier stop spooled are recorded before any worker serves (a worker replays too, at its own
       // start: what a crashed sibling left).
       await replaySpooledEndings(new EndingSpool(config.iam.audit.spoolDir), database.repository, logger);
