@@ -22,7 +22,8 @@ Options:
                     port), serves the management port for all of them and restarts one that dies; it needs
                     REDIS_URL and DATABASE_URL. SIGTERM or SIGINT to the primary drains every worker.
 
-The configuration comes from IAM_CONFIG (default config/default.yaml) and the environment.`;
+The configuration comes from IAM_CONFIG (default config/default.yaml) and the environment. Without IAM_CONFIG,
+IAM_POLICIES_DIR and a policies/ directory here, it serves the example policy the package ships (said on stderr).`;
 
 /** `iam-gateway serve`. */
 export const serveCommand: CliCommand = {
@@ -36,7 +37,13 @@ export const serveCommand: CliCommand = {
     if (values['pid-file'] === '') throw new UsageError('--pid-file: the file name is empty', USAGE);
     // Checked before anything is opened: a second gateway started by mistake fails here, not on the port or the data lock.
     const pidFile = values['pid-file'] === undefined ? null : claimPidFile(path.resolve(values['pid-file']));
-    const config = loadConfig();
+    // Like the configuration file, the policy falls back to the package's own when the working directory has none.
+    const config = loadConfig({ packagedPolicy: true });
+    if (config.source.packagedPolicy) {
+      stderr.write(
+        `iam-gateway: no policies/ directory here and no iam.policy.dir (IAM_POLICIES_DIR) set: serving the example policy the package ships, ${path.join(config.iam.policy.dir, 'example.yaml')}; write your own in policies/ (docs/policies.md)\n`,
+      );
+    }
     const workers = resolveWorkerCount(flag, config);
     // What a first start spends seconds on (creating the embedded database, the migrations) is shown as it happens.
     const hooks: ServeHooks = { onListening: () => pidFile?.write(), progress: (line) => stderr.write(`${line}\n`) };

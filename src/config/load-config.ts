@@ -30,6 +30,12 @@ export interface LoadConfigOptions {
   cwd?: string;
   /** The login methods `iam.authenticator.type` chooses from, with their keys; default the built-in ones. */
   authenticators?: AuthenticatorRegistry;
+  /**
+   * `serve`: when the configuration is the package's own file, `IAM_POLICIES_DIR` is not set and the working directory
+   * has no `policies/`, the policy is the one the package ships (`policies/example.yaml`); `source.packagedPolicy` says
+   * so. Default false: `policy check` and the other tools still name the missing directory.
+   */
+  packagedPolicy?: boolean;
 }
 
 /**
@@ -97,7 +103,24 @@ export function loadConfig(options: LoadConfigOptions = {}): GatewayConfig {
     throw new ConfigError(unique(problems).map((problem) => locate(problem, envSources, lineOf)), shownFile);
   }
   const warnings = unknownEnvironmentWarnings(env, [CONFIG_FILE_ENV], authenticators);
-  return toGatewayConfig(data as unknown as RawConfig, cwd, file, warnings, authenticators);
+  const packagedPolicy = options.packagedPolicy === true ? packagedPolicyDir(file, cwd, data, envSources) : null;
+  if (packagedPolicy !== null) ((data.iam as Data).policy as Data).dir = packagedPolicy;
+  return toGatewayConfig(data as unknown as RawConfig, cwd, { file, packagedPolicy: packagedPolicy !== null }, warnings, authenticators);
+}
+
+/**
+ * The package's own policy directory, for a start that has none of its own (like {@link defaultFile}: an installed
+ * package run from an empty directory still starts): only under the package's own configuration file, with
+ * `iam.policy.dir` not set from the environment, and no such directory under `cwd`. A configuration of the operator's
+ * that names a missing directory still fails the start: the example policy never replaces a policy someone meant.
+ */
+function packagedPolicyDir(file: string, cwd: string, data: Data, envSources: Map<string, string>): string | null {
+  const root = packageRoot();
+  if (root === null || file !== path.join(root, 'config', 'default.yaml') || envSources.has('iam.policy.dir')) return null;
+  const configured = ((data.iam as Data).policy as Data).dir;
+  if (typeof configured !== 'string' || existsSync(path.resolve(cwd, configured))) return null;
+  const shipped = path.join(root, 'policies');
+  return existsSync(path.join(shipped, 'example.yaml')) ? shipped : null;
 }
 
 /**
