@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
 import { packageRoot } from './package-root';
+import { yamlErrorReports } from '../policy/yaml-errors';
 import { isSection, type Data } from './config-data';
 import { ConfigError, findNode, locate, showPath, unique, type Segment } from './config-error';
 import { AUTHENTICATORS, type AuthenticatorRegistry } from '../auth/authenticators';
@@ -70,12 +71,8 @@ export function loadConfig(options: LoadConfigOptions = {}): GatewayConfig {
   const lineCounter = new LineCounter();
   const document = parseDocument(text, { lineCounter, prettyErrors: true });
   if (document.errors.length > 0) {
-    // prettyErrors ends the first line of each message with "at line L, column C:"; the line is shown apart.
-    const problems = document.errors.map((error) => ({
-      key: '',
-      message: `YAML: ${error.message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '')}`,
-      line: error.linePos?.[0].line,
-    }));
+    // The first error and a few after it: one slip makes the library report every line below it.
+    const problems = yamlErrorReports(text, document.errors).map((error) => ({ key: '', message: `YAML: ${error.message}`, line: error.line }));
     throw new ConfigError(problems, shownFile);
   }
   let data: unknown;
