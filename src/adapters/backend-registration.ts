@@ -83,6 +83,18 @@ export interface DatabaseSettings {
   iam: { schema: { historyTable: string } };
 }
 
+/**
+ * What opening a database reports while it works, for a start that would otherwise look hung: a first start on the
+ * embedded database creates its data directory (seconds), then every migration runs.
+ */
+export type DatabaseProgress =
+  | { step: 'initializing'; place: string }
+  | { step: 'migrating'; index: number; total: number; name: string }
+  | { step: 'ready'; applied: number };
+
+/** Told each {@link DatabaseProgress} step, in order. */
+export type DatabaseProgressListener = (progress: DatabaseProgress) => void;
+
 /** A PostgreSQL server a backend made reachable: the driver (MikroORM) connects to `url`. */
 export interface DatabaseServer {
   /** A `postgresql://` URL (the configured one, or the embedded database's private socket). */
@@ -102,7 +114,8 @@ export interface DatabaseServer {
  */
 export interface DatabaseBackend<Kind extends string = string> extends BackendDeclaration<Kind> {
   readonly capabilities: { readonly shared: boolean };
-  open(settings: DatabaseSettings['database']): Promise<DatabaseServer>;
+  /** `onProgress` is told `initializing` when the backend creates a new database (the embedded one's first start). */
+  open(settings: DatabaseSettings['database'], onProgress?: DatabaseProgressListener): Promise<DatabaseServer>;
 }
 
 /** Declares a database backend (keeps its kind literal). */

@@ -1,4 +1,4 @@
-import type { BackendDeclaration, DatabaseBackend, DatabaseServer, DatabaseSettings, TokenStoreBackend, TokenStoreExtras, TokenStoreOptions } from './backend-registration';
+import type { BackendDeclaration, DatabaseBackend, DatabaseProgressListener, DatabaseServer, DatabaseSettings, TokenStoreBackend, TokenStoreExtras, TokenStoreOptions } from './backend-registration';
 import { withInProcessEvents } from './in-process-events';
 import { MEMORY_TOKEN_STORE } from './memory/backend';
 import { EMBEDDED_DATABASE } from './pglite/backend';
@@ -115,9 +115,9 @@ export interface OpenedDatabaseServer extends DatabaseServer {
 }
 
 /** Makes the database `settings.url` chooses reachable (starting the embedded one when no URL is set). */
-export async function openDatabaseServer(settings: DatabaseSettings['database'], registry: DatabaseRegistry = DATABASES): Promise<OpenedDatabaseServer> {
+export async function openDatabaseServer(settings: DatabaseSettings['database'], registry: DatabaseRegistry = DATABASES, onProgress?: DatabaseProgressListener): Promise<OpenedDatabaseServer> {
   const backend = databaseBackendFor(settings.url, registry);
-  return { ...(await backend.open(settings)), kind: backend.kind };
+  return { ...(await backend.open(settings, onProgress)), kind: backend.kind };
 }
 
 /** The token-store backend `url` (or its absence) chooses. */

@@ -38,6 +38,8 @@ export interface StartOptions {
   env?: NodeJS.ProcessEnv;
   /** The clock of the audit trail's per-minute budgets (default `Date.now`); tests move it instead of waiting. */
   auditClock?: () => number;
+  /** Where the start's progress lines go (a new embedded database, migrations): serve prints them on stderr. */
+  progress?: (line: string) => void;
 }
 
 /**
@@ -76,7 +78,7 @@ export async function startGatewayAs(config: GatewayConfig, options: StartOption
     const policy = await startPolicy(config, logger, metrics, cleanups);
     const candidatePolicy = await startCandidatePolicy(config, logger, metrics, cleanups);
     // A worker's primary applied the provisioning file once before forking (the migrations too: here they find nothing to do).
-    const database = await openGatewayDatabase(config, logger, cleanups, worker === null ? files.provisioning : null);
+    const database = await openGatewayDatabase(config, logger, cleanups, worker === null ? files.provisioning : null, options.progress ?? null);
     const repository = database.repository;
     const audit = await startAudit(config, repository, logger, metrics, cleanups, options.auditClock);
     const state = await startSessions(config, { repository, logger, metrics, cleanups });

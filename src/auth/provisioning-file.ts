@@ -1,6 +1,7 @@
 import Ajv from 'ajv';
 import { readFileSync } from 'node:fs';
 import { isNode, LineCounter, parseDocument } from 'yaml';
+import { yamlErrorReports } from '../policy/yaml-errors';
 import { HEADER_SAFE_PATTERN, IDENTIFIER_PATTERN, projectedProfileSchema } from './identity-validation';
 import { MAX_TEMPLATE_PERMISSIONS } from '../domain/grant-limits';
 import { isValidPermissionCode } from '../domain/permission-code';
@@ -151,7 +152,8 @@ export function loadProvisioningFile(path: string, options: ProvisioningCheckOpt
   const lineCounter = new LineCounter();
   const parsed = parseDocument(text, { prettyErrors: true, lineCounter });
   if (parsed.errors.length > 0) {
-    const found = parsed.errors.map((e) => ({ pointer: '', message: e.message.split('\n')[0] ?? e.message, line: e.linePos?.[0]?.line }));
+    // The first error and a few after it: one slip makes the library report every line below it.
+    const found = yamlErrorReports(text, parsed.errors).map((error) => ({ pointer: '', message: error.message, line: error.line }));
     throw provisioningFileError(path, found);
   }
   const lineOf = (pointer: string): number | undefined => {

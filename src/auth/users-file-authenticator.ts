@@ -1,6 +1,7 @@
 import Ajv from 'ajv';
 import { readFileSync } from 'node:fs';
-import { parse } from 'yaml';
+import { parseDocument } from 'yaml';
+import { yamlErrorReports } from '../policy/yaml-errors';
 import { schemaErrorText } from '../domain/schema-errors';
 import type { AuthenticationOutcome, Authenticator, LoginContext, LoginRequest } from './authenticator';
 import { HEADER_SAFE_PATTERN, IDENTIFIER_PATTERN } from './identity-validation';
@@ -46,7 +47,11 @@ const usersFileSchema = {
 export function readUsersFile(path: string): Map<string, UsersFileEntry> {
   let document: unknown;
   try {
-    document = parse(readFileSync(path, 'utf8'));
+    const text = readFileSync(path, 'utf8');
+    const parsed = parseDocument(text, { prettyErrors: true });
+    // The first error and a few after it, one per line: one slip makes the library report every line below it.
+    if (parsed.errors.length > 0) throw new Error(yamlErrorReports(text, parsed.errors).map((error) => error.message).join('\n  '));
+    document = parsed.toJS();
   } catch (error) {
     throw new Error(`users file ${path}: ${(error as Error).message}`);
   }

@@ -1,6 +1,7 @@
 import { ProvisioningError } from '../domain/iam-repository';
 import { asksForHelp, UsageError, type CliCommand, type CliOutput } from './command-line';
 import { packageVersion } from './version';
+import { PidFileInUseError } from './pid-file';
 import { ProvisioningFileError } from '../auth/provisioning-file';
 import { ConfigError } from '../config';
 import { scrubText } from '../observability/redaction';
@@ -8,7 +9,7 @@ import { terminalOutput } from '../observability/terminal-text';
 
 const USAGE = `usage: iam-gateway <command> [options]
 
-  serve                       start the gateway (proxy on PORT, management on MANAGEMENT_PORT)
+  serve [--pid-file FILE]     start the gateway (proxy on PORT, management on MANAGEMENT_PORT)
   migrate up|down|status      apply, roll back (one step) or list database migrations
   policy check [DIR]          validate and lint the policy files (--provision FILE: unknown permission codes)
   policy test [DIR]           run the policy test cases of DIR/tests/*.yaml; exit 1 on a failure
@@ -88,6 +89,11 @@ export async function main(argv: string[]): Promise<number> {
   } catch (error) {
     if (error instanceof UsageError) {
       stderr.write(`iam-gateway ${name}: ${error.message}\n\n${error.usage}\n`);
+      return 2;
+    }
+    // Refused like a command line (exit 2): nothing was started, the one already running stays.
+    if (error instanceof PidFileInUseError) {
+      stderr.write(`iam-gateway ${name}: ${error.message}\n`);
       return 2;
     }
     // A failed start's message may carry what the failing library saw (a URL with its password, a token from a

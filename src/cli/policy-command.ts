@@ -1,7 +1,7 @@
 import { readProvisioningFile } from '../auth/provisioning-file';
 import { runPolicyCommand as runPolicyTool, type PolicyCommandIo, type PolicyToolServices, type ReplayData } from '../policy-tools/policy-command';
 import type { RecordedDecision } from '../policy-tools/policy-replay';
-import { databasePlace } from '../adapters/postgres/database-place';
+import { openDatabaseForReading } from './reading-database';
 import { loadConfig, parseDuration, type GatewayConfig } from '../config';
 
 /**
@@ -30,15 +30,9 @@ export function runPolicyCommand(args: string[], io: PolicyCommandIo): Promise<n
 
 /** Every template of the configured database (read only: no migration is applied). */
 async function databaseTemplates(config: GatewayConfig): Promise<Array<{ versionId: string; permissions: string[] }>> {
-  const [{ databaseBackendFor }, { openOrm }, { MikroOrmIamRepository }] = await Promise.all([
-    import('../adapters/registry'),
-    import('../adapters/postgres/database'),
-    import('../adapters/postgres/mikro-orm-iam-repository'),
-  ]);
-  // The embedded database is locked by the gateway that opened it: another process reads a shared one only.
-  if (!databaseBackendFor(config.database.url).capabilities.shared) throw new Error('--database needs a PostgreSQL database (DATABASE_URL or database.url)');
+  const { MikroOrmIamRepository } = await import('../adapters/postgres/mikro-orm-iam-repository');
   try {
-    const { orm, close } = await openOrm(config, { poolSize: 1, connectTimeoutMs: 5000 });
+    const { orm, close } = await openDatabaseForReading(config);
     try {
       return await new MikroOrmIamRepository(orm).listTemplates();
     } finally {
@@ -50,33 +44,22 @@ async function databaseTemplates(config: GatewayConfig): Promise<Array<{ version
 }
 
 /**
- * `policy replay`'s data (src/policy-tools/policy-replay.ts): an engine over today's grants in the configured
- * PostgreSQL (read only; its resolver is never called) and the audit trail's denials of the last `since`.
+ * `policy replay`'s data (src/policy-tools/policy-replay.ts): an engine over today's grants in the gateway's database
+ * (PostgreSQL, or the embedded one while the gateway is stopped; read only; its resolver is never called) and the
+ * audit trail's denials of the last `since`.
  */
 async function openReplay(config: GatewayConfig, since: string | null): Promise<ReplayData> {
   const sinceMs = since === null ? null : parseDuration(since, '--since');
   // Loaded here, not at the top: the other policy commands (diff in CI above all) start without them.
-  const [{ databaseBackendFor }, { openOrm }, { MikroOrmIamRepository }, { MikroOrmAdminRepository }, { DecisionEngine }, { GrantProvider }, { recordOfAuditEvent, replayResolvers }] = await Promise.all([
-    import('../adapters/registry'),
-    import('../adapters/postgres/database'),
+  const [{ MikroOrmIamRepository }, { MikroOrmAdminRepository }, { DecisionEngine }, { GrantProvider }, { recordOfAuditEvent, replayResolvers }] = await Promise.all([
     import('../adapters/postgres/mikro-orm-iam-repository'),
     import('../adapters/postgres/admin-repository'),
     import('../authz/decision-engine'),
     import('../authz/grant-provider'),
     import('../policy-tools/policy-replay'),
   ]);
-  const url = config.database.url;
-  if (url === null || !databaseBackendFor(url).capabilities.shared) {
-    throw new Error('replay needs the database the gateway uses (DATABASE_URL or database.url): its grants decide, and its audit trail holds the denials');
-  }
-  let database;
-  try {
-    database = await openOrm(config, { poolSize: 1, connectTimeoutMs: 5000 });
-    await new MikroOrmIamRepository(database.orm).ping();
-  } catch (error) {
-    await database?.close();
-    throw new Error(`cannot reach the database at ${databasePlace(url)} (${(error as Error).name}); nothing was replayed`);
-  }
+  // Its grants decide, and its audit trail holds the denials.
+  const database = await openDatabaseForReading(config);
   const { orm, close } = database;
   // Every grant is read once and kept for the whole replay: the replay is one snapshot of today's grants.
   const grants = new GrantProvider({ repository: new MikroOrmIamRepository(orm), maxEntries: 100_000, trustCache: () => true });

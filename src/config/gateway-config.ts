@@ -8,7 +8,12 @@ import type { TypedConfig } from './config-schema';
  */
 export interface GatewayConfig extends TypedConfig {
   /** Absolute path of the file the configuration came from (for resolving relative paths). */
-  source: { file: string; directory: string };
+  source: {
+    file: string;
+    directory: string;
+    /** `iam.policy.dir` is the package's own example policy: `serve` found no policy of the operator's (load-config.ts). */
+    packagedPolicy: boolean;
+  };
   /**
    * What loading noticed without refusing it: one line per `IAM_…` or `SERVER_…` environment variable that no key
    * reads (`unknown environment variable IAM_POLICY_DIRR (did you mean IAM_POLICY_DIR?)`), logged as warnings at start.

@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
 import { packageRoot } from './package-root';
+import { yamlErrorReports } from '../policy/yaml-errors';
 import { isSection, type Data } from './config-data';
 import { ConfigError, findNode, locate, showPath, unique, type Segment } from './config-error';
 import { AUTHENTICATORS, type AuthenticatorRegistry } from '../auth/authenticators';
@@ -30,6 +31,12 @@ export interface LoadConfigOptions {
   cwd?: string;
   /** The login methods `iam.authenticator.type` chooses from, with their keys; default the built-in ones. */
   authenticators?: AuthenticatorRegistry;
+  /**
+   * `serve`: when the configuration is the package's own file, `IAM_POLICIES_DIR` is not set and the working directory
+   * has no `policies/`, the policy is the one the package ships (`policies/example.yaml`); `source.packagedPolicy` says
+   * so. Default false: `policy check` and the other tools still name the missing directory.
+   */
+  packagedPolicy?: boolean;
 }
 
 /**
@@ -64,12 +71,8 @@ export function loadConfig(options: LoadConfigOptions = {}): GatewayConfig {
   const lineCounter = new LineCounter();
   const document = parseDocument(text, { lineCounter, prettyErrors: true });
   if (document.errors.length > 0) {
-    // prettyErrors ends the first line of each message with "at line L, column C:"; the line is shown apart.
-    const problems = document.errors.map((error) => ({
-      key: '',
-      message: `YAML: ${error.message.split('\n')[0].replace(/ at line \d+, column \d+:?$/, '')}`,
-      line: error.linePos?.[0].line,
-    }));
+    // The first error and a few after it: one slip makes the library report every line below it.
+    const problems = yamlErrorReports(text, document.errors).map((error) => ({ key: '', message: `YAML: ${error.message}`, line: error.line }));
     throw new ConfigError(problems, shownFile);
   }
   let data: unknown;
@@ -97,7 +100,24 @@ export function loadConfig(options: LoadConfigOptions = {}): GatewayConfig {
     throw new ConfigError(unique(problems).map((problem) => locate(problem, envSources, lineOf)), shownFile);
   }
   const warnings = unknownEnvironmentWarnings(env, [CONFIG_FILE_ENV], authenticators);
-  return toGatewayConfig(data as unknown as RawConfig, cwd, file, warnings, authenticators);
+  const packagedPolicy = options.packagedPolicy === true ? packagedPolicyDir(file, cwd, data, envSources) : null;
+  if (packagedPolicy !== null) ((data.iam as Data).policy as Data).dir = packagedPolicy;
+  return toGatewayConfig(data as unknown as RawConfig, cwd, { file, packagedPolicy: packagedPolicy !== null }, warnings, authenticators);
+}
+
+/**
+ * The package's own policy directory, for a start that has none of its own (like {@link defaultFile}: an installed
+ * package run from an empty directory still starts): only under the package's own configuration file, with
+ * `iam.policy.dir` not set from the environment, and no such directory under `cwd`. A configuration of the operator's
+ * that names a missing directory still fails the start: the example policy never replaces a policy someone meant.
+ */
+function packagedPolicyDir(file: string, cwd: string, data: Data, envSources: Map<string, string>): string | null {
+  const root = packageRoot();
+  if (root === null || file !== path.join(root, 'config', 'default.yaml') || envSources.has('iam.policy.dir')) return null;
+  const configured = ((data.iam as Data).policy as Data).dir;
+  if (typeof configured !== 'string' || existsSync(path.resolve(cwd, configured))) return null;
+  const shipped = path.join(root, 'policies');
+  return existsSync(path.join(shipped, 'example.yaml')) ? shipped : null;
 }
 
 /**

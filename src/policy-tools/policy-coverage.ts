@@ -4,6 +4,7 @@
  * which policy routes match no operation (stale or mistyped routes). A report, not a gate, unless asked.
  */
 import { parseDocument } from 'yaml';
+import { yamlErrorReports } from '../policy/yaml-errors';
 import type { CompiledPolicy, CompiledRoute } from '../policy/compiled-policy';
 import { parseRoutePattern, type PatternSegment } from '../policy/route-tree';
 
@@ -42,7 +43,7 @@ const OPERATION_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'p
  */
 export function parseOpenApiOperations(text: string, options: { basePath?: string } = {}): OpenApiOperation[] {
   const doc = parseDocument(text, { prettyErrors: true });
-  if (doc.errors.length > 0) throw new OpenApiError(`not valid JSON or YAML: ${doc.errors[0].message.split('\n', 1)[0]}`);
+  if (doc.errors.length > 0) throw new OpenApiError(`not valid JSON or YAML: ${yamlErrorReports(text, doc.errors)[0]!.message}`);
   const root = doc.toJS({ maxAliasCount: 1000 }) as unknown;
   if (!isObject(root)) throw new OpenApiError('not an OpenAPI document (the top level is not an object)');
   if (typeof root.swagger === 'string') throw new OpenApiError(`Swagger ${root.swagger} is not supported; convert it to OpenAPI 3`);

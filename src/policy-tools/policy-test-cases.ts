@@ -7,6 +7,7 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import Ajv, { type ErrorObject, type ValidateFunction } from 'ajv';
 import { LineCounter, parseDocument } from 'yaml';
+import { yamlErrorReports } from '../policy/yaml-errors';
 import { isValidPermissionCode } from '../domain/permission-code';
 import type { ScopeRecord } from '../domain/records';
 import { displayPath, pointerSegments } from '../domain/schema-errors';
@@ -175,7 +176,7 @@ export function parsePolicyTestCases(file: string, text: string, problems: Polic
   };
   const issue = (message: string, line: number): PolicyIssue => ({ severity: 'error', kind: 'test', message, source: { file, line } });
   if (doc.errors.length > 0) {
-    for (const error of doc.errors) problems.push(issue(error.message.split('\n', 1)[0].replace(/:$/, ''), error.linePos?.[0].line ?? 1));
+    for (const error of yamlErrorReports(text, doc.errors)) problems.push(issue(error.message, error.line));
     return [];
   }
   const value = doc.toJS({ maxAliasCount: 100 }) as unknown;

@@ -1,5 +1,6 @@
 import type { ErrorObject } from 'ajv';
 import { constructFromEvents, CORE_SCHEMA, EVENT_ID, getScalarValue, parseEvents, SCALAR_STYLE, type Event as YamlEvent } from 'js-yaml';
+import { yamlErrorReports } from './yaml-errors';
 import { CST, isAlias, isMap, isScalar, isSeq, LineCounter, parseDocument, Parser, type Document, type Node } from 'yaml';
 import { displayPath, pointerSegments } from '../domain/schema-errors';
 import type { PolicyIssue } from './compiled-policy';
@@ -75,14 +76,8 @@ export function parseWithDocument(file: string, text: string): ParsedPolicyFile 
   const doc = parseDocument(text, { lineCounter, uniqueKeys: true, prettyErrors: true });
   const lineOf = (path: ReadonlyArray<string | number>): number => lineAt(lineCounter, locateNode(doc, path));
   const issues: PolicyIssue[] = [];
-  for (const error of doc.errors) {
-    issues.push({
-      severity: 'error',
-      kind: 'parse',
-      message: firstLine(error.message),
-      source: { file, line: error.linePos?.[0].line ?? 1 },
-    });
-  }
+  // The first error and a few after it: one slip makes the library report every line below it.
+  for (const error of yamlErrorReports(text, doc.errors)) issues.push({ severity: 'error', kind: 'parse', message: error.message, source: { file, line: error.line } });
   for (const warning of doc.warnings) {
     issues.push({ severity: 'warning', kind: 'parse', message: firstLine(warning.message), source: { file, line: warning.linePos?.[0].line ?? 1 } });
   }

@@ -62,12 +62,12 @@ interface Slot {
  * forwards SIGHUP, and on SIGTERM or SIGINT stops every worker gracefully and exits 0. Resolves the exit code;
  * throws when the start fails (nothing left running).
  */
-export async function runPrimary(config: GatewayConfig, workers: WorkerCount): Promise<number> {
+export async function runPrimary(config: GatewayConfig, workers: WorkerCount, hooks: ServeHooks = {}): Promise<number> {
   const refusal = workerRefusal(config, workers);
   if (refusal !== null) throw new Error(refusal);
   const logger = createLogger(config.log.level).child({ worker: 0 });
   for (const warning of config.warnings) logger.warn({}, warning);
-  if (config.iam.enabled) await prepareOnce(config, logger);
+  if (config.iam.enabled) await prepareOnce(config, logger, hooks.progress ?? null);
   const primary = new Primary(config, workers.count, logger);
   // Taken before the workers are forked: a stop during the start stops the workers that started, gracefully.
   let signalled: string | null = null;
@@ -82,6 +82,7 @@ export async function runPrimary(config: GatewayConfig, workers: WorkerCount): P
   });
   try {
     await primary.start();
+    if (signalled === null) hooks.onListening?.();
   } catch (error) {
     if (signalled === null) throw error;
   }
@@ -89,18 +90,26 @@ export async function runPrimary(config: GatewayConfig, workers: WorkerCount): P
   return 0;
 }
 
+/** What `serve` does around a start that listens (the pid file of `--pid-file`). */
+export interface ServeHooks {
+  /** Called once every worker listens (not for a start that was stopped first). */
+  onListening?: () => void;
+  /** Where the start's progress lines go (a new database, its migrations). */
+  progress?: (line: string) => void;
+}
+
 /**
  * What N workers must not each do at once: preflight (one clear error instead of N), the policy check, the
  * migrations (concurrent `migrate up` runs would race on the same DDL) and the start-time provisioning file.
  * The workers then find the schema current and skip the provisioning file.
  */
-async function prepareOnce(config: GatewayConfig, logger: Logger): Promise<void> {
+async function prepareOnce(config: GatewayConfig, logger: Logger, progress: ((line: string) => void) | null): Promise<void> {
   const files = preflight(config);
   try {
     await loadPolicyOrFail(config, logger, { warnings: false });
     const cleanups = new CleanupStack(logger);
     try {
-      const database = await openGatewayDatabase(config, logger, cleanups, files.provisioning);
+      const database = await openGatewayDatabase(config, logger, cleanups, files.provisioning, progress);
       // Endings an earlier stop spooled are recorded before any worker serves (a worker replays too, at its own
       // start: what a crashed sibling left).
       await replaySpooledEndings(new EndingSpool(config.iam.audit.spoolDir), database.repository, logger);

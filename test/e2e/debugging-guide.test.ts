@@ -96,8 +96,11 @@ describe('docs/debugging-a-denial.md as written', () => {
     // A fresh shell: no DATABASE_URL or REDIS_URL (the guide runs on the embedded defaults), the gateway's ports free.
     const shell = new Shell(work, { PATH: guidePath(), HOME: process.env.HOME ?? '', PORT: String(port), MANAGEMENT_PORT: '0' });
     const outputs: string[] = [];
+    let pid: number | null = null;
     try {
       for (const [index, block] of blocks.entries()) {
+        // The gateway's pid file (serve --pid-file), read before the last block stops it and the file goes.
+        if (index === blocks.length - 1) pid = gatewayPid();
         const output = await shell.run(block, index);
         if (output === null) break;
         outputs.push(output);
@@ -154,8 +157,9 @@ describe('docs/debugging-a-denial.md as written', () => {
     expect(statusesOf(causes)).toEqual([401]);
     expect(causes).toMatch(/^www-authenticate: Bearer .*error="invalid_token"/im);
 
-    // 6. The last block stopped the gateway.
-    const pid = gatewayPid()!;
-    await until('the gateway to exit after the guide stops it', () => !alive(pid));
+    // 6. The last block stopped the gateway (by the pid it wrote), which removed its pid file.
+    expect(pid).toEqual(expect.any(Number));
+    await until('the gateway to exit after the guide stops it', () => !alive(pid!));
+    expect(gatewayPid()).toBeNull();
   }, 240_000);
 });

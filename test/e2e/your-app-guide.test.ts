@@ -105,5 +105,7 @@ describe('docs/your-app.md as written', () => {
     expect(servedBy.filter((program) => program.startsWith(`${ROOT}/`))).toEqual([]);
     // The last block stopped the gateway: it and every process it started are gone (none left orphaned).
     await until('the gateway and its processes to exit after the guide stops it', () => running.every((pid) => hasExited(pid)));
+    // It stopped cleanly, so it removed the pid file it wrote (serve --pid-file).
+    expect(gatewayPid()).toBeNull();
   }, 240_000);
 });

@@ -4,12 +4,13 @@
  * IAM_CONFIG names stays required: missing, it fails naming the variable. Real processes (`node bin/iam-gateway.js`
  * over the compiled dist), started in an empty temporary directory.
  */
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ROOT } from '../support/gateway';
 import { ensureBuilt } from '../support/gateway-process';
+import { until } from '../support/wait';
 
 const BIN = join(ROOT, 'bin', 'iam-gateway.js');
 let empty: string;
@@ -59,4 +60,53 @@ it('a file IAM_CONFIG names that is missing: exit 1 naming the variable and the 
     expect(answer.stderr).toContain('config: cannot read the configuration file missing.yaml (ENOENT) (environment variable IAM_CONFIG)');
     expect(answer.stdout).toBe('');
   }
+});
+
+describe('serve without a policies/ directory and without iam.policy.dir: the package\'s example policy', () => {
+  /** `serve` in `cwd` until it logs that it listens (or exits), then SIGTERM; what it wrote. */
+  async function serveIn(cwd: string, env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+    const child = spawn(process.execPath, [BIN, 'serve'], {
+      cwd,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', MANAGEMENT_PORT: '0', SERVER_HOST: '127.0.0.1', UPSTREAM_URL: 'http://127.0.0.1:9', DATABASE_URL: '', DATABASE_EMBEDDED_DIR: 'memory://', REDIS_URL: '', IAM_AUDIT_SPOOL_DIR: join(cwd, 'spool'), ...env },
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      await until('the gateway to listen or exit', () => stdout.includes('"msg":"iam-gateway listening"') || child.exitCode !== null, { within: 60_000 });
+    } finally {
+      child.kill('SIGTERM');
+    }
+    return { code: await exited, stdout, stderr };
+  }
+
+  it('starts with policies/example.yaml of the package, saying so on stderr', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'iam-packaged-policy-'));
+    try {
+      const answer = await serveIn(dir, {});
+      expect(answer.stdout).toContain('"msg":"iam-gateway listening"');
+      expect(answer.code).toBe(0);
+      expect(answer.stderr).toContain(
+        `iam-gateway: no policies/ directory here and no iam.policy.dir (IAM_POLICIES_DIR) set: serving the example policy the package ships, ${join(ROOT, 'policies', 'example.yaml')}`,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 90_000);
+
+  it('a policy directory named by the environment that is missing still fails the start (never the example instead)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'iam-packaged-policy-'));
+    try {
+      const answer = await serveIn(dir, { IAM_POLICIES_DIR: 'my-policies' });
+      expect(answer.code).toBe(1);
+      expect(answer.stderr).toContain(`policy: ${join(dir, 'my-policies')} has errors`);
+      expect(answer.stdout).toContain(`policy directory ${join(dir, 'my-policies')} does not exist`);
+      expect(answer.stderr).not.toContain('example policy');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 90_000);
 });

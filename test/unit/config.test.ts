@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { parseDocument } from 'yaml';
@@ -123,7 +123,7 @@ describe('loadConfig defaults', () => {
         },
         audit: { flushIntervalMs: 1_000, spoolDir: path.join(repoRoot, '.data/audit-spool'), spoolMaxBytes: 1024 ** 3, retentionMs: 0, anonymousDenialsPerMinute: 60 },
       },
-      source: { file: defaultFile, directory: path.dirname(defaultFile) },
+      source: { file: defaultFile, directory: path.dirname(defaultFile), packagedPolicy: false },
       warnings: [],
     };
     expect(config).toEqual(expected);
@@ -163,7 +163,7 @@ describe('loadConfig defaults', () => {
     writeFileSync(file, 'server:\n  port: 1234\n');
     expect(loadConfig({ env: { IAM_CONFIG: file }, cwd: workDir }).server.port).toBe(1234);
     const fromCwd = loadConfig({ env: {}, cwd: repoRoot });
-    expect(fromCwd.source).toEqual({ file: defaultFile, directory: path.join(repoRoot, 'config') });
+    expect(fromCwd.source).toEqual({ file: defaultFile, directory: path.join(repoRoot, 'config'), packagedPolicy: false });
   });
 
   it('refuses a missing file instead of silently using defaults', () => {
@@ -173,9 +173,27 @@ describe('loadConfig defaults', () => {
   it('without IAM_CONFIG and without config/default.yaml under cwd: the package\'s own config/default.yaml, paths still from cwd', () => {
     const elsewhere = mkdtempSync(path.join(workDir, 'elsewhere-'));
     const config = loadConfig({ env: {}, cwd: elsewhere });
-    expect(config.source).toEqual({ file: defaultFile, directory: path.join(repoRoot, 'config') });
+    expect(config.source).toEqual({ file: defaultFile, directory: path.join(repoRoot, 'config'), packagedPolicy: false });
     expect(config.iam.policy.dir).toBe(path.join(elsewhere, 'policies'));
     expect(withoutSource(config)).toEqual(withoutSource(loadConfig({ file: defaultFile, env: {}, cwd: elsewhere })));
+  });
+
+  it('packagedPolicy (serve): the package\'s policies/ only under its own file, without IAM_POLICIES_DIR and without policies/ under cwd', () => {
+    const elsewhere = mkdtempSync(path.join(workDir, 'no-policies-'));
+    const packaged = loadConfig({ env: {}, cwd: elsewhere, packagedPolicy: true });
+    expect(packaged.iam.policy.dir).toBe(path.join(repoRoot, 'policies'));
+    expect(packaged.source.packagedPolicy).toBe(true);
+    // Named by the environment, or by a file of the operator's: the missing directory stays what it is.
+    expect(loadConfig({ env: { IAM_POLICIES_DIR: 'policies' }, cwd: elsewhere, packagedPolicy: true }).iam.policy.dir).toBe(path.join(elsewhere, 'policies'));
+    const own = path.join(elsewhere, 'own.yaml');
+    writeFileSync(own, 'iam:\n  policy:\n    dir: policies\n');
+    expect(loadConfig({ env: { IAM_CONFIG: own }, cwd: elsewhere, packagedPolicy: true }).source.packagedPolicy).toBe(false);
+    // A policies/ directory of its own wins.
+    mkdirSync(path.join(elsewhere, 'policies'));
+    expect(loadConfig({ env: {}, cwd: elsewhere, packagedPolicy: true }).iam.policy.dir).toBe(path.join(elsewhere, 'policies'));
+    // Without the option (policy check and the other tools) nothing falls back.
+    rmSync(path.join(elsewhere, 'policies'), { recursive: true });
+    expect(loadConfig({ env: {}, cwd: elsewhere }).source.packagedPolicy).toBe(false);
   });
 
   it('a file IAM_CONFIG names that is missing fails naming the variable and the file, with no fall back', () => {

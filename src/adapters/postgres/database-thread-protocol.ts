@@ -5,6 +5,7 @@
  * the known classes are encoded by name and rebuilt on the other side.
  */
 import type { DatabaseKind } from '../registry';
+import type { DatabaseProgress } from '../backend-registration';
 import { ProblemError, type ProblemCode } from '../../domain/problem';
 import { AdminWriteError, type AdminWriteErrorKind } from '../../domain/admin-repository';
 import type { AdminRepository } from '../../domain/admin-repository';
@@ -20,6 +21,7 @@ export type ToDatabaseThread =
 export type FromDatabaseThread =
   | { type: 'ready'; kind: DatabaseKind }
   | { type: 'open-failed'; error: EncodedError }
+  | { type: 'progress'; progress: DatabaseProgress }
   | { type: 'result'; id: number; value: unknown }
   | { type: 'error'; id: number; error: EncodedError }
   | { type: 'closed' };

@@ -15,7 +15,8 @@ export async function runDatabaseThread(): Promise<void> {
   const send = (message: FromDatabaseThread): void => port.postMessage(message);
   let database: OpenDatabase;
   try {
-    database = await openDatabase((workerData as { settings: DatabaseSettings }).settings);
+    const { settings, progress } = workerData as { settings: DatabaseSettings; progress?: boolean };
+    database = await openDatabase(settings, progress ? (step) => send({ type: 'progress', progress: step }) : undefined);
   } catch (error) {
     send({ type: 'open-failed', error: encodeError(error) });
     return;

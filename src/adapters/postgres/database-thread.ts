@@ -2,7 +2,7 @@ import type { DatabaseKind } from '../registry';
 import type { Worker } from 'node:worker_threads';
 import { startLowPriorityWorker } from '../../threads/low-priority-worker';
 import type { AdminRepository } from '../../domain/admin-repository';
-import type { DatabaseSettings } from './database';
+import type { DatabaseProgressListener, DatabaseSettings } from './database';
 import {
   DATABASE_METHODS,
   decodeError,
@@ -78,6 +78,8 @@ export interface DatabaseThreadOptions {
   nice?: number;
   /** Told when the thread stops unexpectedly (it is started again on the next call). */
   onUnexpectedExit?: (detail: { code: number | null; error: Error | null }) => void;
+  /** Told each step of opening the database (the first start, each time the thread starts again). */
+  onProgress?: DatabaseProgressListener;
   /** How long `close()` waits for the thread to close its pool before ending it (default 10 s). */
   closeTimeoutMs?: number;
 }
@@ -145,6 +147,7 @@ class DatabaseThreadClient {
       entry,
       typescriptModule: entry.endsWith('.ts') ? require.resolve('typescript') : null,
       settings: this.settings,
+      progress: this.options.onProgress !== undefined,
     });
     return new Promise((resolve, reject) => {
       let ready = false;
@@ -156,6 +159,9 @@ class DatabaseThreadClient {
             this.worker = worker;
             worker.unref(); // calls wait for the start before they register, so none is pending yet
             resolve(message.kind);
+            return;
+          case 'progress':
+            this.options.onProgress?.(message.progress);
             return;
           case 'open-failed':
             failure = decodeError(message.error);

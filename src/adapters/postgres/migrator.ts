@@ -1,5 +1,6 @@
 import type { MikroORM } from '@mikro-orm/postgresql';
 import { withOrmContext } from './async-context-gate';
+import { whileMigrating } from './migration-progress';
 
 /** Applied and not-yet-applied migrations, by name, oldest first. */
 export interface MigrationStatus {
@@ -9,10 +10,15 @@ export interface MigrationStatus {
 
 /**
  * Applies every pending migration and returns the names applied (empty when the schema is current, so
- * the CLI can say "nothing to apply"). All pending migrations run in one transaction.
+ * the CLI can say "nothing to apply"). All pending migrations run in one transaction; `onMigrating` is told each one
+ * as it starts (1 of N).
  */
-export async function migrateUp(orm: MikroORM): Promise<string[]> {
-  const applied = await withOrmContext(() => orm.getMigrator().up());
+export async function migrateUp(orm: MikroORM, onMigrating?: (step: { index: number; total: number; name: string }) => void): Promise<string[]> {
+  const migrator = orm.getMigrator();
+  if (!onMigrating) return (await withOrmContext(() => migrator.up())).map((migration) => migration.name);
+  const total = (await withOrmContext(() => migrator.getPendingMigrations())).length;
+  let index = 0;
+  const applied = await whileMigrating(orm.config, (name) => onMigrating({ index: ++index, total, name }), () => withOrmContext(() => migrator.up()));
   return applied.map((migration) => migration.name);
 }
 

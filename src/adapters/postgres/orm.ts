@@ -3,6 +3,7 @@ import { MikroORM } from '@mikro-orm/postgresql';
 import { QUERY_TIMEOUT_MESSAGE } from './connection-failure';
 import { IAM_ENTITIES } from './entities';
 import { IAM_MIGRATIONS } from './migration-list';
+import { reportingMigrations } from './migration-progress';
 import { scrubText } from '../../observability/redaction';
 
 /** How to reach the database; built from `GatewayConfig.database` and `iam.schema.history-table`. */
@@ -70,7 +71,8 @@ export async function createOrm(options: OrmOptions): Promise<MikroORM> {
     extensions: [Migrator],
     migrations: {
       tableName: options.historyTable,
-      migrationsList: IAM_MIGRATIONS,
+      // Each tells migrateUp's progress listener when it starts (migration-progress.ts).
+      migrationsList: reportingMigrations(IAM_MIGRATIONS),
       transactional: true,
       allOrNothing: true,
       snapshot: false,
