@@ -41,6 +41,8 @@ const OIDC_LOGOUT: CallerAccepts = { ...PROTECTED, providerTokens: false, anonym
 
 /** The paths of the OpenID Connect endpoints (docs/oidc.md). */
 export const OIDC_LOGIN_PATH = '/iam/auth/oidc/login';
+/** The OpenID Connect logout (RP-initiated): ends the session here, then at the provider. */
+export const OIDC_LOGOUT_PATH = '/iam/auth/oidc/logout';
 export const OIDC_BACKCHANNEL_PATH = '/iam/auth/oidc/backchannel-logout';
 
 /**
@@ -118,7 +120,7 @@ export const oidcRoutes: ReadonlyArray<RouteDeclaration<OidcRoutesDeps>> = [
   },
   {
     method: 'get',
-    path: '/iam/auth/oidc/logout',
+    path: OIDC_LOGOUT_PATH,
     access: { guard: 'own', security: 'optional-session' },
     operation: {
       operationId: 'oidcLogout',
