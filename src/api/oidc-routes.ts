@@ -1,4 +1,5 @@
 import type { Context } from 'koa';
+import type { IamRepository } from '../domain/iam-repository';
 import { PROTECTED, type CallerAccepts, type CallerStep } from '../auth/caller';
 import type { BackchannelLogout } from '../auth/oidc/backchannel-logout';
 import { LOGIN_STATE_TTL_MS } from '../auth/oidc/login-state';
@@ -23,6 +24,8 @@ export interface OidcRoutesDeps {
   backchannel: BackchannelLogout;
   rp: RelyingParty;
   sessions: Pick<SessionService, 'logout'>;
+  /** Where the login's ID token is kept (server side), for `id_token_hint` at sign-out. */
+  repository: Pick<IamRepository, 'idTokenOfSession'>;
   /** The caller of the logout's credential, if any. */
   callers: Pick<CallerStep, 'callerOf'>;
   /** `iam.session-cookie.secure`. */
@@ -143,11 +146,13 @@ export const oidcRoutes: ReadonlyArray<RouteDeclaration<OidcRoutesDeps>> = [
           const credential = requestCredential(stateOf(ctx).prepared, { method: ctx.method, unsafe: true, trustedOrigins: deps.trustedOrigins });
           const caller = await deps.callers.callerOf(credential, OIDC_LOGOUT);
           if (caller instanceof ProblemError) throw caller;
+          // The login's ID token (kept server side) goes to the provider as id_token_hint; read before the session ends.
+          const idTokenHint = caller ? await deps.repository.idTokenOfSession(caller.session.record.sessionId).catch(() => null) : null;
           if (caller) await deps.sessions.logout(caller.session, factsOf(ctx));
           ctx.set('Set-Cookie', clearedSessionCookie(secure));
           // RP-initiated logout at the provider when it offers it; if it cannot be reached, the gateway session is
           // ended anyway and the browser goes home.
-          const endSession = await deps.rp.endSessionUrl().catch(() => null);
+          const endSession = await deps.rp.endSessionUrl(idTokenHint).catch(() => null);
           redirect(ctx, 302, endSession ?? '/');
         });
       };
