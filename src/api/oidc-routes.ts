@@ -129,7 +129,7 @@ export const oidcRoutes: ReadonlyArray<RouteDeclaration<OidcRoutesDeps>> = [
       operationId: 'oidcLogout',
       summary: 'End the session here, then at the OpenID Provider',
       description:
-        "Ends the caller's session (bearer or cookie; none is fine), clears the cookie and redirects to the provider's `end_session_endpoint` (RP-initiated logout) when it offers one, else to `/`.",
+        "Ends the caller's session (bearer or cookie; none is fine), clears the cookie and redirects to the provider's `end_session_endpoint` (RP-initiated logout, with the login's ID token as `id_token_hint`) when it offers one, else to `/`.",
       tags: ['oidc'],
       responses: {
         '302': empty("To the provider's end-session endpoint, or `/`.", { Location: header('Location'), 'Set-Cookie': header('ClearedSessionCookie') }),
