@@ -92,6 +92,7 @@ export function registerIamRoutes(router: Router, deps: IamRoutesDeps): void {
     registerDeclaredRoutes(router, oidcRoutes, {
       ...deps.oidc,
       sessions,
+      repository,
       callers: deps.callers,
       secureCookie: deps.sessionCookie.secure,
       trustedOrigins: deps.sessionCookie.trustedOrigins,

@@ -1,4 +1,5 @@
 import type { Context } from 'koa';
+import type { IamRepository } from '../domain/iam-repository';
 import { PROTECTED, type CallerAccepts, type CallerStep } from '../auth/caller';
 import type { BackchannelLogout } from '../auth/oidc/backchannel-logout';
 import { LOGIN_STATE_TTL_MS } from '../auth/oidc/login-state';
@@ -23,6 +24,8 @@ export interface OidcRoutesDeps {
   backchannel: BackchannelLogout;
   rp: RelyingParty;
   sessions: Pick<SessionService, 'logout'>;
+  /** Where the login's ID token is kept (server side), for `id_token_hint` at sign-out. */
+  repository: Pick<IamRepository, 'idTokenOfSession'>;
   /** The caller of the logout's credential, if any. */
   callers: Pick<CallerStep, 'callerOf'>;
   /** `iam.session-cookie.secure`. */
@@ -41,6 +44,8 @@ const OIDC_LOGOUT: CallerAccepts = { ...PROTECTED, providerTokens: false, anonym
 
 /** The paths of the OpenID Connect endpoints (docs/oidc.md). */
 export const OIDC_LOGIN_PATH = '/iam/auth/oidc/login';
+/** The OpenID Connect logout (RP-initiated): ends the session here, then at the provider. */
+export const OIDC_LOGOUT_PATH = '/iam/auth/oidc/logout';
 export const OIDC_BACKCHANNEL_PATH = '/iam/auth/oidc/backchannel-logout';
 
 /**
@@ -118,13 +123,13 @@ export const oidcRoutes: ReadonlyArray<RouteDeclaration<OidcRoutesDeps>> = [
   },
   {
     method: 'get',
-    path: '/iam/auth/oidc/logout',
+    path: OIDC_LOGOUT_PATH,
     access: { guard: 'own', security: 'optional-session' },
     operation: {
       operationId: 'oidcLogout',
       summary: 'End the session here, then at the OpenID Provider',
       description:
-        "Ends the caller's session (bearer or cookie; none is fine), clears the cookie and redirects to the provider's `end_session_endpoint` (RP-initiated logout) when it offers one, else to `/`.",
+        "Ends the caller's session (bearer or cookie; none is fine), clears the cookie and redirects to the provider's `end_session_endpoint` (RP-initiated logout, with the login's ID token as `id_token_hint`) when it offers one, else to `/`.",
       tags: ['oidc'],
       responses: {
         '302': empty("To the provider's end-session endpoint, or `/`.", { Location: header('Location'), 'Set-Cookie': header('ClearedSessionCookie') }),
@@ -141,11 +146,13 @@ export const oidcRoutes: ReadonlyArray<RouteDeclaration<OidcRoutesDeps>> = [
           const credential = requestCredential(stateOf(ctx).prepared, { method: ctx.method, unsafe: true, trustedOrigins: deps.trustedOrigins });
           const caller = await deps.callers.callerOf(credential, OIDC_LOGOUT);
           if (caller instanceof ProblemError) throw caller;
+          // The login's ID token (kept server side) goes to the provider as id_token_hint; read before the session ends.
+          const idTokenHint = caller ? await deps.repository.idTokenOfSession(caller.session.record.sessionId).catch(() => null) : null;
           if (caller) await deps.sessions.logout(caller.session, factsOf(ctx));
           ctx.set('Set-Cookie', clearedSessionCookie(secure));
           // RP-initiated logout at the provider when it offers it; if it cannot be reached, the gateway session is
           // ended anyway and the browser goes home.
-          const endSession = await deps.rp.endSessionUrl().catch(() => null);
+          const endSession = await deps.rp.endSessionUrl(idTokenHint).catch(() => null);
           redirect(ctx, 302, endSession ?? '/');
         });
       };

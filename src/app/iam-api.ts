@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createIamApp } from '../api/iam-app';
 import { registerIamRoutes, type IamRoutesDeps } from '../api/iam-routes';
-import { OIDC_BACKCHANNEL_PATH, OIDC_LOGIN_PATH } from '../api/oidc-routes';
+import { OIDC_BACKCHANNEL_PATH, OIDC_LOGIN_PATH, OIDC_LOGOUT_PATH } from '../api/oidc-routes';
 import { findConsoleDir, loadConsoleFiles } from '../api/console-routes';
 import { POLICY_COVERAGE_BODY_LIMIT, POLICY_COVERAGE_PATH } from '../api/policy-routes';
 import type { Logger } from '../observability/logger';
@@ -53,4 +53,9 @@ export function browserClientType(clientTypes: readonly string[]): string {
 export function browserLoginPath(config: GatewayConfig): string | null {
   if (config.iam.authenticator.type === 'none') return null;
   return config.iam.authenticator.type === 'oidc' ? OIDC_LOGIN_PATH : '/iam/login';
+}
+
+/** Where a browser signs out by navigating: the OpenID Connect logout (ends the session here, then at the provider). */
+export function browserSignOutPath(config: GatewayConfig): string | null {
+  return config.iam.authenticator.type === 'oidc' ? OIDC_LOGOUT_PATH : null;
 }

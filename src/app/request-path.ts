@@ -15,7 +15,7 @@ import type { Logger } from '../observability/logger';
 import type { GatewayMetrics } from '../observability/metrics';
 import type { OutageLog } from '../observability/outage-log';
 import type { CleanupStack } from './cleanup-stack';
-import { browserLoginPath } from './iam-api';
+import { browserLoginPath, browserSignOutPath } from './iam-api';
 import type { Preflight } from './preflight';
 import type { SessionState } from './sessions';
 import type { TracingState } from './tracing';
@@ -86,7 +86,7 @@ export function startRequestPath(
     metrics,
     logger,
     isTrustedProxy,
-    browserLogin: loginPath === null ? null : { path: loginPath, secureCookie: config.iam.sessionCookie.secure },
+    browserLogin: loginPath === null ? null : { path: loginPath, secureCookie: config.iam.sessionCookie.secure, signOutPath: browserSignOutPath(config) },
     branding: deps.branding,
     tracer: deps.tracing.tracer,
     accessLog,

@@ -47,6 +47,8 @@ export interface EstablishOptions {
   preferredProfileId?: string | null;
   /** The provider's session id (`sid`), kept with the session for back-channel logout. */
   idpSessionId?: string | null;
+  /** The provider's ID token, kept with the session (server side) for `id_token_hint` at sign-out. */
+  idpIdToken?: string | null;
   /**
    * Profiles the login projects by rule (`iam.oidc.profiles`): `of` is given the ids of the profiles the user holds
    * (a rule's profile may be held under an earlier id) and names the profiles to create or update and the ids to
@@ -158,7 +160,7 @@ export class LoginService {
     const profiles = await this.deps.repository.listProfiles(identity.userId);
     const preferred = login.preferredProfileId ? profiles.find((profile) => profile.profileId === login.preferredProfileId && isAvailable(profile) && profile.clientTypes.includes(clientType)) : undefined;
     const principal = principalOf(identity, admitted, (preferred ?? selectActiveProfile(profiles, clientType))?.profileId ?? null, authorizationVersion);
-    const result = await this.deps.sessions.issue(principal, clientType, facts, user.sessionEpoch ?? 0, undefined, login.idpSessionId ?? null);
+    const result = await this.deps.sessions.issue(principal, clientType, facts, user.sessionEpoch ?? 0, undefined, login.idpSessionId ?? null, login.idpIdToken ?? null);
     this.deps.audit.record({
       action: 'auth.login',
       actorUserId: principal.userId,

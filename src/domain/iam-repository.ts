@@ -47,6 +47,8 @@ export interface GrantRepository {
 export interface SessionRepository {
   insertSession(session: SessionRecord): Promise<void>;
   getSession(sessionId: string): Promise<SessionRecord | null>;
+  /** The ID token the OpenID Connect login of this session kept (for `id_token_hint` at sign-out); null otherwise. */
+  idTokenOfSession(sessionId: string): Promise<string | null>;
   /** The session whose token has this hash (the durable record's copy of what the token store keys by). */
   getSessionByTokenHash(tokenHash: string): Promise<SessionRecord | null>;
   /** The user's sessions, newest first. */

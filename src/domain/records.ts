@@ -85,6 +85,11 @@ export interface SessionRecord {
   originSessionId?: string | null;
   /** The OpenID Provider's session (`sid` of the id token) this login came from; back-channel logout ends it. */
   idpSessionId?: string | null;
+  /**
+   * Written only: the OpenID Connect login's ID token, sent back to the provider as `id_token_hint` at sign-out
+   * ({@link SessionRepository.idTokenOfSession}). Reads of a session never carry it (listings, the admin API).
+   */
+  idpIdToken?: string | null;
 }
 
 export interface AuditEventRecord {

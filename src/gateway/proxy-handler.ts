@@ -32,7 +32,8 @@ export interface ProxyHandlerDeps {
    * Where a browser navigating without a session is sent (`/iam/login`, or the OpenID Connect login), and whether
    * the session cookie is the `Secure` one (to clear a stale one); null when nobody can log in (authenticator `none`).
    */
-  browserLogin: { path: string; secureCookie: boolean } | null;
+  /** `signOutPath`: where a browser signs out by navigating (the OpenID Connect logout), linked from the 403 page. */
+  browserLogin: { path: string; secureCookie: boolean; signOutPath: string | null } | null;
   /** `iam.ui.*`: the branding of the 401 and 403 pages a browser gets (default: the gateway's own name, no logo). */
   branding?: PageBranding;
   /** Spans for each request (docs/observability.md); null when tracing is off (one null check per request). */
@@ -204,7 +205,7 @@ export class ProxyHandler {
     if ((problem.status !== 401 && problem.status !== 403) || !prefersHtml(req.headers.accept)) return undefined;
     const branding = this.deps.branding === undefined ? {} : { branding: this.deps.branding };
     if (problem.status === 403) {
-      sendProblemPage(res, problem, request.method, request.path, request.requestId, branding);
+      sendProblemPage(res, problem, request.method, request.path, request.requestId, { ...branding, refusedSignedIn: { signOutPath: this.deps.browserLogin?.signOutPath ?? null } });
       return 403;
     }
     if (request.authorization !== null) return undefined;

@@ -28,6 +28,12 @@ export interface ProblemPageOptions {
   signInAgain?: boolean;
   /** Where "Sign in" goes (default `/iam/login`). */
   loginPath?: string;
+  /**
+   * A refusal of a signed-in browser (the proxy's 403): a link back to the start page, and "Sign out" to this path when
+   * signing out is a navigation (the OpenID Connect logout, a same-origin GET that passes its CSRF check); null: no
+   * sign-out link (a password login signs out with a POST from a script, which this page has none of).
+   */
+  refusedSignedIn?: { signOutPath: string | null };
   branding?: PageBranding;
 }
 
@@ -59,6 +65,14 @@ refused the request and why.</p>`
     : options.signInAgain
       ? `<p><a href="${escapeHtml(options.loginPath ?? '/iam/login')}">Sign in again</a></p>`
       : '<p>If this keeps happening, tell your administrator the request id.</p>';
+  const refused = options.refusedSignedIn;
+  const navigation =
+    refused === undefined
+      ? ''
+      : `<p class="actions"><a href="/" rel="nofollow">Back to the start page</a>${
+          refused.signOutPath === null ? '' : ` · <a href="${escapeHtml(refused.signOutPath)}" rel="nofollow">Sign out</a> (to sign in as someone else)`
+        }</p>
+`;
   return renderPage(options.branding ?? DEFAULT_BRANDING, {
     heading: body.title,
     body: `<p class="detail">${escapeHtml(body.detail)}</p>
@@ -66,7 +80,7 @@ refused the request and why.</p>`
 ${rows.map(([term, value]) => `<dt>${escapeHtml(term)}</dt><dd><code>${escapeHtml(value)}</code></dd>`).join('\n')}
 </dl>
 ${next}
-`,
+${navigation}`,
   });
 }
 

@@ -101,7 +101,15 @@ export class SessionService {
    * than the origin (absolute expiry inherited, never renewed) and ends when the origin or any of its own
    * origins ends (the token record lists them, so every instance refuses it as soon as one of them ended).
    */
-  async issue(principal: IamPrincipal, clientType: string, facts: RequestFacts, sessionEpoch = 0, origin?: VerifiedSession, idpSessionId: string | null = null): Promise<AuthenticationResult> {
+  async issue(
+    principal: IamPrincipal,
+    clientType: string,
+    facts: RequestFacts,
+    sessionEpoch = 0,
+    origin?: VerifiedSession,
+    idpSessionId: string | null = null,
+    idpIdToken: string | null = null,
+  ): Promise<AuthenticationResult> {
     const accessToken = generateToken();
     const tokenHash = hashToken(accessToken);
     const now = new Date();
@@ -125,6 +133,7 @@ export class SessionService {
       userAgent: facts.userAgent ?? null,
       originSessionId: origin?.record.sessionId ?? null,
       idpSessionId,
+      idpIdToken,
     };
     try {
       await this.deps.repository.insertSession(session);

@@ -272,10 +272,29 @@ describe('logout', () => {
     const endSession = new URL(out.headers.get('location')!);
     expect(endSession.origin).toBe(op.issuer);
     expect(Object.fromEntries(endSession.searchParams)).toMatchObject({ client_id: CLIENT.id, post_logout_redirect_uri: `${gw}/logged-out` });
+    // The login's ID token, kept server side, goes back to the provider as id_token_hint.
+    const hint = endSession.searchParams.get('id_token_hint');
+    expect(hint).toEqual(expect.any(String));
+    const hinted = JSON.parse(Buffer.from(hint!.split('.')[1]!, 'base64url').toString('utf8')) as Record<string, unknown>;
+    expect(hinted).toMatchObject({ iss: op.issuer, aud: CLIENT.id });
     expect(cookieValue(out, '__Host-iam-session')).toBe('');
     expect((await send(`${gw}/api/projects`, { headers: { cookie: `__Host-iam-session=${token}` } })).status).toBe(401);
     // The provider ends its own session too, and sends the browser back where the gateway asked.
     expect(await op.logoutThrough(endSession.href, jar)).toBe(`${gw}/logged-out`);
+  });
+
+  it('the 403 page of a signed-in browser links to the sign-out and back to the start page', async () => {
+    const { answer } = await signIn('alice');
+    const token = cookieValue(answer, '__Host-iam-session')!;
+    const denied = await send(`${gw}/api/admin/stats`, { headers: { cookie: `__Host-iam-session=${token}`, accept: 'text/html,application/xhtml+xml,*/*;q=0.8' } });
+    expect(denied.status).toBe(403);
+    const page = await denied.text();
+    expect(page).toContain('<a href="/iam/auth/oidc/logout" rel="nofollow">Sign out</a>');
+    expect(page).toContain('<a href="/" rel="nofollow">Back to the start page</a>');
+    // The link is a same-origin navigation: the logout's CSRF check lets it through and the provider is next.
+    const out = await send(`${gw}/iam/auth/oidc/logout`, { headers: { cookie: `__Host-iam-session=${token}`, 'sec-fetch-site': 'same-origin' } });
+    expect(out.status).toBe(302);
+    expect(new URL(out.headers.get('location')!).searchParams.get('id_token_hint')).toEqual(expect.any(String));
   });
 
   it('does not end a session for a navigation from another site', async () => {

@@ -36,7 +36,8 @@ describe('serve --pid-file', () => {
     const file = join(root, 'gateway.pid');
     const first = await startGatewayProcess('http://127.0.0.1:9', embeddedOn(dir), ['--pid-file', file]);
     running.push(first);
-    expect(readPid(file)).toBe(first.pid);
+    // Written right after the "listening" log line.
+    await until('the pid file to name the gateway', () => readPid(file) === first.pid);
 
     // A second start on the same pid file: refused before it opens anything (the data directory would refuse it too,
     // but later and with another message), exit 2, naming the running pid.
@@ -58,7 +59,7 @@ describe('serve --pid-file', () => {
       writeFileSync(file, `${stranger.pid}\n`);
       const third = await startGatewayProcess('http://127.0.0.1:9', embeddedOn(dir), ['--pid-file', file]);
       running.push(third);
-      expect(readPid(file)).toBe(third.pid);
+      await until('the pid file to name the new gateway', () => readPid(file) === third.pid);
       killFromFile(file);
       expect(await third.exited).toMatchObject({ code: 0 });
       expect(existsSync(file)).toBe(false);

@@ -5,7 +5,7 @@
 import { ServerResponse, IncomingMessage } from 'node:http';
 import { Socket } from 'node:net';
 import { ProblemError } from '../../src/domain/problem';
-import { PROBLEM_PAGE_CSP, prefersHtml, sendProblemPage } from '../../src/http/problem-page';
+import { PROBLEM_PAGE_CSP, prefersHtml, problemPageHtml, sendProblemPage } from '../../src/http/problem-page';
 
 describe('prefersHtml', () => {
   it.each([
@@ -54,5 +54,27 @@ describe('sendProblemPage', () => {
     expect(page.body).not.toContain('<img');
     expect(page.body).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
     expect(page.body).toContain('No &lt;b&gt;&quot;grant&quot;&lt;/b&gt; &amp; &#39;more&#39;');
+  });
+});
+
+describe('the 403 page of a signed-in browser', () => {
+  const denied = new ProblemError('IAM_ACCESS_DENIED', 'You may not do this.', { extensions: { step: 'PERMISSION_DENIED', decisionId: 'd-1' } });
+
+  it('links back to the start page and to the sign-out navigation (OpenID Connect logout)', () => {
+    const html = problemPageHtml(denied, 'GET', '/api/admin/stats', 'r-1', { refusedSignedIn: { signOutPath: '/iam/auth/oidc/logout' } });
+    expect(html).toContain('<a href="/" rel="nofollow">Back to the start page</a>');
+    expect(html).toContain('<a href="/iam/auth/oidc/logout" rel="nofollow">Sign out</a>');
+  });
+
+  it('without a sign-out navigation (password logins): the back link only', () => {
+    const html = problemPageHtml(denied, 'GET', '/api/admin/stats', 'r-1', { refusedSignedIn: { signOutPath: null } });
+    expect(html).toContain('Back to the start page');
+    expect(html).not.toContain('Sign out');
+  });
+
+  it('other problem pages carry neither', () => {
+    const html = problemPageHtml(denied, 'GET', '/api/admin/stats', 'r-1');
+    expect(html).not.toContain('Back to the start page');
+    expect(html).not.toContain('Sign out');
   });
 });

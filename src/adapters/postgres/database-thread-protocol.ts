@@ -70,7 +70,7 @@ export function decodeError(encoded: EncodedError): Error {
 export const DATABASE_METHODS = {
   iam: [
     'ensurePrincipal', 'getUser', 'getIdentity', 'listProfiles', 'getProfile', 'getTemplate', 'listTemplates', 'insertSession',
-    'getSession', 'getSessionByTokenHash', 'listSessions', 'listSessionsOfIdpSession', 'listSessionsPage', 'updateSession', 'revokeUserSessions', 'insertAudit', 'findAuditByDecisionId', 'purgeAudit', 'applyProvisioning', 'ping',
+    'getSession', 'idTokenOfSession', 'getSessionByTokenHash', 'listSessions', 'listSessionsOfIdpSession', 'listSessionsPage', 'updateSession', 'revokeUserSessions', 'insertAudit', 'findAuditByDecisionId', 'purgeAudit', 'applyProvisioning', 'ping',
     'endSessions', 'listChanges', 'claimChanges', 'markChangesDelivered', 'loadRevocationState',
   ],
   admin: [

@@ -8,6 +8,7 @@ import { Migration20261128000001_user_sessions_revoked_at } from '../../../migra
 import { Migration20261128000002_identity_version } from '../../../migrations/Migration20261128000002_identity_version';
 import { Migration20261128120001_audit_event_id } from '../../../migrations/Migration20261128120001_audit_event_id';
 import { Migration20261202000001_audit_call_decisions } from '../../../migrations/Migration20261202000001_audit_call_decisions';
+import { Migration20261202000002_session_idp_id_token } from '../../../migrations/Migration20261202000002_session_idp_id_token';
 
 /**
  * Every migration, oldest first, handed to MikroORM as `migrations.migrationsList`. Listing them
@@ -25,4 +26,5 @@ export const IAM_MIGRATIONS: MigrationObject[] = [
   { name: 'Migration20261128000002_identity_version', class: Migration20261128000002_identity_version },
   { name: 'Migration20261128120001_audit_event_id', class: Migration20261128120001_audit_event_id },
   { name: 'Migration20261202000001_audit_call_decisions', class: Migration20261202000001_audit_call_decisions },
+  { name: 'Migration20261202000002_session_idp_id_token', class: Migration20261202000002_session_idp_id_token },
 ];

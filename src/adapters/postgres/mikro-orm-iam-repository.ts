@@ -174,6 +174,13 @@ export class MikroOrmIamRepository implements IamRepository {
     });
   }
 
+  idTokenOfSession(sessionId: string): Promise<string | null> {
+    return this.run(async (em) => {
+      const session = await em.findOne(SessionEntity, { sessionId }, { fields: ['sessionId', 'idpIdToken'] });
+      return session?.idpIdToken ?? null;
+    });
+  }
+
   getSessionByTokenHash(tokenHash: string): Promise<SessionRecord | null> {
     return this.run(async (em) => {
       const session = await em.findOne(SessionEntity, { tokenHash });

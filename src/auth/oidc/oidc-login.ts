@@ -125,7 +125,7 @@ export class OidcLogin {
       const description = query.get('error_description');
       throw new ProblemError('IAM_OIDC_LOGIN_FAILED', `The identity provider refused the login: ${error}${description ? ` (${description.slice(0, 200)})` : ''}.`);
     }
-    const claims = await this.deps.rp.completeLogin(query, state);
+    const { claims, idToken } = await this.deps.rp.completeLogin(query, state);
     const unmet = unmetCondition(claims, this.deps.claims.allowed ?? []);
     if (unmet !== null) {
       const wanted = unmet.values.length === 0 ? 'is missing' : `holds none of ${unmet.values.slice(0, 5).join(', ')}${unmet.values.length > 5 ? ', …' : ''}`;
@@ -143,6 +143,7 @@ export class OidcLogin {
       attach: attachRule(claims, identity, this.deps.claims.linkBy),
       preferredProfileId: preferred,
       idpSessionId: typeof claims.sid === 'string' ? claims.sid : null,
+      idpIdToken: idToken,
       ...(rules.length > 0 ? { projection: { of: (held: ReadonlySet<string>) => projectProfiles(outcomes, identity.userId, held), audit: { actorUserId: 'oidc', source: 'iam.oidc.profiles' } } } : {}),
     });
     this.reportSkipped(outcomes, result, facts);

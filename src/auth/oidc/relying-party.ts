@@ -72,7 +72,7 @@ export class RelyingParty {
    * with the PKCE verifier, validates the id token (signature against the JWKS, `iss`, `aud`, `exp`, `iat`, `nonce`)
    * and answers its claims. A provider error or any failed check is 401 IAM_OIDC_LOGIN_FAILED.
    */
-  async completeLogin(query: URLSearchParams, pending: PendingLogin): Promise<JWTPayload> {
+  async completeLogin(query: URLSearchParams, pending: PendingLogin): Promise<{ claims: JWTPayload; idToken: string }> {
     const config = await this.discovered();
     const callback = new URL(this.settings.redirectUri);
     callback.search = query.toString();
@@ -84,18 +84,23 @@ export class RelyingParty {
         idTokenExpected: true,
       });
       const claims = tokens.claims();
-      if (!claims) throw new ProblemError('IAM_OIDC_LOGIN_FAILED', 'The identity provider answered without an id token.');
-      return claims as JWTPayload;
+      if (!claims || typeof tokens.id_token !== 'string') throw new ProblemError('IAM_OIDC_LOGIN_FAILED', 'The identity provider answered without an id token.');
+      return { claims: claims as JWTPayload, idToken: tokens.id_token };
     } catch (error) {
       throw this.problemOf(error, 'The identity provider did not complete the login');
     }
   }
 
-  /** RP-initiated logout at the provider, when it offers `end_session_endpoint`; null otherwise. */
-  async endSessionUrl(): Promise<URL | null> {
+  /**
+   * RP-initiated logout at the provider, when it offers `end_session_endpoint`; null otherwise. `idTokenHint`: the ID
+   * token of the login being ended (OpenID Connect RP-Initiated Logout 1.0 `id_token_hint`), which lets the provider
+   * end its own session without asking and honour `post_logout_redirect_uri`.
+   */
+  async endSessionUrl(idTokenHint: string | null = null): Promise<URL | null> {
     const config = await this.discovered();
     if (!config.serverMetadata().end_session_endpoint) return null;
     const parameters: Record<string, string> = { client_id: this.settings.clientId };
+    if (idTokenHint !== null) parameters.id_token_hint = idTokenHint;
     if (this.settings.postLogoutRedirectUri) parameters.post_logout_redirect_uri = this.settings.postLogoutRedirectUri;
     return client.buildEndSessionUrl(config, parameters);
   }

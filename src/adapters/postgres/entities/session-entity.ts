@@ -25,6 +25,8 @@ export class SessionEntity {
   originSessionId!: string | null;
   /** The OpenID Provider's `sid` of the login (back-channel logout ends its sessions); null otherwise. */
   idpSessionId!: string | null;
+  /** The OpenID Connect login's ID token, for `id_token_hint` at sign-out; never read into a SessionRecord. */
+  idpIdToken!: string | null;
 }
 
 const text = { type: 'string', columnType: 'text' } as const;
@@ -52,5 +54,6 @@ export const SessionSchema = new EntitySchema<SessionEntity>({
     userAgent: optionalText,
     originSessionId: { ...optionalText, index: 'iam_sessions_origin_session_id_index' },
     idpSessionId: { ...optionalText, index: 'iam_sessions_idp_session_id_index' },
+    idpIdToken: { ...optionalText, lazy: true },
   },
 });
