@@ -20,7 +20,7 @@ async function signInWith(claims: JWTPayload): Promise<{ warnings: Array<[Record
   const warnings: Array<[Record<string, unknown>, string]> = [];
   const events: AuditInput[] = [];
   const seal = new LoginStateSeal('a-client-secret-long-enough-for-the-seal');
-  const rp = { issuer: 'https://op.example.test', completeLogin: async () => claims } as unknown as RelyingParty;
+  const rp = { issuer: 'https://op.example.test', completeLogin: async () => ({ claims, idToken: 'an-id-token' }) } as unknown as RelyingParty;
   let projected: string[] = [];
   const login: OidcLoginDeps['login'] = {
     loginVerified: async (identity, _clientType, _facts, options) => {
