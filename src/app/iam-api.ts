@@ -55,7 +55,16 @@ export function browserLoginPath(config: GatewayConfig): string | null {
   return config.iam.authenticator.type === 'oidc' ? OIDC_LOGIN_PATH : '/iam/login';
 }
 
-/** Where a browser signs out by navigating: the OpenID Connect logout (ends the session here, then at the provider). */
+/**
+ * Where a browser signs out by navigating, linked from the 403 page: the OpenID Connect logout (ends the session here,
+ * then at the provider); for a password login, the console's Me page, whose "Sign out" button ends the session (its
+ * logout is a POST with the CSRF header, which a link cannot send); null when neither exists.
+ */
 export function browserSignOutPath(config: GatewayConfig): string | null {
-  return config.iam.authenticator.type === 'oidc' ? OIDC_LOGOUT_PATH : null;
+  if (config.iam.authenticator.type === 'oidc') return OIDC_LOGOUT_PATH;
+  if (config.iam.authenticator.type === 'none') return null;
+  return findConsoleDir() === null ? null : CONSOLE_ME_PATH;
 }
+
+/** The console page where a signed-in user sees their profiles and signs out. */
+export const CONSOLE_ME_PATH = '/iam/console/me';

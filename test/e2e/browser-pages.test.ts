@@ -127,6 +127,15 @@ describeInBrowser('the browser pages in Chromium', () => {
     await expect(watched.page.locator('dt:text-is("Decision id") + dd').innerText()).resolves.toMatch(/^[0-9a-f-]{36}$/);
     await expectBrandedPage(watched, 'Access denied');
     await screenshot(watched.page, 'denied-403');
+    // A way back, and a way out: a password login signs out on the console's Me page (a POST a link cannot send).
+    await expect(watched.page.getByRole('link', { name: 'Back to the start page' }).getAttribute('href')).resolves.toBe('/');
+    await watched.page.getByRole('link', { name: 'Sign out' }).click();
+    await watched.page.waitForURL(`${gateway.url}/iam/console/me`);
+    const signedIn = (await watched.page.context().cookies()).map((cookie) => `${cookie.name}=${cookie.value}`).join('; ');
+    await watched.page.getByRole('button', { name: 'Sign out' }).click();
+    await watched.page.waitForURL((url) => url.pathname === '/iam/login');
+    // The session is over, not only its cookie gone: the cookie the browser held is refused.
+    expect((await fetch(`${gateway.url}/api/whoami`, { headers: { cookie: signedIn, accept: 'application/json' } })).status).toBe(401);
   });
 
   it('a 401 when nobody can sign in', async () => {
