@@ -39,7 +39,7 @@ export function startRequestPath(
   deps: {
     policy: RequestAuthorizerDeps['policy'];
     callers: RequestAuthorizerDeps['callers'];
-    engine: Pick<DecisionEngine, 'decideRequestFast' | 'planFast'>;
+    engine: Pick<DecisionEngine, 'decideRequestFast' | 'coveredFast'>;
     candidate: CandidateDecisions | null;
     signer: Preflight['signer'];
     branding: PageBranding;

@@ -305,24 +305,23 @@ export class DecisionEngine {
    * do not count: a resource whose scope is its parent's (a task in a project) is planned as the parent's type.
    */
   async plan(input: PlanInput): Promise<PlannedResources> {
-    return this.planFast(input);
+    const maybe = this.decideFast({ subject: input.subject, permissionCode: input.permissionCode, resource: null, resources: {} });
+    const decision = maybe instanceof Promise ? await maybe : maybe;
+    if (!decision.allowed) return { decision, plan: { kind: 'NONE' } };
+    const covered = this.coveredFast(input);
+    return { decision, plan: covered instanceof Promise ? await covered : covered };
   }
 
   /**
-   * {@link plan} without a promise when the grant is cached: the proxy plans every request of a filtered list route
-   * (gateway/request-authorizer.ts), and its warm path takes no promise.
+   * The plan's second half, for a subject whose permission is already decided: which resources of the type its
+   * active profile's scopes cover. The proxy asks it after a filtered list route allowed the request (its decision
+   * checked the route's permission: deciding it again would be the same work twice), without a promise when the
+   * grant is cached.
    */
-  planFast(input: PlanInput): PlannedResources | Promise<PlannedResources> {
-    const maybe = this.decideFast({ subject: input.subject, permissionCode: input.permissionCode, resource: null, resources: {} });
-    if (maybe instanceof Promise) return maybe.then((decision) => this.planWith(input, decision));
-    return this.planWith(input, maybe);
-  }
-
-  private planWith(input: PlanInput, decision: AuthorizationDecision): PlannedResources | Promise<PlannedResources> {
-    if (!decision.allowed) return { decision, plan: { kind: 'NONE' } };
+  coveredFast(input: Pick<PlanInput, 'subject' | 'resourceType' | 'access'>): ResourcePlan | Promise<ResourcePlan> {
     const cached = this.grants.peek?.(input.subject.principal);
-    if (cached !== undefined) return { decision, plan: planOf(input, cached) };
-    return this.grants.getGrant(input.subject.principal).then((grant) => ({ decision, plan: planOf(input, grant) }));
+    if (cached !== undefined) return planOf(input, cached);
+    return this.grants.getGrant(input.subject.principal).then((grant) => planOf(input, grant));
   }
 
   /** {@link decide} without a promise when the grant is cached and no resolver has to be asked. */
@@ -493,7 +492,7 @@ export class DecisionEngine {
 }
 
 /** The scopes of `grant` that cover `input`'s type and access, as a plan (see {@link DecisionEngine.plan}). */
-function planOf(input: PlanInput, grant: CompiledGrant | null): ResourcePlan {
+function planOf(input: Pick<PlanInput, 'resourceType' | 'access'>, grant: CompiledGrant | null): ResourcePlan {
   if (grant === null) return { kind: 'NONE' };
   if (!grant.scoped) return { kind: 'ALL' };
   const ids = new Set<string>();

@@ -22,7 +22,7 @@ export interface RequestAuthorizerDeps {
   policy: () => CompiledPolicy;
   /** The request's credential to its session (auth/caller.ts): gateway tokens, and provider JWTs when accepted. */
   callers: Pick<CallerStep, 'sessionOf'>;
-  engine: Pick<DecisionEngine, 'decideRequestFast' | 'planFast'>;
+  engine: Pick<DecisionEngine, 'decideRequestFast' | 'coveredFast'>;
   audit: Pick<AuditTrail, 'record' | 'recordUnauthenticated'>;
   metrics: GatewayMetrics;
   logger: Logger;
@@ -191,16 +191,11 @@ export class RequestAuthorizer {
     if (filter === undefined) return { allowed: true, decision, session, bearerSent, identity, candidate };
     // The compiler allows a filter only with a permission (so a session): anything else keeps nothing.
     if (session === null || decision.permissionCode === null) return { allowed: true, decision, session, bearerSent, identity, candidate, filter: listFilterPlan(filter, { kind: 'NONE' }) };
-    // A filtered list: which ids of the filter's type the caller reaches with the route's permission.
-    const planned = this.deps.engine.planFast({
-      subject: { principal: session.record.principal, clientType: session.record.clientType },
-      permissionCode: decision.permissionCode,
-      resourceType: filter.type,
-      access: filter.access,
-    });
+    // A filtered list: which ids of the filter's type the caller reaches (the decision granted the route's permission).
+    const planned = this.deps.engine.coveredFast({ subject: { principal: session.record.principal, clientType: session.record.clientType }, resourceType: filter.type, access: filter.access });
     const allowed = (plan: Parameters<typeof listFilterPlan>[1]): Authorization => ({ allowed: true, decision, session, bearerSent, identity, candidate, filter: listFilterPlan(filter, plan) });
-    if (planned instanceof Promise) return planned.then((later) => allowed(later.plan), (error: unknown) => this.failure(error, request, match?.route.pattern));
-    return allowed(planned.plan);
+    if (planned instanceof Promise) return planned.then(allowed, (error: unknown) => this.failure(error, request, match?.route.pattern));
+    return allowed(planned);
   }
 
   private failure(error: unknown, request: PreparedRequest, route: string | undefined): Authorization {

@@ -33,7 +33,7 @@ function authorizer(signAssertion: ((decision: AuthorizationDecision, session: V
     callers: { sessionOf: () => SESSION },
     engine: {
       decideRequestFast: (input) => (input.subject === null ? { ...decision(true), userId: null, profileId: null } : decision(true)) as AuthorizationDecision,
-      planFast: () => ({ decision: decision(true), plan: { kind: 'ALL' } }),
+      coveredFast: () => ({ kind: 'ALL' }),
     },
     audit: { record: () => undefined, recordUnauthenticated: () => undefined },
     metrics: createMetrics({ collectDefaults: false }),
