@@ -11,12 +11,12 @@ export interface ForwarderOptions {
   bodyTimeoutMs: number;
   /** Drop the host's `Access-Control-*` response headers: the gateway answers CORS itself (iam.cors.enabled). */
   stripCorsHeaders?: boolean;
-  /** `upstream.filter-max-bytes`: the largest answer a filtered list route reads (default 8 MiB); 502 above. */
+  /**
+   * `upstream.filter-max-bytes`: the largest answer a filtered list route reads; 502 above. A forwarder without it (the
+   * transparent proxy, the bench's bare forwarder) is never given a filtered request; if it were, it would refuse it.
+   */
   filterMaxBytes?: number;
 }
-
-/** The default of `upstream.filter-max-bytes` where no configuration gives one (the transparent proxy filters nothing). */
-const DEFAULT_FILTER_MAX_BYTES = 8 * 1024 * 1024;
 
 export interface ForwardRequest {
   method: string;
@@ -71,7 +71,7 @@ export class UpstreamForwarder {
     const stripCors = this.options.stripCorsHeaders === true;
     const stallLimitMs = this.options.bodyTimeoutMs;
     const filter = request.filter ?? null;
-    const filterMaxBytes = this.options.filterMaxBytes ?? DEFAULT_FILTER_MAX_BYTES;
+    const filterMaxBytes = this.options.filterMaxBytes ?? 0;
     let controller: Dispatcher.DispatchController | null = null;
     let done = false;
     let stall: NodeJS.Timeout | null = null;
@@ -84,20 +84,6 @@ export class UpstreamForwarder {
       pending = null;
       ctrl?.abort(new Error(reason));
       request.onProblem(filterProblem(reason));
-    };
-    const responseHeaders = (headers: Record<string, string | string[] | undefined>, filtered: boolean): Array<string | string[]> => {
-      // Flat [name, value, ...] as writeHead takes it; set-cookie stays one name with an array value.
-      const out: Array<string | string[]> = [];
-      const connectionTokens = headerTokens(headers.connection);
-      for (const name in headers) {
-        const value = headers[name];
-        if (value === undefined || HOP_BY_HOP_RESPONSE.has(name) || connectionTokens?.has(name) || name === 'x-request-id') continue;
-        if (stripCors && name.startsWith('access-control-')) continue;
-        if (filtered && UNFILTERED_BODY_HEADERS.has(name)) continue;
-        out.push(name, value);
-      }
-      out.push('x-request-id', request.requestId);
-      return out;
     };
     // Ends the exchange at whatever stage it is: waiting for a pooled connection (aborted as soon as undici
     // hands it one, before a byte is written), sending, or streaming the answer. Never waits on `res` again.
@@ -123,7 +109,7 @@ export class UpstreamForwarder {
           return;
         }
         request.onResponse?.(statusCode);
-        res.writeHead(statusCode, statusMessage || undefined, responseHeaders(headers, false) as string[]);
+        res.writeHead(statusCode, statusMessage || undefined, responseHeaders(headers, stripCors, false, request.requestId) as string[]);
       },
       onResponseData(ctrl, chunk) {
         if (done) return ctrl.abort(new Error('client went away'));
@@ -153,7 +139,7 @@ export class UpstreamForwarder {
           done = true;
           request.onResponse?.(answer.statusCode);
           request.onFiltered?.({ kept: outcome.kept, removed: outcome.removed });
-          const out = responseHeaders(answer.headers, true);
+          const out = responseHeaders(answer.headers, stripCors, true, request.requestId);
           out.push('content-length', String(outcome.body.length));
           res.writeHead(answer.statusCode, answer.statusMessage || undefined, out as string[]);
           // A HEAD (asked of the host as GET) gets the headers only: Node sends no body for it.
@@ -190,6 +176,26 @@ export class UpstreamForwarder {
   async destroy(): Promise<void> {
     await this.pool.destroy();
   }
+}
+
+/**
+ * The host's answer headers as the client gets them, flat [name, value, ...] as writeHead takes them (set-cookie stays
+ * one name with an array value): without hop-by-hop headers, the host's `X-Request-Id` (the gateway's own goes
+ * instead), `Access-Control-*` when the gateway answers CORS itself, and for a filtered answer the headers that
+ * describe the unfiltered body.
+ */
+function responseHeaders(headers: Record<string, string | string[] | undefined>, stripCors: boolean, filtered: boolean, requestId: string): Array<string | string[]> {
+  const out: Array<string | string[]> = [];
+  const connectionTokens = headerTokens(headers.connection);
+  for (const name in headers) {
+    const value = headers[name];
+    if (value === undefined || HOP_BY_HOP_RESPONSE.has(name) || connectionTokens?.has(name) || name === 'x-request-id') continue;
+    if (stripCors && name.startsWith('access-control-')) continue;
+    if (filtered && UNFILTERED_BODY_HEADERS.has(name)) continue;
+    out.push(name, value);
+  }
+  out.push('x-request-id', requestId);
+  return out;
 }
 
 /** A header's one value; undefined when absent or repeated (a repeated Content-Type names no one type). */
