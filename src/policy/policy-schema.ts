@@ -112,12 +112,16 @@ export const PATTERN_MEANINGS: Readonly<Record<string, string>> = {
   [JSON_POINTER_PATTERN]: 'not a JSON Pointer: "" (the whole answer) or "/key/0/key", with "~0" for "~" and "~1" for "/"',
 };
 
+/** A resource type, and a JSON Pointer into a host's answer (a list filter's `id`/`items`, a resolver's scope ids). */
+const RESOURCE_TYPE = { type: 'string', pattern: RESOURCE_TYPE_PATTERN } as const;
+const JSON_POINTER = { type: 'string', maxLength: 1024, pattern: JSON_POINTER_PATTERN } as const;
+
 const routeResourceSchema: JSONSchemaType<PolicyRouteResource> = {
   type: 'object',
   additionalProperties: false,
   required: ['type', 'id'],
   properties: {
-    type: { type: 'string', pattern: RESOURCE_TYPE_PATTERN },
+    type: RESOURCE_TYPE,
     id: { type: 'string', pattern: PARAM_NAME_PATTERN },
     access: { type: 'string', enum: ['READ', 'WRITE'], nullable: true },
     resolve: { type: 'string', enum: ['optional', 'required'], nullable: true },
@@ -129,9 +133,9 @@ const routeFilterSchema: JSONSchemaType<PolicyRouteFilter> = {
   additionalProperties: false,
   required: ['type', 'id'],
   properties: {
-    type: { type: 'string', pattern: RESOURCE_TYPE_PATTERN },
-    id: { type: 'string', maxLength: 1024, pattern: JSON_POINTER_PATTERN },
-    items: { type: 'string', maxLength: 1024, pattern: JSON_POINTER_PATTERN, nullable: true },
+    type: RESOURCE_TYPE,
+    id: JSON_POINTER,
+    items: { ...JSON_POINTER, nullable: true },
     access: { type: 'string', enum: ['READ', 'WRITE'], nullable: true },
   },
 };
@@ -213,8 +217,8 @@ const authoredSchema: JSONSchemaType<PolicyFileDocument> = {
                   additionalProperties: false,
                   required: ['type', 'id'],
                   properties: {
-                    type: { type: 'string', pattern: RESOURCE_TYPE_PATTERN },
-                    id: { type: 'string', maxLength: 1024, pattern: JSON_POINTER_PATTERN },
+                    type: RESOURCE_TYPE,
+                    id: JSON_POINTER,
                   },
                 },
               },
