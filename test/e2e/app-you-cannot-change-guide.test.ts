@@ -5,12 +5,11 @@
  * answers and lists the gateway filters. The only changes to the text are the two ports (free ports instead of 3000
  * and 8080).
  */
-import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { freePort } from '../support/front-proxy';
 import { ROOT } from '../support/gateway';
-import { descendants, endGuideRun, guideGatewayPid, guidePath, installedAppFolder, processesIn, shBlocks } from '../support/guide-workspace';
+import { descendants, endGuideRun, guideGatewayPid, runShBlock, installedAppFolder, processesIn, shBlocks } from '../support/guide-workspace';
 import { hasExited } from '../support/processes';
 import { until } from '../support/wait';
 
@@ -20,18 +19,9 @@ let work: string;
 let appPort: number;
 let gatewayPort: number;
 
-function run(script: string): Promise<{ code: number; output: string }> {
-  const child = spawn('bash', ['-e', '-c', script], {
-    cwd: work,
-    // A fresh shell: the embedded defaults, the gateway's ports free; npm may answer from its cache (the machine's).
-    env: { PATH: guidePath(), HOME: process.env.HOME ?? '', PORT: String(gatewayPort), MANAGEMENT_PORT: '0', npm_config_prefer_offline: 'true' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout.on('data', (chunk: Buffer) => void (output += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => void (output += chunk.toString()));
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code: code ?? -1, output })));
-}
+/** A block in a fresh shell: the embedded defaults, the gateway's ports free; npm may answer from the machine's cache. */
+const run = (script: string): ReturnType<typeof runShBlock> =>
+  runShBlock(work, script, { PORT: String(gatewayPort), MANAGEMENT_PORT: '0', npm_config_prefer_offline: 'true' });
 
 beforeAll(async () => {
   work = await installedAppFolder('app-you-cannot-change-');

@@ -6,7 +6,7 @@
  * `npx --no-install iam-gateway` runs its real binary. Then the GitHub Actions
  * workflow's gate step as the workflow runs it (its env, the script copied to ci/), with and without the label.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DestinationStream } from 'pino';
@@ -16,7 +16,7 @@ import { listConfigKeys } from '../../src/config';
 import { createTestDatabase } from '../support/database';
 import { testDatabaseKind, testDatabaseUrl } from '../support/env';
 import { bearer, login, ROOT, startTestGateway } from '../support/gateway';
-import { guidePath, installedAppFolder, shBlocks } from '../support/guide-workspace';
+import { runShBlock, installedAppFolder, shBlocks } from '../support/guide-workspace';
 
 const GUIDE = readFileSync(join(ROOT, 'docs', 'policy-changes.md'), 'utf8');
 const WORKFLOW = join(ROOT, 'examples', 'ci', 'github-actions-policy.yml');
@@ -26,29 +26,15 @@ const EXPECTED_EXITS = [1, 1, 0, 0, 1, 0];
 let work: string;
 let host: RunningHost;
 
-/**
- * Runs `script` with bash in the work directory, where `npx --no-install iam-gateway` finds the installed package. Asynchronously: with the
- * embedded database, its server may live in this very process (a run in band), which a blocking spawn would stall.
- */
-function run(script: string, env: Record<string, string> = {}): Promise<{ code: number; output: string }> {
-  const child = spawn('bash', ['-e', '-c', script], {
-    cwd: work,
-    env: {
-      PATH: guidePath(),
-      HOME: process.env.HOME ?? '',
-      DATABASE_URL: testDatabaseUrl(),
-      // The embedded PGlite of the test run serializes sessions: one connection.
-      DATABASE_POOL_SIZE: testDatabaseKind() === 'pglite' ? '1' : '4',
-      IAM_CONFIG: join(ROOT, 'config', 'default.yaml'),
-      ...env,
-    },
-    stdio: ['ignore', 'pipe', 'pipe'],
+/** A block where `npx --no-install iam-gateway` finds the installed package, on the test run's database. */
+const run = (script: string, env: Record<string, string> = {}): ReturnType<typeof runShBlock> =>
+  runShBlock(work, script, {
+    DATABASE_URL: testDatabaseUrl(),
+    // The embedded PGlite of the test run serializes sessions: one connection.
+    DATABASE_POOL_SIZE: testDatabaseKind() === 'pglite' ? '1' : '4',
+    IAM_CONFIG: join(ROOT, 'config', 'default.yaml'),
+    ...env,
   });
-  let output = '';
-  child.stdout.on('data', (chunk: Buffer) => void (output += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => void (output += chunk.toString()));
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code: code ?? -1, output })));
-}
 
 beforeAll(async () => {
   await (await createTestDatabase()).close();

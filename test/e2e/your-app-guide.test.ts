@@ -7,11 +7,10 @@
  * on the embedded database; the only changes to the text are the two addresses (the app's and the gateway's port,
  * free ports here instead of 3000 and 8080).
  */
-import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, readlinkSync, realpathSync, statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { ROOT } from '../support/gateway';
-import { descendants, endGuideRun, type GuideRun, guideGatewayPid, guidePath, guideSection, prepareGuideRun, shBlocks } from '../support/guide-workspace';
+import { descendants, endGuideRun, type GuideRun, guideGatewayPid, runShBlock, guideSection, prepareGuideRun, shBlocks } from '../support/guide-workspace';
 import { installedPackage, manifest } from '../support/installed-package';
 import { hasExited } from '../support/processes';
 import { until } from '../support/wait';
@@ -22,18 +21,8 @@ let work: string;
 let host: GuideRun['host'];
 let port: number;
 
-function run(script: string): Promise<{ code: number; output: string }> {
-  const child = spawn('bash', ['-e', '-c', script], {
-    cwd: work,
-    // A fresh shell: no DATABASE_URL or REDIS_URL (the guide runs on the embedded defaults), the gateway's ports free.
-    env: { PATH: guidePath(), HOME: process.env.HOME ?? '', PORT: String(port), MANAGEMENT_PORT: '0' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout.on('data', (chunk: Buffer) => void (output += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => void (output += chunk.toString()));
-  return new Promise((resolve) => child.on('close', (code) => resolve({ code: code ?? -1, output })));
-}
+/** A block in a fresh shell: no DATABASE_URL or REDIS_URL (the guide runs on the embedded defaults), the gateway's ports free. */
+const run = (script: string): ReturnType<typeof runShBlock> => runShBlock(work, script, { PORT: String(port), MANAGEMENT_PORT: '0' });
 
 const gatewayPid = (): number | null => guideGatewayPid(work);
 

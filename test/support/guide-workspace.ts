@@ -5,6 +5,7 @@
  * `npx --no-install iam-gateway …` runs the real installed binary, and the gateway a guide started in the
  * background (its `gateway.pid`).
  */
+import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { startHost, type RunningHost } from '../../examples/host/server';
@@ -33,6 +34,19 @@ export const guidePath = (): string => pathWithoutCheckoutBins();
  * iam-gateway` in it runs the tarball's binary.
  */
 export const installedAppFolder = (prefix: string): Promise<string> => appFolder(prefix);
+
+/**
+ * Runs one `sh` block of a guide with `bash -e` in `work`, in a fresh shell: {@link guidePath}, `HOME`, and `env` —
+ * nothing else of the test's environment. Asynchronously: with the embedded database, its server may live in this very
+ * process (a run in band), which a blocking spawn would stall. Resolves with the exit code and both outputs, interleaved.
+ */
+export function runShBlock(work: string, script: string, env: Record<string, string> = {}): Promise<{ code: number; output: string }> {
+  const child = spawn('bash', ['-e', '-c', script], { cwd: work, env: { PATH: guidePath(), HOME: process.env.HOME ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => void (output += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => void (output += chunk.toString()));
+  return new Promise((resolve) => child.on('close', (code) => resolve({ code: code ?? -1, output })));
+}
 
 /** The PID a guide's background gateway wrote to `<work>/gateway.pid`, if it did. */
 export const guideGatewayPid = (work: string): number | null =>
