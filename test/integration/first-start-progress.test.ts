@@ -4,16 +4,13 @@
  * none of it. The process's stdout and stderr go to one file, so the order between the two streams is the order the
  * process wrote them in.
  */
-import { spawn } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { IAM_MIGRATIONS as MIGRATIONS } from '../../src/adapters/postgres/migration-list';
-import { ROOT } from '../support/gateway';
-import { ensureBuilt } from '../support/gateway-process';
+import { ensureBuilt, spawnGatewayProcess } from '../support/gateway-process';
 import { until } from '../support/wait';
 
-const BIN = join(ROOT, 'bin', 'iam-gateway.js');
 let root: string;
 
 beforeAll(() => {
@@ -26,24 +23,12 @@ afterAll(() => rmSync(root, { recursive: true, force: true, maxRetries: 50, retr
 async function serveUntilListening(dataDir: string, name: string): Promise<string> {
   const outputFile = join(root, `${name}.out`);
   const fd = openSync(outputFile, 'w');
-  const child = spawn(process.execPath, [BIN, 'serve'], {
-    cwd: ROOT,
-    stdio: ['ignore', fd, fd],
-    env: {
-      PATH: process.env.PATH ?? '',
-      HOME: process.env.HOME ?? '',
-      PORT: '0',
-      MANAGEMENT_PORT: '0',
-      SERVER_HOST: '127.0.0.1',
-      UPSTREAM_URL: 'http://127.0.0.1:9',
-      DATABASE_URL: '',
-      DATABASE_EMBEDDED_DIR: dataDir,
-      DATABASE_POOL_SIZE: '1',
-      REDIS_URL: '',
-      IAM_AUDIT_SPOOL_DIR: join(root, `${name}-spool`),
-      IAM_ACCESS_LOG: 'off',
-    },
-  });
+  const child = spawnGatewayProcess(
+    'http://127.0.0.1:9',
+    { DATABASE_URL: '', DATABASE_EMBEDDED_DIR: dataDir, DATABASE_POOL_SIZE: '1', REDIS_URL: '', IAM_AUDIT_SPOOL_DIR: join(root, `${name}-spool`) },
+    [],
+    { output: fd },
+  );
   closeSync(fd);
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const output = (): string => readFileSync(outputFile, 'utf8');

@@ -64,11 +64,12 @@ export function ensureBuilt(): 'fresh' | 'built' {
  * The `serve` process {@link startGatewayProcess} waits for, spawned with the same environment (the test run's
  * database and token store, the example users; `env` overrides any key), for a test that must act before it listens.
  */
-export function spawnGatewayProcess(upstreamUrl: string, env: Record<string, string> = {}, args: string[] = [], options: { processGroup?: boolean } = {}): ChildProcess {
+export function spawnGatewayProcess(upstreamUrl: string, env: Record<string, string> = {}, args: string[] = [], options: { processGroup?: boolean; output?: number } = {}): ChildProcess {
   return spawn(process.execPath, [BIN, 'serve', ...args], {
     cwd: ROOT,
     detached: options.processGroup === true,
-    stdio: ['ignore', 'pipe', 'pipe'],
+    // `output`: a file descriptor both streams write to, so what the process printed keeps its order.
+    stdio: options.output === undefined ? ['ignore', 'pipe', 'pipe'] : ['ignore', options.output, options.output],
     env: {
       PATH: process.env.PATH ?? '',
       HOME: process.env.HOME ?? '',
