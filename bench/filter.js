@@ -16,18 +16,12 @@
  * In process, on the embedded defaults. Usage: node bench/filter.js [--calls N] [--items N] [--concurrency N]
  * (needs `npm run build`); also `npm run bench -- --filter`
  */
-const { mkdirSync, mkdtempSync, rmSync, writeFileSync } = require('node:fs');
+const { mkdtempSync, rmSync } = require('node:fs');
 const { tmpdir } = require('node:os');
 const { join } = require('node:path');
 const { numberFlag } = require('./lib/args');
 const { requireDist } = require('./lib/dist');
-
-const ROOT = join(__dirname, '..');
-
-function percentile(values, p) {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-}
+const { inProcessEnv, percentile, recordServerTimes, ROOT } = require('./lib/in-process');
 
 async function main(argv = process.argv.slice(2)) {
   const calls = numberFlag(argv, '--calls', 200);
@@ -47,9 +41,9 @@ async function main(argv = process.argv.slice(2)) {
     })
     .listen(0, '127.0.0.1');
   await new Promise((resolve) => upstream.once('listening', resolve));
-  mkdirSync(join(dir, 'policies'));
-  writeFileSync(
-    join(dir, 'policies', 'routes.yaml'),
+  const env = inProcessEnv(
+    dir,
+    `http://127.0.0.1:${upstream.address().port}`,
     [
       'version: 1',
       'default: deny',
@@ -60,35 +54,10 @@ async function main(argv = process.argv.slice(2)) {
       '',
     ].join('\n'),
   );
-  const env = {
-    PORT: '0',
-    MANAGEMENT_PORT: '0',
-    UPSTREAM_URL: `http://127.0.0.1:${upstream.address().port}`,
-    DATABASE_URL: '',
-    REDIS_URL: '',
-    DATABASE_EMBEDDED_DIR: 'memory://',
-    LOG_LEVEL: 'silent',
-    IAM_ACCESS_LOG: 'off',
-    IAM_POLICIES_DIR: join(dir, 'policies'),
-    IAM_AUTHENTICATOR_TYPE: 'users-file',
-    IAM_AUTHENTICATOR_PATH: join(ROOT, 'config', 'users.example.yaml'),
-    IAM_PROVISION_FILE: join(ROOT, 'config', 'provision.example.yaml'),
-    IAM_AUDIT_SPOOL_DIR: join(dir, 'spool'),
-  };
-  const serverTimes = new Map();
-  const http = require('node:http');
-  const emit = http.Server.prototype.emit;
-  http.Server.prototype.emit = function (event, request, response) {
-    if (event === 'request' && request.url.startsWith('/api/')) {
-      const started = performance.now();
-      const key = `${request.url} ${request.headers['x-bench-row'] ?? ''}`;
-      response.once('finish', () => {
-        if (!serverTimes.has(key)) serverTimes.set(key, []);
-        serverTimes.get(key).push(performance.now() - started);
-      });
-    }
-    return emit.apply(this, arguments);
-  };
+  // Server time per row (the client names its row in a header), inside the gateway's HTTP server.
+  // The upstream is an HTTP server of this process too: its own requests are left out.
+  const upstreamPort = upstream.address().port;
+  const serverTimes = recordServerTimes('/api/', (request) => (request.socket.localPort === upstreamPort ? null : `${request.url} ${request.headers['x-bench-row'] ?? ''}`));
   const config = loadConfig({ file: join(ROOT, 'config', 'default.yaml'), env, cwd: ROOT });
   const gateway = await startGateway(config);
   try {

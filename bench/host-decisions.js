@@ -10,18 +10,12 @@
  *
  * In process, on the embedded defaults. Usage: node bench/host-decisions.js [--calls N]   (needs `npm run build`)
  */
-const { mkdirSync, mkdtempSync, rmSync, writeFileSync } = require('node:fs');
+const { mkdtempSync, rmSync } = require('node:fs');
 const { tmpdir } = require('node:os');
 const { join } = require('node:path');
 const { numberFlag } = require('./lib/args');
 const { requireDist } = require('./lib/dist');
-
-const ROOT = join(__dirname, '..');
-
-function percentile(values, p) {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-}
+const { inProcessEnv, percentile, recordServerTimes, ROOT } = require('./lib/in-process');
 
 async function timeCalls(count, call) {
   const times = [];
@@ -44,41 +38,13 @@ async function main(argv = process.argv.slice(2)) {
   const dir = mkdtempSync(join(tmpdir(), 'iam-bench-host-'));
   const upstream = require('node:http').createServer((req, res) => res.end('{}')).listen(0, '127.0.0.1');
   await new Promise((resolve) => upstream.once('listening', resolve));
-  mkdirSync(join(dir, 'policies'));
-  writeFileSync(
-    join(dir, 'policies', 'routes.yaml'),
+  const env = inProcessEnv(
+    dir,
+    `http://127.0.0.1:${upstream.address().port}`,
     'version: 1\ndefault: deny\nroutes:\n  - { path: /api/projects/:projectId, methods: [GET], permission: project:read, resource: { type: PROJECT, id: projectId, access: READ } }\n',
   );
-  const env = {
-    PORT: '0',
-    MANAGEMENT_PORT: '0',
-    UPSTREAM_URL: `http://127.0.0.1:${upstream.address().port}`,
-    DATABASE_URL: '',
-    REDIS_URL: '',
-    DATABASE_EMBEDDED_DIR: 'memory://',
-    LOG_LEVEL: 'silent',
-    IAM_ACCESS_LOG: 'off',
-    IAM_POLICIES_DIR: join(dir, 'policies'),
-    IAM_AUTHENTICATOR_TYPE: 'users-file',
-    IAM_AUTHENTICATOR_PATH: join(ROOT, 'config', 'users.example.yaml'),
-    IAM_PROVISION_FILE: join(ROOT, 'config', 'provision.example.yaml'),
-    IAM_AUDIT_SPOOL_DIR: join(dir, 'spool'),
-  };
-  // Server time: from the request event to the response's last byte handed to the socket, measured inside the
-  // process on the gateway's own HTTP server (the client's work and the loopback round trip left out).
-  const serverTimes = new Map();
-  const http = require('node:http');
-  const emit = http.Server.prototype.emit;
-  http.Server.prototype.emit = function (event, request, response) {
-    if (event === 'request' && request.url.startsWith('/iam/authorization/')) {
-      const started = performance.now();
-      response.once('finish', () => {
-        if (!serverTimes.has(request.url)) serverTimes.set(request.url, []);
-        serverTimes.get(request.url).push(performance.now() - started);
-      });
-    }
-    return emit.apply(this, arguments);
-  };
+  // Server time of the decision calls, inside the gateway's HTTP server (bench/lib/in-process.js).
+  const serverTimes = recordServerTimes('/iam/authorization/');
   const gateway = await startGateway(loadConfig({ file: join(ROOT, 'config', 'default.yaml'), env, cwd: ROOT }));
   try {
     const login = await fetch(`${gateway.url}/iam/auth/login`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'alice', password: 'alice-password', clientType: 'WEB' }) });
